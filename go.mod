@@ -1,0 +1,3 @@
+module memprobe
+
+go 1.26
