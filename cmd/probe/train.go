@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"memprobe/probe/job"
+	"memprobe/probe/ledger"
+	"memprobe/trainer"
+	"memprobe/trainer/model"
+)
+
+// trainFlags are the command-line options of `probe train`, kept apart from
+// the command so that parsing is testable without training.
+type trainFlags struct {
+	preset                          string
+	override                        model.Config // 0 fields keep the preset's value
+	threads                         int
+	execs                           int
+	data                            string
+	dataSeed                        uint64
+	steps                           int
+	seed                            uint64
+	lr, beta1, beta2, eps, wd, clip float32
+	gemm                            string
+	checkpoint                      string
+	resume                          string
+	sample                          int
+	jsonPath                        string
+	logEvery                        int
+}
+
+func (f *trainFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.preset, "preset", "seed", "model preset: seed, tiny or micro")
+	fs.IntVar(&f.override.Vocab, "vocab", 0, "vocabulary size V (0: preset)")
+	fs.IntVar(&f.override.Dim, "dim", 0, "channels C (0: preset)")
+	fs.IntVar(&f.override.Layers, "layers", 0, "layers L (0: preset)")
+	fs.IntVar(&f.override.Heads, "heads", 0, "attention heads NH (0: preset)")
+	fs.IntVar(&f.override.FF, "ff", 0, "feed-forward width (0: preset)")
+	fs.IntVar(&f.override.Context, "context", 0, "context length T (0: preset)")
+	fs.IntVar(&f.override.Batch, "batch", 0, "sequences per step B (0: preset)")
+	fs.IntVar(&f.threads, "threads", 2, "logical worker threads, 1 to 1024")
+	fs.IntVar(&f.execs, "executors", 0, "executors holding one sequence's workspace each (0: min(threads, GOMAXPROCS, batch))")
+	fs.StringVar(&f.data, "data", "synthetic:24MB", "training data: synthetic:SIZE or a text file")
+	fs.Uint64Var(&f.dataSeed, "data-seed", 1, "seed of the synthetic corpus")
+	fs.IntVar(&f.steps, "steps", 20, "optimizer steps")
+	fs.Uint64Var(&f.seed, "seed", 1337, "seed of the parameter initialisation and sampling")
+	fs.Float32Var(&f.lr, "lr", model.DefaultAdamW.LR, "AdamW learning rate")
+	fs.Float32Var(&f.beta1, "beta1", model.DefaultAdamW.Beta1, "AdamW beta1")
+	fs.Float32Var(&f.beta2, "beta2", model.DefaultAdamW.Beta2, "AdamW beta2")
+	fs.Float32Var(&f.eps, "eps", model.DefaultAdamW.Eps, "AdamW epsilon")
+	fs.Float32Var(&f.wd, "weight-decay", model.DefaultAdamW.WeightDecay, "AdamW weight decay")
+	fs.Float32Var(&f.clip, "clip", 0, "clip the gradient's global L2 norm to this (0: off)")
+	fs.StringVar(&f.gemm, "gemm", "auto", "GEMM backend: auto, openblas, gonum or naive")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "write a checkpoint to this file at the end")
+	fs.StringVar(&f.resume, "resume", "", "resume from this checkpoint")
+	fs.IntVar(&f.sample, "sample", 0, "generate this many tokens after training")
+	fs.StringVar(&f.jsonPath, "json", "", "write the result JSON to this file instead of stdout")
+	fs.IntVar(&f.logEvery, "log-every", 0, "progress line every N steps (0: about 20 lines)")
+}
+
+// options turns the flags into a job, checking every range.
+func (f *trainFlags) options() (job.Options, error) {
+	cfg, err := model.Preset(f.preset)
+	if err != nil {
+		return job.Options{}, err
+	}
+	for _, p := range []struct {
+		dst  *int
+		v    int
+		name string
+	}{
+		{&cfg.Vocab, f.override.Vocab, "vocab"}, {&cfg.Dim, f.override.Dim, "dim"},
+		{&cfg.Layers, f.override.Layers, "layers"}, {&cfg.Heads, f.override.Heads, "heads"},
+		{&cfg.FF, f.override.FF, "ff"}, {&cfg.Context, f.override.Context, "context"},
+		{&cfg.Batch, f.override.Batch, "batch"},
+	} {
+		if p.v < 0 {
+			return job.Options{}, fmt.Errorf("--%s %d must be positive", p.name, p.v)
+		}
+		if p.v > 0 {
+			*p.dst = p.v
+		}
+	}
+	o := job.Options{
+		Trainer: trainer.Options{
+			Config:    cfg,
+			Optimizer: model.AdamW{LR: f.lr, Beta1: f.beta1, Beta2: f.beta2, Eps: f.eps, WeightDecay: f.wd, ClipNorm: f.clip},
+			Threads:   f.threads,
+			Executors: f.execs,
+			Seed:      f.seed,
+			GEMM:      f.gemm,
+			Ledger:    ledger.New(),
+		},
+		Data: f.data, DataSeed: f.dataSeed, Steps: f.steps,
+		Checkpoint: f.checkpoint, Resume: f.resume, Sample: f.sample, LogEvery: f.logEvery,
+	}
+	if err := o.Validate(); err != nil {
+		return job.Options{}, err
+	}
+	return o, nil
+}
+
+func newTrainCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f trainFlags
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "train the reference GPT in this process and print one JSON result",
+		Long: `train runs one training job in-process: progress lines (step, loss,
+tokens/s, RSS) go to stderr, and at the end one JSON object goes to stdout,
+or to --json FILE (written to a temporary file, then renamed).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options()
+			if err != nil {
+				return usageError{err}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			r, err := job.Run(ctx, o, stderr)
+			if err != nil {
+				return err
+			}
+			return writeJSON(stdout, f.jsonPath, r)
+		},
+	}
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// writeJSON writes v as indented JSON to path (atomically: temp file then
+// rename, so a reader never sees half a report) or to w when path is "".
+func writeJSON(w io.Writer, path string, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	if path == "" {
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+// Package job runs one training job in-process and measures it: the unit the
+// probe repeats in fresh child processes. It builds the dataset and the
+// trainer from Options, trains, optionally checkpoints and samples, and
+// returns a Result whose JSON is what `probe train` prints and what a parent
+// process reads back.
+package job
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+
+	"memprobe/probe/ledger"
+	"memprobe/probe/procfs"
+	"memprobe/trainer"
+	"memprobe/trainer/data"
+	"memprobe/trainer/gemm"
+	"memprobe/trainer/model"
+)
+
+// Options is one job: what to train, on what, for how long.
+type Options struct {
+	Trainer    trainer.Options
+	Data       string // "synthetic:SIZE" or a text file
+	DataSeed   uint64 // seed of the synthetic generator
+	Steps      int
+	Checkpoint string // write a checkpoint here at the end ("" for none)
+	Resume     string // start from this checkpoint ("" for none)
+	Sample     int    // tokens to generate after training
+	LogEvery   int    // progress line every N steps (0: about 20 lines per run)
+}
+
+// Validate reports the first option out of range.
+func (o *Options) Validate() error {
+	if o.Steps < 1 || o.Steps > 1e9 {
+		return fmt.Errorf("steps %d out of range [1, 1e9]", o.Steps)
+	}
+	if o.Sample < 0 || o.Sample > 1<<20 {
+		return fmt.Errorf("sample %d out of range [0, %d]", o.Sample, 1<<20)
+	}
+	if o.LogEvery < 0 {
+		return fmt.Errorf("log-every %d must be >= 0", o.LogEvery)
+	}
+	return o.Trainer.Validate()
+}
+
+// Result is the JSON object a job prints. Every memory figure is in bytes
+// and says which memory it is: RSS (resident), VSZ (reserved address space)
+// and Go heap are different things.
+type Result struct {
+	Config     model.Config `json:"config"`
+	Optimizer  model.AdamW  `json:"optimizer"`
+	Params     int          `json:"params"`
+	Data       string       `json:"data"`
+	DataTokens int          `json:"data_tokens"`
+	DataVocab  int          `json:"data_vocab"`
+	Threads    int          `json:"threads"`
+	Executors  int          `json:"executors"`
+	GOMAXPROCS int          `json:"gomaxprocs"`
+	GEMM       string       `json:"gemm"`
+	GEMMConfig string       `json:"gemm_config,omitempty"`
+	Seed       uint64       `json:"seed"`
+
+	Steps                 int       `json:"steps"`
+	StartStep             int       `json:"start_step"`
+	TokensPerStep         int       `json:"tokens_per_step"`
+	TokensPerSec          float64   `json:"tokens_per_sec"` // over the steps after the first
+	StepNsMedian          int64     `json:"step_ns_median"`
+	StepNs                []int64   `json:"step_ns"`
+	LossFirst             float32   `json:"loss_first"`
+	LossLast              float32   `json:"loss_last"`
+	Losses                []float32 `json:"losses"`
+	GFLOPPerStep          float64   `json:"gflop_per_step"`
+	AchievedGFLOPS        float64   `json:"achieved_gflops"`
+	HeapAllocBytesPerStep float64   `json:"go_heap_alloc_bytes_per_step"` // steady state: steps after the first
+	HeapAllocsPerStep     float64   `json:"go_heap_allocs_per_step"`
+
+	PeakRSSBytes  uint64 `json:"peak_rss_bytes"` // VmHWM at the end of the run
+	FinalRSSBytes uint64 `json:"final_rss_bytes"`
+	FinalVSZBytes uint64 `json:"final_vsz_bytes"`
+	OSThreads     int    `json:"os_threads"`
+
+	FloorBytes       int64          `json:"floor_bytes"` // analytical floor, see Floor
+	ExecutorBytes    int64          `json:"executor_bytes"`
+	LedgerTotalBytes int64          `json:"ledger_total_bytes"`
+	Ledger           []ledger.Entry `json:"ledger"`
+
+	Sample     string   `json:"sample,omitempty"`
+	SampleIDs  []uint16 `json:"sample_ids,omitempty"`
+	Checkpoint string   `json:"checkpoint,omitempty"`
+}
+
+// Floor is the analytical memory floor of a configuration: parameters,
+// gradients and two Adam moments, one sequence's activations and backward
+// workspace per executor, and the token array. Nothing smaller can train
+// this model this way; the measured peak RSS is compared against it.
+func Floor(cfg model.Config, executors int, datasetTokens int) (floor, perExecutor int64) {
+	perExecutor = 4 * int64(cfg.ActsSize()+cfg.GradActsSize())
+	floor = 4*4*int64(cfg.NumParams()) + int64(executors)*perExecutor + 2*int64(datasetTokens)
+	return floor, perExecutor
+}
+
+// FLOPsPerStep counts the multiply-adds of one step's matrix products (×2
+// for FLOPs, ×3 for forward plus the two backward products), the figure the
+// GFLOPS ceiling is compared against. Attention is counted over the full
+// T×T square the kernels compute.
+func FLOPsPerStep(c model.Config) float64 {
+	B, T, C, L, FF, V := float64(c.Batch), float64(c.Context), float64(c.Dim), float64(c.Layers), float64(c.FF), float64(c.Vocab)
+	perTok := L*(3*C*C+C*C+2*C*FF) + C*V
+	attn := L * 2 * T * T * C // QK^T and att·V per sequence
+	return 2 * 3 * B * (T*perTok + attn)
+}
+
+// Run executes the job. Progress lines go to progress (may be io.Discard).
+func Run(ctx context.Context, o Options, progress io.Writer) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	cfg := o.Trainer.Config
+	if o.Resume != "" {
+		ckCfg, err := trainer.ReadCheckpointConfig(o.Resume)
+		if err != nil {
+			return nil, err
+		}
+		ckCfg.Batch = cfg.Batch
+		if ckCfg != cfg {
+			return nil, fmt.Errorf("reading checkpoint %s: it holds a model with %v, this run is configured for %v", o.Resume, ckCfg, cfg)
+		}
+	}
+	led := o.Trainer.Ledger
+	ds, err := data.Load(o.Data, cfg.Vocab, o.DataSeed)
+	if err != nil {
+		return nil, err
+	}
+	led.Account(ledger.DatasetTokens).Alloc(ds.Bytes())
+	tr, err := trainer.New(o.Trainer, ds)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	if o.Resume != "" {
+		if err := tr.LoadCheckpoint(o.Resume); err != nil {
+			return nil, err
+		}
+	}
+	floor, perExec := Floor(cfg, tr.NumExecutors(), len(ds.Tokens))
+	fmt.Fprintf(progress, "model %v: %d parameters (tied LM head, unpadded vocab)\n", cfg, cfg.NumParams())
+	fmt.Fprintf(progress, "data %s: %d tokens, %d distinct, %s as uint16\n", ds.Source, len(ds.Tokens), ds.Vocab, mib(ds.Bytes()))
+	fmt.Fprintf(progress, "threads %d logical workers on %d executors (GOMAXPROCS %d); gemm %s\n", o.Trainer.Threads, tr.NumExecutors(), runtime.GOMAXPROCS(0), tr.GEMM().Name())
+	fmt.Fprintf(progress, "memory floor %s = params+grads+adam %s + %d executors x %s + tokens %s\n",
+		mib(floor), mib(16*int64(cfg.NumParams())), tr.NumExecutors(), mib(perExec), mib(ds.Bytes()))
+
+	logEvery := o.LogEvery
+	if logEvery == 0 {
+		logEvery = max(1, o.Steps/20)
+	}
+	startStep := tr.StepsDone()
+	stats, err := tr.Train(ctx, o.Steps, func(s trainer.StepStats) {
+		if (s.Step-startStep)%logEvery == 0 || s.Step-startStep == 1 || s.Step-startStep == o.Steps {
+			st, _ := procfs.ReadStatus(procfs.Self)
+			fmt.Fprintf(progress, "step %5d  loss %.4f  %8.0f tok/s  %6.0f ms  rss %s\n",
+				s.Step, s.Loss, s.TokensPerSecond, float64(s.Duration)/1e6, mib(int64(st.VmRSSBytes)))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{
+		Config: cfg, Optimizer: o.Trainer.Optimizer, Params: cfg.NumParams(),
+		Data: ds.Source, DataTokens: len(ds.Tokens), DataVocab: ds.Vocab,
+		Threads: o.Trainer.Threads, Executors: tr.NumExecutors(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		GEMM: tr.GEMM().Name(), GEMMConfig: gemm.OpenBLASConfig(), Seed: o.Trainer.Seed,
+		Steps: len(stats), StartStep: startStep, TokensPerStep: cfg.Batch * cfg.Context,
+		GFLOPPerStep: FLOPsPerStep(cfg) / 1e9,
+		FloorBytes:   floor, ExecutorBytes: perExec,
+	}
+	summarize(r, stats)
+	if o.Checkpoint != "" {
+		if err := tr.SaveCheckpoint(o.Checkpoint); err != nil {
+			return nil, err
+		}
+		r.Checkpoint = o.Checkpoint
+	}
+	if o.Sample > 0 {
+		ids := tr.Sample(o.Sample, o.Trainer.Seed)
+		r.SampleIDs = ids
+		if ds.Tokenizer != nil {
+			r.Sample = ds.Tokenizer.Decode(ids)
+		}
+	}
+	st, err := procfs.ReadStatus(procfs.Self)
+	if err == nil {
+		r.PeakRSSBytes, r.FinalRSSBytes, r.FinalVSZBytes, r.OSThreads = st.VmHWMBytes, st.VmRSSBytes, st.VmSizeBytes, st.Threads
+	}
+	r.Ledger = led.Snapshot()
+	r.LedgerTotalBytes = led.TotalCurrentBytes()
+	fmt.Fprintf(progress, "done: %.0f tokens/s (%.1f GFLOPS), loss %.4f -> %.4f, peak RSS %s (floor %s, x%.2f), %.1f allocs/step\n",
+		r.TokensPerSec, r.AchievedGFLOPS, r.LossFirst, r.LossLast, mib(int64(r.PeakRSSBytes)), mib(floor),
+		float64(r.PeakRSSBytes)/float64(floor), r.HeapAllocsPerStep)
+	return r, nil
+}
+
+func summarize(r *Result, stats []trainer.StepStats) {
+	if len(stats) == 0 {
+		return
+	}
+	r.LossFirst = stats[0].Loss
+	r.LossLast = stats[len(stats)-1].Loss
+	r.Losses = make([]float32, len(stats))
+	r.StepNs = make([]int64, len(stats))
+	for i, s := range stats {
+		r.Losses[i] = s.Loss
+		r.StepNs[i] = int64(s.Duration)
+	}
+	// Steady state excludes the first step: start-up (page faults on fresh
+	// buffers, lazy initialisation) is not the per-step cost.
+	steady := stats
+	if len(stats) > 1 {
+		steady = stats[1:]
+	}
+	var ns int64
+	var objs, bytes uint64
+	d := make([]int64, len(steady))
+	for i, s := range steady {
+		ns += int64(s.Duration)
+		objs += s.HeapAllocObjs
+		bytes += s.HeapAllocBytes
+		d[i] = int64(s.Duration)
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	r.StepNsMedian = d[len(d)/2]
+	r.TokensPerSec = float64(len(steady)*r.TokensPerStep) / (float64(ns) / 1e9)
+	r.AchievedGFLOPS = r.GFLOPPerStep * float64(len(steady)) / (float64(ns) / 1e9)
+	r.HeapAllocsPerStep = float64(objs) / float64(len(steady))
+	r.HeapAllocBytesPerStep = float64(bytes) / float64(len(steady))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -1,0 +1,58 @@
+package rtstats
+
+import "fmt"
+
+// SteadyState is the per-step cost of a loop once warm-up is over.
+type SteadyState struct {
+	// Steps is the number of steps measured (after warm-up).
+	Steps int `json:"steps"`
+	// WarmupSteps is the number of leading steps left out.
+	WarmupSteps int `json:"warmup_steps"`
+	// AllocsPerStepObjects is mean heap allocations per step.
+	AllocsPerStepObjects float64 `json:"allocs_per_step_objects"`
+	// AllocsPerStepBytes is mean heap bytes allocated per step.
+	AllocsPerStepBytes float64 `json:"allocs_per_step_bytes"`
+	// MinStepAllocsObjects and MaxStepAllocsObjects bound the per-step
+	// allocation counts; a wide range means the mcache flush lag (see the
+	// package comment) or a loop that is not steady.
+	MinStepAllocsObjects int64 `json:"min_step_allocs_objects"`
+	MaxStepAllocsObjects int64 `json:"max_step_allocs_objects"`
+	// GCCycles is GC cycles during the measured steps.
+	GCCycles int64 `json:"gc_cycles"`
+	// GCPauseTotalNs is the estimated GC pause time during the measured
+	// steps.
+	GCPauseTotalNs int64 `json:"gc_pause_total_ns"`
+}
+
+// Steady derives per-step costs from snapshots taken around a loop:
+// snaps[0] before step 1 and snaps[k] after step k. The first warmup steps
+// are left out; at least one step must remain.
+func Steady(snaps []Snapshot, warmup int) (SteadyState, error) {
+	if warmup < 0 {
+		return SteadyState{}, fmt.Errorf("steady state: negative warm-up %d", warmup)
+	}
+	steps := len(snaps) - 1 - warmup
+	if steps < 1 {
+		return SteadyState{}, fmt.Errorf("steady state: %d snapshots leave no step after %d warm-up steps", len(snaps), warmup)
+	}
+	first, last := snaps[warmup], snaps[len(snaps)-1]
+	d := Delta(first, last)
+	st := SteadyState{
+		Steps:                steps,
+		WarmupSteps:          warmup,
+		AllocsPerStepObjects: float64(d.HeapAllocsObjects) / float64(steps),
+		AllocsPerStepBytes:   float64(d.HeapAllocsBytes) / float64(steps),
+		GCCycles:             d.GCCycles,
+		GCPauseTotalNs:       d.GCPauseTotalNs,
+	}
+	for i := warmup + 1; i < len(snaps); i++ {
+		n := snaps[i].HeapAllocsObjects - snaps[i-1].HeapAllocsObjects
+		if i == warmup+1 || n < st.MinStepAllocsObjects {
+			st.MinStepAllocsObjects = n
+		}
+		if i == warmup+1 || n > st.MaxStepAllocsObjects {
+			st.MaxStepAllocsObjects = n
+		}
+	}
+	return st, nil
+}

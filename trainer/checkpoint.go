@@ -1,0 +1,192 @@
+package trainer
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"memprobe/trainer/model"
+)
+
+// Checkpoint file layout (little-endian):
+//
+//	magic    [8]byte  "MPROBECK"
+//	version  uint32   CheckpointVersion
+//	cfglen   uint32   length of the JSON config that follows
+//	config   []byte   model.Config as JSON
+//	step     uint64   optimizer steps taken
+//	nparams  uint64   parameter count, NumParams() of config
+//	params   [nparams]float32
+//	adam m   [nparams]float32
+//	adam v   [nparams]float32
+//	crc      uint32   CRC-32 (IEEE) of every byte before it
+const CheckpointVersion = 1
+
+var checkpointMagic = [8]byte{'M', 'P', 'R', 'O', 'B', 'E', 'C', 'K'}
+
+// SaveCheckpoint writes the parameters, Adam moments and step count to path
+// atomically: a temporary file in the same directory, synced, then renamed,
+// so an interrupted save never leaves a half-written checkpoint behind.
+func (t *Trainer) SaveCheckpoint(path string) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	crc := crc32.NewIEEE()
+	bw := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
+	cfgJSON, err := json.Marshal(t.cfg)
+	if err != nil {
+		return err
+	}
+	var hdr [8]byte
+	bw.Write(checkpointMagic[:])
+	binary.LittleEndian.PutUint32(hdr[:4], CheckpointVersion)
+	bw.Write(hdr[:4])
+	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(cfgJSON)))
+	bw.Write(hdr[:4])
+	bw.Write(cfgJSON)
+	binary.LittleEndian.PutUint64(hdr[:], uint64(t.step))
+	bw.Write(hdr[:])
+	binary.LittleEndian.PutUint64(hdr[:], uint64(len(t.Param.Memory)))
+	bw.Write(hdr[:])
+	for _, s := range [][]float32{t.Param.Memory, t.M.Memory, t.V.Memory} {
+		if err := writeFloats(bw, s); err != nil {
+			return fmt.Errorf("saving checkpoint %s: %w", path, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	binary.LittleEndian.PutUint32(hdr[:4], crc.Sum32())
+	if _, err := f.Write(hdr[:4]); err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeFloats(w io.Writer, s []float32) error {
+	var buf [4096]byte
+	for len(s) > 0 {
+		n := min(len(s), len(buf)/4)
+		for i, v := range s[:n] {
+			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+		}
+		if _, err := w.Write(buf[:4*n]); err != nil {
+			return err
+		}
+		s = s[n:]
+	}
+	return nil
+}
+
+// ErrCorruptCheckpoint is wrapped by every error about a damaged file.
+var ErrCorruptCheckpoint = errors.New("corrupt checkpoint")
+
+// ReadCheckpointConfig returns the model configuration stored in a
+// checkpoint, after verifying the whole file. A command can use it to build
+// a trainer that matches before calling LoadCheckpoint.
+func ReadCheckpointConfig(path string) (model.Config, error) {
+	ck, err := readCheckpoint(path)
+	if err != nil {
+		return model.Config{}, err
+	}
+	return ck.cfg, nil
+}
+
+type checkpoint struct {
+	cfg     model.Config
+	step    int
+	payload []byte // 3*nparams float32s
+}
+
+func readCheckpoint(path string) (*checkpoint, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("reading checkpoint %s: %w: %s", path, ErrCorruptCheckpoint, what)
+	}
+	if len(b) < 8+4+4+8+8+4 {
+		return nil, bad(fmt.Sprintf("file is %d bytes, too short for a header", len(b)))
+	}
+	if [8]byte(b[:8]) != checkpointMagic {
+		return nil, bad("wrong magic (not a memprobe checkpoint)")
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != CheckpointVersion {
+		return nil, fmt.Errorf("reading checkpoint %s: version %d, this build reads version %d", path, v, CheckpointVersion)
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.ChecksumIEEE(body) != sum {
+		return nil, bad("CRC mismatch (truncated or damaged file)")
+	}
+	n := int(binary.LittleEndian.Uint32(b[12:]))
+	if 16+n+16 > len(body) {
+		return nil, bad("config length runs past the end of the file")
+	}
+	ck := &checkpoint{}
+	if err := json.Unmarshal(body[16:16+n], &ck.cfg); err != nil {
+		return nil, bad("config: " + err.Error())
+	}
+	if err := ck.cfg.Validate(); err != nil {
+		return nil, bad("config: " + err.Error())
+	}
+	rest := body[16+n:]
+	ck.step = int(binary.LittleEndian.Uint64(rest))
+	np := binary.LittleEndian.Uint64(rest[8:])
+	if np != uint64(ck.cfg.NumParams()) {
+		return nil, bad(fmt.Sprintf("%d parameters stored, config needs %d", np, ck.cfg.NumParams()))
+	}
+	ck.payload = rest[16:]
+	if uint64(len(ck.payload)) != 3*4*np {
+		return nil, bad(fmt.Sprintf("%d payload bytes, want %d", len(ck.payload), 3*4*np))
+	}
+	return ck, nil
+}
+
+// LoadCheckpoint restores parameters, Adam moments and the step count. The
+// checkpoint's model configuration must equal the trainer's.
+func (t *Trainer) LoadCheckpoint(path string) error {
+	ck, err := readCheckpoint(path)
+	if err != nil {
+		return err
+	}
+	want := ck.cfg
+	want.Batch = t.cfg.Batch // the batch size may change on resume; the model may not
+	if want != t.cfg {
+		return fmt.Errorf("reading checkpoint %s: it holds a model with %v, this run is configured for %v", path, ck.cfg, t.cfg)
+	}
+	P := len(t.Param.Memory)
+	for k, s := range [][]float32{t.Param.Memory, t.M.Memory, t.V.Memory} {
+		src := ck.payload[k*4*P:]
+		for i := range s {
+			s[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	}
+	clear(t.Grad.Memory)
+	t.step = ck.step
+	return nil
+}

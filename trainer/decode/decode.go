@@ -1,0 +1,336 @@
+// Package decode is the trainer's LM-head decode step on a device.Device:
+// logits = hidden · lmHeadᵀ, softmax, a token per position and, given
+// targets, the cross-entropy loss.
+//
+// It reproduces design note 003 (a decode loop that returns vectors by value
+// and synchronises with the GPU once per token: ~10 tokens/s) and its three
+// fixes as four modes of one Decoder, so that `probe decode` can measure each
+// on the same device and the trainer can run its LM head through the fastest:
+//
+//  1. per-token-copy: for every position the hidden vector is returned by
+//     value (a fresh []float32, copied), copied to the device, one logits
+//     launch and one softmax launch for that row, fresh host slices for
+//     the results, and a Sync per token. This is the note's code.
+//  2. per-token-view: the note's solution 3: the hidden row is passed as a
+//     view of the (T, C) matrix, no host copy; outputs are still fresh
+//     slices and there is still a Sync per token.
+//  3. per-token-prealloc: the note's solution 1: input and output host
+//     buffers are allocated once and reused; still a Sync per token.
+//  4. batch: the note's solution 2: all T positions in one copy, one logits
+//     launch, one softmax launch, one copy back, one Sync.
+//
+// Shapes: T positions, C channels, V vocabulary; matrices row-major.
+package decode
+
+import (
+	"fmt"
+	"strings"
+
+	"memprobe/trainer/device"
+)
+
+// Mode selects how Decode drives the device.
+type Mode int
+
+// The modes, slowest first.
+const (
+	PerTokenCopy Mode = iota
+	PerTokenView
+	PerTokenPrealloc
+	Batch
+)
+
+var modeNames = [...]string{"per-token-copy", "per-token-view", "per-token-prealloc", "batch"}
+
+// String returns the mode's name as ParseMode reads it.
+func (m Mode) String() string {
+	if m < 0 || int(m) >= len(modeNames) {
+		return fmt.Sprintf("Mode(%d)", int(m))
+	}
+	return modeNames[m]
+}
+
+// Modes lists every mode, slowest first.
+func Modes() []Mode { return []Mode{PerTokenCopy, PerTokenView, PerTokenPrealloc, Batch} }
+
+// ParseMode reads a mode name.
+func ParseMode(s string) (Mode, error) {
+	for i, n := range modeNames {
+		if s == n {
+			return Mode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("parsing decode mode %q: not one of %s", s, strings.Join(modeNames[:], ", "))
+}
+
+// PerToken reports whether m synchronises once per token.
+func (m Mode) PerToken() bool { return m != Batch }
+
+// Decoder runs the decode step. Its device buffers and host staging buffers
+// are allocated once in New; Decode allocates nothing in the prealloc and
+// batch modes. A Decoder is used by one goroutine at a time.
+type Decoder struct {
+	dev           device.Device
+	mode          Mode
+	V, C, maxRows int
+	samp          device.Sampling
+
+	// Device memory. Per-token modes hold one row, batch maxRows.
+	dW      device.Buffer // (V, C) LM head
+	dIn     device.Buffer // (rows, C) hidden states
+	dLogits device.Buffer // (rows, V) logits, then probabilities
+	dTgt    device.Buffer // (rows) targets as float32
+	dOut    device.Buffer // (rows, OutStride) token id, loss
+
+	// Host staging, allocated once.
+	tgtHost  []float32 // (maxRows) targets as float32 (not per-token-copy)
+	outHost  []float32 // (maxRows, OutStride) (prealloc, batch)
+	inHost   []float32 // (C) one hidden row (prealloc)
+	probHost []float32 // (V) one probability row (prealloc)
+}
+
+// New makes a decoder for up to maxRows positions per Decode call and
+// uploads lmHead (V, C) once; New waits for the upload, so lmHead may change
+// after it returns. V must fit token ids in uint16.
+func New(dev device.Device, mode Mode, V, C, maxRows int, lmHead []float32) (*Decoder, error) {
+	if mode < 0 || int(mode) >= len(modeNames) {
+		return nil, fmt.Errorf("decode: unknown mode %d", int(mode))
+	}
+	if V <= 0 || V > 1<<16 || C <= 0 || maxRows <= 0 {
+		return nil, fmt.Errorf("decode: bad sizes V=%d C=%d maxRows=%d (want 0 < V <= 65536, C > 0, maxRows > 0)", V, C, maxRows)
+	}
+	if len(lmHead) != V*C {
+		return nil, fmt.Errorf("decode: lm head has %d values, want V*C = %d", len(lmHead), V*C)
+	}
+	d := &Decoder{dev: dev, mode: mode, V: V, C: C, maxRows: maxRows}
+	rows := 1
+	if mode == Batch {
+		rows = maxRows
+	}
+	for _, a := range []struct {
+		b *device.Buffer
+		n int
+	}{{&d.dW, V * C}, {&d.dIn, rows * C}, {&d.dLogits, rows * V}, {&d.dTgt, rows}, {&d.dOut, rows * device.OutStride}} {
+		b, err := dev.Alloc(a.n)
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("decode: allocating device buffers: %w", err)
+		}
+		*a.b = b
+	}
+	if mode != PerTokenCopy {
+		d.tgtHost = make([]float32, maxRows)
+	}
+	if mode == PerTokenPrealloc || mode == Batch {
+		d.outHost = make([]float32, maxRows*device.OutStride)
+	}
+	if mode == PerTokenPrealloc {
+		d.inHost = make([]float32, C)
+		d.probHost = make([]float32, V)
+	}
+	if err := d.SetWeights(lmHead); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := dev.Sync(); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("decode: uploading lm head: %w", err)
+	}
+	return d, nil
+}
+
+// Mode is the decoder's mode.
+func (d *Decoder) Mode() Mode { return d.mode }
+
+// SetWeights enqueues an upload of a new LM head (V, C), for the trainer
+// after an optimizer step. It does not wait: lmHead must not change until
+// the next Decode returns.
+func (d *Decoder) SetWeights(lmHead []float32) error {
+	if len(lmHead) != d.V*d.C {
+		return fmt.Errorf("decode: lm head has %d values, want V*C = %d", len(lmHead), d.V*d.C)
+	}
+	return d.dev.CopyToDevice(d.dW, 0, lmHead)
+}
+
+// SetSampling switches between greedy decoding (temperature 0, the default)
+// and sampling from softmax(logits/temperature) with a generator seeded by
+// seed. Positions are numbered from 0 again, across Decode calls, so the
+// tokens do not depend on the mode.
+func (d *Decoder) SetSampling(temperature float32, seed uint64) {
+	d.samp = device.Sampling{Temperature: temperature, Seed: seed}
+}
+
+// Decode runs positions 0..T-1 of hidden (T, C) through the LM head. It
+// writes the chosen token of each position to tokens[:T] and, if probs is
+// not nil, the softmax probabilities to probs[:T*V] (T, V), which the
+// trainer's backward pass uses (dlogits = probs - onehot(targets)). With
+// targets (T) it returns the mean cross-entropy loss, else 0. The buffers
+// are the caller's; Decode keeps none of them once it returns.
+func (d *Decoder) Decode(hidden []float32, T int, targets []uint16, tokens []uint16, probs []float32) (float32, error) {
+	if err := d.check(hidden, T, targets, tokens, probs); err != nil {
+		return 0, err
+	}
+	var loss float32
+	var err error
+	if d.mode == Batch {
+		loss, err = d.batch(hidden, T, targets, tokens, probs)
+	} else {
+		loss, err = d.perToken(hidden, T, targets, tokens, probs)
+	}
+	d.samp.Pos += uint64(T)
+	if err != nil {
+		d.dev.Sync() // drain: no queued copy may touch the caller's buffers after we return
+		return 0, fmt.Errorf("decode %s: %w", d.mode, err)
+	}
+	if targets == nil {
+		return 0, nil
+	}
+	return loss / float32(T), nil
+}
+
+func (d *Decoder) check(hidden []float32, T int, targets []uint16, tokens []uint16, probs []float32) error {
+	switch {
+	case T <= 0 || T > d.maxRows:
+		return fmt.Errorf("decode: T=%d outside 1..%d", T, d.maxRows)
+	case len(hidden) < T*d.C:
+		return fmt.Errorf("decode: hidden has %d values, want T*C = %d", len(hidden), T*d.C)
+	case len(tokens) < T:
+		return fmt.Errorf("decode: tokens has room for %d, want T = %d", len(tokens), T)
+	case probs != nil && len(probs) < T*d.V:
+		return fmt.Errorf("decode: probs has %d values, want T*V = %d", len(probs), T*d.V)
+	case targets != nil && len(targets) < T:
+		return fmt.Errorf("decode: targets has %d ids, want T = %d", len(targets), T)
+	}
+	for t := 0; t < T && targets != nil; t++ {
+		if int(targets[t]) >= d.V {
+			return fmt.Errorf("decode: target %d at position %d is not below V=%d", targets[t], t, d.V)
+		}
+	}
+	return nil
+}
+
+// batch is solution 2: one copy each way per buffer, two launches, one Sync.
+func (d *Decoder) batch(hidden []float32, T int, targets []uint16, tokens []uint16, probs []float32) (float32, error) {
+	dev, V, C := d.dev, d.V, d.C
+	if err := dev.CopyToDevice(d.dIn, 0, hidden[:T*C]); err != nil {
+		return 0, err
+	}
+	var dTgt device.Buffer
+	if targets != nil {
+		for t := 0; t < T; t++ {
+			d.tgtHost[t] = float32(targets[t])
+		}
+		if err := dev.CopyToDevice(d.dTgt, 0, d.tgtHost[:T]); err != nil {
+			return 0, err
+		}
+		dTgt = d.dTgt
+	}
+	if err := dev.Logits(d.dLogits, d.dIn, d.dW, T, C, V); err != nil {
+		return 0, err
+	}
+	if err := dev.SoftmaxSample(d.dOut, d.dLogits, dTgt, T, V, d.samp); err != nil {
+		return 0, err
+	}
+	out := d.outHost[:T*device.OutStride]
+	if err := dev.CopyToHost(out, d.dOut, 0); err != nil {
+		return 0, err
+	}
+	if probs != nil {
+		if err := dev.CopyToHost(probs[:T*V], d.dLogits, 0); err != nil {
+			return 0, err
+		}
+	}
+	if err := dev.Sync(); err != nil {
+		return 0, err
+	}
+	var loss float32
+	for t := 0; t < T; t++ {
+		tokens[t] = uint16(out[t*device.OutStride])
+		loss += out[t*device.OutStride+1]
+	}
+	return loss, nil
+}
+
+// perToken is the note's loop, one position per launch and per Sync, with
+// the host buffers each mode prescribes.
+func (d *Decoder) perToken(hidden []float32, T int, targets []uint16, tokens []uint16, probs []float32) (float32, error) {
+	dev, V, C, mode := d.dev, d.V, d.C, d.mode
+	var loss float32
+	for t := 0; t < T; t++ {
+		row := hidden[t*C : (t+1)*C] // a view (per-token-view)
+		switch mode {
+		case PerTokenCopy:
+			row = make([]float32, C) // returned by value: a fresh copy per token
+			copy(row, hidden[t*C:(t+1)*C])
+		case PerTokenPrealloc:
+			copy(d.inHost, row) // "encodeByIdInto": a reused buffer
+			row = d.inHost
+		}
+		if err := dev.CopyToDevice(d.dIn, 0, row); err != nil {
+			return 0, err
+		}
+		var dTgt device.Buffer
+		if targets != nil {
+			var tg []float32
+			if mode == PerTokenCopy {
+				tg = []float32{float32(targets[t])}
+			} else {
+				d.tgtHost[t] = float32(targets[t])
+				tg = d.tgtHost[t : t+1]
+			}
+			if err := dev.CopyToDevice(d.dTgt, 0, tg); err != nil {
+				return 0, err
+			}
+			dTgt = d.dTgt
+		}
+		if err := dev.Logits(d.dLogits, d.dIn, d.dW, 1, C, V); err != nil {
+			return 0, err
+		}
+		s := d.samp
+		s.Pos += uint64(t)
+		if err := dev.SoftmaxSample(d.dOut, d.dLogits, dTgt, 1, V, s); err != nil {
+			return 0, err
+		}
+		var out, prow []float32
+		if mode == PerTokenPrealloc {
+			out = d.outHost[:device.OutStride]
+			prow = d.probHost
+		} else {
+			out = make([]float32, device.OutStride) // "getBrocaOutput" by value
+			if probs != nil {
+				prow = make([]float32, V)
+			}
+		}
+		if err := dev.CopyToHost(out, d.dOut, 0); err != nil {
+			return 0, err
+		}
+		if probs != nil {
+			if err := dev.CopyToHost(prow, d.dLogits, 0); err != nil {
+				return 0, err
+			}
+		}
+		if err := dev.Sync(); err != nil { // the per-token sync of note 003
+			return 0, err
+		}
+		tokens[t] = uint16(out[0])
+		loss += out[1]
+		if probs != nil {
+			copy(probs[t*V:(t+1)*V], prow)
+		}
+	}
+	return loss, nil
+}
+
+// Close frees the decoder's device buffers. The device stays open.
+func (d *Decoder) Close() error {
+	var first error
+	for _, b := range []*device.Buffer{&d.dW, &d.dIn, &d.dLogits, &d.dTgt, &d.dOut} {
+		if b.Valid() {
+			if err := d.dev.Free(*b); err != nil && first == nil {
+				first = err
+			}
+			*b = device.Buffer{}
+		}
+	}
+	return first
+}

@@ -1,0 +1,158 @@
+package device
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"memprobe/probe/ledger"
+)
+
+// book is the host-side bookkeeping every device shares: which buffers are
+// live, the counters Stats reports, and the sticky stream error. Only the
+// goroutine driving the device touches closed and live; the counters are
+// atomic so Stats may be read from anywhere.
+type book struct {
+	name   string
+	acct   *ledger.Account
+	closed bool
+	live   map[uint64]Buffer
+
+	errMu sync.Mutex
+	err   error // first error met on the stream (sticky)
+
+	launches, syncs, h2dCopies, d2hCopies, h2dBytes, d2hBytes atomic.Int64
+	inUse, peak                                               atomic.Int64
+}
+
+func newBook(name string, acct *ledger.Account) book {
+	return book{name: name, acct: acct, live: map[uint64]Buffer{}}
+}
+
+// check returns an error unless b is live here and holds n values from off.
+func (k *book) check(what string, b Buffer, off, n int) error {
+	if k.closed {
+		return ErrClosed
+	}
+	if lb, ok := k.live[b.id]; !ok || lb.n != b.n {
+		return fmt.Errorf("%s %s: buffer is not allocated on this device", k.name, what)
+	}
+	if off < 0 || n < 0 || off+n > b.n {
+		return fmt.Errorf("%s %s: range [%d, %d) outside buffer of %d floats", k.name, what, off, off+n, b.n)
+	}
+	return nil
+}
+
+// added records a new allocation. The ledger account is charged by the
+// caller where it makes the memory (cpu: acct.Float32s) or here (cuda).
+func (k *book) added(b Buffer) {
+	k.live[b.id] = b
+	cur := k.inUse.Add(int64(b.n) * 4)
+	if cur > k.peak.Load() {
+		k.peak.Store(cur) // only the driving goroutine writes peak
+	}
+}
+
+// removed forgets b and returns an error if it was not live.
+func (k *book) removed(b Buffer) error {
+	if _, ok := k.live[b.id]; !ok {
+		return fmt.Errorf("%s free: buffer is not allocated on this device (double free?)", k.name)
+	}
+	delete(k.live, b.id)
+	k.inUse.Add(-int64(b.n) * 4)
+	return nil
+}
+
+func (k *book) failed() bool {
+	k.errMu.Lock()
+	defer k.errMu.Unlock()
+	return k.err != nil
+}
+
+func (k *book) setErr(err error) {
+	k.errMu.Lock()
+	if k.err == nil {
+		k.err = err
+	}
+	k.errMu.Unlock()
+}
+
+func (k *book) stickyErr() error {
+	k.errMu.Lock()
+	defer k.errMu.Unlock()
+	return k.err
+}
+
+func (k *book) stats() Stats {
+	return Stats{
+		Launches:         k.launches.Load(),
+		Syncs:            k.syncs.Load(),
+		H2DCopies:        k.h2dCopies.Load(),
+		D2HCopies:        k.d2hCopies.Load(),
+		H2DBytes:         k.h2dBytes.Load(),
+		D2HBytes:         k.d2hBytes.Load(),
+		DeviceBytesInUse: k.inUse.Load(),
+		DeviceBytesPeak:  k.peak.Load(),
+	}
+}
+
+// checkLogits validates a Logits call and counts the launch.
+func (k *book) checkLogits(out, hidden, weight Buffer, rows, C, V int) error {
+	if rows <= 0 || C <= 0 || V <= 0 {
+		return fmt.Errorf("%s logits: bad shape rows=%d C=%d V=%d", k.name, rows, C, V)
+	}
+	if err := k.check("logits out", out, 0, rows*V); err != nil {
+		return err
+	}
+	if err := k.check("logits hidden", hidden, 0, rows*C); err != nil {
+		return err
+	}
+	if err := k.check("logits weight", weight, 0, V*C); err != nil {
+		return err
+	}
+	k.launches.Add(1)
+	return nil
+}
+
+// checkSoftmax validates a SoftmaxSample call and counts the launch.
+func (k *book) checkSoftmax(out, logits, targets Buffer, rows, V int, s Sampling) error {
+	if rows <= 0 || V <= 0 {
+		return fmt.Errorf("%s softmax: bad shape rows=%d V=%d", k.name, rows, V)
+	}
+	if !(s.Temperature >= 0) {
+		return fmt.Errorf("%s softmax: temperature %v is not >= 0", k.name, s.Temperature)
+	}
+	if err := k.check("softmax out", out, 0, rows*OutStride); err != nil {
+		return err
+	}
+	if err := k.check("softmax logits", logits, 0, rows*V); err != nil {
+		return err
+	}
+	if targets.Valid() {
+		if err := k.check("softmax targets", targets, 0, rows); err != nil {
+			return err
+		}
+	}
+	k.launches.Add(1)
+	return nil
+}
+
+// checkH2D validates a CopyToDevice call and counts it.
+func (k *book) checkH2D(dst Buffer, dstOff int, src []float32) error {
+	if err := k.check("copy to device", dst, dstOff, len(src)); err != nil {
+		return err
+	}
+	k.h2dCopies.Add(1)
+	k.h2dBytes.Add(int64(len(src)) * 4)
+	return nil
+}
+
+// checkD2H validates a CopyToHost call and counts it.
+func (k *book) checkD2H(dst []float32, src Buffer, srcOff int) error {
+	if err := k.check("copy to host", src, srcOff, len(dst)); err != nil {
+		return err
+	}
+	k.d2hCopies.Add(1)
+	k.d2hBytes.Add(int64(len(dst)) * 4)
+	return nil
+}

@@ -1,0 +1,225 @@
+// Package device is the trainer's accelerator seam: a stream of copies and
+// kernel launches that the host enqueues and waits for with Sync.
+//
+// It exists to measure design note 003 (a decode step that copies vectors by
+// value and synchronises with the GPU once per token): the decoder in
+// trainer/decode drives a Device, and the Device counts what a GPU profiler
+// would see — launches, syncs, bytes each way, device memory in use — so
+// that `probe decode` can put the per-token and batched decode side by side.
+//
+// Two devices exist. "cpu" is always built: a real asynchronous stream whose
+// commands run on their own locked OS thread, over device memory that is its
+// own allocation, with the logits product done by a gemm.Backend. "cuda" is
+// built with the cuda build tag (gorgonia.org/cu, cuBLAS, NVRTC).
+//
+// Shapes use the trainer's short names: rows positions, C channels, V
+// vocabulary. Token ids travel on the device as float32 values, which are
+// exact below 2^24 (V is far smaller).
+package device
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"memprobe/probe/ledger"
+	"memprobe/trainer/gemm"
+)
+
+// Buffer is a handle to device memory holding Len() float32 values. It is a
+// small value: copy it freely. The zero Buffer is "no buffer" (for example,
+// no targets). A Buffer belongs to the Device that made it; using it after
+// Free, or on another Device, is an error.
+type Buffer struct {
+	id  uint64    // nonzero while allocated; cuda: the CUdeviceptr
+	n   int       // float32 elements
+	mem []float32 // cpu: the device memory itself; nil on cuda
+}
+
+// Len is the number of float32 values the buffer holds.
+func (b Buffer) Len() int { return b.n }
+
+// Valid reports whether b refers to an allocation (the zero Buffer does not).
+func (b Buffer) Valid() bool { return b.id != 0 }
+
+// Sampling selects how SoftmaxSample picks a token per row.
+type Sampling struct {
+	// Temperature 0 picks the argmax (greedy; the first maximum on ties).
+	// Temperature > 0 draws from softmax(logits/Temperature).
+	Temperature float32
+	// Seed and Pos feed a counter-based generator: row r draws
+	// Uniform(Seed, Pos+r), so the tokens do not depend on how the positions
+	// were split into launches.
+	Seed uint64
+	Pos  uint64
+}
+
+// OutStride is the number of float32 values SoftmaxSample writes per row:
+// out[r*OutStride] is the chosen token id, out[r*OutStride+1] the loss
+// -ln p[target[r]] (0 when there are no targets).
+const OutStride = 2
+
+// Device is one stream on one accelerator. Methods that enqueue work return
+// once the work is queued, not done: argument errors come back at once,
+// errors while running come back from the next Sync and stay (a failed
+// device is not usable again, as with CUDA's sticky errors).
+//
+// A Device is driven by one goroutine at a time, like a stream handle;
+// only Stats and Name may be called concurrently with the others.
+type Device interface {
+	// Name is the registry name ("cpu", "cuda").
+	Name() string
+
+	// Alloc returns a buffer of n float32 values (zeroed on cpu; unspecified
+	// on cuda), counted in Stats and in the ledger account given to Open.
+	// It does not wait for queued work.
+	Alloc(n int) (Buffer, error)
+	// Free releases b. Work already queued that uses b still completes.
+	Free(b Buffer) error
+
+	// CopyToDevice enqueues dst[dstOff:dstOff+len(src)] = src. The copy
+	// happens later, on the stream: src must not be modified until the next
+	// Sync returns.
+	CopyToDevice(dst Buffer, dstOff int, src []float32) error
+	// CopyToHost enqueues dst = src[srcOff:srcOff+len(dst)]. dst is written
+	// on the stream: it must stay valid and must not be read until the next
+	// Sync returns.
+	CopyToHost(dst []float32, src Buffer, srcOff int) error
+
+	// Logits enqueues out = hidden · weightᵀ, one launch:
+	// out (rows, V), hidden (rows, C), weight (V, C), all row-major.
+	Logits(out, hidden, weight Buffer, rows, C, V int) error
+	// SoftmaxSample enqueues one launch that, for each of rows rows of
+	// logits (rows, V): picks a token from the logits as s says, replaces
+	// the row by its softmax probabilities (in place, temperature 1: the
+	// probabilities the loss and the backward pass use), and writes
+	// out (rows, OutStride): token id, and -ln p[target] where targets
+	// (rows; ids as float32) is valid, else 0.
+	SoftmaxSample(out, logits, targets Buffer, rows, V int, s Sampling) error
+
+	// Sync enqueues a fence and waits until everything queued before it has
+	// run. It returns the first error the stream met.
+	Sync() error
+	// Stats returns the counters so far.
+	Stats() Stats
+	// Close waits for queued work, frees every buffer still allocated and
+	// stops the stream. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// Stats are a device's cumulative counters. Byte counts are bytes.
+type Stats struct {
+	Launches         int64 `json:"launches"` // kernels enqueued (Logits, SoftmaxSample)
+	Syncs            int64 `json:"syncs"`    // Sync calls
+	H2DCopies        int64 `json:"h2d_copies"`
+	D2HCopies        int64 `json:"d2h_copies"`
+	H2DBytes         int64 `json:"h2d_bytes"`
+	D2HBytes         int64 `json:"d2h_bytes"`
+	DeviceBytesInUse int64 `json:"device_bytes_in_use"` // allocated and not freed
+	DeviceBytesPeak  int64 `json:"device_bytes_peak"`
+}
+
+// ErrClosed is returned by calls on a closed Device.
+var ErrClosed = errors.New("device is closed")
+
+// Opener makes a device; g is the GEMM backend for devices that compute on
+// the host (nil: gemm.Default()), acct the ledger account for device memory
+// (nil counts nothing).
+type Opener func(g gemm.Backend, acct *ledger.Account) (Device, error)
+
+var registry = map[string]Opener{}
+
+// register is called from init by each device compiled in.
+func register(name string, o Opener) { registry[name] = o }
+
+// Names lists the devices compiled into this binary.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Open returns the named device. Account device memory to
+// acct (for example ledger.Account(ledger.DeviceBuffers)).
+func Open(name string, g gemm.Backend, acct *ledger.Account) (Device, error) {
+	o, ok := registry[name]
+	if !ok {
+		if name == "cuda" {
+			return nil, errors.New("device cuda: this binary was built without the cuda build tag; rebuild with -tags cuda")
+		}
+		return nil, fmt.Errorf("device %q is not available in this build (have: %s)", name, strings.Join(Names(), ", "))
+	}
+	return o(g, acct)
+}
+
+// Uniform is the generator SoftmaxSample draws with: a uniform value in
+// [0, 1) from (seed, pos) by SplitMix64. It is exported so that references
+// can reproduce sampled tokens.
+func Uniform(seed, pos uint64) float64 {
+	z := seed + (pos+1)*0x9E3779B97F4A7C15
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
+}
+
+// softmaxSampleRows is the SoftmaxSample kernel on host memory: the cpu
+// device runs it on its stream, and it is the definition the cuda kernel
+// follows. logits (rows, V) become probabilities; targets is (rows) or nil;
+// out is (rows, OutStride). A target outside [0, V) is an error.
+func softmaxSampleRows(out, logits, targets []float32, rows, V int, s Sampling) error {
+	for r := 0; r < rows; r++ {
+		if targets != nil {
+			if t := targets[r]; !(t >= 0 && t < float32(V)) || t != float32(int(t)) {
+				return fmt.Errorf("softmax: target %v of row %d is not a token id below V=%d", t, r, V)
+			}
+		}
+		row := logits[r*V : (r+1)*V]
+		maxv, arg := row[0], 0
+		for i, v := range row {
+			if v > maxv {
+				maxv, arg = v, i
+			}
+		}
+		tok := arg
+		if s.Temperature > 0 {
+			invT := 1 / s.Temperature
+			var sum float32
+			for _, v := range row {
+				sum += float32(math.Exp(float64((v - maxv) * invT)))
+			}
+			u := float32(Uniform(s.Seed, s.Pos+uint64(r))) * sum
+			var cum float32
+			tok = V - 1
+			for i, v := range row {
+				cum += float32(math.Exp(float64((v - maxv) * invT)))
+				if u < cum {
+					tok = i
+					break
+				}
+			}
+		}
+		var sum float32
+		for i, v := range row {
+			e := float32(math.Exp(float64(v - maxv)))
+			row[i] = e
+			sum += e
+		}
+		inv := 1 / sum
+		for i := range row {
+			row[i] *= inv
+		}
+		var loss float32
+		if targets != nil {
+			loss = -float32(math.Log(float64(row[int(targets[r])])))
+		}
+		out[r*OutStride] = float32(tok)
+		out[r*OutStride+1] = loss
+	}
+	return nil
+}

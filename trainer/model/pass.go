@@ -1,0 +1,205 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"memprobe/trainer/gemm"
+	"memprobe/trainer/nn"
+)
+
+// Init fills p with GPT-2's initialisation from a seeded generator: weights
+// N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm
+// gains 1. The same seed gives the same bits on every machine.
+func Init(c Config, p *Params, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x6d656d70726f6265)) // "memprobe"
+	normal := func(t []float32, std float64) {
+		for i := range t {
+			t[i] = float32(rng.NormFloat64() * std)
+		}
+	}
+	fill := func(t []float32, v float32) {
+		for i := range t {
+			t[i] = v
+		}
+	}
+	proj := 0.02 / math.Sqrt(2*float64(c.Layers))
+	normal(p.WTE, 0.02)
+	normal(p.WPE, 0.02)
+	fill(p.LN1W, 1)
+	fill(p.LN1B, 0)
+	normal(p.QKVW, 0.02)
+	fill(p.QKVB, 0)
+	normal(p.AttProjW, proj)
+	fill(p.AttProjB, 0)
+	fill(p.LN2W, 1)
+	fill(p.LN2B, 0)
+	normal(p.FCW, 0.02)
+	fill(p.FCB, 0)
+	normal(p.FCProjW, proj)
+	fill(p.FCProjB, 0)
+	fill(p.LNFW, 1)
+	fill(p.LNFB, 0)
+}
+
+// Forward runs one sequence: inputs and targets are T=Context tokens each.
+// It fills a and returns the sequence's mean loss (accumulated in float64,
+// in position order, so it is deterministic).
+func Forward(g gemm.Backend, c Config, p *Params, a *Acts, inputs, targets []uint16) float32 {
+	T, C, NH, FF, V := c.Context, c.Dim, c.Heads, c.FF, c.Vocab
+	TC := T * C
+	nn.EncoderForward(a.Encoded, inputs, p.WTE, p.WPE, T, C)
+	residual := a.Encoded
+	for l := 0; l < c.Layers; l++ {
+		ln1 := a.LN1[l*TC : (l+1)*TC]
+		qkv := a.QKV[l*3*TC : (l+1)*3*TC]
+		atty := a.Atty[l*TC : (l+1)*TC]
+		att := a.Att[l*NH*T*T : (l+1)*NH*T*T]
+		attproj := a.AttProj[l*TC : (l+1)*TC]
+		res2 := a.Residual2[l*TC : (l+1)*TC]
+		ln2 := a.LN2[l*TC : (l+1)*TC]
+		fch := a.FCH[l*T*FF : (l+1)*T*FF]
+		fchg := a.FCHGelu[l*T*FF : (l+1)*T*FF]
+		fcproj := a.FCProj[l*TC : (l+1)*TC]
+		res3 := a.Residual3[l*TC : (l+1)*TC]
+
+		nn.LayerNormForward(ln1, a.LN1Mean[l*T:(l+1)*T], a.LN1Rstd[l*T:(l+1)*T], residual, p.LN1W[l*C:(l+1)*C], p.LN1B[l*C:(l+1)*C], T, C)
+		nn.MatmulForward(g, qkv, ln1, p.QKVW[l*3*C*C:(l+1)*3*C*C], p.QKVB[l*3*C:(l+1)*3*C], T, C, 3*C)
+		nn.AttentionForward(g, atty, att, qkv, T, C, NH)
+		nn.MatmulForward(g, attproj, atty, p.AttProjW[l*C*C:(l+1)*C*C], p.AttProjB[l*C:(l+1)*C], T, C, C)
+		nn.ResidualForward(res2, residual, attproj, TC)
+		nn.LayerNormForward(ln2, a.LN2Mean[l*T:(l+1)*T], a.LN2Rstd[l*T:(l+1)*T], res2, p.LN2W[l*C:(l+1)*C], p.LN2B[l*C:(l+1)*C], T, C)
+		nn.MatmulForward(g, fch, ln2, p.FCW[l*FF*C:(l+1)*FF*C], p.FCB[l*FF:(l+1)*FF], T, C, FF)
+		nn.GeluForward(fchg, fch, T*FF)
+		nn.MatmulForward(g, fcproj, fchg, p.FCProjW[l*C*FF:(l+1)*C*FF], p.FCProjB[l*C:(l+1)*C], T, FF, C)
+		nn.ResidualForward(res3, res2, fcproj, TC)
+		residual = res3
+	}
+	nn.LayerNormForward(a.LNF, a.LNFMean, a.LNFRstd, residual, p.LNFW, p.LNFB, T, C)
+	nn.MatmulForward(g, a.Logits, a.LNF, p.WTE, nil, T, C, V)
+	nn.SoftmaxCrossEntropyForward(a.Losses, a.Probs, a.Logits, targets, T, V)
+	var sum float64
+	for _, l := range a.Losses {
+		sum += float64(l)
+	}
+	return float32(sum / float64(T))
+}
+
+// Turnstile orders the additions of each sequence's parameter gradients into
+// the shared gradient buffer. Backward calls Enter(slot) before it adds into
+// the tensors of a slot and Leave(slot) after; an implementation lets
+// sequence i into a slot only after sequence i-1 has left it, so the shared
+// gradient is summed in sequence order whatever the number of threads: the
+// loss is then the same bit for bit at 1, 2 or 7 threads. Executors hold no
+// gradient copy of their own (but for wte, see GradActs.DWTE).
+type Turnstile interface {
+	Enter(slot int)
+	Leave(slot int)
+}
+
+// Slots: SlotLNF, then six per layer (LayerSlot), then SlotEncoder.
+const (
+	SlotLNF = 0
+
+	slotFCProj = iota - 1
+	slotFC
+	slotLN2
+	slotAttProj
+	slotQKV
+	slotLN1
+	slotsPerLayer
+)
+
+// LayerSlot is the first slot of layer l.
+func LayerSlot(l int) int { return 1 + l*slotsPerLayer }
+
+// SlotEncoder is the last slot: wpe and the sequence's whole wte gradient.
+func (c Config) SlotEncoder() int { return 1 + c.Layers*slotsPerLayer }
+
+// NumSlots is the number of turnstile slots for c.
+func (c Config) NumSlots() int { return c.SlotEncoder() + 1 }
+
+// NoTurnstile is for a single sequence at a time (tests, one executor).
+type NoTurnstile struct{}
+
+func (NoTurnstile) Enter(int) {}
+func (NoTurnstile) Leave(int) {}
+
+// Backward accumulates one sequence's gradients into grads (through ts) given
+// the activations Forward left in a. dloss is the weight of each position's
+// loss in the step's loss: 1/(B*T).
+func Backward(g gemm.Backend, c Config, p, grads *Params, a *Acts, ga *GradActs, inputs, targets []uint16, dloss float32, ts Turnstile) {
+	T, C, NH, FF, V := c.Context, c.Dim, c.Heads, c.FF, c.Vocab
+	TC := T * C
+	clear(ga.DLogits)
+	clear(ga.DLN)
+	clear(ga.DWTE)
+	nn.SoftmaxCrossEntropyBackward(ga.DLogits, a.Probs, targets, dloss, T, V)
+	// LM head, tied to wte: its weight gradient goes to this sequence's own
+	// DWTE and joins the shared gradient at SlotEncoder.
+	nn.MatmulBackward(g, ga.DLN, ga.DWTE, nil, ga.DLogits, a.LNF, p.WTE, T, C, V)
+
+	last := a.Encoded
+	if c.Layers > 0 {
+		last = a.Residual3[(c.Layers-1)*TC : c.Layers*TC]
+	}
+	clear(ga.DResidual)
+	ts.Enter(SlotLNF)
+	nn.LayerNormBackward(ga.DResidual, grads.LNFW, grads.LNFB, ga.DLN, last, p.LNFW, a.LNFMean, a.LNFRstd, T, C)
+	ts.Leave(SlotLNF)
+
+	for l := c.Layers - 1; l >= 0; l-- {
+		s := LayerSlot(l)
+		residual := a.Encoded
+		if l > 0 {
+			residual = a.Residual3[(l-1)*TC : l*TC]
+		}
+		ln1 := a.LN1[l*TC : (l+1)*TC]
+		qkv := a.QKV[l*3*TC : (l+1)*3*TC]
+		atty := a.Atty[l*TC : (l+1)*TC]
+		att := a.Att[l*NH*T*T : (l+1)*NH*T*T]
+		res2 := a.Residual2[l*TC : (l+1)*TC]
+		ln2 := a.LN2[l*TC : (l+1)*TC]
+		fch := a.FCH[l*T*FF : (l+1)*T*FF]
+		fchg := a.FCHGelu[l*T*FF : (l+1)*T*FF]
+
+		// residual3 = residual2 + fcproj: DResidual is the gradient of both.
+		clear(ga.DFCHGelu)
+		ts.Enter(s + slotFCProj)
+		nn.MatmulBackward(g, ga.DFCHGelu, grads.FCProjW[l*C*FF:(l+1)*C*FF], grads.FCProjB[l*C:(l+1)*C], ga.DResidual, fchg, p.FCProjW[l*C*FF:(l+1)*C*FF], T, FF, C)
+		ts.Leave(s + slotFCProj)
+		clear(ga.DFCH)
+		nn.GeluBackward(ga.DFCH, fch, ga.DFCHGelu, T*FF)
+		clear(ga.DLN)
+		ts.Enter(s + slotFC)
+		nn.MatmulBackward(g, ga.DLN, grads.FCW[l*FF*C:(l+1)*FF*C], grads.FCB[l*FF:(l+1)*FF], ga.DFCH, ln2, p.FCW[l*FF*C:(l+1)*FF*C], T, C, FF)
+		ts.Leave(s + slotFC)
+		ts.Enter(s + slotLN2)
+		nn.LayerNormBackward(ga.DResidual, grads.LN2W[l*C:(l+1)*C], grads.LN2B[l*C:(l+1)*C], ga.DLN, res2, p.LN2W[l*C:(l+1)*C], a.LN2Mean[l*T:(l+1)*T], a.LN2Rstd[l*T:(l+1)*T], T, C)
+		ts.Leave(s + slotLN2)
+
+		// residual2 = residual + attproj: DResidual now is the gradient of both.
+		clear(ga.DAtty)
+		ts.Enter(s + slotAttProj)
+		nn.MatmulBackward(g, ga.DAtty, grads.AttProjW[l*C*C:(l+1)*C*C], grads.AttProjB[l*C:(l+1)*C], ga.DResidual, atty, p.AttProjW[l*C*C:(l+1)*C*C], T, C, C)
+		ts.Leave(s + slotAttProj)
+		clear(ga.DQKV)
+		nn.AttentionBackward(g, ga.DQKV, ga.DAtt, ga.DAtty, qkv, att, T, C, NH)
+		clear(ga.DLN)
+		ts.Enter(s + slotQKV)
+		nn.MatmulBackward(g, ga.DLN, grads.QKVW[l*3*C*C:(l+1)*3*C*C], grads.QKVB[l*3*C:(l+1)*3*C], ga.DQKV, ln1, p.QKVW[l*3*C*C:(l+1)*3*C*C], T, C, 3*C)
+		ts.Leave(s + slotQKV)
+		ts.Enter(s + slotLN1)
+		nn.LayerNormBackward(ga.DResidual, grads.LN1W[l*C:(l+1)*C], grads.LN1B[l*C:(l+1)*C], ga.DLN, residual, p.LN1W[l*C:(l+1)*C], a.LN1Mean[l*T:(l+1)*T], a.LN1Rstd[l*T:(l+1)*T], T, C)
+		ts.Leave(s + slotLN1)
+	}
+
+	se := c.SlotEncoder()
+	ts.Enter(se)
+	nn.EncoderBackward(ga.DWTE, grads.WPE, ga.DResidual, inputs, T, C)
+	dwte := grads.WTE
+	for i, v := range ga.DWTE {
+		dwte[i] += v
+	}
+	ts.Leave(se)
+}
