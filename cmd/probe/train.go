@@ -37,6 +37,10 @@ type trainFlags struct {
 	sample                          int
 	jsonPath                        string
 	logEvery                        int
+
+	phase       phaseFlags
+	instruments instrumentFlags
+	decode      decodeFlags
 }
 
 func (f *trainFlags) register(fs *pflag.FlagSet) {
@@ -66,6 +70,9 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.sample, "sample", 0, "generate this many tokens after training")
 	fs.StringVar(&f.jsonPath, "json", "", "write the result JSON to this file instead of stdout")
 	fs.IntVar(&f.logEvery, "log-every", 0, "progress line every N steps (0: about 20 lines)")
+	f.phase.register(fs)
+	f.instruments.register(fs)
+	f.decode.register(fs)
 }
 
 // options turns the flags into a job, checking every range.
@@ -103,6 +110,11 @@ func (f *trainFlags) options() (job.Options, error) {
 		},
 		Data: f.data, DataSeed: f.dataSeed, Steps: f.steps,
 		Checkpoint: f.checkpoint, Resume: f.resume, Sample: f.sample, LogEvery: f.logEvery,
+	}
+	for _, apply := range []func(*job.Options) error{f.phase.apply, f.instruments.apply, f.decode.apply} {
+		if err := apply(&o); err != nil {
+			return job.Options{}, err
+		}
 	}
 	if err := o.Validate(); err != nil {
 		return job.Options{}, err

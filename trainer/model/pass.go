@@ -43,10 +43,16 @@ func Init(c Config, p *Params, seed uint64) {
 }
 
 // Forward runs one sequence: inputs and targets are T=Context tokens each.
-// It fills a and returns the sequence's mean loss (accumulated in float64,
-// in position order, so it is deterministic).
+// It fills a and returns the sequence's mean loss.
 func Forward(g gemm.Backend, c Config, p *Params, a *Acts, inputs, targets []uint16) float32 {
-	T, C, NH, FF, V := c.Context, c.Dim, c.Heads, c.FF, c.Vocab
+	ForwardBody(g, c, p, a, inputs)
+	return ForwardHead(g, c, p, a, targets)
+}
+
+// ForwardBody runs the embedding and the blocks up to the final LayerNorm,
+// leaving the hidden states in a.LNF (T, C).
+func ForwardBody(g gemm.Backend, c Config, p *Params, a *Acts, inputs []uint16) {
+	T, C, NH, FF := c.Context, c.Dim, c.Heads, c.FF
 	TC := T * C
 	nn.EncoderForward(a.Encoded, inputs, p.WTE, p.WPE, T, C)
 	residual := a.Encoded
@@ -76,13 +82,27 @@ func Forward(g gemm.Backend, c Config, p *Params, a *Acts, inputs, targets []uin
 		residual = res3
 	}
 	nn.LayerNormForward(a.LNF, a.LNFMean, a.LNFRstd, residual, p.LNFW, p.LNFB, T, C)
+}
+
+// ForwardHead runs the LM head (tied to wte) and the loss on a.LNF: logits,
+// probabilities and per-position losses. It returns the sequence's mean
+// loss. A device decoder (package decode) may replace it: what backward
+// needs from the head is a.Probs.
+func ForwardHead(g gemm.Backend, c Config, p *Params, a *Acts, targets []uint16) float32 {
+	T, C, V := c.Context, c.Dim, c.Vocab
 	nn.MatmulForward(g, a.Logits, a.LNF, p.WTE, nil, T, C, V)
 	nn.SoftmaxCrossEntropyForward(a.Losses, a.Probs, a.Logits, targets, T, V)
+	return MeanLoss(a.Losses)
+}
+
+// MeanLoss is the mean of losses, accumulated in float64 in position order
+// so that it is deterministic.
+func MeanLoss(losses []float32) float32 {
 	var sum float64
-	for _, l := range a.Losses {
+	for _, l := range losses {
 		sum += float64(l)
 	}
-	return float32(sum / float64(T))
+	return float32(sum / float64(len(losses)))
 }
 
 // Turnstile orders the additions of each sequence's parameter gradients into
