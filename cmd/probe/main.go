@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -31,5 +32,10 @@ func (u usageError) Unwrap() error { return u.err }
 func run(stdout, stderr io.Writer, args []string) error {
 	cmd := newRootCmd(stdout, stderr)
 	cmd.SetArgs(args)
-	return cmd.Execute()
+	err := cmd.Execute()
+	// cobra reports an unknown subcommand as a plain error; it is a usage error.
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		return usageError{err}
+	}
+	return err
 }

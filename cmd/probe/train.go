@@ -130,7 +130,7 @@ func newTrainCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `train runs one training job in-process: progress lines (step, loss,
 tokens/s, RSS) go to stderr, and at the end one JSON object goes to stdout,
 or to --json FILE (written to a temporary file, then renamed).`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options()
 			if err != nil {

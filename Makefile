@@ -1,0 +1,49 @@
+# memprobe: `make probe` builds and runs the main job; `make test` runs the
+# test suite. Both install what they need beyond Go (OpenBLAS) first.
+
+GO      ?= go
+BIN     := bin/probe
+# Build tags for the fastest GEMM backend this machine can link (openblas or
+# none); evaluated after `deps` has had its chance to install it.
+TAGS     = $(shell ./scripts/blas-tags.sh)
+# The main job on the built-in data: the design notes' scenario, 24 MB of
+# text, seed model, 63 worker threads.
+PROBE_ARGS ?= train --preset seed --threads 63 --data synthetic:24MB --steps 20
+
+.PHONY: all deps build probe test test-short vet race bench bench-trainer clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+build: deps
+	$(GO) build -tags "$(TAGS)" -o $(BIN) ./cmd/probe
+
+probe: build
+	./$(BIN) $(PROBE_ARGS)
+
+vet: deps
+	$(GO) vet ./...
+	$(GO) vet -tags "$(TAGS)" ./...
+
+# The full suite: vet, every test with the fast backend, every test with
+# the default pure-Go build, and the race detector over the concurrent code
+# (-short skips the long training runs, which the race detector slows 10x).
+test: vet
+	$(GO) test -tags "$(TAGS)" ./...
+	$(GO) test -short ./...
+	$(GO) test -race -short -tags "$(TAGS)" ./trainer/... ./probe/...
+
+test-short: deps
+	$(GO) test -short -tags "$(TAGS)" ./...
+
+bench: deps
+	$(GO) test -tags "$(TAGS)" -run '^$$' -bench . -benchtime 5x ./trainer/...
+
+# Our trainer at 1, 2 and 63 threads: tokens/s and peak RSS in one table.
+bench-trainer: build
+	./scripts/bench-trainer.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs what the build and tests need beyond Go: OpenBLAS (the fast GEMM
+# backend, linked through cgo) from Debian's packages. It does nothing when
+# the library is already there, and only warns when it cannot install (not
+# root, no apt-get): the build then uses the pure-Go gonum backend.
+set -eu
+here=$(dirname "$0")
+if [ -n "$("$here/blas-tags.sh")" ]; then
+	exit 0
+fi
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "installing libopenblas-dev (the fast GEMM backend)..." >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq libopenblas-dev >/dev/null 2>&1 || {
+		apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq libopenblas-dev >/dev/null
+	}
+else
+	echo "warning: libopenblas-dev is not installed and cannot be installed here; building with the gonum GEMM backend (slower)" >&2
+fi
