@@ -46,8 +46,32 @@ func (t *Trainer) SaveCheckpoint(path string) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
+	if err := t.writeCheckpoint(f); err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeCheckpoint writes the checkpoint's bytes, CRC included, to w.
+func (t *Trainer) writeCheckpoint(w io.Writer) error {
+	return t.writeCheckpointFrom(w, t.Param.Memory, t.M.Memory, t.V.Memory)
+}
+
+// writeCheckpointFrom writes a checkpoint of the given parameters and Adam
+// moments (NumParams floats each): the trainer's own, or a snapshot of them.
+// The side work (Options.Side) writes it to io.Discard.
+func (t *Trainer) writeCheckpointFrom(w io.Writer, params, m, v []float32) error {
 	crc := crc32.NewIEEE()
-	bw := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
 	cfgJSON, err := json.Marshal(t.cfg)
 	if err != nil {
 		return err
@@ -61,30 +85,19 @@ func (t *Trainer) SaveCheckpoint(path string) (err error) {
 	bw.Write(cfgJSON)
 	binary.LittleEndian.PutUint64(hdr[:], uint64(t.step))
 	bw.Write(hdr[:])
-	binary.LittleEndian.PutUint64(hdr[:], uint64(len(t.Param.Memory)))
+	binary.LittleEndian.PutUint64(hdr[:], uint64(len(params)))
 	bw.Write(hdr[:])
-	for _, s := range [][]float32{t.Param.Memory, t.M.Memory, t.V.Memory} {
+	for _, s := range [][]float32{params, m, v} {
 		if err := writeFloats(bw, s); err != nil {
-			return fmt.Errorf("saving checkpoint %s: %w", path, err)
+			return err
 		}
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+		return err
 	}
 	binary.LittleEndian.PutUint32(hdr[:4], crc.Sum32())
-	if _, err := f.Write(hdr[:4]); err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
-	}
-	return nil
+	_, err = w.Write(hdr[:4])
+	return err
 }
 
 func writeFloats(w io.Writer, s []float32) error {
@@ -188,5 +201,7 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 	}
 	clear(t.Grad.Memory)
 	t.step = ck.step
-	return nil
+	t.version++ // caches and decode heads must follow the new parameters
+	t.refreshHeads()
+	return t.Err()
 }

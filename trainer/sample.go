@@ -10,8 +10,12 @@ import (
 // from the model's softmax (temperature 1) with a seeded generator. It reruns
 // the whole window for every token (no KV cache): the causal mask makes the
 // padding after the last real position irrelevant to its logits. It uses
-// executor 0's workspace and must not run concurrently with Step.
+// executor 0's workspace and must not run concurrently with Step. With
+// Exec "tape" it runs tape.Sample, which gives the same tokens.
 func (t *Trainer) Sample(n int, seed uint64) []uint16 {
+	if t.tape != nil {
+		return t.tape.sample(t.Param, t.data.Tokens[:1], n, seed)
+	}
 	cfg := t.cfg
 	T, V := cfg.Context, cfg.Vocab
 	rng := rand.New(rand.NewPCG(seed, 0x73616d706c65)) // "sample"

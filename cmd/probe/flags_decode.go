@@ -1,15 +1,56 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 
 	"memprobe/probe/job"
+	"memprobe/trainer/decode"
+	"memprobe/trainer/device"
 )
 
 // decodeFlags select the device and decode mode of the LM head in training
-// (issue 5).
-type decodeFlags struct{}
+// (issue 5, design note 003): with --decode MODE each executor runs its
+// sequence's LM head through a decode head on --device instead of the host
+// (trainer.Options.Decode and .Device).
+type decodeFlags struct {
+	mode   string
+	device string
+	fs     *pflag.FlagSet
+}
 
-func (f *decodeFlags) register(fs *pflag.FlagSet) {}
+func (f *decodeFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
+	fs.StringVar(&f.mode, "decode", "", "run the LM head on a device in this decode mode: per-token-copy, per-token-view, per-token-prealloc or batch (default: on the host)")
+	fs.StringVar(&f.device, "device", "cpu", "device of the --decode head: cpu, or cuda in a build with -tags cuda")
+}
 
-func (f *decodeFlags) apply(o *job.Options) error { return nil }
+// apply sets Decode and Device. --device without --decode is an error: the
+// device serves only the decode head. A device missing from this build is
+// refused here, before any work.
+func (f *decodeFlags) apply(o *job.Options) error {
+	if f.mode == "" {
+		if o.Trainer.Decode != "" {
+			// --plan decode chose the mode; --device picks where it runs.
+			if err := device.Available(f.device); err != nil {
+				return fmt.Errorf("--device: %w", err)
+			}
+			o.Trainer.Device = f.device
+			return nil
+		}
+		if f.fs != nil && f.fs.Changed("device") {
+			return fmt.Errorf("--device %s: a device runs only the decode head; add --decode MODE or --plan decode", f.device)
+		}
+		return nil
+	}
+	if _, err := decode.ParseMode(f.mode); err != nil {
+		return fmt.Errorf("--decode: %w", err)
+	}
+	if err := device.Available(f.device); err != nil {
+		return fmt.Errorf("--device: %w", err)
+	}
+	o.Trainer.Decode = f.mode
+	o.Trainer.Device = f.device
+	return nil
+}

@@ -17,6 +17,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newTrainCmd(stdout, stderr))
+	root.AddCommand(newDecodeCmd(stdout, stderr))
 	return root
 }
 

@@ -132,6 +132,9 @@ tokens/s, RSS) go to stderr, and at the end one JSON object goes to stdout,
 or to --json FILE (written to a temporary file, then renamed).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if done, err := f.phase.listPhases(stdout); done {
+				return err
+			}
 			o, err := f.options()
 			if err != nil {
 				return usageError{err}

@@ -3,6 +3,14 @@
 // trainer from Options, trains, optionally checkpoints and samples, and
 // returns a Result whose JSON is what `probe train` prints and what a parent
 // process reads back.
+//
+// Unless Options.NoInstruments is set, the job also runs the instruments
+// (docs/instruments.md): the trainer's ledger set against the analytical
+// model ([memprobe/probe/memmodel]), the Go runtime's counters read around
+// every step ([memprobe/probe/rtstats]), the sampler watching RSS during
+// the whole job ([memprobe/probe/sampler]), and the resident set explained
+// at its peak and at the end ([memprobe/probe/reconcile]). Profiles
+// ([memprobe/probe/profiling]) are separate: on only when asked for.
 package job
 
 import (
@@ -11,9 +19,14 @@ import (
 	"io"
 	"runtime"
 	"sort"
+	"time"
+	"unsafe"
 
 	"memprobe/probe/ledger"
+	"memprobe/probe/memmodel"
 	"memprobe/probe/procfs"
+	"memprobe/probe/profiling"
+	"memprobe/probe/sampler"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
 	"memprobe/trainer/gemm"
@@ -30,6 +43,26 @@ type Options struct {
 	Resume     string // start from this checkpoint ("" for none)
 	Sample     int    // tokens to generate after training
 	LogEvery   int    // progress line every N steps (0: about 20 lines per run)
+
+	// NoInstruments turns the instruments off: no ledger (Trainer.Ledger
+	// is set to nil), no sampler, no per-step runtime counters, no
+	// reconciliation. It is the baseline of the overhead measurement.
+	// With instruments on and Trainer.Ledger nil, Run makes a ledger.
+	NoInstruments bool
+	// SampleInterval is the sampler's period: 0 means 10 ms, below 1 ms
+	// is an error.
+	SampleInterval time.Duration
+	// SampleMaxPoints bounds the sampler's timeline; 0 means 512.
+	SampleMaxPoints int
+	// WarmupSteps are left out of the steady-state per-step costs in
+	// Result.Runtime: 0 means 1, -1 means none.
+	WarmupSteps int
+	// Label names this job in profile files: "<plan>-<phase>" for a
+	// phase run; "" is "default".
+	Label string
+	// Profiling says which pprof profiles to write and whether to serve
+	// net/http/pprof; its Name defaults to Label.
+	Profiling profiling.Options
 }
 
 // Validate reports the first option out of range.
@@ -42,6 +75,20 @@ func (o *Options) Validate() error {
 	}
 	if o.LogEvery < 0 {
 		return fmt.Errorf("log-every %d must be >= 0", o.LogEvery)
+	}
+	if o.SampleInterval < 0 || o.SampleInterval > 0 && o.SampleInterval < sampler.MinInterval {
+		return fmt.Errorf("sample-interval %v is below the minimum %v", o.SampleInterval, sampler.MinInterval)
+	}
+	if o.SampleMaxPoints != 0 && o.SampleMaxPoints < 2 {
+		return fmt.Errorf("sample-max-points %d must be 0 (default) or >= 2", o.SampleMaxPoints)
+	}
+	if o.WarmupSteps < -1 {
+		return fmt.Errorf("warmup-steps %d must be >= -1", o.WarmupSteps)
+	}
+	if a := o.Profiling.PprofAddr; a != "" {
+		if err := profiling.CheckAddr(a, o.Profiling.AllowRemote); err != nil {
+			return err
+		}
 	}
 	return o.Trainer.Validate()
 }
@@ -82,10 +129,29 @@ type Result struct {
 	FinalVSZBytes uint64 `json:"final_vsz_bytes"`
 	OSThreads     int    `json:"os_threads"`
 
-	FloorBytes       int64          `json:"floor_bytes"` // analytical floor, see Floor
-	ExecutorBytes    int64          `json:"executor_bytes"`
-	LedgerTotalBytes int64          `json:"ledger_total_bytes"`
-	Ledger           []ledger.Entry `json:"ledger"`
+	FloorBytes       int64 `json:"floor_bytes"` // analytical floor, see Floor
+	ExecutorBytes    int64 `json:"executor_bytes"`
+	LedgerTotalBytes int64 `json:"ledger_total_bytes"`
+	// ExpectedTotalBytes is the analytical model's sum over the same
+	// components.
+	ExpectedTotalBytes int64 `json:"expected_total_bytes"`
+	// Ledger is the model-vs-ledger table (memmodel.Compare) at the end
+	// of training; empty, never nil, with instruments off.
+	Ledger []memmodel.Row `json:"ledger"`
+	// LedgerFindings counts Ledger rows that differ from the model by more
+	// than 1 %.
+	LedgerFindings int `json:"ledger_findings"`
+
+	// Instruments says whether the instruments ran; when false the four
+	// fields below are null.
+	Instruments       bool               `json:"instruments"`
+	Runtime           *Runtime           `json:"runtime"`
+	RSSReconciliation *RSSReconciliation `json:"rss_reconciliation"`
+	Sampler           *sampler.Result    `json:"sampler"`
+	RSSAgreement      *RSSAgreement      `json:"rss_agreement"`
+	// Profiles lists the pprof files written; null when none was asked
+	// for.
+	Profiles *profiling.Report `json:"profiles"`
 
 	Sample     string   `json:"sample,omitempty"`
 	SampleIDs  []uint16 `json:"sample_ids,omitempty"`
@@ -114,7 +180,7 @@ func FLOPsPerStep(c model.Config) float64 {
 }
 
 // Run executes the job. Progress lines go to progress (may be io.Discard).
-func Run(ctx context.Context, o Options, progress io.Writer) (*Result, error) {
+func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -129,7 +195,44 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Result, error) {
 			return nil, fmt.Errorf("reading checkpoint %s: it holds a model with %v, this run is configured for %v", o.Resume, ckCfg, cfg)
 		}
 	}
+	switch {
+	case o.NoInstruments:
+		o.Trainer.Ledger = nil
+	case o.Trainer.Ledger == nil:
+		o.Trainer.Ledger = ledger.New()
+	}
 	led := o.Trainer.Ledger
+
+	// Profiles and the sampler start before the dataset and the trainer
+	// are built, so that set-up allocations are in them.
+	popts := o.Profiling
+	if popts.Name == "" {
+		popts.Name = o.Label
+	}
+	var prof *profiling.Session
+	if popts.Enabled() {
+		if prof, err = profiling.Start(popts); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				prof.Stop()
+			}
+		}()
+		if a := prof.Addr(); a != "" {
+			fmt.Fprintf(progress, "pprof: serving http://%s/debug/pprof/\n", a)
+		}
+	}
+	inst, err := startInstruments(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			inst.abort()
+		}
+	}()
+
 	ds, err := data.Load(o.Data, cfg.Vocab, o.DataSeed)
 	if err != nil {
 		return nil, err
@@ -140,6 +243,8 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Result, error) {
 		return nil, err
 	}
 	defer tr.Close()
+	inst.noteHeap(unsafe.Pointer(&tr.Param.Memory[0]), unsafe.Pointer(&tr.Grad.Memory[0]),
+		unsafe.Pointer(&tr.M.Memory[0]), unsafe.Pointer(&tr.V.Memory[0]), unsafe.Pointer(&ds.Tokens[0]))
 	if o.Resume != "" {
 		if err := tr.LoadCheckpoint(o.Resume); err != nil {
 			return nil, err
@@ -156,18 +261,31 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Result, error) {
 	if logEvery == 0 {
 		logEvery = max(1, o.Steps/20)
 	}
+	warmup := o.WarmupSteps
+	switch {
+	case warmup == 0:
+		warmup = 1
+	case warmup < 0:
+		warmup = 0
+	}
+	warmup = min(warmup, o.Steps-1)
 	startStep := tr.StepsDone()
+	inst.setUp(warmup)
+	inst.beforeStep()
 	stats, err := tr.Train(ctx, o.Steps, func(s trainer.StepStats) {
-		if (s.Step-startStep)%logEvery == 0 || s.Step-startStep == 1 || s.Step-startStep == o.Steps {
-			st, _ := procfs.ReadStatus(procfs.Self)
+		k := s.Step - startStep
+		inst.afterStep(s.Step, k) // first: the step's counters end here
+		if k%logEvery == 0 || k == 1 || k == o.Steps {
+			rss := inst.rss()
 			fmt.Fprintf(progress, "step %5d  loss %.4f  %8.0f tok/s  %6.0f ms  rss %s\n",
-				s.Step, s.Loss, s.TokensPerSecond, float64(s.Duration)/1e6, mib(int64(st.VmRSSBytes)))
+				s.Step, s.Loss, s.TokensPerSecond, float64(s.Duration)/1e6, mib(int64(rss)))
 		}
+		inst.beforeStep() // last: the next step's counters start here
 	})
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{
+	r = &Result{
 		Config: cfg, Optimizer: o.Trainer.Optimizer, Params: cfg.NumParams(),
 		Data: ds.Source, DataTokens: len(ds.Tokens), DataVocab: ds.Vocab,
 		Threads: o.Trainer.Threads, Executors: tr.NumExecutors(), GOMAXPROCS: runtime.GOMAXPROCS(0),
@@ -175,8 +293,20 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Result, error) {
 		Steps: len(stats), StartStep: startStep, TokensPerStep: cfg.Batch * cfg.Context,
 		GFLOPPerStep: FLOPsPerStep(cfg) / 1e9,
 		FloorBytes:   floor, ExecutorBytes: perExec,
+		Instruments: inst != nil, Ledger: []memmodel.Row{},
 	}
 	summarize(r, stats)
+
+	// The ledger against the model, at the end of training.
+	expected := memmodel.Expected(memmodel.FromTrainer(o.Trainer, tr.NumExecutors(), len(ds.Tokens)))
+	r.ExpectedTotalBytes = memmodel.TotalBytes(expected)
+	if inst != nil {
+		r.Ledger = memmodel.Compare(expected, led.Snapshot())
+		r.LedgerFindings = len(memmodel.Findings(r.Ledger))
+		r.LedgerTotalBytes = led.TotalCurrentBytes()
+		inst.finishSteps(r)
+	}
+
 	if o.Checkpoint != "" {
 		if err := tr.SaveCheckpoint(o.Checkpoint); err != nil {
 			return nil, err
@@ -190,12 +320,38 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Result, error) {
 			r.Sample = ds.Tokenizer.Decode(ids)
 		}
 	}
-	st, err := procfs.ReadStatus(procfs.Self)
-	if err == nil {
+	if st, serr := procfs.ReadStatus(procfs.Self); serr == nil {
 		r.PeakRSSBytes, r.FinalRSSBytes, r.FinalVSZBytes, r.OSThreads = st.VmHWMBytes, st.VmRSSBytes, st.VmSizeBytes, st.Threads
 	}
-	r.Ledger = led.Snapshot()
-	r.LedgerTotalBytes = led.TotalCurrentBytes()
+	inst.stop(r)
+	if prof != nil {
+		// A profile that cannot be written is a warning: the training
+		// result is still worth having.
+		rep, err := prof.Stop()
+		prof = nil
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, err.Error())
+			fmt.Fprintf(progress, "warning: %v\n", err)
+		}
+		r.Profiles = &rep
+	}
+
+	if inst != nil {
+		memmodel.Render(progress, r.Ledger)
+		if rec := r.RSSReconciliation; rec != nil {
+			fmt.Fprintf(progress, "rss at peak (step %d): ledger + Go runtime classes + files explain %s of VmHWM %s; residual %s (%.1f%%)\n",
+				rec.AtPeakStep, mib(rec.ExplainedBytes), mib(rec.VmHWMBytes), mib(rec.ResidualBytes), rec.ResidualPct)
+		}
+		if a := r.RSSAgreement; a != nil {
+			fmt.Fprintf(progress, "peak rss: sampler %s, VmHWM %s (%+.2f%%); %d samples every %v\n",
+				mib(int64(a.SamplerPeakRSSBytes)), mib(int64(a.VmHWMBytes)), a.DiffPct, r.Sampler.Samples, time.Duration(r.Sampler.IntervalMs*float64(time.Millisecond)))
+		}
+		if rt := r.Runtime; rt != nil {
+			fmt.Fprintf(progress, "go runtime: %.1f allocs/step, %.0f B/step over %d steps after %d warm-up; %d GC cycles; %d goroutines, %d OS threads at peak\n",
+				rt.Steady.AllocsPerStepObjects, rt.Steady.AllocsPerStepBytes, rt.Steady.Steps, rt.Steady.WarmupSteps,
+				rt.AllStepsGCCycles, rt.Peak.Goroutines, rt.Peak.OSThreads)
+		}
+	}
 	fmt.Fprintf(progress, "done: %.0f tokens/s (%.1f GFLOPS), loss %.4f -> %.4f, peak RSS %s (floor %s, x%.2f), %.1f allocs/step\n",
 		r.TokensPerSec, r.AchievedGFLOPS, r.LossFirst, r.LossLast, mib(int64(r.PeakRSSBytes)), mib(floor),
 		float64(r.PeakRSSBytes)/float64(floor), r.HeapAllocsPerStep)

@@ -93,13 +93,21 @@ type SmapsRollup struct {
 }
 
 // ParseStatus parses the text of a status file; path names it in errors.
-func ParseStatus(b []byte, path string) (Status, error) {
+func ParseStatus(b []byte, path string) (Status, error) { return parseStatus(b, path, "") }
+
+// parseStatus is ParseStatus; when the Name line spells prevName, the result
+// shares that string instead of allocating a new one.
+func parseStatus(b []byte, path, prevName string) (Status, error) {
 	var s Status
 	err := eachLine(b, path, func(key, val []byte) error {
 		var dst *uint64
 		switch string(key) {
 		case "Name":
-			s.Name = string(val)
+			if string(val) == prevName {
+				s.Name = prevName
+			} else {
+				s.Name = string(val)
+			}
 			return nil
 		case "Threads":
 			n, err := strconv.Atoi(string(val))

@@ -164,18 +164,26 @@ func (d *Decoder) SetSampling(temperature float32, seed uint64) {
 // writes the chosen token of each position to tokens[:T] and, if probs is
 // not nil, the softmax probabilities to probs[:T*V] (T, V), which the
 // trainer's backward pass uses (dlogits = probs - onehot(targets)). With
-// targets (T) it returns the mean cross-entropy loss, else 0. The buffers
-// are the caller's; Decode keeps none of them once it returns.
-func (d *Decoder) Decode(hidden []float32, T int, targets []uint16, tokens []uint16, probs []float32) (float32, error) {
-	if err := d.check(hidden, T, targets, tokens, probs); err != nil {
+// targets (T) it writes each position's cross-entropy loss to losses[:T]
+// when losses is not nil, and returns the mean loss, summed in float64 in
+// position order as model.MeanLoss does; without targets it returns 0. The
+// buffers are the caller's; Decode keeps none of them once it returns.
+//
+// The probabilities and losses are nn.SoftmaxCrossEntropyForward's
+// arithmetic on the device's logits: with the cpu device and the batch mode
+// the logits are the same Sgemm call as nn.MatmulForward's, so the results
+// equal the host LM head's bit for bit; the per-token modes compute each
+// row with a one-row product, which a blocked GEMM may sum in another order.
+func (d *Decoder) Decode(hidden []float32, T int, targets []uint16, tokens []uint16, probs, losses []float32) (float32, error) {
+	if err := d.check(hidden, T, targets, tokens, probs, losses); err != nil {
 		return 0, err
 	}
-	var loss float32
+	var loss float64
 	var err error
 	if d.mode == Batch {
-		loss, err = d.batch(hidden, T, targets, tokens, probs)
+		loss, err = d.batch(hidden, T, targets, tokens, probs, losses)
 	} else {
-		loss, err = d.perToken(hidden, T, targets, tokens, probs)
+		loss, err = d.perToken(hidden, T, targets, tokens, probs, losses)
 	}
 	d.samp.Pos += uint64(T)
 	if err != nil {
@@ -185,10 +193,10 @@ func (d *Decoder) Decode(hidden []float32, T int, targets []uint16, tokens []uin
 	if targets == nil {
 		return 0, nil
 	}
-	return loss / float32(T), nil
+	return float32(loss / float64(T)), nil
 }
 
-func (d *Decoder) check(hidden []float32, T int, targets []uint16, tokens []uint16, probs []float32) error {
+func (d *Decoder) check(hidden []float32, T int, targets []uint16, tokens []uint16, probs, losses []float32) error {
 	switch {
 	case T <= 0 || T > d.maxRows:
 		return fmt.Errorf("decode: T=%d outside 1..%d", T, d.maxRows)
@@ -200,6 +208,10 @@ func (d *Decoder) check(hidden []float32, T int, targets []uint16, tokens []uint
 		return fmt.Errorf("decode: probs has %d values, want T*V = %d", len(probs), T*d.V)
 	case targets != nil && len(targets) < T:
 		return fmt.Errorf("decode: targets has %d ids, want T = %d", len(targets), T)
+	case losses != nil && targets == nil:
+		return fmt.Errorf("decode: losses asked for without targets")
+	case losses != nil && len(losses) < T:
+		return fmt.Errorf("decode: losses has room for %d, want T = %d", len(losses), T)
 	}
 	for t := 0; t < T && targets != nil; t++ {
 		if int(targets[t]) >= d.V {
@@ -210,7 +222,7 @@ func (d *Decoder) check(hidden []float32, T int, targets []uint16, tokens []uint
 }
 
 // batch is solution 2: one copy each way per buffer, two launches, one Sync.
-func (d *Decoder) batch(hidden []float32, T int, targets []uint16, tokens []uint16, probs []float32) (float32, error) {
+func (d *Decoder) batch(hidden []float32, T int, targets []uint16, tokens []uint16, probs, losses []float32) (float64, error) {
 	dev, V, C := d.dev, d.V, d.C
 	if err := dev.CopyToDevice(d.dIn, 0, hidden[:T*C]); err != nil {
 		return 0, err
@@ -243,19 +255,23 @@ func (d *Decoder) batch(hidden []float32, T int, targets []uint16, tokens []uint
 	if err := dev.Sync(); err != nil {
 		return 0, err
 	}
-	var loss float32
+	var loss float64
 	for t := 0; t < T; t++ {
 		tokens[t] = uint16(out[t*device.OutStride])
-		loss += out[t*device.OutStride+1]
+		l := out[t*device.OutStride+1]
+		loss += float64(l)
+		if losses != nil {
+			losses[t] = l
+		}
 	}
 	return loss, nil
 }
 
 // perToken is the note's loop, one position per launch and per Sync, with
 // the host buffers each mode prescribes.
-func (d *Decoder) perToken(hidden []float32, T int, targets []uint16, tokens []uint16, probs []float32) (float32, error) {
+func (d *Decoder) perToken(hidden []float32, T int, targets []uint16, tokens []uint16, probs, losses []float32) (float64, error) {
 	dev, V, C, mode := d.dev, d.V, d.C, d.mode
-	var loss float32
+	var loss float64
 	for t := 0; t < T; t++ {
 		row := hidden[t*C : (t+1)*C] // a view (per-token-view)
 		switch mode {
@@ -313,7 +329,10 @@ func (d *Decoder) perToken(hidden []float32, T int, targets []uint16, tokens []u
 			return 0, err
 		}
 		tokens[t] = uint16(out[0])
-		loss += out[1]
+		loss += float64(out[1])
+		if losses != nil {
+			losses[t] = out[1]
+		}
 		if probs != nil {
 			copy(probs[t*V:(t+1)*V], prow)
 		}

@@ -42,6 +42,7 @@ func newInputs(seed int64, T, C, V int) inputs {
 type result struct {
 	tokens []uint16
 	probs  []float32
+	losses []float32
 	loss   float32
 }
 
@@ -64,9 +65,9 @@ func decodeOnce(t *testing.T, g gemm.Backend, mode Mode, in inputs, temperature 
 	defer dev.Close()
 	defer d.Close()
 	d.SetSampling(temperature, 42)
-	res := result{tokens: make([]uint16, tT), probs: make([]float32, tT*tV)}
+	res := result{tokens: make([]uint16, tT), probs: make([]float32, tT*tV), losses: make([]float32, tT)}
 	var err error
-	if res.loss, err = d.Decode(in.hidden, tT, in.targets, res.tokens, res.probs); err != nil {
+	if res.loss, err = d.Decode(in.hidden, tT, in.targets, res.tokens, res.probs, res.losses); err != nil {
 		t.Fatal(err)
 	}
 	return res
@@ -75,7 +76,7 @@ func decodeOnce(t *testing.T, g gemm.Backend, mode Mode, in inputs, temperature 
 // reference is the plain host decode in float64: greedy tokens,
 // probabilities and the mean loss.
 func reference(in inputs, T, C, V int) result {
-	res := result{tokens: make([]uint16, T), probs: make([]float32, T*V)}
+	res := result{tokens: make([]uint16, T), probs: make([]float32, T*V), losses: make([]float32, T)}
 	var loss float64
 	for t := 0; t < T; t++ {
 		logit := make([]float64, V)
@@ -96,7 +97,9 @@ func reference(in inputs, T, C, V int) result {
 			res.probs[t*V+v] = float32(math.Exp(l-logit[arg]) / sum)
 		}
 		res.tokens[t] = uint16(arg)
-		loss += -(logit[in.targets[t]] - logit[arg] - math.Log(sum))
+		l := -(logit[in.targets[t]] - logit[arg] - math.Log(sum))
+		res.losses[t] = float32(l)
+		loss += l
 	}
 	res.loss = float32(loss / float64(T))
 	return res
@@ -136,7 +139,17 @@ func TestModesAgree(t *testing.T) {
 			if math.Abs(float64(got.loss-ref.loss)) > 1e-5 {
 				t.Errorf("%s/%s: loss %v, reference %v", g.Name(), m, got.loss, ref.loss)
 			}
-			if _, naive := g.(gemm.Naive); naive && (dBatch != 0 || got.loss != batch.loss) {
+			if d := maxAbsDiff(got.losses, ref.losses); d > 1e-5 {
+				t.Errorf("%s/%s: per-position losses differ from the reference by %g > 1e-5", g.Name(), m, d)
+			}
+			var sum float64
+			for _, l := range got.losses {
+				sum += float64(l)
+			}
+			if mean := float32(sum / float64(len(got.losses))); mean != got.loss {
+				t.Errorf("%s/%s: returned loss %v is not the float64 mean %v of the losses written", g.Name(), m, got.loss, mean)
+			}
+			if _, naive := g.(gemm.Naive); naive && (dBatch != 0 || maxAbsDiff(got.losses, batch.losses) != 0 || got.loss != batch.loss) {
 				t.Errorf("%s/%s: not bit-identical to batch (probabilities %g, loss %v vs %v)", g.Name(), m, dBatch, got.loss, batch.loss)
 			}
 		}
@@ -196,12 +209,12 @@ func TestSamplingAgrees(t *testing.T) {
 // Measure runs to flush allocation counts also empties the runtime's sudog
 // caches, so the next blocking channel operations may allocate a few).
 func TestCounts(t *testing.T) {
-	const T, calls, stray = tMaxRows, 200, 8
-	in := newInputs(3, T, tC, tV)
+	const B, T, passes, stray = 3, tMaxRows, 70, 8
+	in := newInputs(3, B*T, tC, tV) // hidden (B, T, C), targets (B, T)
 	for _, m := range Modes() {
 		for _, withProbs := range []bool{true, false} {
 			dev, d := openDecoder(t, gemm.Naive{}, m, in, tV, tC, tMaxRows)
-			meas, err := Measure(d, in.hidden, T, in.targets, withProbs, calls)
+			meas, err := MeasureBatch(d, in.hidden, B, T, in.targets, withProbs, passes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,6 +230,15 @@ func TestCounts(t *testing.T) {
 			if meas.LaunchesPerToken != wantLaunches {
 				t.Errorf("%s: %v launches/token, want %v", m, meas.LaunchesPerToken, wantLaunches)
 			}
+			// Per pass: B×T hidden rows and targets up; tokens and losses (and
+			// probabilities) down.
+			wantH2D, wantD2H := int64(4*B*T*(tC+1)), int64(4*B*T*device.OutStride)
+			if withProbs {
+				wantD2H += 4 * B * T * tV
+			}
+			if meas.H2DBytesPerPass != wantH2D || meas.D2HBytesPerPass != wantD2H {
+				t.Errorf("%s: %d bytes up, %d down per pass, want %d, %d", m, meas.H2DBytesPerPass, meas.D2HBytesPerPass, wantH2D, wantD2H)
+			}
 			switch m {
 			case PerTokenCopy, PerTokenView:
 				want := 1.0
@@ -231,7 +253,7 @@ func TestCounts(t *testing.T) {
 				}
 			default:
 				if objs := meas.HostAllocsPerToken * float64(meas.Tokens); objs > stray {
-					t.Errorf("%s: %v host allocations over %d calls, want 0 (at most %d stray)", m, objs, calls, stray)
+					t.Errorf("%s: %v host allocations over %d passes, want 0 (at most %d stray)", m, objs, passes, stray)
 				}
 			}
 			d.Close()
@@ -254,7 +276,7 @@ func TestDeviceMemoryReturns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Decode(in.hidden, tT, in.targets, make([]uint16, tT), nil); err != nil {
+		if _, err := d.Decode(in.hidden, tT, in.targets, make([]uint16, tT), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		rows := 1
@@ -303,11 +325,21 @@ func TestBadArguments(t *testing.T) {
 	bad := append([]uint16(nil), in.targets...)
 	bad[2] = tV
 	for name, call := range map[string]func() error{
-		"T too big":     func() error { _, err := d.Decode(in.hidden, tMaxRows+1, nil, make([]uint16, 9), nil); return err },
-		"short hidden":  func() error { _, err := d.Decode(in.hidden[:5], tT, nil, tokens, nil); return err },
-		"short probs":   func() error { _, err := d.Decode(in.hidden, tT, nil, tokens, make([]float32, 3)); return err },
-		"target >= V":   func() error { _, err := d.Decode(in.hidden, tT, bad, tokens, nil); return err },
+		"T too big":    func() error { _, err := d.Decode(in.hidden, tMaxRows+1, nil, make([]uint16, 9), nil, nil); return err },
+		"short hidden": func() error { _, err := d.Decode(in.hidden[:5], tT, nil, tokens, nil, nil); return err },
+		"short probs":  func() error { _, err := d.Decode(in.hidden, tT, nil, tokens, make([]float32, 3), nil); return err },
+		"target >= V":  func() error { _, err := d.Decode(in.hidden, tT, bad, tokens, nil, nil); return err },
+		"short losses": func() error {
+			_, err := d.Decode(in.hidden, tT, in.targets, tokens, nil, make([]float32, 2))
+			return err
+		},
+		"losses, no targets": func() error {
+			_, err := d.Decode(in.hidden, tT, nil, tokens, nil, make([]float32, tT))
+			return err
+		},
 		"short weights": func() error { return d.SetWeights(in.lmHead[:3]) },
+		"no passes":     func() error { _, err := MeasureBatch(d, in.hidden, 1, tT, nil, false, 0); return err },
+		"short batch":   func() error { _, err := MeasureBatch(d, in.hidden, 2, tT, nil, false, 1); return err },
 	} {
 		if err := call(); err == nil {
 			t.Errorf("%s: no error", name)
@@ -330,7 +362,7 @@ func BenchmarkDecode(b *testing.B) {
 			defer dev.Close()
 			defer d.Close()
 			tokens, probs := make([]uint16, T), make([]float32, T*V)
-			if _, err := d.Decode(in.hidden, T, in.targets, tokens, probs); err != nil {
+			if _, err := d.Decode(in.hidden, T, in.targets, tokens, probs, nil); err != nil {
 				b.Fatal(err)
 			}
 			samples := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/tiny/allocs:objects"}}
@@ -340,7 +372,7 @@ func BenchmarkDecode(b *testing.B) {
 			syncs := dev.Stats().Syncs
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := d.Decode(in.hidden, T, in.targets, tokens, probs); err != nil {
+				if _, err := d.Decode(in.hidden, T, in.targets, tokens, probs, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,16 +7,18 @@ import (
 	"time"
 )
 
-// Measurement is one mode's figures for `probe decode`. Per-token figures
-// divide by the tokens decoded in the timed calls (Calls × T).
+// Measurement is one mode's figures for `probe decode`. A pass decodes B
+// sequences of T positions, one Decode call each; per-token figures divide
+// by the tokens of the timed passes (Passes × B × T).
 type Measurement struct {
-	Mode   string `json:"mode"`
-	Device string `json:"device"`
-	T      int    `json:"t"`
-	C      int    `json:"c"`
-	V      int    `json:"v"`
-	Calls  int    `json:"calls"`
-	Tokens int    `json:"tokens"`
+	Mode      string `json:"mode"`
+	Device    string `json:"device"`
+	T         int    `json:"t"`
+	C         int    `json:"c"`
+	V         int    `json:"v"`
+	Sequences int    `json:"sequences"` // B: Decode calls per pass
+	Passes    int    `json:"passes"`    // timed passes after one warm-up pass
+	Tokens    int    `json:"tokens"`    // Passes × B × T
 
 	Seconds          float64 `json:"seconds"`
 	TokensPerSecond  float64 `json:"tokens_per_second"`
@@ -32,26 +34,63 @@ type Measurement struct {
 	HostBytesPerToken  float64 `json:"host_bytes_per_token"`
 	H2DBytesPerToken   float64 `json:"h2d_bytes_per_token"`
 	D2HBytesPerToken   float64 `json:"d2h_bytes_per_token"`
+	// H2DBytesPerPass and D2HBytesPerPass are the bytes copied each way to
+	// decode the B sequences once (timed bytes / Passes).
+	H2DBytesPerPass int64 `json:"h2d_bytes_per_pass"`
+	D2HBytesPerPass int64 `json:"d2h_bytes_per_pass"`
 	// DeviceBytesPeak is the device's peak since it was opened.
 	DeviceBytesPeak int64 `json:"device_bytes_peak"`
-	// Loss is the mean loss of the last call (0 without targets).
+	// Loss is the mean loss of the last pass (0 without targets).
 	Loss float32 `json:"loss"`
 }
 
-// Measure runs one warm-up Decode and then calls timed ones over the same
-// inputs, and reports the deltas. withProbs copies the (T, V)
-// probabilities back, as training needs; without it only tokens and loss
-// come back. The output buffers are allocated before the warm-up.
+// Measure runs one warm-up Decode of hidden (T, C) and then calls timed
+// ones over the same inputs, and reports the deltas: MeasureBatch with one
+// sequence.
 func Measure(d *Decoder, hidden []float32, T int, targets []uint16, withProbs bool, calls int) (Measurement, error) {
-	if calls <= 0 {
-		return Measurement{}, fmt.Errorf("measuring decode: %d calls is not positive", calls)
+	return MeasureBatch(d, hidden, 1, T, targets, withProbs, calls)
+}
+
+// MeasureBatch decodes B sequences, hidden (B, T, C) with targets (B, T) or
+// nil, one Decode call per sequence: one warm-up pass over the B sequences,
+// then passes timed ones, and reports the deltas. withProbs copies each
+// sequence's (T, V) probabilities back, as training needs; without it only
+// tokens and losses come back. The output buffers, one sequence's worth,
+// are allocated before the warm-up and reused.
+func MeasureBatch(d *Decoder, hidden []float32, B, T int, targets []uint16, withProbs bool, passes int) (Measurement, error) {
+	switch {
+	case passes <= 0:
+		return Measurement{}, fmt.Errorf("measuring decode: %d passes is not positive", passes)
+	case B <= 0 || T <= 0:
+		return Measurement{}, fmt.Errorf("measuring decode: bad shape B=%d T=%d", B, T)
+	case len(hidden) < B*T*d.C:
+		return Measurement{}, fmt.Errorf("measuring decode: hidden has %d values, want B*T*C = %d", len(hidden), B*T*d.C)
+	case targets != nil && len(targets) < B*T:
+		return Measurement{}, fmt.Errorf("measuring decode: targets has %d ids, want B*T = %d", len(targets), B*T)
 	}
 	tokens := make([]uint16, T)
+	losses := make([]float32, T)
 	var probs []float32
 	if withProbs {
 		probs = make([]float32, T*d.V)
 	}
-	if _, err := d.Decode(hidden, T, targets, tokens, probs); err != nil {
+	pass := func() (float32, error) {
+		var sum float64
+		for b := 0; b < B; b++ {
+			var tg []uint16
+			var ls []float32
+			if targets != nil {
+				tg, ls = targets[b*T:(b+1)*T], losses
+			}
+			l, err := d.Decode(hidden[b*T*d.C:(b+1)*T*d.C], T, tg, tokens, probs, ls)
+			if err != nil {
+				return 0, fmt.Errorf("sequence %d: %w", b, err)
+			}
+			sum += float64(l)
+		}
+		return float32(sum / float64(B)), nil
+	}
+	if _, err := pass(); err != nil {
 		return Measurement{}, fmt.Errorf("measuring decode: warm-up: %w", err)
 	}
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/tiny/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
@@ -61,10 +100,10 @@ func Measure(d *Decoder, hidden []float32, T int, targets []uint16, withProbs bo
 	objs0, bytes0 := samples[0].Value.Uint64()+samples[1].Value.Uint64(), samples[2].Value.Uint64()
 	start := time.Now()
 	var loss float32
-	for i := 0; i < calls; i++ {
-		l, err := d.Decode(hidden, T, targets, tokens, probs)
+	for i := 0; i < passes; i++ {
+		l, err := pass()
 		if err != nil {
-			return Measurement{}, fmt.Errorf("measuring decode: call %d: %w", i, err)
+			return Measurement{}, fmt.Errorf("measuring decode: pass %d: %w", i, err)
 		}
 		loss = l
 	}
@@ -72,18 +111,21 @@ func Measure(d *Decoder, hidden []float32, T int, targets []uint16, withProbs bo
 	runtime.GC()
 	metrics.Read(samples)
 	after := d.dev.Stats()
-	n := float64(calls * T)
+	n := float64(passes * B * T)
+	h2d, d2h := after.H2DBytes-before.H2DBytes, after.D2HBytes-before.D2HBytes
 	return Measurement{
 		Mode: d.mode.String(), Device: d.dev.Name(), T: T, C: d.C, V: d.V,
-		Calls: calls, Tokens: calls * T,
+		Sequences: B, Passes: passes, Tokens: passes * B * T,
 		Seconds:            secs,
 		TokensPerSecond:    n / secs,
 		SyncsPerToken:      float64(after.Syncs-before.Syncs) / n,
 		LaunchesPerToken:   float64(after.Launches-before.Launches) / n,
 		HostAllocsPerToken: float64(samples[0].Value.Uint64()+samples[1].Value.Uint64()-objs0) / n,
 		HostBytesPerToken:  float64(samples[2].Value.Uint64()-bytes0) / n,
-		H2DBytesPerToken:   float64(after.H2DBytes-before.H2DBytes) / n,
-		D2HBytesPerToken:   float64(after.D2HBytes-before.D2HBytes) / n,
+		H2DBytesPerToken:   float64(h2d) / n,
+		D2HBytesPerToken:   float64(d2h) / n,
+		H2DBytesPerPass:    h2d / int64(passes),
+		D2HBytesPerPass:    d2h / int64(passes),
 		DeviceBytesPeak:    after.DeviceBytesPeak,
 		Loss:               loss,
 	}, nil

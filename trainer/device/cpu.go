@@ -51,6 +51,8 @@ type CPU struct {
 	fence  chan struct{}
 	done   chan struct{} // closed when the stream goroutine has exited
 	nextID uint64
+
+	scratch []float32 // (V) SoftmaxSample's row workspace; only the stream touches it
 }
 
 // NewCPU starts a cpu device whose logits product uses g (nil: gemm.Default())
@@ -119,7 +121,10 @@ func (d *CPU) exec(cmd *command) (err error) {
 		if cmd.c.Valid() {
 			targets = cmd.c.mem[:cmd.rows]
 		}
-		return softmaxSampleRows(cmd.a.mem[:cmd.rows*OutStride], cmd.b.mem[:cmd.rows*cmd.n], targets, cmd.rows, cmd.n, cmd.s)
+		if len(d.scratch) < cmd.n {
+			d.scratch = make([]float32, cmd.n) // once per device and V: the kernel's one-row workspace
+		}
+		return softmaxSampleRows(cmd.a.mem[:cmd.rows*OutStride], cmd.b.mem[:cmd.rows*cmd.n], targets, cmd.rows, cmd.n, cmd.s, d.scratch)
 	}
 	return nil
 }

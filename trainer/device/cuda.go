@@ -38,7 +38,8 @@ func init() {
 }
 
 // softmaxSource is the SoftmaxSample kernel; it follows softmaxSampleRows
-// (expf/logf instead of Go's float64 exp rounded to float32: a few ulps).
+// (CUDA's expf/logf and a serial sum instead of nn's vector exp and 8-lane
+// sums: a few float32 ulps apart).
 const softmaxSource = `
 extern "C" __global__ void softmax_sample(float* out, float* logits, const float* targets,
 		int rows, int V, float temperature, unsigned long long seed, unsigned long long pos) {
@@ -63,14 +64,15 @@ extern "C" __global__ void softmax_sample(float* out, float* logits, const float
 			if (u < cum) { tok = i; break; }
 		}
 	}
+	int t = targets != 0 ? (int)targets[r] : -1;
+	float lt = (t >= 0 && t < V) ? row[t] : 0.0f;
 	float sum = 0.0f;
 	for (int i = 0; i < V; i++) { float e = expf(row[i] - maxv); row[i] = e; sum += e; }
 	float inv = 1.0f / sum;
 	for (int i = 0; i < V; i++) row[i] *= inv;
 	float loss = 0.0f;
 	if (targets != 0) {
-		int t = (int)targets[r];
-		loss = (t >= 0 && t < V) ? -logf(row[t]) : __int_as_float(0x7fc00000);
+		loss = (t >= 0 && t < V) ? logf(sum) + (maxv - lt) : __int_as_float(0x7fc00000);
 	}
 	out[2 * r] = (float)tok;
 	out[2 * r + 1] = loss;

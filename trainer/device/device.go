@@ -9,8 +9,10 @@
 //
 // Two devices exist. "cpu" is always built: a real asynchronous stream whose
 // commands run on their own locked OS thread, over device memory that is its
-// own allocation, with the logits product done by a gemm.Backend. "cuda" is
-// built with the cuda build tag (gorgonia.org/cu, cuBLAS, NVRTC).
+// own allocation, with the logits product done by a gemm.Backend and the
+// softmax and loss by nn.SoftmaxCrossEntropyForward, so that its results
+// equal the host LM head's. "cuda" is built with the cuda build tag
+// (gorgonia.org/cu, cuBLAS, NVRTC).
 //
 // Shapes use the trainer's short names: rows positions, C channels, V
 // vocabulary. Token ids travel on the device as float32 values, which are
@@ -26,6 +28,7 @@ import (
 
 	"memprobe/probe/ledger"
 	"memprobe/trainer/gemm"
+	"memprobe/trainer/nn"
 )
 
 // Buffer is a handle to device memory holding Len() float32 values. It is a
@@ -95,8 +98,9 @@ type Device interface {
 	// logits (rows, V): picks a token from the logits as s says, replaces
 	// the row by its softmax probabilities (in place, temperature 1: the
 	// probabilities the loss and the backward pass use), and writes
-	// out (rows, OutStride): token id, and -ln p[target] where targets
-	// (rows; ids as float32) is valid, else 0.
+	// out (rows, OutStride): token id, and the cross-entropy loss
+	// -ln p[target] (computed as ln Σexp(logit-max) + max - logit[target])
+	// where targets (rows; ids as float32) is valid, else 0.
 	SoftmaxSample(out, logits, targets Buffer, rows, V int, s Sampling) error
 
 	// Sync enqueues a fence and waits until everything queued before it has
@@ -144,17 +148,26 @@ func Names() []string {
 	return names
 }
 
+// Available returns nil if the named device is compiled into this binary,
+// else the error Open would return, without opening anything: commands
+// check their flags with it before doing any work.
+func Available(name string) error {
+	if _, ok := registry[name]; ok {
+		return nil
+	}
+	if name == "cuda" {
+		return errors.New("device cuda: this binary was built without the cuda build tag; rebuild with -tags cuda")
+	}
+	return fmt.Errorf("device %q is not available in this build (have: %s)", name, strings.Join(Names(), ", "))
+}
+
 // Open returns the named device. Account device memory to
 // acct (for example ledger.Account(ledger.DeviceBuffers)).
 func Open(name string, g gemm.Backend, acct *ledger.Account) (Device, error) {
-	o, ok := registry[name]
-	if !ok {
-		if name == "cuda" {
-			return nil, errors.New("device cuda: this binary was built without the cuda build tag; rebuild with -tags cuda")
-		}
-		return nil, fmt.Errorf("device %q is not available in this build (have: %s)", name, strings.Join(Names(), ", "))
+	if err := Available(name); err != nil {
+		return nil, err
 	}
-	return o(g, acct)
+	return registry[name](g, acct)
 }
 
 // Uniform is the generator SoftmaxSample draws with: a uniform value in
@@ -171,13 +184,24 @@ func Uniform(seed, pos uint64) float64 {
 // softmaxSampleRows is the SoftmaxSample kernel on host memory: the cpu
 // device runs it on its stream, and it is the definition the cuda kernel
 // follows. logits (rows, V) become probabilities; targets is (rows) or nil;
-// out is (rows, OutStride). A target outside [0, V) is an error.
-func softmaxSampleRows(out, logits, targets []float32, rows, V int, s Sampling) error {
+// out is (rows, OutStride). A target outside [0, V) is an error. scratch
+// holds at least V floats: each row's logits are copied there so that the
+// softmax and the loss are nn.SoftmaxCrossEntropyForward itself, one row at
+// a time, writing the probabilities back in place: with the same logits the
+// probabilities and losses equal the host LM head's bit for bit, whatever
+// that kernel's arithmetic (it treats rows independently).
+func softmaxSampleRows(out, logits, targets []float32, rows, V int, s Sampling, scratch []float32) error {
+	scratch = scratch[:V]
+	var tg [1]uint16
+	var loss [1]float32
 	for r := 0; r < rows; r++ {
+		tg[0] = 0
 		if targets != nil {
-			if t := targets[r]; !(t >= 0 && t < float32(V)) || t != float32(int(t)) {
+			t := targets[r]
+			if !(t >= 0 && t < float32(V)) || t != float32(int(t)) {
 				return fmt.Errorf("softmax: target %v of row %d is not a token id below V=%d", t, r, V)
 			}
+			tg[0] = uint16(t)
 		}
 		row := logits[r*V : (r+1)*V]
 		maxv, arg := row[0], 0
@@ -204,22 +228,13 @@ func softmaxSampleRows(out, logits, targets []float32, rows, V int, s Sampling) 
 				}
 			}
 		}
-		var sum float32
-		for i, v := range row {
-			e := float32(math.Exp(float64(v - maxv)))
-			row[i] = e
-			sum += e
-		}
-		inv := 1 / sum
-		for i := range row {
-			row[i] *= inv
-		}
-		var loss float32
-		if targets != nil {
-			loss = -float32(math.Log(float64(row[int(targets[r])])))
-		}
+		copy(scratch, row)
+		nn.SoftmaxCrossEntropyForward(loss[:], row, scratch, tg[:], 1, V)
 		out[r*OutStride] = float32(tok)
-		out[r*OutStride+1] = loss
+		out[r*OutStride+1] = 0
+		if targets != nil {
+			out[r*OutStride+1] = loss[0]
+		}
 	}
 	return nil
 }

@@ -38,6 +38,12 @@ func TestOpenErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cpu") {
 		t.Errorf("Open(tpu) = %v, want an error listing cpu", err)
 	}
+	if err2 := Available("tpu"); err2 == nil || err2.Error() != err.Error() {
+		t.Errorf("Available(tpu) = %v, want Open's error %v", err2, err)
+	}
+	if err := Available("cpu"); err != nil {
+		t.Errorf("Available(cpu) = %v", err)
+	}
 }
 
 func TestCopyRoundTripAndStats(t *testing.T) {

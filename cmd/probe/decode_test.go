@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"memprobe/trainer/decode"
+	"memprobe/trainer/device"
+)
+
+// The flag is not called -update: other tests of this package may define
+// that one.
+var updateDecodeGolden = flag.Bool("update-decode", false, "rewrite the probe decode golden files in testdata/")
+
+// fakeMeasurements are the seed preset's shape with made-up speeds: every
+// other figure is what the cpu device counts for that shape (bytes per pass
+// over B=32 sequences of T=128: hidden rows and targets up; tokens, losses
+// and, with probs, probabilities down).
+func fakeMeasurements(probs bool) []decode.Measurement {
+	const B, T, C, V = 32, 128, 256, 788
+	base := decode.Measurement{Device: "cpu", T: T, C: C, V: V, Sequences: B, Passes: 5, Tokens: 5 * B * T,
+		H2DBytesPerPass: 4 * B * T * (C + 1), D2HBytesPerPass: 4 * B * T * device.OutStride}
+	if probs {
+		base.D2HBytesPerPass += 4 * B * T * V
+	}
+	rows := []struct {
+		mode               string
+		tps, syncs, allocs float64
+		peak               int64
+	}{
+		{"per-token-copy", 12500, 1, 4.003, 4 * (V*C + C + V + 1 + device.OutStride)},
+		{"per-token-view", 13750.4, 1, 2, 4 * (V*C + C + V + 1 + device.OutStride)},
+		{"per-token-prealloc", 15000.6, 1, 0, 4 * (V*C + C + V + 1 + device.OutStride)},
+		{"batch", 75000, 1.0 / T, 0, 4 * (V*C + T*(C+V+1+device.OutStride))},
+	}
+	var ms []decode.Measurement
+	for _, r := range rows {
+		m := base
+		m.Mode, m.TokensPerSecond, m.SyncsPerToken, m.LaunchesPerToken, m.HostAllocsPerToken, m.DeviceBytesPeak =
+			r.mode, r.tps, r.syncs, 2*r.syncs, r.allocs, r.peak
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// checkGolden compares got with testdata/name, rewriting it under
+// -update-decode and leaving testdata/name.got on a mismatch.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *updateDecodeGolden {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update-decode to create it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		os.WriteFile(path+".got", got, 0o644)
+		t.Errorf("table differs from %s (got in %s.got):\n%s\nwant:\n%s", path, path, got, want)
+	}
+}
+
+// TestDecodeTableGolden: the table format, from fake measurements (no
+// timings), golden files named after the options that produce them.
+func TestDecodeTableGolden(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ms    []decode.Measurement
+		probs bool
+	}{
+		{"decode-all-probs.golden", fakeMeasurements(true), true},
+		{"decode-batch-noprobs.golden", fakeMeasurements(false)[3:], false},
+	} {
+		var buf bytes.Buffer
+		if err := writeDecodeTable(&buf, c.ms, c.probs); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, c.name, buf.Bytes())
+	}
+	if err := writeDecodeTable(new(bytes.Buffer), nil, true); err == nil {
+		t.Error("empty table: no error")
+	}
+}
+
+// TestDecodeErrors: bad flags are usage errors (exit 2); a device missing
+// from the build, a missing checkpoint or a checkpoint of another shape are
+// errors (exit 1) naming the input. All are one line, and no JSON is left.
+func TestDecodeErrors(t *testing.T) {
+	dir := t.TempDir()
+	ck := trainMicroCheckpoint(t, dir)
+	out := filepath.Join(dir, "out.json")
+	for _, c := range []struct {
+		args  []string
+		want  string
+		usage bool
+	}{
+		{[]string{"--decode", "per-token"}, `parsing decode mode "per-token"`, true},
+		{[]string{"--passes", "0"}, "--passes 0 out of range", true},
+		{[]string{"--batch", "-1"}, "--batch -1 must be positive", true},
+		{[]string{"--preset", "huge"}, `unknown preset "huge"`, true},
+		{[]string{"--heads", "7"}, "not divisible by heads 7", true},
+		{[]string{"--checkpoint", ck, "--dim", "32"}, "--dim: the model's shape comes from --checkpoint", true},
+		{[]string{"--checkpoint", ck, "--preset", "tiny"}, "--preset: the model comes from --checkpoint", true},
+		{[]string{"--device", "tpu"}, `device "tpu" is not available in this build (have: `, false},
+		{[]string{"--checkpoint", filepath.Join(dir, "missing.bin")}, "missing.bin", false},
+		{[]string{"--checkpoint", ck, "--context", "4"}, "--context 4: checkpoint " + ck + " holds a model with context 5", false},
+		{[]string{"--preset", "micro", "--data", filepath.Join(dir, "missing.txt")}, "missing.txt", false},
+		{[]string{"--preset", "micro", "--gemm", "fast"}, "fast", false},
+	} {
+		args := append([]string{"decode", "--data", "synthetic:4KB", "--json", out}, c.args...)
+		_, _, err := runProbe(args...)
+		var ue usageError
+		switch {
+		case err == nil:
+			t.Errorf("%v: no error", c.args)
+			continue
+		case errors.As(err, &ue) != c.usage:
+			t.Errorf("%v: usage error = %v, want %v (%v)", c.args, !c.usage, c.usage, err)
+		}
+		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error %q, want one line containing %q", c.args, err, c.want)
+		}
+	}
+	if !slices.Contains(device.Names(), "cuda") {
+		_, _, err := runProbe("decode", "--preset", "micro", "--device", "cuda", "--json", out)
+		if err == nil || !strings.Contains(err.Error(), "built without the cuda build tag; rebuild with -tags cuda") {
+			t.Errorf("--device cuda without the tag: %v, want the rebuild hint", err)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a failed run left %s behind", out)
+	}
+}
+
+// trainMicroCheckpoint trains the micro preset for one step and returns its
+// checkpoint.
+func trainMicroCheckpoint(t *testing.T, dir string) string {
+	t.Helper()
+	ck := filepath.Join(dir, "micro.ck")
+	if _, stderr, err := runProbe("train", "--preset", "micro", "--steps", "1", "--threads", "1", "--data", "synthetic:4KB",
+		"--checkpoint", ck, "--json", filepath.Join(dir, "train.json")); err != nil {
+		t.Fatalf("probe train: %v\n%s", err, stderr)
+	}
+	return ck
+}
+
+var decodeJSONKeys = []string{"d2h_bytes", "decode", "device", "device_peak_bytes", "h2d_bytes",
+	"host_allocs_per_token", "launches_per_token", "syncs_per_token", "tokens_per_sec"}
+
+func checkRecord(t *testing.T, r map[string]any, mode string) {
+	t.Helper()
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if !slices.Equal(keys, decodeJSONKeys) {
+		t.Errorf("%s: JSON fields %v, want exactly %v", mode, keys, decodeJSONKeys)
+	}
+	if r["decode"] != mode || r["device"] != "cpu" || r["tokens_per_sec"].(float64) <= 0 {
+		t.Errorf("%s: implausible record %v", mode, r)
+	}
+}
+
+// TestDecodeJSON runs the micro preset: with --decode all the JSON is an
+// array of one object per mode, slowest first; with one mode, one object;
+// the table has a row per mode. From a checkpoint too.
+func TestDecodeJSON(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "d.json")
+	stdout, stderr, err := runProbe("decode", "--preset", "micro", "--passes", "1", "--data", "synthetic:4KB", "--json", out)
+	if err != nil {
+		t.Fatalf("probe decode: %v\n%s", err, stderr)
+	}
+	var all []map[string]any
+	b, _ := os.ReadFile(out)
+	if err := json.Unmarshal(b, &all); err != nil {
+		t.Fatalf("--decode all: not a JSON array: %v\n%s", err, b)
+	}
+	if len(all) != len(decode.Modes()) {
+		t.Fatalf("--decode all: %d records, want %d", len(all), len(decode.Modes()))
+	}
+	for i, m := range decode.Modes() {
+		checkRecord(t, all[i], m.String())
+		if !slices.ContainsFunc(strings.Split(stdout, "\n"), func(l string) bool {
+			f := strings.Fields(l)
+			return len(f) > 0 && f[0] == m.String()
+		}) {
+			t.Errorf("table has no row for %s:\n%s", m, stdout)
+		}
+	}
+	if s := all[3]["syncs_per_token"].(float64); s != 1.0/5 {
+		t.Errorf("batch: %v syncs/token, want 1/T = 0.2", s)
+	}
+
+	ck := trainMicroCheckpoint(t, dir)
+	_, stderr, err = runProbe("decode", "--checkpoint", ck, "--batch", "2", "--decode", "batch", "--passes", "2", "--probs=false",
+		"--data", "synthetic:4KB", "--json", out)
+	if err != nil {
+		t.Fatalf("probe decode --checkpoint: %v\n%s", err, stderr)
+	}
+	var one map[string]any
+	b, _ = os.ReadFile(out)
+	if err := json.Unmarshal(b, &one); err != nil {
+		t.Fatalf("--decode batch: not a JSON object: %v\n%s", err, b)
+	}
+	checkRecord(t, one, "batch")
+	// B=2 sequences of T=5: hidden rows (C=8) and targets up, tokens and
+	// losses down, no probabilities.
+	if one["h2d_bytes"].(float64) != 4*2*5*(8+1) || one["d2h_bytes"].(float64) != 4*2*5*device.OutStride {
+		t.Errorf("bytes per pass: %v up, %v down; want %d, %d", one["h2d_bytes"], one["d2h_bytes"], 4*2*5*9, 4*2*5*2)
+	}
+	if !strings.Contains(stderr, "parameters from "+ck) {
+		t.Errorf("stderr does not name the checkpoint:\n%s", stderr)
+	}
+}
+
+// TestTrainDecodeFlags: `probe train --decode MODE --device NAME` sets
+// trainer.Options.Decode and Device; a bad mode, a device without a mode
+// and a device missing from the build are usage errors.
+func TestTrainDecodeFlags(t *testing.T) {
+	var f trainFlags
+	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	f.register(fs)
+	if err := fs.Parse([]string{"--decode", "per-token-prealloc", "--device", "cpu"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := f.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Trainer.Decode != "per-token-prealloc" || o.Trainer.Device != "cpu" {
+		t.Errorf("Decode %q, Device %q; want per-token-prealloc, cpu", o.Trainer.Decode, o.Trainer.Device)
+	}
+	var g trainFlags
+	fs = pflag.NewFlagSet("train", pflag.ContinueOnError)
+	g.register(fs)
+	if o, err := g.options(); err != nil || o.Trainer.Decode != "" {
+		t.Errorf("no --decode: Decode %q, error %v; want the host head", o.Trainer.Decode, err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--decode", "fast"}, `--decode: parsing decode mode "fast"`},
+		{[]string{"--device", "cpu"}, "--device cpu: a device runs only the decode head; add --decode MODE"},
+		{[]string{"--decode", "batch", "--device", "tpu"}, `--device: device "tpu" is not available in this build`},
+	}
+	if !slices.Contains(device.Names(), "cuda") {
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"--decode", "batch", "--device", "cuda"}, "rebuild with -tags cuda"})
+	}
+	for _, c := range cases {
+		_, _, err := runProbe(append([]string{"train", "--steps", "1"}, c.args...)...)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want a one-line usage error containing %q", c.args, err, c.want)
+		}
+	}
+}

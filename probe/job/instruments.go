@@ -1,0 +1,424 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"unsafe"
+
+	"memprobe/probe/ledger"
+	"memprobe/probe/procfs"
+	"memprobe/probe/reconcile"
+	"memprobe/probe/rtstats"
+	"memprobe/probe/sampler"
+)
+
+// MaxStepRows bounds Runtime.Steps: per-step counters are kept for the
+// first MaxStepRows steps; the aggregates cover every step.
+const MaxStepRows = 1000
+
+// StepCounters is what the Go runtime counted during one step: between the
+// read just before the trainer's Step and the read just after it, so the
+// job's own per-step work (progress lines, these reads) is not in it.
+type StepCounters struct {
+	Step           int   `json:"step"`
+	AllocsObjects  int64 `json:"allocs_objects"`
+	AllocsBytes    int64 `json:"allocs_bytes"`
+	GCCycles       int64 `json:"gc_cycles"`
+	GCPauseNs      int64 `json:"gc_pause_ns"`
+	HeapLiveBytes  int64 `json:"heap_live_bytes"` // after the step
+	Goroutines     int64 `json:"goroutines"`      // after the step
+	RuntimeThreads int64 `json:"runtime_threads"` // after the step
+	OSThreads      int64 `json:"os_threads"`      // after the step
+	RSSBytes       int64 `json:"rss_bytes"`       // VmRSS after the step
+}
+
+// RuntimePeaks are maxima over the step boundaries (the sampler's peaks
+// cover the time in between for RSS).
+type RuntimePeaks struct {
+	HeapLiveBytes    int64 `json:"heap_live_bytes"`
+	HeapObjectsBytes int64 `json:"heap_objects_bytes"`
+	// GoMappedBytes is /memory/classes/total − heap/released: everything
+	// the runtime has mapped and not returned.
+	GoMappedBytes  int64 `json:"go_mapped_bytes"`
+	Goroutines     int64 `json:"goroutines"`
+	RuntimeThreads int64 `json:"runtime_threads"`
+	OSThreads      int64 `json:"os_threads"`
+}
+
+// Runtime is the Go runtime's account of the job.
+type Runtime struct {
+	// Steady is the per-step cost after WarmupSteps: allocations (objects
+	// and bytes, from /gc/heap/allocs:*, process-wide), GC cycles and
+	// estimated pause time.
+	Steady rtstats.SteadyState `json:"steady"`
+	// AllSteps sums StepCounters over every step, warm-up included.
+	AllStepsAllocsObjects int64 `json:"all_steps_allocs_objects"`
+	AllStepsAllocsBytes   int64 `json:"all_steps_allocs_bytes"`
+	AllStepsGCCycles      int64 `json:"all_steps_gc_cycles"`
+	AllStepsGCPauseNs     int64 `json:"all_steps_gc_pause_ns"`
+	// Start is read before the first step, End after the last; both carry
+	// /memory/classes/* (what the runtime holds, by use).
+	Start rtstats.Snapshot `json:"start"`
+	End   rtstats.Snapshot `json:"end"`
+	Peak  RuntimePeaks     `json:"peak"`
+	// Steps are the first MaxStepRows steps' counters; never nil.
+	Steps          []StepCounters `json:"steps"`
+	StepsTruncated bool           `json:"steps_truncated"`
+}
+
+// RSSReconciliation explains the resident set at two moments, and says how
+// much of the peak the ledger and the Go runtime's classes account for.
+type RSSReconciliation struct {
+	// AtPeak is reconcile.Compute at the step boundary where VmRSS was
+	// highest (the first boundary within 1 MiB or 0.5 % of the highest;
+	// 0 is after set-up, before step 1).
+	AtPeak     reconcile.Reconciliation `json:"at_peak"`
+	AtPeakStep int                      `json:"at_peak_step"`
+	// End is reconcile.Compute after the last step.
+	End reconcile.Reconciliation `json:"end"`
+	// VmHWMBytes is the kernel's peak RSS when AtPeak was taken.
+	VmHWMBytes int64 `json:"vm_hwm_bytes"`
+	// ExplainedBytes is what AtPeak names from measurements: the Go
+	// runtime's classes (the ledger is inside heap objects), ledger
+	// components outside Go, the thread-stack estimate, file mappings and
+	// shmem; everything but the outside_go.other remainder and the
+	// unexplained residual.
+	ExplainedBytes int64 `json:"explained_bytes"`
+	// ResidualBytes is VmHWM − ExplainedBytes: memory neither the ledger
+	// nor Go's classes account for (C allocations such as BLAS buffers),
+	// plus any gap between the boundary's RSS and the true peak.
+	ResidualBytes int64   `json:"residual_bytes"`
+	ResidualPct   float64 `json:"residual_pct"`
+	// Within10Pct is |ResidualPct| ≤ 10.
+	Within10Pct bool `json:"within_10pct"`
+	// Residual names the residual where smaps can, at the end: resident
+	// memory in the brk heap, in written file pages, on the main stack,
+	// and in the largest anonymous mappings outside Go's heap arenas.
+	// Never nil.
+	Residual []MappingShare `json:"residual"`
+	// GoArenaRSSBytes is the resident part of the mappings that hold Go's
+	// heap arenas (smaps, at the end): what the heap classes, which count
+	// mapped bytes, really have in RAM.
+	GoArenaRSSBytes int64 `json:"go_arena_rss_bytes"`
+}
+
+// RSSAgreement compares three views of the peak resident set.
+type RSSAgreement struct {
+	SamplerPeakRSSBytes uint64 `json:"sampler_peak_rss_bytes"`
+	VmHWMBytes          uint64 `json:"vm_hwm_bytes"`
+	// DiffPct is 100 × (sampler − VmHWM) / VmHWM; the sampler can only
+	// be lower, by what it missed between samples.
+	DiffPct float64 `json:"diff_pct"`
+}
+
+// instruments are the per-job probes: runtime counters around every step,
+// the sampler, and the RSS reconciliation. A nil *instruments does nothing.
+type instruments struct {
+	led    *ledger.Ledger
+	rt     *rtstats.Reader
+	smp    *sampler.Sampler
+	status *procfs.StatusReader
+	st     procfs.Status
+	cgo    bool
+	gpu    bool // device buffers are on a GPU, not in host memory
+
+	warmup  int
+	before  rtstats.Snapshot
+	after   rtstats.Snapshot
+	out     Runtime
+	steady  rtstats.SteadyState
+	nSteady int
+
+	heapAddrs []uintptr // addresses of Go heap objects, to find the arenas in smaps
+	small     *[64]byte
+
+	stopped bool
+
+	peakRSS  uint64
+	peakStep int
+	peakIn   reconcile.Input
+	peakOK   bool
+}
+
+func startInstruments(ctx context.Context, o *Options) (*instruments, error) {
+	if o.NoInstruments {
+		return nil, nil
+	}
+	in := &instruments{led: o.Trainer.Ledger, rt: rtstats.New(), cgo: cgoBinary(),
+		gpu: o.Trainer.Device != "" && o.Trainer.Device != "cpu"}
+	in.out.Steps = make([]StepCounters, 0, min(o.Steps, MaxStepRows))
+	smp, err := sampler.New(sampler.Options{Interval: o.SampleInterval, MaxPoints: o.SampleMaxPoints})
+	if err != nil {
+		return nil, err
+	}
+	if err := smp.Start(ctx); err != nil {
+		return nil, err
+	}
+	in.smp = smp
+	// The step hooks read VmRSS and the thread count without allocating.
+	if st, err := (procfs.FS{}).OpenStatus(procfs.Self); err == nil {
+		in.status = st
+	}
+	return in, nil
+}
+
+// cgoBinary reports whether the binary was built with cgo, so that the
+// runtime's threads have pthread stacks outside Go's accounting.
+func cgoBinary() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "CGO_ENABLED" {
+			return s.Value == "1"
+		}
+	}
+	return false
+}
+
+// setUp is called after the trainer is built, before the first step.
+func (in *instruments) setUp(warmup int) {
+	if in == nil {
+		return
+	}
+	in.warmup = warmup
+	in.rt.Read(&in.out.Start)
+	in.readStatus()
+	in.out.Start.OSThreads = int64(in.st.Threads)
+	in.notePeak(0)
+}
+
+func (in *instruments) readStatus() {
+	if in.status != nil {
+		in.status.Read(&in.st)
+	}
+}
+
+// beforeStep is the last thing before the trainer's Step.
+func (in *instruments) beforeStep() {
+	if in == nil {
+		return
+	}
+	in.rt.Read(&in.before)
+}
+
+// afterStep is the first thing after the trainer's Step; it allocates
+// nothing until the peak check below, which runs only when RSS grew.
+func (in *instruments) afterStep(step, k int) {
+	if in == nil {
+		return
+	}
+	in.rt.Read(&in.after)
+	d := rtstats.Delta(in.before, in.after)
+	in.readStatus()
+	sc := StepCounters{
+		Step: step, AllocsObjects: d.HeapAllocsObjects, AllocsBytes: d.HeapAllocsBytes,
+		GCCycles: d.GCCycles, GCPauseNs: d.GCPauseTotalNs,
+		HeapLiveBytes: in.after.HeapLiveBytes, Goroutines: in.after.Goroutines, RuntimeThreads: in.after.RuntimeThreads,
+		OSThreads: int64(in.st.Threads), RSSBytes: int64(in.st.VmRSSBytes),
+	}
+	o := &in.out
+	if len(o.Steps) < cap(o.Steps) {
+		o.Steps = append(o.Steps, sc)
+	} else {
+		o.StepsTruncated = true
+	}
+	o.AllStepsAllocsObjects += sc.AllocsObjects
+	o.AllStepsAllocsBytes += sc.AllocsBytes
+	o.AllStepsGCCycles += sc.GCCycles
+	o.AllStepsGCPauseNs += sc.GCPauseNs
+	if k > in.warmup { // k is 1-based within this run
+		s := &in.steady
+		if in.nSteady == 0 || sc.AllocsObjects < s.MinStepAllocsObjects {
+			s.MinStepAllocsObjects = sc.AllocsObjects
+		}
+		if in.nSteady == 0 || sc.AllocsObjects > s.MaxStepAllocsObjects {
+			s.MaxStepAllocsObjects = sc.AllocsObjects
+		}
+		in.nSteady++
+		s.AllocsPerStepObjects += float64(sc.AllocsObjects)
+		s.AllocsPerStepBytes += float64(sc.AllocsBytes)
+		s.GCCycles += sc.GCCycles
+		s.GCPauseTotalNs += sc.GCPauseNs
+	}
+	p := &o.Peak
+	m := in.after.Memory
+	p.HeapLiveBytes = max(p.HeapLiveBytes, in.after.HeapLiveBytes)
+	p.HeapObjectsBytes = max(p.HeapObjectsBytes, m.HeapObjectsBytes)
+	p.GoMappedBytes = max(p.GoMappedBytes, m.TotalBytes-m.HeapReleasedBytes)
+	p.Goroutines = max(p.Goroutines, in.after.Goroutines)
+	p.RuntimeThreads = max(p.RuntimeThreads, in.after.RuntimeThreads)
+	p.OSThreads = max(p.OSThreads, int64(in.st.Threads))
+	in.notePeak(step)
+}
+
+// notePeak gathers a reconciliation input when VmRSS is above every
+// earlier boundary's by peakMargin. It allocates and walks the page tables
+// (smaps_rollup), but only at a new high, outside the step's counters; the
+// margin keeps RSS that creeps up by a few pages a step from costing a
+// walk every step.
+func (in *instruments) notePeak(step int) {
+	if in.status == nil || in.st.VmRSSBytes <= in.peakRSS+peakMargin(in.peakRSS) {
+		return
+	}
+	g, err := reconcile.GatherSelf(in.rt, in.led, true)
+	if err != nil {
+		return
+	}
+	in.peakRSS, in.peakStep, in.peakIn, in.peakOK = in.st.VmRSSBytes, step, g, true
+}
+
+// finishSteps ends the step measurements: the end snapshot, steady state
+// and the reconciliations. Without /proc (not Linux) the reconciliation is
+// left nil.
+func (in *instruments) finishSteps(r *Result) {
+	if in == nil {
+		return
+	}
+	in.rt.Read(&in.out.End)
+	in.readStatus()
+	in.out.End.OSThreads = int64(in.st.Threads)
+	s := in.steady
+	s.Steps, s.WarmupSteps = in.nSteady, in.warmup
+	if in.nSteady > 0 {
+		s.AllocsPerStepObjects /= float64(in.nSteady)
+		s.AllocsPerStepBytes /= float64(in.nSteady)
+	}
+	in.out.Steady = s
+	out := in.out
+	r.Runtime = &out
+
+	end, err := reconcile.GatherSelf(in.rt, in.led, true)
+	if err != nil {
+		return
+	}
+	if !in.peakOK || end.Status.VmRSSBytes > in.peakRSS+peakMargin(in.peakRSS) {
+		in.peakIn, in.peakStep, in.peakOK = end, r.StartStep+r.Steps, true
+	}
+	rec := &RSSReconciliation{
+		End:        reconcile.Compute(in.prepare(end)),
+		AtPeak:     reconcile.Compute(in.prepare(in.peakIn)),
+		AtPeakStep: in.peakStep,
+		VmHWMBytes: int64(end.Status.VmHWMBytes),
+		Residual:   []MappingShare{},
+	}
+	rec.ExplainedBytes = explained(rec.AtPeak)
+	rec.ResidualBytes = rec.VmHWMBytes - rec.ExplainedBytes
+	if rec.VmHWMBytes > 0 {
+		rec.ResidualPct = round3(100 * float64(rec.ResidualBytes) / float64(rec.VmHWMBytes))
+	}
+	rec.Within10Pct = math.Abs(rec.ResidualPct) <= 10
+	if shares, arena, err := residualMappings(procfs.FS{}, 8, in.heapAddrs); err == nil {
+		rec.Residual, rec.GoArenaRSSBytes = shares, arena
+	}
+	r.RSSReconciliation = rec
+}
+
+// prepare sets what Compute needs beyond GatherSelf, and leaves out of the
+// ledger what is not resident host memory: worker.stacks counts pthread
+// stack reservations (address space; their touched pages are the
+// reconciliation's thread-stack estimate), and device.buffers on a CUDA
+// device live in GPU memory. Every other component, device.buffers on the
+// cpu device included, is in the Go heap.
+func (in *instruments) prepare(g reconcile.Input) reconcile.Input {
+	g.Cgo = in.cgo
+	g.OutsideGoComponents = []string{}
+	kept := make([]ledger.Entry, 0, len(g.Ledger))
+	g.LedgerTotalBytes = 0
+	for _, e := range g.Ledger {
+		if e.Component == ledger.WorkerStacks || e.Component == ledger.DeviceBuffers && in.gpu {
+			continue
+		}
+		kept = append(kept, e)
+		g.LedgerTotalBytes += e.CurrentBytes
+	}
+	g.Ledger = kept
+	return g
+}
+
+// explained sums the parts of rec that come from measurements, leaving out
+// the outside_go.other remainder.
+func explained(rec reconcile.Reconciliation) int64 {
+	var b int64
+	for _, p := range rec.Parts {
+		if p.Name != "outside_go.other" {
+			b += p.Bytes
+		}
+	}
+	return b
+}
+
+// stop ends the sampler and compares its peak with the kernel's VmHWM.
+func (in *instruments) stop(r *Result) {
+	if in == nil || in.stopped {
+		return
+	}
+	in.stopped = true
+	res, err := in.smp.Stop()
+	if in.status != nil {
+		in.status.Close()
+	}
+	if err != nil {
+		return
+	}
+	r.Sampler = &res
+	if r.PeakRSSBytes > 0 {
+		r.RSSAgreement = &RSSAgreement{
+			SamplerPeakRSSBytes: res.Peaks.RSSBytes,
+			VmHWMBytes:          r.PeakRSSBytes,
+			DiffPct:             round3(100 * (float64(res.Peaks.RSSBytes) - float64(r.PeakRSSBytes)) / float64(r.PeakRSSBytes)),
+		}
+	}
+}
+
+// abort stops the sampler on an error path.
+func (in *instruments) abort() {
+	if in == nil || in.stopped {
+		return
+	}
+	in.stopped = true
+	in.smp.Stop()
+	if in.status != nil {
+		in.status.Close()
+	}
+}
+
+// peakMargin is how far RSS must rise above the last gathered peak before
+// the next gather: 1 MiB or 0.5 %, whichever is more (0 before the first).
+func peakMargin(peak uint64) uint64 {
+	if peak == 0 {
+		return 0
+	}
+	return max(1<<20, peak/200)
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func mibf(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// rss is VmRSS as last read at a step boundary, or read now when the
+// instruments are off.
+func (in *instruments) rss() uint64 {
+	if in == nil || in.status == nil {
+		st, _ := procfs.ReadStatus(procfs.Self)
+		return st.VmRSSBytes
+	}
+	return in.st.VmRSSBytes
+}
+
+// noteHeap records addresses of Go heap objects (the trainer's big
+// buffers, and a small object of its own) so that the reconciliation can
+// find Go's heap arenas among the mappings.
+func (in *instruments) noteHeap(ptrs ...unsafe.Pointer) {
+	if in == nil {
+		return
+	}
+	in.small = new([64]byte) // escapes: a small-object span in the heap
+	in.heapAddrs = append(in.heapAddrs, uintptr(unsafe.Pointer(in.small)))
+	for _, p := range ptrs {
+		in.heapAddrs = append(in.heapAddrs, uintptr(p))
+	}
+}

@@ -1,0 +1,185 @@
+package job
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"memprobe/probe/ledger"
+	"memprobe/probe/profiling"
+	"memprobe/trainer"
+	"memprobe/trainer/model"
+)
+
+// tinyJob is a short tiny-preset job: 3 steps on a small synthetic corpus.
+func tinyJob(steps int) Options {
+	return Options{
+		Trainer: trainer.Options{
+			Config: model.Presets["tiny"], Optimizer: model.DefaultAdamW,
+			Threads: 3, Seed: 1, Ledger: ledger.New(),
+		},
+		Data: "synthetic:200KB", DataSeed: 1, Steps: steps,
+	}
+}
+
+func TestRunInstruments(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the instruments read /proc")
+	}
+	dir := t.TempDir()
+	o := tinyJob(3)
+	o.Label = "threads-P1"
+	o.SampleInterval = time.Millisecond
+	o.SampleMaxPoints = 8
+	o.Profiling = profiling.Options{Dir: dir}
+	var progress bytes.Buffer
+	r, err := Run(context.Background(), o, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Instruments || r.Runtime == nil || r.Sampler == nil || r.RSSReconciliation == nil || r.RSSAgreement == nil {
+		t.Fatalf("instruments missing: %+v", r)
+	}
+	// The ledger matches the model exactly for the fixed trainer.
+	if r.LedgerFindings != 0 || len(r.Ledger) < 8 {
+		t.Errorf("%d findings in %d rows: %+v", r.LedgerFindings, len(r.Ledger), r.Ledger)
+	}
+	if r.ExpectedTotalBytes != r.LedgerTotalBytes {
+		t.Errorf("model %d B, ledger %d B", r.ExpectedTotalBytes, r.LedgerTotalBytes)
+	}
+	rt := r.Runtime
+	if len(rt.Steps) != 3 || rt.Steady.Steps != 2 || rt.Steady.WarmupSteps != 1 || rt.StepsTruncated {
+		t.Errorf("runtime steps %d, steady %+v", len(rt.Steps), rt.Steady)
+	}
+	if rt.End.Memory.TotalBytes == 0 || rt.Peak.Goroutines < 3 || rt.Peak.OSThreads < 1 || rt.Steps[2].RSSBytes == 0 {
+		t.Errorf("runtime: end %+v, peak %+v", rt.End, rt.Peak)
+	}
+	s := r.Sampler
+	if s.Samples < 2 || len(s.Timeline) > 8 || s.Peaks.RSSBytes == 0 || s.IntervalMs != 1 {
+		t.Errorf("sampler: %d samples, %d points, peaks %+v", s.Samples, len(s.Timeline), s.Peaks)
+	}
+	// The sampler reads VmRSS, which never exceeds VmHWM; allow the
+	// kernel's batched counters 1 MiB.
+	if a := r.RSSAgreement; a.SamplerPeakRSSBytes > a.VmHWMBytes+1<<20 || a.VmHWMBytes != r.PeakRSSBytes {
+		t.Errorf("agreement %+v, peak rss %d", a, r.PeakRSSBytes)
+	}
+	rec := r.RSSReconciliation
+	if rec.VmHWMBytes <= 0 || len(rec.AtPeak.Parts) == 0 || rec.ExplainedBytes <= 0 || rec.GoArenaRSSBytes <= 0 {
+		t.Errorf("reconciliation %+v", rec)
+	}
+	var heapLedger int64
+	for _, p := range rec.End.Parts {
+		if p.Name == "go.heap.objects.ledger" {
+			heapLedger = p.Bytes
+		}
+	}
+	if heapLedger != r.LedgerTotalBytes {
+		t.Errorf("reconciliation's ledger part %d B, ledger %d B", heapLedger, r.LedgerTotalBytes)
+	}
+	// Profiles: every kind, named after the label, readable by pprof.
+	if r.Profiles == nil {
+		t.Fatal("no profiles")
+	}
+	got := map[string]bool{}
+	for _, f := range r.Profiles.Files {
+		got[f.Kind] = true
+		if f.Kind != "heap-peak" && filepath.Base(f.Path) != "threads-P1."+f.Kind+".pprof" {
+			t.Errorf("profile %s at %s", f.Kind, f.Path)
+		}
+		checkProfile(t, f.Path)
+	}
+	for _, k := range []string{"cpu", "heap", "allocs", "mutex", "block"} {
+		if !got[k] {
+			t.Errorf("no %s profile: %+v", k, r.Profiles.Files)
+		}
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"ledger":[{"component":"params","expected_bytes":618496`, `"runtime":{`, `"rss_reconciliation":{`, `"sampler":{`, `"rss_agreement":{`} {
+		if !bytes.Contains(js, []byte(key)) {
+			t.Errorf("JSON lacks %s", key)
+		}
+	}
+	if !strings.Contains(progress.String(), "COMPONENT") || !strings.Contains(progress.String(), "rss at peak") {
+		t.Errorf("progress lacks the tables:\n%s", progress.String())
+	}
+}
+
+func TestRunNoInstruments(t *testing.T) {
+	o := tinyJob(2)
+	o.NoInstruments = true
+	r, err := Run(context.Background(), o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Instruments || r.Runtime != nil || r.Sampler != nil || r.RSSReconciliation != nil || r.RSSAgreement != nil || r.Profiles != nil {
+		t.Errorf("instruments ran: %+v", r)
+	}
+	if r.Ledger == nil || len(r.Ledger) != 0 || r.LedgerTotalBytes != 0 || r.ExpectedTotalBytes == 0 {
+		t.Errorf("ledger %v, total %d, expected %d", r.Ledger, r.LedgerTotalBytes, r.ExpectedTotalBytes)
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"ledger":[]`, `"runtime":null`, `"sampler":null`, `"instruments":false`} {
+		if !bytes.Contains(js, []byte(key)) {
+			t.Errorf("JSON lacks %s", key)
+		}
+	}
+}
+
+func TestValidateInstruments(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.SampleInterval = 500 * time.Microsecond }, "sample-interval 500µs is below the minimum 1ms"},
+		{func(o *Options) { o.SampleMaxPoints = 1 }, "sample-max-points 1"},
+		{func(o *Options) { o.WarmupSteps = -2 }, "warmup-steps -2"},
+		{func(o *Options) { o.Profiling.PprofAddr = "0.0.0.0:6060" }, "every interface"},
+	} {
+		o := tinyJob(1)
+		tc.set(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+	o := tinyJob(1)
+	o.Profiling.PprofAddr, o.Profiling.AllowRemote = "0.0.0.0:0", true
+	if err := o.Validate(); err != nil {
+		t.Errorf("allowed remote: %v", err)
+	}
+}
+
+// checkProfile checks that path is a gzipped profile and, where the go
+// command is on PATH, that `go tool pprof -top` opens it.
+func checkProfile(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gzip.NewReader(bytes.NewReader(b)); err != nil {
+		t.Errorf("%s: not gzip: %v", path, err)
+		return
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return
+	}
+	if out, err := exec.Command(goCmd, "tool", "pprof", "-top", path).CombinedOutput(); err != nil {
+		t.Errorf("go tool pprof -top %s: %v\n%s", path, err, out)
+	}
+}

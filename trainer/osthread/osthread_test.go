@@ -1,0 +1,111 @@
+package osthread
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestStartRunsOnItsOwnThread(t *testing.T) {
+	if !Available() {
+		t.Skip("built without cgo")
+	}
+	const stack = 1 << 20
+	main := syscall.Gettid()
+	got := make(chan [2]int, 1)
+	block := make(chan struct{})
+	th, err := Start(stack, func() {
+		before := syscall.Gettid()
+		<-block // parks the goroutine; it must come back on the same thread
+		got <- [2]int{before, syscall.Gettid()}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(block)
+	tids := <-got
+	if err := th.Join(); err != nil {
+		t.Fatal(err)
+	}
+	if tids[0] == main || tids[0] != tids[1] {
+		t.Errorf("thread ids: test %d, fn before/after blocking %v; want fn on one thread of its own", main, tids)
+	}
+	// glibc rounds up to whole pages; 1 MiB is already whole pages.
+	if th.StackBytes() != stack {
+		t.Errorf("StackBytes = %d, want %d", th.StackBytes(), stack)
+	}
+	if err := th.Join(); err != nil {
+		t.Errorf("second Join: %v", err)
+	}
+}
+
+func TestStackSizesDiffer(t *testing.T) {
+	if !Available() {
+		t.Skip("built without cgo")
+	}
+	for _, size := range []int64{MinStackBytes, 8 << 20} {
+		th, err := Start(size, func() {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := th.Join(); err != nil {
+			t.Fatal(err)
+		}
+		if th.StackBytes() < size {
+			t.Errorf("asked for %d bytes, got %d", size, th.StackBytes())
+		}
+	}
+}
+
+func TestManyThreads(t *testing.T) {
+	if !Available() {
+		t.Skip("built without cgo")
+	}
+	const n = 65 // the notes' thread count
+	done := make(chan int, n)
+	var ths []*Thread
+	for i := range n {
+		th, err := Start(1<<20, func() { done <- i })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ths = append(ths, th)
+	}
+	sum := 0
+	for range n {
+		sum += <-done
+	}
+	for _, th := range ths {
+		if err := th.Join(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sum != n*(n-1)/2 {
+		t.Errorf("sum of ids %d, want %d", sum, n*(n-1)/2)
+	}
+}
+
+func TestBadSize(t *testing.T) {
+	for _, size := range []int64{0, MinStackBytes - 1, MaxStackBytes + 1} {
+		_, err := Start(size, func() {})
+		if err == nil {
+			t.Errorf("Start(%d): no error", size)
+			continue
+		}
+		if Available() && !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("Start(%d): %v", size, err)
+		}
+		if !Available() && err != ErrNoCgo {
+			t.Errorf("Start(%d) without cgo: %v, want ErrNoCgo", size, err)
+		}
+	}
+}
+
+func TestDefaultStackBytes(t *testing.T) {
+	if !Available() {
+		t.Skip("built without cgo")
+	}
+	if d := DefaultStackBytes(); d < MinStackBytes {
+		t.Errorf("DefaultStackBytes = %d", d)
+	}
+}

@@ -1,0 +1,108 @@
+// Package phase names the design notes' fix plans as settings of the one
+// trainer: a Plan is a note's list of phases, each phase one fix, applied
+// cumulatively on top of the plan's "before" state (the note's broken
+// program). Selecting phase Pk applies before, then P1 .. Pk, to a
+// trainer.Options; nothing else differs between phases, so a phase's
+// effect is measured on the same code path as the fixed trainer (issue 4).
+//
+// `probe train --plan NAME --phase before|P1..` selects a state and
+// `probe train --list-phases` prints List's table. docs/phases.md has one
+// section per plan with the measurements.
+package phase
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"memprobe/trainer"
+)
+
+// Phase is one state of a plan.
+type Phase struct {
+	Name        string // "before", "P1", "P2", ...
+	Description string // one line: what the phase changes
+	Claim       string // what the note claims for it, in the note's words and figures
+	Mechanism   string // what changes in this trainer
+	// Apply sets the phase's switches. Phases[0].Apply sets the before
+	// state; Phases[k].Apply, k > 0, makes the k-th fix only.
+	Apply func(*trainer.Options)
+}
+
+// Plan is a note's fix plan.
+type Plan struct {
+	Name   string
+	Notes  []string // the design notes it comes from (file names in shared/seeds)
+	Phases []Phase  // Phases[0] is "before"
+}
+
+// Plans lists every plan, in the order --list-phases prints them.
+func Plans() []Plan { return []Plan{threadsPlan(), arenaPlan(), embeddingPlan(), decodePlan()} }
+
+// Lookup returns the named plan.
+func Lookup(name string) (Plan, error) {
+	var names []string
+	for _, p := range Plans() {
+		if p.Name == name {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return Plan{}, fmt.Errorf("plan %q: not one of %s", name, strings.Join(names, ", "))
+}
+
+// Index returns the position of the named phase in p.Phases.
+func (p Plan) Index(phase string) (int, error) {
+	var names []string
+	for i, ph := range p.Phases {
+		if ph.Name == phase {
+			return i, nil
+		}
+		names = append(names, ph.Name)
+	}
+	return 0, fmt.Errorf("phase %q of plan %s: not one of %s", phase, p.Name, strings.Join(names, ", "))
+}
+
+// Configure puts o in the named phase: the before state, then every fix up
+// to and including the phase. Fields the plan does not touch keep their
+// values.
+func (p Plan) Configure(o *trainer.Options, phase string) error {
+	k, err := p.Index(phase)
+	if err != nil {
+		return err
+	}
+	for _, ph := range p.Phases[:k+1] {
+		ph.Apply(o)
+	}
+	return nil
+}
+
+// Select is Lookup then Configure.
+func Select(o *trainer.Options, plan, phase string) error {
+	p, err := Lookup(plan)
+	if err != nil {
+		return err
+	}
+	return p.Configure(o, phase)
+}
+
+// List writes one line per plan and per phase: the plan with its notes,
+// then each phase's name, description and the note's claim.
+func List(w io.Writer) error {
+	var b strings.Builder
+	for i, p := range Plans() {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "plan %s (%s)\n", p.Name, strings.Join(p.Notes, ", "))
+		for _, ph := range p.Phases {
+			claim := ph.Claim
+			if claim == "" {
+				claim = "-"
+			}
+			fmt.Fprintf(&b, "  %-7s %-52s claim: %s\n", ph.Name, ph.Description, claim)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

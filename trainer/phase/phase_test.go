@@ -1,0 +1,197 @@
+package phase
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"memprobe/trainer"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestList compares List's output with testdata/list.golden; on a mismatch
+// it writes testdata/list.got. Run with -update to accept a change.
+func TestList(t *testing.T) {
+	var b bytes.Buffer
+	if err := List(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "list.golden")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		got := filepath.Join("testdata", "list.got")
+		os.WriteFile(got, b.Bytes(), 0o644)
+		t.Errorf("List output differs from %s; see %s", golden, got)
+	}
+}
+
+func TestPlansWellFormed(t *testing.T) {
+	names := map[string]bool{}
+	for _, p := range Plans() {
+		if names[p.Name] {
+			t.Errorf("plan %s listed twice", p.Name)
+		}
+		names[p.Name] = true
+		if len(p.Notes) == 0 || len(p.Phases) < 2 {
+			t.Errorf("plan %s: %d notes, %d phases", p.Name, len(p.Notes), len(p.Phases))
+		}
+		for i, ph := range p.Phases {
+			want := "before"
+			if i > 0 {
+				want = "P" + string(rune('0'+i))
+			}
+			if ph.Name != want {
+				t.Errorf("plan %s: phase %d is %q, want %q", p.Name, i, ph.Name, want)
+			}
+			if ph.Description == "" || ph.Mechanism == "" || ph.Apply == nil || strings.Contains(ph.Description, "\n") {
+				t.Errorf("plan %s phase %s: description, mechanism and Apply are required, one line each", p.Name, ph.Name)
+			}
+		}
+	}
+	for _, want := range []string{"threads", "arena", "embedding", "decode"} {
+		if !names[want] {
+			t.Errorf("no plan %s", want)
+		}
+	}
+}
+
+// TestThreadsCumulative: Pk is before plus fixes 1..k, and the last phase
+// is the fixed trainer, the zero Pathology.
+func TestThreadsCumulative(t *testing.T) {
+	p, err := Lookup("threads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(phase string) trainer.Pathology {
+		var o trainer.Options
+		if err := p.Configure(&o, phase); err != nil {
+			t.Fatal(err)
+		}
+		return o.Pathology
+	}
+	before := get("before")
+	if before.WorkerStackBytes != 8<<20 || !before.SphereHierarchy || !before.ContextWorkspaces || before.CacheScale != BeforeCacheScale ||
+		!before.ClearCaches || !before.EmbeddingCache || !before.EagerBatches || !before.ModelLock {
+		t.Errorf("before: %+v", before)
+	}
+	p3 := get("P3")
+	want := trainer.Pathology{WorkerStackBytes: 1 << 20, ContextWorkspaces: true, EagerBatches: true, ModelLock: true}
+	if p3 != want {
+		t.Errorf("P3: %+v, want %+v", p3, want)
+	}
+	if p6 := get("P6"); p6 != (trainer.Pathology{}) {
+		t.Errorf("P6 is not the fixed trainer: %+v", p6)
+	}
+	// Configure overwrites the plan's switches whatever o held.
+	o := trainer.Options{Pathology: trainer.Pathology{ModelLock: true, CacheScale: 9}}
+	if err := p.Configure(&o, "P6"); err != nil || o.Pathology != (trainer.Pathology{}) {
+		t.Errorf("P6 over a dirty Options: %+v, %v", o.Pathology, err)
+	}
+}
+
+func TestBeforeCacheScale(t *testing.T) {
+	// 8.65e6 / (32*128*256*4) = 2.0623
+	if BeforeCacheScale != 2.06 {
+		t.Errorf("BeforeCacheScale = %g, want 2.06", BeforeCacheScale)
+	}
+}
+
+func TestOtherPlans(t *testing.T) {
+	for _, c := range []struct {
+		plan, phase string
+		check       func(o trainer.Options) bool
+	}{
+		{"arena", "before", func(o trainer.Options) bool {
+			return o.Exec == "tape" && o.Tape.ResetBeforeSide && o.Tape.FreeChunksEvery == 10 && o.GEMM == "naive" && o.Side.Every == 1
+		}},
+		{"arena", "P1", func(o trainer.Options) bool { return !o.Tape.ResetBeforeSide && o.GEMM == "naive" }},
+		{"arena", "P2", func(o trainer.Options) bool { return !o.Tape.ResetBeforeSide && o.GEMM == "auto" }},
+		{"embedding", "before", func(o trainer.Options) bool { return o.Tape.OneHotEmbedding && o.Tape.KeepGraphs }},
+		{"embedding", "P1", func(o trainer.Options) bool { return !o.Tape.OneHotEmbedding && o.Tape.KeepGraphs }},
+		{"embedding", "P2", func(o trainer.Options) bool { return !o.Tape.OneHotEmbedding && !o.Tape.KeepGraphs }},
+		{"decode", "before", func(o trainer.Options) bool { return o.Decode == "per-token-copy" }},
+		{"decode", "P3", func(o trainer.Options) bool { return o.Decode == "batch" }},
+	} {
+		var o trainer.Options
+		if err := Select(&o, c.plan, c.phase); err != nil {
+			t.Fatal(err)
+		}
+		if !c.check(o) {
+			t.Errorf("%s %s: %+v", c.plan, c.phase, o)
+		}
+	}
+}
+
+func TestSelectErrors(t *testing.T) {
+	var o trainer.Options
+	for _, c := range []struct{ plan, phase, want string }{
+		{"thread", "P1", `plan "thread": not one of threads, arena, embedding, decode`},
+		{"threads", "P7", `phase "P7" of plan threads: not one of before, P1, P2, P3, P4, P5, P6`},
+		{"decode", "after", `phase "after" of plan decode`},
+	} {
+		err := Select(&o, c.plan, c.phase)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Select(%s, %s): %v, want %q", c.plan, c.phase, err, c.want)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+	}{{"0", 0}, {"65536", 65536}, {"64KiB", 64 << 10}, {"8MiB", 8 << 20}, {"1M", 1 << 20}, {"1 GiB", 1 << 30}, {"2g", 2 << 30}} {
+		got, err := ParseBytes(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+	for _, in := range []string{"", "abc", "-1", "8MB", "1.5MiB", "99999999999999999999", "9999999999GiB"} {
+		if _, err := ParseBytes(in); err == nil {
+			t.Errorf("ParseBytes(%q): no error", in)
+		}
+	}
+}
+
+func TestKnobs(t *testing.T) {
+	if n, err := WorkerStack("0"); n != 0 || err != nil {
+		t.Errorf("WorkerStack(0) = %d, %v", n, err)
+	}
+	for _, in := range []string{"10K", "2GiB", "x"} {
+		if _, err := WorkerStack(in); err == nil || !strings.HasPrefix(err.Error(), "--worker-stack") {
+			t.Errorf("WorkerStack(%q): %v", in, err)
+		}
+	}
+	for _, f := range []float64{0, 0.99, 64.5} {
+		if err := CacheScale(f); err == nil {
+			t.Errorf("CacheScale(%g): no error", f)
+		}
+	}
+	if err := CacheScale(64); err != nil {
+		t.Error(err)
+	}
+	if e, err := BatchAlloc("eager"); !e || err != nil {
+		t.Errorf("BatchAlloc(eager) = %v, %v", e, err)
+	}
+	if _, err := BatchAlloc("lazyy"); err == nil {
+		t.Error("BatchAlloc(lazyy): no error")
+	}
+	if err := Exec("tape"); err != nil {
+		t.Error(err)
+	}
+	if err := Exec("jit"); err == nil {
+		t.Error("Exec(jit): no error")
+	}
+}
