@@ -9,8 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"memprobe/internal/atomicfile"
 	"os"
-	"path/filepath"
 
 	"memprobe/trainer/model"
 )
@@ -34,29 +34,9 @@ var checkpointMagic = [8]byte{'M', 'P', 'R', 'O', 'B', 'E', 'C', 'K'}
 // SaveCheckpoint writes the parameters, Adam moments and step count to path
 // atomically: a temporary file in the same directory, synced, then renamed,
 // so an interrupted save never leaves a half-written checkpoint behind.
-func (t *Trainer) SaveCheckpoint(path string) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := t.writeCheckpoint(f); err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("saving checkpoint %s: %w", path, err)
+func (t *Trainer) SaveCheckpoint(path string) error {
+	if err := atomicfile.Write(path, t.writeCheckpoint); err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
 	}
 	return nil
 }

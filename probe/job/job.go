@@ -29,6 +29,7 @@ import (
 	"memprobe/probe/sampler"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
+	"memprobe/trainer/device"
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 )
@@ -93,10 +94,18 @@ func (o *Options) Validate() error {
 	return o.Trainer.Validate()
 }
 
+// SchemaVersion names the format of Result. Bump the number when a field
+// changes meaning or unit; adding a field does not change it.
+const SchemaVersion = "memprobe.train/v1"
+
 // Result is the JSON object a job prints. Every memory figure is in bytes
 // and says which memory it is: RSS (resident), VSZ (reserved address space)
 // and Go heap are different things.
 type Result struct {
+	// Schema names this format and its version (SchemaVersion); a reader
+	// refuses a result of another version rather than misread it.
+	Schema     string       `json:"schema"`
+	Label      string       `json:"label,omitempty"` // "<plan>-<phase>" when a phase was selected
 	Config     model.Config `json:"config"`
 	Optimizer  model.AdamW  `json:"optimizer"`
 	Params     int          `json:"params"`
@@ -156,6 +165,12 @@ type Result struct {
 	Sample     string   `json:"sample,omitempty"`
 	SampleIDs  []uint16 `json:"sample_ids,omitempty"`
 	Checkpoint string   `json:"checkpoint,omitempty"`
+
+	// Counts are the trainer's deterministic counters (contexts, worker
+	// threads, model-lock holds, ...): what each phase changes.
+	Counts trainer.Counts `json:"counts"`
+	// DecodeStats are the decode heads' device counters (with --decode).
+	DecodeStats *device.Stats `json:"decode_stats,omitempty"`
 }
 
 // Floor is the analytical memory floor of a configuration: parameters,
@@ -294,6 +309,11 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 		GFLOPPerStep: FLOPsPerStep(cfg) / 1e9,
 		FloorBytes:   floor, ExecutorBytes: perExec,
 		Instruments: inst != nil, Ledger: []memmodel.Row{},
+		Schema: SchemaVersion, Label: o.Label, Counts: tr.Counts(),
+	}
+	if o.Trainer.Decode != "" {
+		ds := tr.DecodeStats()
+		r.DecodeStats = &ds
 	}
 	summarize(r, stats)
 

@@ -23,6 +23,8 @@ package profiling
 import (
 	"errors"
 	"fmt"
+	"io"
+	"memprobe/internal/atomicfile"
 	"net"
 	"os"
 	"path/filepath"
@@ -371,20 +373,8 @@ func writeProfile(kind, path string) error {
 	if p == nil {
 		return fmt.Errorf("%s profile: runtime/pprof has no such profile", kind)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("%s profile %s: %w", kind, path, err)
-	}
-	err = p.WriteTo(tmp, 0)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%s profile %s: %w", kind, path, err)
+	if err := atomicfile.Write(path, func(w io.Writer) error { return p.WriteTo(w, 0) }); err != nil {
+		return fmt.Errorf("%s profile: %w", kind, err)
 	}
 	return nil
 }

@@ -1,0 +1,79 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"memprobe/probe/job"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		os.WriteFile(path+".got", got, 0o644)
+		t.Errorf("%s differs from the golden file; got written to %s.got", name, path)
+	}
+}
+
+func TestReadResults(t *testing.T) {
+	before, err := ReadResult("testdata/threads-before.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := ReadResult("testdata/threads-P6.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, []*job.Result{before, after}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "threads-table.golden", buf.Bytes())
+}
+
+func TestReadErrors(t *testing.T) {
+	valid, err := os.ReadFile("testdata/threads-P6.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, data, want string
+		schema       bool
+	}{
+		{"other-version.json", strings.Replace(string(valid), job.SchemaVersion, "memprobe.train/v0", 1), `schema "memprobe.train/v0", this build reads "memprobe.train/v1"`, true},
+		{"no-schema.json", `{"params": 3, "steps": 1}`, `no "schema" field`, true},
+		{"truncated.json", string(valid[:len(valid)/2]), "unexpected end of JSON input", false},
+		{"syntax.json", "{\n\"schema\": \"memprobe.train/v1\",\n\"steps\": 1,,\n}", "line 3: invalid character ','", false},
+		{"type.json", "{\n\"schema\": \"memprobe.train/v1\",\n\"steps\": \"many\"\n}", "line 3: json: cannot unmarshal string", false},
+		{"empty-run.json", `{"schema": "memprobe.train/v1", "steps": 0, "params": 10}`, "implausible result: 0 steps", false},
+	} {
+		_, err := DecodeResult([]byte(c.data), c.name)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: got %v, want an error naming the file and containing %q", c.name, err, c.want)
+		}
+		if c.schema != errors.Is(err, ErrSchema) {
+			t.Errorf("%s: errors.Is(err, ErrSchema) = %v, want %v", c.name, !c.schema, c.schema)
+		}
+	}
+	if _, err := ReadResult("testdata/missing.json"); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("missing file: %v", err)
+	}
+}
