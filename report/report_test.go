@@ -3,35 +3,13 @@ package report
 import (
 	"bytes"
 	"errors"
-	"flag"
+	"memprobe/internal/golden"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"memprobe/probe/job"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("%s differs from the golden file; got written to %s.got", name, path)
-	}
-}
 
 func TestReadResults(t *testing.T) {
 	before, err := ReadResult("testdata/threads-before.json")
@@ -46,7 +24,7 @@ func TestReadResults(t *testing.T) {
 	if err := WriteTable(&buf, []*job.Result{before, after}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "threads-table.golden", buf.Bytes())
+	golden.Check(t, "threads-table.golden", buf.Bytes())
 }
 
 func TestReadErrors(t *testing.T) {
@@ -56,7 +34,7 @@ func TestReadErrors(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, data, want string
-		schema       bool
+		schema           bool
 	}{
 		{"other-version.json", strings.Replace(string(valid), job.SchemaVersion, "memprobe.train/v0", 1), `schema "memprobe.train/v0", this build reads "memprobe.train/v1"`, true},
 		{"no-schema.json", `{"params": 3, "steps": 1}`, `no "schema" field`, true},

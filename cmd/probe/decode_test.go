@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
+	"memprobe/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,10 +17,6 @@ import (
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
 )
-
-// The flag is not called -update: other tests of this package may define
-// that one.
-var updateDecodeGolden = flag.Bool("update-decode", false, "rewrite the probe decode golden files in testdata/")
 
 // fakeMeasurements are the seed preset's shape with made-up speeds: every
 // other figure is what the cpu device counts for that shape (bytes per pass
@@ -53,30 +49,6 @@ func fakeMeasurements(probs bool) []decode.Measurement {
 	return ms
 }
 
-// checkGolden compares got with testdata/name, rewriting it under
-// -update-decode and leaving testdata/name.got on a mismatch.
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *updateDecodeGolden {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run %s -update-decode to create it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("table differs from %s (got in %s.got):\n%s\nwant:\n%s", path, path, got, want)
-	}
-}
-
 // TestDecodeTableGolden: the table format, from fake measurements (no
 // timings), golden files named after the options that produce them.
 func TestDecodeTableGolden(t *testing.T) {
@@ -92,7 +64,7 @@ func TestDecodeTableGolden(t *testing.T) {
 		if err := writeDecodeTable(&buf, c.ms, c.probs); err != nil {
 			t.Fatal(err)
 		}
-		checkGolden(t, c.name, buf.Bytes())
+		golden.Check(t, c.name, buf.Bytes())
 	}
 	if err := writeDecodeTable(new(bytes.Buffer), nil, true); err == nil {
 		t.Error("empty table: no error")

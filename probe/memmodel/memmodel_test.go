@@ -3,9 +3,7 @@ package memmodel
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
+	"memprobe/internal/golden"
 	"strings"
 	"testing"
 
@@ -15,8 +13,6 @@ import (
 	"memprobe/trainer/model"
 	"memprobe/trainer/osthread"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // tinyInput is the tiny preset (V=788 C=64 L=2 NH=4 FF=256 T=64 B=32) on 3
 // executors, 8 threads and a 1,000,000-token corpus.
@@ -241,31 +237,10 @@ func TestGolden(t *testing.T) {
 	if err := Render(&table, rows); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table_tiny.golden", table.Bytes())
+	golden.Check(t, "table_tiny.golden", table.Bytes())
 	js, err := json.MarshalIndent(rows, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "json_tiny.golden", append(js, '\n'))
-}
-
-// golden compares got with testdata/name, rewriting it under -update and
-// writing testdata/name.got on a mismatch.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("%s differs from golden; see %s.got:\n%s", path, path, got)
-	}
+	golden.Check(t, "json_tiny.golden", append(js, '\n'))
 }

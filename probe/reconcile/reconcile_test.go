@@ -3,9 +3,7 @@ package reconcile
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
+	"memprobe/internal/golden"
 	"runtime"
 	"testing"
 
@@ -13,8 +11,6 @@ import (
 	"memprobe/probe/procfs"
 	"memprobe/probe/rtstats"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const (
 	KiB = 1 << 10
@@ -188,33 +184,12 @@ func TestGolden(t *testing.T) {
 		if err := Render(&table, r); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "table_"+tc.name+".golden", table.Bytes())
+		golden.Check(t, "table_"+tc.name+".golden", table.Bytes())
 		js, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "json_"+tc.name+".golden", append(js, '\n'))
-	}
-}
-
-// golden compares got with testdata/name, rewriting it under -update and
-// writing testdata/name.got on a mismatch.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("%s differs from golden; see %s.got:\n%s", path, path, got)
+		golden.Check(t, "json_"+tc.name+".golden", append(js, '\n'))
 	}
 }
 

@@ -2,16 +2,12 @@ package phase
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
+	"memprobe/internal/golden"
 	"strings"
 	"testing"
 
 	"memprobe/trainer"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestList compares List's output with testdata/list.golden; on a mismatch
 // it writes testdata/list.got. Run with -update to accept a change.
@@ -20,21 +16,7 @@ func TestList(t *testing.T) {
 	if err := List(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "list.golden")
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(b.Bytes(), want) {
-		got := filepath.Join("testdata", "list.got")
-		os.WriteFile(got, b.Bytes(), 0o644)
-		t.Errorf("List output differs from %s; see %s", golden, got)
-	}
+	golden.Check(t, "list.golden", b.Bytes())
 }
 
 func TestPlansWellFormed(t *testing.T) {
