@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"memprobe/trainer/gemm/avx2"
 )
 
 // shape is one product: op(A) is m×k, op(B) is k×n, C is m×n.
@@ -395,9 +397,15 @@ func TestGetUnknown(t *testing.T) {
 }
 
 func TestDefault(t *testing.T) {
-	want := "gonum"
+	want, fallback := "gonum", "gonum"
 	if openblasBuilt {
-		want = "openblas"
+		want, fallback = "openblas", "openblas"
+	}
+	if avx2.Available() {
+		want = "avx2"
+		if fb := Default().(AVX2).Fallback.Name(); fb != fallback {
+			t.Errorf("avx2 falls back to %q, want %q", fb, fallback)
+		}
 	}
 	if got := DefaultName(); got != want {
 		t.Errorf("DefaultName() = %q, want %q (openblas tag: %v, have %v)", got, want, openblasBuilt, Names())

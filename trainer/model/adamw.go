@@ -1,6 +1,6 @@
 package model
 
-import "math"
+import "memprobe/trainer/nn"
 
 // AdamW holds the optimizer's hyperparameters (Loshchilov & Hutter; the
 // update of llm.c's gpt2_update, weight decay applied to every tensor).
@@ -22,22 +22,14 @@ var DefaultAdamW = AdamW{LR: 3e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 // reading grads scaled by gradScale, and zeroes the gradient it used so the
 // next step starts from zero without a separate pass. Disjoint ranges may be
 // updated concurrently; the result does not depend on how the range is split.
+// The element loop is nn.AdamWUpdate (vectorised where the CPU allows, the
+// same bits either way).
 func (o AdamW) Update(params, grads, m, v []float32, t int, gradScale float32) {
-	b1c := float32(1 - math.Pow(float64(o.Beta1), float64(t)))
-	b2c := float32(1 - math.Pow(float64(o.Beta2), float64(t)))
-	grads = grads[:len(params)]
-	m = m[:len(params)]
-	v = v[:len(params)]
-	for i, p := range params {
-		g := grads[i] * gradScale
-		mi := o.Beta1*m[i] + (1-o.Beta1)*g
-		vi := o.Beta2*v[i] + (1-o.Beta2)*g*g
-		m[i], v[i] = mi, vi
-		mhat := mi / b1c
-		vhat := vi / b2c
-		params[i] = p - o.LR*(mhat/(float32(math.Sqrt(float64(vhat)))+o.Eps)+o.WeightDecay*p)
-		grads[i] = 0
-	}
+	n := len(params)
+	nn.AdamWUpdate(params, grads[:n], m[:n], v[:n], nn.AdamWStep{
+		LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
+		T: t, GradScale: gradScale,
+	})
 }
 
 // NormChunk is the fixed chunk size of the gradient-norm reduction: chunk

@@ -148,16 +148,21 @@ func (NoTurnstile) Leave(int) {}
 // Backward accumulates one sequence's gradients into grads (through ts) given
 // the activations Forward left in a. dloss is the weight of each position's
 // loss in the step's loss: 1/(B*T).
+//
+// Only the parameter-gradient products run inside a turnstile slot; each
+// layer's input gradient (dinp = dout · weight) is computed before, outside
+// the slot, so a sequence holds a slot only for the additions the order
+// matters for. Workspace tensors are overwritten by the kernel that first
+// writes them (beta 0 products, the ...Into kernels), so nothing is cleared
+// but the residual gradient.
 func Backward(g gemm.Backend, c Config, p, grads *Params, a *Acts, ga *GradActs, inputs, targets []uint16, dloss float32, ts Turnstile) {
 	T, C, NH, FF, V := c.Context, c.Dim, c.Heads, c.FF, c.Vocab
 	TC := T * C
-	clear(ga.DLogits)
-	clear(ga.DLN)
-	clear(ga.DWTE)
-	nn.SoftmaxCrossEntropyBackward(ga.DLogits, a.Probs, targets, dloss, T, V)
+	nn.SoftmaxCrossEntropyBackwardInto(ga.DLogits, a.Probs, targets, dloss, T, V)
 	// LM head, tied to wte: its weight gradient goes to this sequence's own
 	// DWTE and joins the shared gradient at SlotEncoder.
-	nn.MatmulBackward(g, ga.DLN, ga.DWTE, nil, ga.DLogits, a.LNF, p.WTE, T, C, V)
+	nn.MatmulBackwardInput(g, ga.DLN, ga.DLogits, p.WTE, T, C, V, 0)
+	nn.MatmulBackwardWeight(g, ga.DWTE, nil, ga.DLogits, a.LNF, T, C, V, 0)
 
 	last := a.Encoded
 	if c.Layers > 0 {
@@ -184,30 +189,28 @@ func Backward(g gemm.Backend, c Config, p, grads *Params, a *Acts, ga *GradActs,
 		fchg := a.FCHGelu[l*T*FF : (l+1)*T*FF]
 
 		// residual3 = residual2 + fcproj: DResidual is the gradient of both.
-		clear(ga.DFCHGelu)
+		nn.MatmulBackwardInput(g, ga.DFCHGelu, ga.DResidual, p.FCProjW[l*C*FF:(l+1)*C*FF], T, FF, C, 0)
 		ts.Enter(s + slotFCProj)
-		nn.MatmulBackward(g, ga.DFCHGelu, grads.FCProjW[l*C*FF:(l+1)*C*FF], grads.FCProjB[l*C:(l+1)*C], ga.DResidual, fchg, p.FCProjW[l*C*FF:(l+1)*C*FF], T, FF, C)
+		nn.MatmulBackwardWeight(g, grads.FCProjW[l*C*FF:(l+1)*C*FF], grads.FCProjB[l*C:(l+1)*C], ga.DResidual, fchg, T, FF, C, 1)
 		ts.Leave(s + slotFCProj)
-		clear(ga.DFCH)
-		nn.GeluBackward(ga.DFCH, fch, ga.DFCHGelu, T*FF)
-		clear(ga.DLN)
+		nn.GeluBackwardInto(ga.DFCH, fch, ga.DFCHGelu, T*FF)
+		nn.MatmulBackwardInput(g, ga.DLN, ga.DFCH, p.FCW[l*FF*C:(l+1)*FF*C], T, C, FF, 0)
 		ts.Enter(s + slotFC)
-		nn.MatmulBackward(g, ga.DLN, grads.FCW[l*FF*C:(l+1)*FF*C], grads.FCB[l*FF:(l+1)*FF], ga.DFCH, ln2, p.FCW[l*FF*C:(l+1)*FF*C], T, C, FF)
+		nn.MatmulBackwardWeight(g, grads.FCW[l*FF*C:(l+1)*FF*C], grads.FCB[l*FF:(l+1)*FF], ga.DFCH, ln2, T, C, FF, 1)
 		ts.Leave(s + slotFC)
 		ts.Enter(s + slotLN2)
 		nn.LayerNormBackward(ga.DResidual, grads.LN2W[l*C:(l+1)*C], grads.LN2B[l*C:(l+1)*C], ga.DLN, res2, p.LN2W[l*C:(l+1)*C], a.LN2Mean[l*T:(l+1)*T], a.LN2Rstd[l*T:(l+1)*T], T, C)
 		ts.Leave(s + slotLN2)
 
 		// residual2 = residual + attproj: DResidual now is the gradient of both.
-		clear(ga.DAtty)
+		nn.MatmulBackwardInput(g, ga.DAtty, ga.DResidual, p.AttProjW[l*C*C:(l+1)*C*C], T, C, C, 0)
 		ts.Enter(s + slotAttProj)
-		nn.MatmulBackward(g, ga.DAtty, grads.AttProjW[l*C*C:(l+1)*C*C], grads.AttProjB[l*C:(l+1)*C], ga.DResidual, atty, p.AttProjW[l*C*C:(l+1)*C*C], T, C, C)
+		nn.MatmulBackwardWeight(g, grads.AttProjW[l*C*C:(l+1)*C*C], grads.AttProjB[l*C:(l+1)*C], ga.DResidual, atty, T, C, C, 1)
 		ts.Leave(s + slotAttProj)
-		clear(ga.DQKV)
-		nn.AttentionBackward(g, ga.DQKV, ga.DAtt, ga.DAtty, qkv, att, T, C, NH)
-		clear(ga.DLN)
+		nn.AttentionBackwardInto(g, ga.DQKV, ga.DAtt, ga.DAtty, qkv, att, T, C, NH)
+		nn.MatmulBackwardInput(g, ga.DLN, ga.DQKV, p.QKVW[l*3*C*C:(l+1)*3*C*C], T, C, 3*C, 0)
 		ts.Enter(s + slotQKV)
-		nn.MatmulBackward(g, ga.DLN, grads.QKVW[l*3*C*C:(l+1)*3*C*C], grads.QKVB[l*3*C:(l+1)*3*C], ga.DQKV, ln1, p.QKVW[l*3*C*C:(l+1)*3*C*C], T, C, 3*C)
+		nn.MatmulBackwardWeight(g, grads.QKVW[l*3*C*C:(l+1)*3*C*C], grads.QKVB[l*3*C:(l+1)*3*C], ga.DQKV, ln1, T, C, 3*C, 1)
 		ts.Leave(s + slotQKV)
 		ts.Enter(s + slotLN1)
 		nn.LayerNormBackward(ga.DResidual, grads.LN1W[l*C:(l+1)*C], grads.LN1B[l*C:(l+1)*C], ga.DLN, residual, p.LN1W[l*C:(l+1)*C], a.LN1Mean[l*T:(l+1)*T], a.LN1Rstd[l*T:(l+1)*T], T, C)
@@ -217,9 +220,6 @@ func Backward(g gemm.Backend, c Config, p, grads *Params, a *Acts, ga *GradActs,
 	se := c.SlotEncoder()
 	ts.Enter(se)
 	nn.EncoderBackward(ga.DWTE, grads.WPE, ga.DResidual, inputs, T, C)
-	dwte := grads.WTE
-	for i, v := range ga.DWTE {
-		dwte[i] += v
-	}
+	nn.Accumulate(grads.WTE, ga.DWTE, len(ga.DWTE))
 	ts.Leave(se)
 }

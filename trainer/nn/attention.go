@@ -14,11 +14,19 @@ func checkHeads(C, NH int) int {
 	return C / NH
 }
 
+// attBlock is the row (and column) block of the causal attention products:
+// only the blocks on and below the diagonal of the T×T matrices are
+// computed, (T/attBlock+1)/(2*T/attBlock) of the square (62.5% at T=128).
+// Chosen with BenchmarkAttentionForward/Backward at the seed sizes.
+var attBlock = 32
+
 // AttentionForward is causal multi-head self-attention with the softmax
-// scale 1/sqrt(hs). For each head h it computes preatt = scale·Q_h·K_hᵀ into
-// att with one g.Sgemm, applies the causal softmax row by row in place (the
-// entries above the diagonal are set to 0), and writes out_h = att_h·V_h
-// with a second g.Sgemm. It overwrites out and att.
+// scale 1/sqrt(hs). For each head h and each block of attBlock query rows
+// r0..r1 it computes preatt = scale·Q_h[r0:r1]·K_h[0:r1]ᵀ into att with one
+// g.Sgemm (the keys after r1 are masked anyway), applies the causal softmax
+// row by row in place (the entries above the diagonal are set to 0), and
+// writes out_h[r0:r1] = att_h[r0:r1, 0:r1]·V_h[0:r1] with a second g.Sgemm.
+// It overwrites out and att.
 //
 //	out (T, C)
 //	att (NH, T, T)
@@ -32,42 +40,53 @@ func AttentionForward(g gemm.Backend, out, att, inp []float32, T, C, NH int) {
 	scale := float32(1 / math.Sqrt(float64(hs)))
 	for h := 0; h < NH; h++ {
 		a := att[h*T*T : (h+1)*T*T]
-		g.Sgemm(false, true, T, T, hs, scale, inp[h*hs:], C3, inp[C+h*hs:], C3, 0, a, T)
-		for t := 0; t < T; t++ {
-			causalSoftmax(a[t*T:t*T+T], t)
+		q, k, v := inp[h*hs:], inp[C+h*hs:], inp[2*C+h*hs:]
+		for r0 := 0; r0 < T; r0 += attBlock {
+			r1 := min(r0+attBlock, T)
+			g.Sgemm(false, true, r1-r0, r1, hs, scale, q[r0*C3:], C3, k, C3, 0, a[r0*T:], T)
+			for t := r0; t < r1; t++ {
+				causalSoftmax(a[t*T:t*T+T], t)
+			}
+			g.Sgemm(false, false, r1-r0, hs, r1, 1, a[r0*T:], T, v, C3, 0, out[r0*C+h*hs:], C)
 		}
-		g.Sgemm(false, false, T, hs, T, 1, a, T, inp[2*C+h*hs:], C3, 0, out[h*hs:], C)
 	}
 }
 
 // causalSoftmax replaces row[:t+1] by its softmax and zeroes row[t+1:].
+// The masked entries up to the next multiple of 8 are set to -Inf and go
+// through the softmax with the visible ones (exp gives exactly 0 for them),
+// so that short rows need no separate tail.
 func causalSoftmax(row []float32, t int) {
-	vis := row[:t+1]
-	maxv := vis[0]
-	for _, v := range vis[1:] {
-		if v > maxv {
-			maxv = v
-		}
+	end := min((t+8)&^7, len(row))
+	vis := row[:end]
+	for i := t + 1; i < end; i++ {
+		vis[i] = float32(math.Inf(-1))
 	}
-	var sum float32
-	for i, v := range vis {
-		e := float32(math.Exp(float64(v - maxv)))
-		vis[i] = e
-		sum += e
-	}
-	inv := 1 / sum
-	for i := range vis {
-		vis[i] *= inv
-	}
-	clear(row[t+1:])
+	sum := vExpSub(vis, vMax(vis))
+	vScale(vis, 1/sum)
+	clear(row[end:])
 }
 
 // AttentionBackward accumulates into dinp (T, 3C) the gradient of
 // AttentionForward given dout (T, C) and the forward pass's inp and att.
 // scratch is caller-owned workspace of at least T*T floats; it holds one
 // head's datt, then its dpreatt in place, and its contents are undefined
-// afterwards.
+// afterwards. Like the forward pass it computes only the blocks of attBlock
+// rows and columns on and below the diagonal.
 func AttentionBackward(g gemm.Backend, dinp, scratch, dout, inp, att []float32, T, C, NH int) {
+	attentionBackward(g, dinp, scratch, dout, inp, att, T, C, NH, 1)
+}
+
+// AttentionBackwardInto is AttentionBackward overwriting dinp (T, 3C)
+// instead of adding to it, so the caller need not clear it first.
+func AttentionBackwardInto(g gemm.Backend, dinp, scratch, dout, inp, att []float32, T, C, NH int) {
+	attentionBackward(g, dinp, scratch, dout, inp, att, T, C, NH, 0)
+}
+
+// attentionBackward writes dinp = beta*dinp + the gradient. Every element
+// of dinp is written by exactly one product per head: dQ by row blocks, dK
+// and dV by column blocks.
+func attentionBackward(g gemm.Backend, dinp, scratch, dout, inp, att []float32, T, C, NH int, beta float32) {
 	hs := checkHeads(C, NH)
 	C3 := 3 * C
 	dinp = dinp[:T*C3]
@@ -81,26 +100,34 @@ func AttentionBackward(g gemm.Backend, dinp, scratch, dout, inp, att []float32, 
 		dq, dk, dv := dinp[h*hs:], dinp[C+h*hs:], dinp[2*C+h*hs:]
 		q, k, v := inp[h*hs:], inp[C+h*hs:], inp[2*C+h*hs:]
 		do := dout[h*hs:]
-		// datt = dout_h · V_hᵀ, and dV_h += att_hᵀ · dout_h.
-		g.Sgemm(false, true, T, T, hs, 1, do, C, v, C3, 0, d, T)
-		g.Sgemm(true, false, T, hs, T, 1, a, T, do, C, 1, dv, C3)
-		// Softmax backward in place, row by row, with the scale folded in.
-		for t := 0; t < T; t++ {
-			ar := a[t*T : t*T+t+1]
-			dr := d[t*T : t*T+T]
-			vis := dr[:len(ar)]
-			var s float32
-			for j, p := range ar {
-				s += p * vis[j]
+		for r0 := 0; r0 < T; r0 += attBlock {
+			r1 := min(r0+attBlock, T)
+			// datt[r0:r1, 0:r1] = dout_h[r0:r1] · V_h[0:r1]ᵀ
+			g.Sgemm(false, true, r1-r0, r1, hs, 1, do[r0*C:], C, v, C3, 0, d[r0*T:], T)
+			// Softmax backward in place, row by row, with the scale folded
+			// in; the entries right of the diagonal inside the block are
+			// zeroed because the products below read the whole block.
+			// Up to the next multiple of 8 (within the block), att is 0
+			// right of the diagonal and d finite, so those entries come out
+			// 0 with the others.
+			for t := r0; t < r1; t++ {
+				end := min((t+8)&^7, r1)
+				ar := a[t*T : t*T+end]
+				dr := d[t*T : t*T+r1]
+				vis := dr[:end]
+				vSoftmaxBwd(vis, ar, vDot(ar, vis), scale)
+				clear(dr[end:])
 			}
-			for j, p := range ar {
-				vis[j] = scale * p * (vis[j] - s)
-			}
-			clear(dr[len(ar):])
+			// dQ_h[r0:r1] = dpreatt[r0:r1, 0:r1] · K_h[0:r1]
+			g.Sgemm(false, false, r1-r0, hs, r1, 1, d[r0*T:], T, k, C3, beta, dq[r0*C3:], C3)
 		}
-		// dQ_h += dpreatt · K_h, dK_h += dpreattᵀ · Q_h.
-		g.Sgemm(false, false, T, hs, T, 1, d, T, k, C3, 1, dq, C3)
-		g.Sgemm(true, false, T, hs, T, 1, d, T, q, C3, 1, dk, C3)
+		for c0 := 0; c0 < T; c0 += attBlock {
+			c1 := min(c0+attBlock, T)
+			// dV_h[c0:c1] = att_h[c0:T, c0:c1]ᵀ · dout_h[c0:T]
+			g.Sgemm(true, false, c1-c0, hs, T-c0, 1, a[c0*T+c0:], T, do[c0*C:], C, beta, dv[c0*C3:], C3)
+			// dK_h[c0:c1] = dpreatt[c0:T, c0:c1]ᵀ · Q_h[c0:T]
+			g.Sgemm(true, false, c1-c0, hs, T-c0, 1, d[c0*T+c0:], T, q[c0*C3:], C3, beta, dk[c0*C3:], C3)
+		}
 	}
 }
 
@@ -202,4 +229,11 @@ func AttentionBackwardNaive(g gemm.Backend, dinp, scratch, dout, inp, att []floa
 			}
 		}
 	}
+}
+
+// AttentionBackwardIntoNaive is the reference of AttentionBackwardInto: it
+// zeroes dinp (T, 3C) and runs AttentionBackwardNaive.
+func AttentionBackwardIntoNaive(g gemm.Backend, dinp, scratch, dout, inp, att []float32, T, C, NH int) {
+	clear(dinp[:T*3*C])
+	AttentionBackwardNaive(g, dinp, scratch, dout, inp, att, T, C, NH)
 }

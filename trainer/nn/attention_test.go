@@ -17,14 +17,19 @@ func TestAttentionCausal(t *testing.T) {
 		name string
 		k    kernels
 		g    gemm.Backend
+		simd bool
 	}
-	impls := []impl{{"naive", naiveKernels, gemm.Naive{}}}
+	impls := []impl{{"naive", naiveKernels, gemm.Naive{}, false}}
 	for _, g := range backends(t) {
-		impls = append(impls, impl{"fast/" + g.Name(), fastKernels, g})
+		for _, m := range simdModes() {
+			impls = append(impls, impl{"fast/" + g.Name() + "/" + m.name, fastKernels, g, m.on})
+		}
 	}
 	for _, d := range testDims {
 		for _, im := range impls {
 			t.Run(d.name+"/"+im.name, func(t *testing.T) {
+				defer func(old bool) { useSIMD = old }(useSIMD)
+				useSIMD = im.simd
 				T, C, NH := d.T, d.C, d.NH
 				C3 := 3 * C
 				r := newRNG(300)

@@ -1,6 +1,9 @@
 package nn
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // Benchmarks at the seed model's sizes: T=128, C=256, NH=8 (and OC=3C for the
 // matmul). Each has a naive sub-benchmark and a fast one per gemm backend
@@ -127,5 +130,41 @@ func BenchmarkGelu(b *testing.B) {
 				k.geluB(dinp, inp, dout, n)
 			}
 		})
+	}
+}
+
+// BenchmarkAttentionBlock times the fast attention forward and backward at
+// the seed sizes for several causal block sizes (attBlock = T computes the
+// full square), reporting the products' useful GFLOPS: 4·T·T·hs·NH/2 per
+// pass for the forward, twice that for the backward (the causal half of the
+// square, the diagonal counted once).
+func BenchmarkAttentionBlock(b *testing.B) {
+	T, C, NH := benchT, benchC, benchNH
+	r := newRNG(1)
+	inp, dout := randSlice(r, T*3*C, 1), randSlice(r, T*C, 1)
+	out, att := make([]float32, T*C), make([]float32, NH*T*T)
+	dinp, scratch := make([]float32, T*3*C), make([]float32, T*T)
+	defer func(old int) { attBlock = old }(attBlock)
+	useful := 2 * float64(T*(T+1)/2) * float64(C) // one product over the causal half, all heads
+	for _, g := range backends(b) {
+		if g.Name() == "naive" {
+			continue
+		}
+		for _, bs := range []int{16, 32, 64, T} {
+			b.Run(fmt.Sprintf("%s/forward/block=%d", g.Name(), bs), func(b *testing.B) {
+				attBlock = bs
+				for b.Loop() {
+					AttentionForward(g, out, att, inp, T, C, NH)
+				}
+				b.ReportMetric(2*useful*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOPS")
+			})
+			b.Run(fmt.Sprintf("%s/backward/block=%d", g.Name(), bs), func(b *testing.B) {
+				attBlock = bs
+				for b.Loop() {
+					AttentionBackwardInto(g, dinp, scratch, dout, inp, att, T, C, NH)
+				}
+				b.ReportMetric(4*useful*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOPS")
+			})
+		}
 	}
 }

@@ -29,22 +29,10 @@ func SoftmaxCrossEntropyForward(losses, probs, logits []float32, targets []uint1
 		l := logits[t*V : t*V+V]
 		p := probs[t*V : t*V+V]
 		p = p[:len(l)]
-		maxv := l[0]
-		for _, v := range l[1:] {
-			if v > maxv {
-				maxv = v
-			}
-		}
-		var sum float32
-		for i, v := range l {
-			e := float32(math.Exp(float64(v - maxv)))
-			p[i] = e
-			sum += e
-		}
-		inv := 1 / sum
-		for i := range p {
-			p[i] *= inv
-		}
+		copy(p, l)
+		maxv := vMax(p)
+		sum := vExpSub(p, maxv)
+		vScale(p, 1/sum)
 		losses[t] = float32(math.Log(float64(sum))) + (maxv - l[target])
 	}
 }
@@ -59,11 +47,22 @@ func SoftmaxCrossEntropyBackward(dlogits, probs []float32, targets []uint16, dlo
 	for t, target := range targets {
 		checkTarget(t, target, V)
 		d := dlogits[t*V : t*V+V]
-		p := probs[t*V : t*V+V]
-		p = p[:len(d)]
-		for i, v := range p {
-			d[i] += dloss * v
-		}
+		vAxpy(d, probs[t*V:t*V+V], dloss)
+		d[target] -= dloss
+	}
+}
+
+// SoftmaxCrossEntropyBackwardInto is SoftmaxCrossEntropyBackward
+// overwriting dlogits = dloss·(probs - onehot(target)), so the caller need
+// not clear it first.
+func SoftmaxCrossEntropyBackwardInto(dlogits, probs []float32, targets []uint16, dloss float32, T, V int) {
+	dlogits = dlogits[:T*V]
+	probs = probs[:T*V]
+	targets = targets[:T]
+	for t, target := range targets {
+		checkTarget(t, target, V)
+		d := dlogits[t*V : t*V+V]
+		vScaleInto(d, probs[t*V:t*V+V], dloss)
 		d[target] -= dloss
 	}
 }
@@ -101,4 +100,12 @@ func SoftmaxCrossEntropyBackwardNaive(dlogits, probs []float32, targets []uint16
 			dlogits[t*V+i] += float32(float64(dloss) * (float64(probs[t*V+i]) - ind))
 		}
 	}
+}
+
+// SoftmaxCrossEntropyBackwardIntoNaive is the reference of
+// SoftmaxCrossEntropyBackwardInto: it zeroes dlogits and runs
+// SoftmaxCrossEntropyBackwardNaive.
+func SoftmaxCrossEntropyBackwardIntoNaive(dlogits, probs []float32, targets []uint16, dloss float32, T, V int) {
+	clear(dlogits[:T*V])
+	SoftmaxCrossEntropyBackwardNaive(dlogits, probs, targets, dloss, T, V)
 }

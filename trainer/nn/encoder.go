@@ -26,10 +26,7 @@ func EncoderForward(out []float32, tokens []uint16, wte, wpe []float32, T, C int
 		o := out[t*C : t*C+C]
 		e := wte[int(tok)*C : int(tok)*C+C]
 		p := wpe[t*C : t*C+C]
-		e, p = e[:len(o)], p[:len(o)]
-		for i := range o {
-			o[i] = e[i] + p[i]
-		}
+		vAdd3(o, e, p)
 	}
 }
 
@@ -44,11 +41,8 @@ func EncoderBackward(dwte, dwpe, dout []float32, tokens []uint16, T, C int) {
 		d := dout[t*C : t*C+C]
 		e := dwte[int(tok)*C : int(tok)*C+C]
 		p := dwpe[t*C : t*C+C]
-		e, p = e[:len(d)], p[:len(d)]
-		for i, v := range d {
-			e[i] += v
-			p[i] += v
-		}
+		vAdd(e, d)
+		vAdd(p, d)
 	}
 }
 

@@ -6,28 +6,20 @@ import "math"
 const geluScale = 0.7978845608028654
 
 // GeluForward applies GPT-2's GELU, 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))),
-// to n elements of inp.
+// to n elements of inp, with tanh32's approximation of tanh.
 func GeluForward(out, inp []float32, n int) {
-	out = out[:n]
-	inp = inp[:n]
-	for i, x := range inp {
-		u := geluScale * (x + 0.044715*x*x*x)
-		out[i] = 0.5 * x * (1 + tanh32(u))
-	}
+	vGeluForward(out[:n], inp[:n])
 }
 
 // GeluBackward accumulates dinp += GELU'(inp)·dout over n elements.
 func GeluBackward(dinp, inp, dout []float32, n int) {
-	dinp = dinp[:n]
-	inp = inp[:n]
-	dout = dout[:n]
-	for i, x := range inp {
-		u := geluScale * (x + 0.044715*x*x*x)
-		th := tanh32(u)
-		sech2 := 1 - th*th
-		grad := 0.5*(1+th) + 0.5*x*sech2*geluScale*(1+3*0.044715*x*x)
-		dinp[i] += grad * dout[i]
-	}
+	vGeluBackward(dinp[:n], inp[:n], dout[:n], true)
+}
+
+// GeluBackwardInto is GeluBackward overwriting dinp = GELU'(inp)·dout, so the
+// caller need not clear dinp first.
+func GeluBackwardInto(dinp, inp, dout []float32, n int) {
+	vGeluBackward(dinp[:n], inp[:n], dout[:n], false)
 }
 
 // tanh32 is a float32 rational approximation of tanh (Eigen's
@@ -95,4 +87,11 @@ func GeluBackwardNaive(dinp, inp, dout []float32, n int) {
 		grad := 0.5*(1+th) + x*0.5*sech2*geluScale*(1+3*0.044715*x*x)
 		dinp[i] += float32(grad * float64(dout[i]))
 	}
+}
+
+// GeluBackwardIntoNaive is the reference of GeluBackwardInto: it zeroes
+// dinp[:n] and runs GeluBackwardNaive.
+func GeluBackwardIntoNaive(dinp, inp, dout []float32, n int) {
+	clear(dinp[:n])
+	GeluBackwardNaive(dinp, inp, dout, n)
 }

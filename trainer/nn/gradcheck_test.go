@@ -88,7 +88,11 @@ func dot(a, b []float32) float64 {
 // the fast kernels with every gemm backend.
 func forEachImpl(t *testing.T, f func(t *testing.T, k kernels, g gemm.Backend, r *rand.Rand)) {
 	for _, g := range backends(t) {
-		t.Run("fast/"+g.Name(), func(t *testing.T) { f(t, fastKernels, g, newRNG(200)) })
+		for _, m := range simdModes() {
+			t.Run("fast/"+g.Name()+"/"+m.name, func(t *testing.T) {
+				withSIMD(m.on, func() { f(t, fastKernels, g, newRNG(200)) })
+			})
+		}
 	}
 	t.Run("naive", func(t *testing.T) { f(t, naiveKernels, gemm.Naive{}, newRNG(200)) })
 }

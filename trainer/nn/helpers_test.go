@@ -62,6 +62,33 @@ type dims struct {
 var testDims = []dims{
 	{name: "small", T: 7, C: 12, NH: 3, V: 11, OC: 10},
 	{name: "llm", T: 64, C: 64, NH: 4, V: 97, OC: 192},
+	// blocks: T is not a multiple of attBlock (blocks of 32, 32 and 13
+	// rows) and no row length is a multiple of the 8-float vectors.
+	{name: "blocks", T: 77, C: 36, NH: 3, V: 29, OC: 44},
+}
+
+// simdMode is one setting of useSIMD: the assembly primitives (where this
+// CPU has them) or the portable loops.
+type simdMode struct {
+	name string
+	on   bool
+}
+
+// simdModes lists the modes this machine can run, the default first.
+func simdModes() []simdMode {
+	if simdAvailable {
+		return []simdMode{{"simd", true}, {"portable", false}}
+	}
+	return []simdMode{{"portable", false}}
+}
+
+// withSIMD runs f with useSIMD set to on, restoring it afterwards. Tests
+// that call it must not run in parallel.
+func withSIMD(on bool, f func()) {
+	old := useSIMD
+	useSIMD = on
+	defer func() { useSIMD = old }()
+	f()
 }
 
 // backends returns every gemm backend compiled into the test binary, naive

@@ -13,11 +13,16 @@ import (
 // defaultRtol*|naive| per element (helpers_test.go) unless a test says
 // otherwise. Inputs must come back unchanged, bit for bit.
 
-// forEach runs f for every size and backend as subtests named size/backend.
+// forEach runs f for every size, backend and SIMD mode as subtests named
+// size/backend/mode.
 func forEach(t *testing.T, f func(t *testing.T, d dims, g gemm.Backend, seed uint64)) {
 	for di, d := range testDims {
 		for _, g := range backends(t) {
-			t.Run(d.name+"/"+g.Name(), func(t *testing.T) { f(t, d, g, uint64(100+di)) })
+			for _, m := range simdModes() {
+				t.Run(d.name+"/"+g.Name()+"/"+m.name, func(t *testing.T) {
+					withSIMD(m.on, func() { f(t, d, g, uint64(100+di)) })
+				})
+			}
 		}
 	}
 }
@@ -188,6 +193,11 @@ func TestResidual(t *testing.T) {
 		ResidualForwardNaive(outN, a, b, n)
 		assertEqual(t, "out", out, outN)
 
+		acc, accN := clone(da0), clone(da0)
+		Accumulate(acc, dout, n)
+		AccumulateNaive(accN, dout, n)
+		assertEqual(t, "accumulate", acc, accN)
+
 		da, db, daN, dbN := clone(da0), clone(db0), clone(da0), clone(db0)
 		ResidualBackward(da, db, dout, n)
 		ResidualBackwardNaive(daN, dbN, dout, n)
@@ -274,8 +284,21 @@ func TestAllocs(t *testing.T) {
 		{"GeluBackward", func() { GeluBackward(dx, x, dy, T*C) }},
 		{"ResidualForward", func() { ResidualForward(y, x, dx, T*C) }},
 		{"ResidualBackward", func() { ResidualBackward(dx, dy, y, T*C) }},
+		{"Accumulate", func() { Accumulate(dx, dy, T*C-1) }},
 		{"SoftmaxCrossEntropyForward", func() { SoftmaxCrossEntropyForward(losses, probs, logits, targets, T, V) }},
 		{"SoftmaxCrossEntropyBackward", func() { SoftmaxCrossEntropyBackward(dlogits, probs, targets, 1.0/T, T, V) }},
+		{"SoftmaxCrossEntropyBackwardInto", func() { SoftmaxCrossEntropyBackwardInto(dlogits, probs, targets, 1.0/T, T, V) }},
+		{"MatmulBackwardInput", func() { MatmulBackwardInput(g, dx, dmo, mw, T, C, OC, 0) }},
+		{"MatmulBackwardWeight", func() { MatmulBackwardWeight(g, dmw, dmb, dmo, x, T, C, OC, 1) }},
+		{"AttentionBackwardInto", func() { AttentionBackwardInto(g, dqkv, scratch, dy, qkv, att, T, C, NH) }},
+		{"GeluBackwardInto", func() { GeluBackwardInto(dx, x, dy, T*C) }},
+		// odd lengths: the padded tails of the vector primitives stay on the stack
+		{"GeluForward/odd", func() { GeluForward(y, x, T*C-3) }},
+		{"GeluBackward/odd", func() { GeluBackward(dx, x, dy, T*C-5) }},
+		{"LayerNormForward/odd", func() { LayerNormForward(y, mean, rstd, x, w, b, T, C-3) }},
+		{"AdamWUpdate/odd", func() {
+			AdamWUpdate(x[:T*C-3], dx, y, dy, AdamWStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, T: 1, GradScale: 1})
+		}},
 	}
 	for _, c := range cases {
 		if n := testing.AllocsPerRun(5, c.f); n != 0 {

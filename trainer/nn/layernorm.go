@@ -22,25 +22,10 @@ func LayerNormForward(out, mean, rstd, inp, weight, bias []float32, T, C int) {
 	invC := 1 / float32(C)
 	for t := range mean {
 		x := inp[t*C : t*C+C]
-		var m float32
-		for _, v := range x {
-			m += v
-		}
-		m *= invC
-		var variance float32
-		for _, v := range x {
-			d := v - m
-			variance += d * d
-		}
-		variance *= invC
+		m := vSum(x) * invC
+		variance := vSumSqDev(x, m) * invC
 		s := 1 / float32(math.Sqrt(float64(variance+layerNormEps)))
-		o := out[t*C : t*C+C]
-		o = o[:len(x)]
-		w := weight[:len(x)]
-		b := bias[:len(x)]
-		for i, v := range x {
-			o[i] = (v-m)*s*w[i] + b[i]
-		}
+		vLNApply(out[t*C:t*C+C], x, weight, bias, m, s)
 		mean[t] = m
 		rstd[t] = s
 	}
@@ -63,29 +48,9 @@ func LayerNormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd []flo
 		s := rstd[t]
 		x := inp[t*C : t*C+C]
 		d := dout[t*C : t*C+C]
-		d = d[:len(x)]
-		w := weight[:len(x)]
 		// Two reductions first: the mean of dnorm and of dnorm*norm.
-		var dnormMean, dnormNormMean float32
-		for i, v := range x {
-			norm := (v - m) * s
-			dnorm := w[i] * d[i]
-			dnormMean += dnorm
-			dnormNormMean += dnorm * norm
-		}
-		dnormMean *= invC
-		dnormNormMean *= invC
-		di := dinp[t*C : t*C+C]
-		di = di[:len(x)]
-		dw := dweight[:len(x)]
-		db := dbias[:len(x)]
-		for i, v := range x {
-			norm := (v - m) * s
-			dnorm := w[i] * d[i]
-			db[i] += d[i]
-			dw[i] += norm * d[i]
-			di[i] += (dnorm - dnormMean - norm*dnormNormMean) * s
-		}
+		dnormMean, dnormNormMean := vLNBwdSums(x, d, weight, m, s)
+		vLNBwdApply(dinp[t*C:t*C+C], dweight, dbias, x, d, weight, m, s, dnormMean*invC, dnormNormMean*invC)
 	}
 }
 

@@ -2,23 +2,14 @@ package nn
 
 // ResidualForward writes out = a + b over n elements.
 func ResidualForward(out, a, b []float32, n int) {
-	out = out[:n]
-	a = a[:n]
-	b = b[:n]
-	for i := range out {
-		out[i] = a[i] + b[i]
-	}
+	vAdd3(out[:n], a[:n], b[:n])
 }
 
 // ResidualBackward accumulates dout into both da and db.
 func ResidualBackward(da, db, dout []float32, n int) {
-	da = da[:n]
-	db = db[:n]
 	dout = dout[:n]
-	for i, d := range dout {
-		da[i] += d
-		db[i] += d
-	}
+	vAdd(da[:n], dout)
+	vAdd(db[:n], dout)
 }
 
 // ResidualForwardNaive is the reference of ResidualForward.
@@ -33,5 +24,19 @@ func ResidualBackwardNaive(da, db, dout []float32, n int) {
 	for i := 0; i < n; i++ {
 		da[i] += dout[i]
 		db[i] += dout[i]
+	}
+}
+
+// Accumulate adds src into dst over n elements, one float32 addition per
+// element as a plain loop does (bit for bit): the trainer adds a sequence's
+// own wte gradient into the shared one with it.
+func Accumulate(dst, src []float32, n int) {
+	vAdd(dst[:n], src[:n])
+}
+
+// AccumulateNaive is the reference of Accumulate.
+func AccumulateNaive(dst, src []float32, n int) {
+	for i := 0; i < n; i++ {
+		dst[i] += src[i]
 	}
 }
