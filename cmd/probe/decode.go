@@ -23,8 +23,7 @@ import (
 // decodeCmdFlags are the command-line options of `probe decode`, kept apart
 // from the command so that parsing is testable without decoding.
 type decodeCmdFlags struct {
-	preset     string
-	override   model.Config // 0 fields keep the preset's (or checkpoint's) value
+	shape      shapeFlags // 0 fields keep the preset's (or checkpoint's) value
 	checkpoint string
 	seed       uint64
 	data       string
@@ -39,14 +38,8 @@ type decodeCmdFlags struct {
 }
 
 func (f *decodeCmdFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.preset, "preset", "seed", "model preset: seed, tiny or micro (not with --checkpoint)")
-	fs.IntVar(&f.override.Vocab, "vocab", 0, "vocabulary size V (0: preset)")
-	fs.IntVar(&f.override.Dim, "dim", 0, "channels C (0: preset)")
-	fs.IntVar(&f.override.Layers, "layers", 0, "layers L (0: preset)")
-	fs.IntVar(&f.override.Heads, "heads", 0, "attention heads NH (0: preset)")
-	fs.IntVar(&f.override.FF, "ff", 0, "feed-forward width (0: preset)")
-	fs.IntVar(&f.override.Context, "context", 0, "context length T: positions per sequence (0: preset or checkpoint)")
-	fs.IntVar(&f.override.Batch, "batch", 0, "sequences B to decode per pass (0: preset or checkpoint)")
+	f.shape.register(fs, "model preset: seed, tiny or micro (not with --checkpoint)",
+		"context length T: positions per sequence (0: preset or checkpoint)", "sequences B to decode per pass (0: preset or checkpoint)")
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "decode with the parameters of this checkpoint (default: fresh weights from --seed)")
 	fs.Uint64Var(&f.seed, "seed", 1337, "seed of the parameter initialisation without --checkpoint")
 	fs.StringVar(&f.data, "data", "synthetic:1MB", "sequences to decode: synthetic:SIZE or a text file")
@@ -73,16 +66,10 @@ type decodeOptions struct {
 // errors (exit status 2).
 func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 	o := decodeOptions{checkpoint: f.checkpoint, flags: f}
-	for _, p := range []struct {
-		v    int
-		name string
-	}{
-		{f.override.Vocab, "vocab"}, {f.override.Dim, "dim"}, {f.override.Layers, "layers"},
-		{f.override.Heads, "heads"}, {f.override.FF, "ff"}, {f.override.Context, "context"}, {f.override.Batch, "batch"},
-	} {
-		if p.v < 0 {
-			return o, fmt.Errorf("--%s %d must be positive", p.name, p.v)
-		}
+	if err := f.shape.checkSigns(); err != nil {
+		return o, err
+	}
+	for _, p := range f.shape.fields() {
 		if f.checkpoint != "" && p.v > 0 && p.name != "batch" && p.name != "context" {
 			return o, fmt.Errorf("--%s: the model's shape comes from --checkpoint %s; drop --%s", p.name, f.checkpoint, p.name)
 		}
@@ -91,13 +78,12 @@ func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 		if fs != nil && fs.Changed("preset") {
 			return o, fmt.Errorf("--preset: the model comes from --checkpoint %s; drop --preset", f.checkpoint)
 		}
-		o.cfg = model.Config{Context: f.override.Context, Batch: f.override.Batch}
+		o.cfg = model.Config{Context: f.shape.override.Context, Batch: f.shape.override.Batch}
 	} else {
-		cfg, err := model.Preset(f.preset)
+		cfg, err := f.shape.config()
 		if err != nil {
 			return o, fmt.Errorf("--preset: %w", err)
 		}
-		applyOverrides(&cfg, f.override)
 		if err := cfg.Validate(); err != nil {
 			return o, err
 		}
@@ -116,18 +102,6 @@ func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 		return o, fmt.Errorf("--passes %d out of range [1, 1e6]", f.passes)
 	}
 	return o, nil
-}
-
-// applyOverrides sets the nonzero fields of over in cfg.
-func applyOverrides(cfg *model.Config, over model.Config) {
-	for _, p := range []struct{ dst, v *int }{
-		{&cfg.Vocab, &over.Vocab}, {&cfg.Dim, &over.Dim}, {&cfg.Layers, &over.Layers}, {&cfg.Heads, &over.Heads},
-		{&cfg.FF, &over.FF}, {&cfg.Context, &over.Context}, {&cfg.Batch, &over.Batch},
-	} {
-		if *p.v > 0 {
-			*p.dst = *p.v
-		}
-	}
 }
 
 func newDecodeCmd(stdout, stderr io.Writer) *cobra.Command {

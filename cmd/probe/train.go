@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"memprobe/internal/atomicfile"
 	"os"
@@ -22,8 +21,7 @@ import (
 // trainFlags are the command-line options of `probe train`, kept apart from
 // the command so that parsing is testable without training.
 type trainFlags struct {
-	preset                          string
-	override                        model.Config // 0 fields keep the preset's value
+	shape                           shapeFlags
 	threads                         int
 	execs                           int
 	data                            string
@@ -44,14 +42,7 @@ type trainFlags struct {
 }
 
 func (f *trainFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.preset, "preset", "seed", "model preset: seed, tiny or micro")
-	fs.IntVar(&f.override.Vocab, "vocab", 0, "vocabulary size V (0: preset)")
-	fs.IntVar(&f.override.Dim, "dim", 0, "channels C (0: preset)")
-	fs.IntVar(&f.override.Layers, "layers", 0, "layers L (0: preset)")
-	fs.IntVar(&f.override.Heads, "heads", 0, "attention heads NH (0: preset)")
-	fs.IntVar(&f.override.FF, "ff", 0, "feed-forward width (0: preset)")
-	fs.IntVar(&f.override.Context, "context", 0, "context length T (0: preset)")
-	fs.IntVar(&f.override.Batch, "batch", 0, "sequences per step B (0: preset)")
+	f.shape.register(fs, "model preset: seed, tiny or micro", "context length T (0: preset)", "sequences per step B (0: preset)")
 	fs.IntVar(&f.threads, "threads", 2, "logical worker threads, 1 to 1024")
 	fs.IntVar(&f.execs, "executors", 0, "executors holding one sequence's workspace each (0: min(threads, GOMAXPROCS, batch))")
 	fs.StringVar(&f.data, "data", "synthetic:24MB", "training data: synthetic:SIZE or a text file")
@@ -77,26 +68,9 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 
 // options turns the flags into a job, checking every range.
 func (f *trainFlags) options() (job.Options, error) {
-	cfg, err := model.Preset(f.preset)
+	cfg, err := f.shape.config()
 	if err != nil {
 		return job.Options{}, err
-	}
-	for _, p := range []struct {
-		dst  *int
-		v    int
-		name string
-	}{
-		{&cfg.Vocab, f.override.Vocab, "vocab"}, {&cfg.Dim, f.override.Dim, "dim"},
-		{&cfg.Layers, f.override.Layers, "layers"}, {&cfg.Heads, f.override.Heads, "heads"},
-		{&cfg.FF, f.override.FF, "ff"}, {&cfg.Context, f.override.Context, "context"},
-		{&cfg.Batch, f.override.Batch, "batch"},
-	} {
-		if p.v < 0 {
-			return job.Options{}, fmt.Errorf("--%s %d must be positive", p.name, p.v)
-		}
-		if p.v > 0 {
-			*p.dst = p.v
-		}
 	}
 	o := job.Options{
 		Trainer: trainer.Options{
