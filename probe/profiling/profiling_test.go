@@ -207,14 +207,17 @@ func TestPeakProfiles(t *testing.T) {
 	peakMinInterval = 0
 	dir := t.TempDir()
 	heap := filepath.Join(dir, "mem.pprof")
+	runtime.GC() // start from a collected heap (-count > 1 leaves the last run's garbage)
 	s, err := Start(Options{Heap: heap, PeakMax: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var live [][]byte
 	defer func() { live = nil }()
+	var total int64 // bytes held in live: 16, 48, then 96 MiB
 	for i := 1; i <= 3; i++ {
 		b := make([]byte, i*16<<20)
+		total += int64(len(b))
 		for j := range b {
 			b[j] = 1
 		}
@@ -223,7 +226,7 @@ func TestPeakProfiles(t *testing.T) {
 		// The watcher runs after the GC on its own goroutine: wait for
 		// it by state, not by time (the deadline only stops a hang).
 		deadline := time.Now().Add(time.Minute)
-		for !s.peak.seen(int64(i) * 16 << 20) {
+		for !s.peak.seen(total) {
 			if time.Now().After(deadline) {
 				t.Fatalf("crossing %d never handled", i)
 			}
