@@ -11,9 +11,11 @@ fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "installing libopenblas-dev (the fast GEMM backend)..." >&2
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq libopenblas-dev >/dev/null 2>&1 || {
-		apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq libopenblas-dev >/dev/null
-	}
+	if ! apt-get install -y -qq libopenblas-dev >/dev/null 2>&1; then
+		if ! { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq libopenblas-dev >/dev/null 2>&1; }; then
+			echo "warning: installing libopenblas-dev failed; building with the pure-Go GEMM fallback (slower)" >&2
+		fi
+	fi
 else
 	echo "warning: libopenblas-dev is not installed and cannot be installed here; building with the gonum GEMM backend (slower)" >&2
 fi
