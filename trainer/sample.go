@@ -30,16 +30,7 @@ func (t *Trainer) Sample(n int, seed uint64) []uint16 {
 		clear(window[k:])
 		model.Forward(t.gemm, cfg, t.Param, e.acts, window, targets)
 		probs := e.acts.Probs[(k-1)*V : k*V]
-		r := rng.Float32()
-		next := uint16(V - 1)
-		var cum float32
-		for i, p := range probs {
-			cum += p
-			if r < cum {
-				next = uint16(i)
-				break
-			}
-		}
+		next := model.SampleToken(probs, rng.Float32())
 		out = append(out, next)
 		hist = append(hist, next)
 	}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/metrics"
 	"sort"
 	"time"
 	"unsafe"
@@ -130,7 +131,7 @@ type Result struct {
 	Losses                []float32 `json:"losses"`
 	GFLOPPerStep          float64   `json:"gflop_per_step"`
 	AchievedGFLOPS        float64   `json:"achieved_gflops"`
-	HeapAllocBytesPerStep float64   `json:"go_heap_alloc_bytes_per_step"` // steady state: steps after the first
+	HeapAllocBytesPerStep float64   `json:"go_heap_alloc_bytes_per_step"` // steady state: steps after the warm-up (default 1)
 	HeapAllocsPerStep     float64   `json:"go_heap_allocs_per_step"`
 
 	PeakRSSBytes  uint64 `json:"peak_rss_bytes"` // VmHWM at the end of the run
@@ -285,17 +286,28 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 	}
 	warmup = min(warmup, o.Steps-1)
 	startStep := tr.StepsDone()
+	// The headline allocation figures count what the steps allocate, from
+	// the end of the previous callback to the start of the next, so that
+	// progress lines and instruments are not charged to the trainer. With
+	// instruments on they are the instruments' steady state; without, two
+	// reads of the runtime's allocation counters bracket each step.
+	var bracket *stepAllocs
+	if inst == nil {
+		bracket = newStepAllocs(warmup)
+	}
 	inst.setUp(warmup)
 	inst.beforeStep()
 	stats, err := tr.Train(ctx, o.Steps, func(s trainer.StepStats) {
 		k := s.Step - startStep
 		inst.afterStep(s.Step, k) // first: the step's counters end here
+		bracket.after(k)
 		if k%logEvery == 0 || k == 1 || k == o.Steps {
 			rss := inst.rss()
 			fmt.Fprintf(progress, "step %5d  loss %.4f  %8.0f tok/s  %6.0f ms  rss %s\n",
 				s.Step, s.Loss, s.TokensPerSecond, float64(s.Duration)/1e6, mib(int64(rss)))
 		}
 		inst.beforeStep() // last: the next step's counters start here
+		bracket.before()
 	})
 	if err != nil {
 		return nil, err
@@ -316,6 +328,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 		r.DecodeStats = &ds
 	}
 	summarize(r, stats)
+	r.HeapAllocsPerStep, r.HeapAllocBytesPerStep = bracket.perStep()
 
 	// The ledger against the model, at the end of training.
 	expected := memmodel.Expected(memmodel.FromTrainer(o.Trainer, tr.NumExecutors(), len(ds.Tokens)))
@@ -325,6 +338,8 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 		r.LedgerFindings = len(memmodel.Findings(r.Ledger))
 		r.LedgerTotalBytes = led.TotalCurrentBytes()
 		inst.finishSteps(r)
+		r.HeapAllocsPerStep = r.Runtime.Steady.AllocsPerStepObjects
+		r.HeapAllocBytesPerStep = r.Runtime.Steady.AllocsPerStepBytes
 	}
 
 	if o.Checkpoint != "" {
@@ -397,20 +412,61 @@ func summarize(r *Result, stats []trainer.StepStats) {
 		steady = stats[1:]
 	}
 	var ns int64
-	var objs, bytes uint64
 	d := make([]int64, len(steady))
 	for i, s := range steady {
 		ns += int64(s.Duration)
-		objs += s.HeapAllocObjs
-		bytes += s.HeapAllocBytes
 		d[i] = int64(s.Duration)
 	}
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	r.StepNsMedian = d[len(d)/2]
 	r.TokensPerSec = float64(len(steady)*r.TokensPerStep) / (float64(ns) / 1e9)
 	r.AchievedGFLOPS = r.GFLOPPerStep * float64(len(steady)) / (float64(ns) / 1e9)
-	r.HeapAllocsPerStep = float64(objs) / float64(len(steady))
-	r.HeapAllocBytesPerStep = float64(bytes) / float64(len(steady))
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// stepAllocs brackets each step with two reads of the runtime's allocation
+// counters (a reused two-sample slice: reading allocates nothing) and sums
+// the steps after the warm-up. A nil *stepAllocs does nothing.
+type stepAllocs struct {
+	s             []metrics.Sample
+	warmup, steps int
+	objs0, bytes0 uint64
+	objs, bytes   uint64
+}
+
+func newStepAllocs(warmup int) *stepAllocs {
+	b := &stepAllocs{warmup: warmup, s: []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}}
+	b.before()
+	return b
+}
+
+// before marks the start of the next step.
+func (b *stepAllocs) before() {
+	if b == nil {
+		return
+	}
+	metrics.Read(b.s)
+	b.objs0, b.bytes0 = b.s[0].Value.Uint64(), b.s[1].Value.Uint64()
+}
+
+// after ends step k (1-based within the run).
+func (b *stepAllocs) after(k int) {
+	if b == nil {
+		return
+	}
+	metrics.Read(b.s)
+	if k > b.warmup {
+		b.steps++
+		b.objs += b.s[0].Value.Uint64() - b.objs0
+		b.bytes += b.s[1].Value.Uint64() - b.bytes0
+	}
+}
+
+// perStep is the mean objects and bytes allocated per steady-state step.
+func (b *stepAllocs) perStep() (objs, bytes float64) {
+	if b == nil || b.steps == 0 {
+		return 0, 0
+	}
+	return float64(b.objs) / float64(b.steps), float64(b.bytes) / float64(b.steps)
+}

@@ -223,3 +223,17 @@ func Backward(g gemm.Backend, c Config, p, grads *Params, a *Acts, ga *GradActs,
 	nn.Accumulate(grads.WTE, ga.DWTE, len(ga.DWTE))
 	ts.Leave(se)
 }
+
+// SampleToken draws a token from probs (one position's softmax) given a
+// uniform r in [0, 1): the first id whose cumulative probability exceeds r,
+// or the last id when rounding leaves the sum below r.
+func SampleToken(probs []float32, r float32) uint16 {
+	var cum float32
+	for i, p := range probs {
+		cum += p
+		if r < cum {
+			return uint16(i)
+		}
+	}
+	return uint16(len(probs) - 1)
+}

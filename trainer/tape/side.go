@@ -32,16 +32,7 @@ func Sample(g gemm.Backend, c model.Config, p *model.Params, prompt []uint16, n 
 		clear(window[k:])
 		gr, _ := Forward(g, c, p, window, targets, alloc, o)
 		probs := gr.Probs()[(k-1)*V : k*V]
-		r := rng.Float32()
-		next := uint16(V - 1)
-		var cum float32
-		for i, q := range probs {
-			cum += q
-			if r < cum {
-				next = uint16(i)
-				break
-			}
-		}
+		next := model.SampleToken(probs, rng.Float32())
 		gr.Release()
 		out = append(out, next)
 		hist = append(hist, next)

@@ -354,16 +354,7 @@ func TestSampleMatchesStatic(t *testing.T) {
 		k := copy(window, hist[max(0, len(hist)-T):])
 		clear(window[k:])
 		model.Forward(g, c, p, a, window, targets)
-		r := rng.Float32()
-		next := uint16(V - 1)
-		var cum float32
-		for i, q := range a.Probs[(k-1)*V : k*V] {
-			cum += q
-			if r < cum {
-				next = uint16(i)
-				break
-			}
-		}
+		next := model.SampleToken(a.Probs[(k-1)*V:k*V], rng.Float32())
 		want = append(want, next)
 		hist = append(hist, next)
 	}
