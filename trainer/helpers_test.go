@@ -1,11 +1,11 @@
 package trainer
 
 import (
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
 
+	"memprobe/probe/allocsite"
 	"memprobe/trainer/data"
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
@@ -54,14 +54,22 @@ func newTestTrainer(t testing.TB, o Options, ds *data.Dataset) *Trainer {
 	return tr
 }
 
-// heapAllocs is the process-wide count of heap allocations, in every
-// goroutine. runtime.ReadMemStats flushes every P's cache first, so no
-// allocation hides in an unflushed span, and unlike runtime.GC it does not
-// empty the runtime's sudog cache (which would make the next blocking
-// operations allocate and blame the trainer).
-func heapAllocs() uint64 {
-	runtime.ReadMemStats(&memStats)
-	return memStats.Mallocs
+// allocWindow runs steps steps of tr inside an allocsite window and returns
+// what they allocated, by site: the same instrument the probe's headline
+// go_heap_allocs_per_step comes from. The window records every
+// allocation (MemProfileRate 1) and tells the trainer's own allocations
+// (Program) from the Go runtime's (sudogs when a worker blocks and the
+// cache is empty, an m when the scheduler starts a thread), which no change
+// to the trainer removes.
+func allocWindow(t testing.TB, steps int, step func()) allocsite.Report {
+	t.Helper()
+	w := allocsite.Begin(allocsite.Options{OwnPrefixes: []string{"memprobe/probe/"}})
+	for i := 0; i < steps; i++ {
+		step()
+	}
+	rep := w.End(steps)
+	for _, s := range rep.Sites {
+		t.Logf("%s %d objects %d B at %s (%s:%d) from %s", s.Class, s.Objects, s.Bytes, s.Function, s.File, s.Line, s.CalledFrom)
+	}
+	return rep
 }
-
-var memStats runtime.MemStats

@@ -3,10 +3,13 @@ package job
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"path/filepath"
 	"runtime/debug"
 	"unsafe"
 
+	"memprobe/probe/allocsite"
 	"memprobe/probe/ledger"
 	"memprobe/probe/procfs"
 	"memprobe/probe/reconcile"
@@ -131,6 +134,13 @@ type instruments struct {
 	steady  rtstats.SteadyState
 	nSteady int
 
+	// sites attributes the steady-state steps' allocations by site; it
+	// starts when the warm-up ends. keepRate leaves MemProfileRate to a
+	// profile session that writes heap profiles.
+	sites       *allocsite.Window
+	sitesReport *allocsite.Report
+	keepRate    bool
+
 	heapAddrs []uintptr // addresses of Go heap objects, to find the arenas in smaps
 	small     *[64]byte
 
@@ -146,8 +156,10 @@ func startInstruments(ctx context.Context, o *Options) (*instruments, error) {
 	if o.NoInstruments {
 		return nil, nil
 	}
+	p := o.Profiling
 	in := &instruments{led: o.Trainer.Ledger, rt: rtstats.New(), cgo: cgoBinary(),
-		gpu: o.Trainer.Device != "" && o.Trainer.Device != "cpu"}
+		gpu:      o.Trainer.Device != "" && o.Trainer.Device != "cpu",
+		keepRate: p.Heap != "" || p.Allocs != "" || p.Dir != "" || p.MemProfileRate > 0}
 	in.out.Steps = make([]StepCounters, 0, min(o.Steps, MaxStepRows))
 	smp, err := sampler.New(sampler.Options{Interval: o.SampleInterval, MaxPoints: o.SampleMaxPoints})
 	if err != nil {
@@ -189,6 +201,25 @@ func (in *instruments) setUp(warmup int) {
 	in.readStatus()
 	in.out.Start.OSThreads = int64(in.st.Threads)
 	in.notePeak(0)
+	if warmup == 0 {
+		in.beginSites()
+	}
+}
+
+// endSites ends the attribution by site right after the last step, before
+// the job builds its result.
+func (in *instruments) endSites() {
+	if in == nil || in.sites == nil {
+		return
+	}
+	rep := in.sites.End(in.nSteady)
+	in.sites, in.sitesReport = nil, &rep
+}
+
+// beginSites starts attributing allocations by site: when the warm-up
+// ends, between two steps (it runs a GC).
+func (in *instruments) beginSites() {
+	in.sites = allocsite.Begin(allocsite.Options{OwnPrefixes: []string{"memprobe/probe/", "memprobe/cmd/"}, KeepRate: in.keepRate})
 }
 
 func (in *instruments) readStatus() {
@@ -253,6 +284,9 @@ func (in *instruments) afterStep(step, k int) {
 	p.RuntimeThreads = max(p.RuntimeThreads, in.after.RuntimeThreads)
 	p.OSThreads = max(p.OSThreads, int64(in.st.Threads))
 	in.notePeak(step)
+	if k == in.warmup {
+		in.beginSites()
+	}
 }
 
 // notePeak gathers a reconciliation input when VmRSS is above every
@@ -290,6 +324,7 @@ func (in *instruments) finishSteps(r *Result) {
 	in.out.Steady = s
 	out := in.out
 	r.Runtime = &out
+	r.AllocsBySite = in.sitesReport
 
 	end, err := reconcile.GatherSelf(in.rt, in.led, true)
 	if err != nil {
@@ -380,6 +415,10 @@ func (in *instruments) abort() {
 		return
 	}
 	in.stopped = true
+	if in.sites != nil {
+		in.sites.End(0) // restores MemProfileRate
+		in.sites = nil
+	}
 	in.smp.Stop()
 	if in.status != nil {
 		in.status.Close()
@@ -420,5 +459,28 @@ func (in *instruments) noteHeap(ptrs ...unsafe.Pointer) {
 	in.heapAddrs = append(in.heapAddrs, uintptr(unsafe.Pointer(in.small)))
 	for _, p := range ptrs {
 		in.heapAddrs = append(in.heapAddrs, uintptr(p))
+	}
+}
+
+// renderAllocSites prints the allocations by class and the sites that
+// made them (at most 8 lines of sites).
+func renderAllocSites(w io.Writer, s *allocsite.Report) {
+	exact := "every allocation recorded"
+	if !s.Exact {
+		exact = fmt.Sprintf("sampled at 1 per %d B, scaled", s.MemProfileRate)
+	}
+	fmt.Fprintf(w, "allocs by site over %d steps (%s): program %.2f/step (%.0f B/step), Go runtime %.2f/step, probe %.2f/step\n",
+		s.Steps, exact, s.ProgramObjectsPerStep(), s.ProgramBytesPerStep(),
+		float64(s.RuntimeObjects)/float64(max(s.Steps, 1)), float64(s.ProbeObjects)/float64(max(s.Steps, 1)))
+	for i, site := range s.Sites {
+		if i == 8 {
+			fmt.Fprintf(w, "  ... %d more sites\n", len(s.Sites)-i+s.SitesOmitted)
+			break
+		}
+		from := ""
+		if site.CalledFrom != "" {
+			from = " from " + site.CalledFrom
+		}
+		fmt.Fprintf(w, "  %-7s %8d objects %10d B  %s (%s:%d)%s\n", site.Class, site.Objects, site.Bytes, site.Function, filepath.Base(site.File), site.Line, from)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 	"unsafe"
 
+	"memprobe/probe/allocsite"
 	"memprobe/probe/ledger"
 	"memprobe/probe/memmodel"
 	"memprobe/probe/procfs"
@@ -120,19 +121,29 @@ type Result struct {
 	GEMMConfig string       `json:"gemm_config,omitempty"`
 	Seed       uint64       `json:"seed"`
 
-	Steps                 int       `json:"steps"`
-	StartStep             int       `json:"start_step"`
-	TokensPerStep         int       `json:"tokens_per_step"`
-	TokensPerSec          float64   `json:"tokens_per_sec"` // over the steps after the first
-	StepNsMedian          int64     `json:"step_ns_median"`
-	StepNs                []int64   `json:"step_ns"`
-	LossFirst             float32   `json:"loss_first"`
-	LossLast              float32   `json:"loss_last"`
-	Losses                []float32 `json:"losses"`
-	GFLOPPerStep          float64   `json:"gflop_per_step"`
-	AchievedGFLOPS        float64   `json:"achieved_gflops"`
-	HeapAllocBytesPerStep float64   `json:"go_heap_alloc_bytes_per_step"` // steady state: steps after the warm-up (default 1)
-	HeapAllocsPerStep     float64   `json:"go_heap_allocs_per_step"`
+	Steps          int       `json:"steps"`
+	StartStep      int       `json:"start_step"`
+	TokensPerStep  int       `json:"tokens_per_step"`
+	TokensPerSec   float64   `json:"tokens_per_sec"` // over the steps after the first
+	StepNsMedian   int64     `json:"step_ns_median"`
+	StepNs         []int64   `json:"step_ns"`
+	LossFirst      float32   `json:"loss_first"`
+	LossLast       float32   `json:"loss_last"`
+	Losses         []float32 `json:"losses"`
+	GFLOPPerStep   float64   `json:"gflop_per_step"`
+	AchievedGFLOPS float64   `json:"achieved_gflops"`
+	// HeapAllocsPerStep and HeapAllocBytesPerStep are the program's own
+	// heap allocations per step in steady state (the steps after the
+	// warm-up, default 1): with instruments, AllocsBySite's program class
+	// (every allocation recorded with its stack; the Go runtime's own
+	// objects and the probe's are left out and shown there); without, a
+	// bracket of runtime/metrics reads around each step, which counts the
+	// runtime's objects too.
+	HeapAllocBytesPerStep float64 `json:"go_heap_alloc_bytes_per_step"`
+	HeapAllocsPerStep     float64 `json:"go_heap_allocs_per_step"`
+	// AllocsBySite names what allocated in the steady-state steps, site by
+	// site, program, runtime and probe apart; null without instruments.
+	AllocsBySite *allocsite.Report `json:"allocs_by_site"`
 
 	PeakRSSBytes  uint64 `json:"peak_rss_bytes"` // VmHWM at the end of the run
 	FinalRSSBytes uint64 `json:"final_rss_bytes"`
@@ -309,6 +320,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 		inst.beforeStep() // last: the next step's counters start here
 		bracket.before()
 	})
+	inst.endSites()
 	if err != nil {
 		return nil, err
 	}
@@ -340,6 +352,9 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 		inst.finishSteps(r)
 		r.HeapAllocsPerStep = r.Runtime.Steady.AllocsPerStepObjects
 		r.HeapAllocBytesPerStep = r.Runtime.Steady.AllocsPerStepBytes
+		if s := r.AllocsBySite; s != nil && s.Exact {
+			r.HeapAllocsPerStep, r.HeapAllocBytesPerStep = s.ProgramObjectsPerStep(), s.ProgramBytesPerStep()
+		}
 	}
 
 	if o.Checkpoint != "" {
@@ -382,9 +397,12 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 				mib(int64(a.SamplerPeakRSSBytes)), mib(int64(a.VmHWMBytes)), a.DiffPct, r.Sampler.Samples, time.Duration(r.Sampler.IntervalMs*float64(time.Millisecond)))
 		}
 		if rt := r.Runtime; rt != nil {
-			fmt.Fprintf(progress, "go runtime: %.1f allocs/step, %.0f B/step over %d steps after %d warm-up; %d GC cycles; %d goroutines, %d OS threads at peak\n",
+			fmt.Fprintf(progress, "go runtime: %.1f allocs/step (all, runtime/metrics), %.0f B/step over %d steps after %d warm-up; %d GC cycles; %d goroutines, %d OS threads at peak\n",
 				rt.Steady.AllocsPerStepObjects, rt.Steady.AllocsPerStepBytes, rt.Steady.Steps, rt.Steady.WarmupSteps,
 				rt.AllStepsGCCycles, rt.Peak.Goroutines, rt.Peak.OSThreads)
+		}
+		if s := r.AllocsBySite; s != nil {
+			renderAllocSites(progress, s)
 		}
 	}
 	fmt.Fprintf(progress, "done: %.0f tokens/s (%.1f GFLOPS), loss %.4f -> %.4f, peak RSS %s (floor %s, x%.2f), %.1f allocs/step\n",

@@ -199,17 +199,14 @@ func TestSamplingAgrees(t *testing.T) {
 }
 
 // TestCounts checks syncs, launches and host allocations per token over many
-// calls after a warm-up. Allocations are the change in /gc/heap/allocs:objects
-// plus /gc/heap/tiny/allocs:objects (all goroutines, the stream thread
-// included), not testing.AllocsPerRun. Per token, per-token-copy makes the
-// hidden copy, the one-target slice, the output record and (with probs) the
-// probability row: 4 (3); per-token-view the output record and the
-// probability row: 2 (1). The prealloc and batch modes make none; the test
-// allows a few stray runtime objects over all calls (the runtime.GC that
-// Measure runs to flush allocation counts also empties the runtime's sudog
-// caches, so the next blocking channel operations may allocate a few).
+// calls after a warm-up. Allocations are counted by site in every goroutine
+// (the stream thread included), not testing.AllocsPerRun, and the Go
+// runtime's own objects (sudogs) are apart. Per token, per-token-copy makes
+// the hidden copy, the one-target slice, the output record and (with
+// probs) the probability row: 4 (3); per-token-view the output record and
+// the probability row: 2 (1). The prealloc and batch modes make none.
 func TestCounts(t *testing.T) {
-	const B, T, passes, stray = 3, tMaxRows, 70, 8
+	const B, T, passes = 3, tMaxRows, 70
 	in := newInputs(3, B*T, tC, tV) // hidden (B, T, C), targets (B, T)
 	for _, m := range Modes() {
 		for _, withProbs := range []bool{true, false} {
@@ -241,19 +238,24 @@ func TestCounts(t *testing.T) {
 			}
 			switch m {
 			case PerTokenCopy, PerTokenView:
-				want := 1.0
+				// Counted as the heap profile sees them: the hidden copy and
+				// the probability row are whole objects; the target slice
+				// and the output record are tiny (under 16 B, no pointers)
+				// and share 16-byte blocks, which count once per block. So
+				// more than the whole objects, by a positive fraction.
+				whole := 0.0
 				if m == PerTokenCopy {
-					want = 3
+					whole++
 				}
 				if withProbs {
-					want++
+					whole++
 				}
-				if meas.HostAllocsPerToken < want {
-					t.Errorf("%s: %v host allocations/token, want at least %v", m, meas.HostAllocsPerToken, want)
+				if meas.HostAllocsPerToken <= whole {
+					t.Errorf("%s: %v host allocations/token, want more than %v", m, meas.HostAllocsPerToken, whole)
 				}
 			default:
-				if objs := meas.HostAllocsPerToken * float64(meas.Tokens); objs > stray {
-					t.Errorf("%s: %v host allocations over %d passes, want 0 (at most %d stray)", m, objs, passes, stray)
+				if objs := meas.HostAllocsPerToken * float64(meas.Tokens); objs != 0 {
+					t.Errorf("%s: %v host allocations over %d passes, want 0", m, objs, passes)
 				}
 			}
 			d.Close()

@@ -2,9 +2,9 @@ package decode
 
 import (
 	"fmt"
-	"runtime"
-	"runtime/metrics"
 	"time"
+
+	"memprobe/probe/allocsite"
 )
 
 // Measurement is one mode's figures for `probe decode`. A pass decodes B
@@ -24,14 +24,15 @@ type Measurement struct {
 	TokensPerSecond  float64 `json:"tokens_per_second"`
 	SyncsPerToken    float64 `json:"syncs_per_token"`
 	LaunchesPerToken float64 `json:"launches_per_token"`
-	// Heap objects and bytes allocated per token by the whole process (all
-	// goroutines, the device's stream thread included), from runtime/metrics:
-	// objects are /gc/heap/allocs:objects plus /gc/heap/tiny/allocs:objects,
-	// because the former counts a 16-byte block of tiny objects once. Each
-	// read follows a runtime.GC, which flushes the per-P allocation caches
-	// whose counts runtime/metrics otherwise sees late.
-	HostAllocsPerToken float64 `json:"host_allocs_per_token"`
-	HostBytesPerToken  float64 `json:"host_bytes_per_token"`
+	// Heap objects and bytes the decode path allocated per token, in every
+	// goroutine (the device's stream thread included), counted by site
+	// with every allocation recorded (probe/allocsite, the instrument
+	// behind the trainer's allocs per step). RuntimeAllocsPerToken are the
+	// Go runtime's own objects in the same window (a sudog when a goroutine
+	// blocks on the stream and the cache is dry), not the decoder's.
+	HostAllocsPerToken    float64 `json:"host_allocs_per_token"`
+	HostBytesPerToken     float64 `json:"host_bytes_per_token"`
+	RuntimeAllocsPerToken float64 `json:"runtime_allocs_per_token"`
 	H2DBytesPerToken   float64 `json:"h2d_bytes_per_token"`
 	D2HBytesPerToken   float64 `json:"d2h_bytes_per_token"`
 	// H2DBytesPerPass and D2HBytesPerPass are the bytes copied each way to
@@ -93,11 +94,8 @@ func MeasureBatch(d *Decoder, hidden []float32, B, T int, targets []uint16, with
 	if _, err := pass(); err != nil {
 		return Measurement{}, fmt.Errorf("measuring decode: warm-up: %w", err)
 	}
-	samples := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/tiny/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
 	before := d.dev.Stats()
-	runtime.GC()
-	metrics.Read(samples)
-	objs0, bytes0 := samples[0].Value.Uint64()+samples[1].Value.Uint64(), samples[2].Value.Uint64()
+	sites := allocsite.Begin(allocsite.Options{})
 	start := time.Now()
 	var loss float32
 	for i := 0; i < passes; i++ {
@@ -108,8 +106,7 @@ func MeasureBatch(d *Decoder, hidden []float32, B, T int, targets []uint16, with
 		loss = l
 	}
 	secs := time.Since(start).Seconds()
-	runtime.GC()
-	metrics.Read(samples)
+	allocs := sites.End(passes)
 	after := d.dev.Stats()
 	n := float64(passes * B * T)
 	h2d, d2h := after.H2DBytes-before.H2DBytes, after.D2HBytes-before.D2HBytes
@@ -120,8 +117,9 @@ func MeasureBatch(d *Decoder, hidden []float32, B, T int, targets []uint16, with
 		TokensPerSecond:    n / secs,
 		SyncsPerToken:      float64(after.Syncs-before.Syncs) / n,
 		LaunchesPerToken:   float64(after.Launches-before.Launches) / n,
-		HostAllocsPerToken: float64(samples[0].Value.Uint64()+samples[1].Value.Uint64()-objs0) / n,
-		HostBytesPerToken:  float64(samples[2].Value.Uint64()-bytes0) / n,
+		HostAllocsPerToken:    float64(allocs.ProgramObjects) / n,
+		HostBytesPerToken:     float64(allocs.ProgramBytes) / n,
+		RuntimeAllocsPerToken: float64(allocs.RuntimeObjects) / n,
 		H2DBytesPerToken:   float64(h2d) / n,
 		D2HBytesPerToken:   float64(d2h) / n,
 		H2DBytesPerPass:    h2d / int64(passes),

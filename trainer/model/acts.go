@@ -31,9 +31,11 @@ type Acts struct {
 	Losses    []float32 // (T)
 }
 
-func (c Config) actSizes() []int {
+// actSizes is an array, not a slice, so that asking a size allocates
+// nothing.
+func (c Config) actSizes() [22]int {
 	T, C, L, NH, FF, V := c.Context, c.Dim, c.Layers, c.Heads, c.FF, c.Vocab
-	return []int{
+	return [22]int{
 		T * C, L * T * C, L * T, L * T, L * T * 3 * C, L * T * C, L * NH * T * T,
 		L * T * C, L * T * C, L * T * C, L * T, L * T, L * T * FF, L * T * FF,
 		L * T * C, L * T * C, T * C, T, T, T * V, T * V, T,
