@@ -28,6 +28,7 @@ type batchStore struct {
 	B, T, n  int
 	eager    bool
 	perEpoch int
+	mem      []int32 // every batch's rows, as made
 	bufs     []batch
 
 	// set by begin, read by the workers
@@ -46,8 +47,8 @@ func newBatchStore(c model.Config, tokens []uint16, eager bool, acct *ledger.Acc
 		nb = s.perEpoch
 	}
 	BT := s.B * s.T
-	acct.Alloc(int64(nb) * 3 * int64(BT) * 4)
-	mem := make([]int32, nb*3*BT)
+	mem := ledger.Make[int32](acct, nb*3*BT)
+	s.mem = mem
 	s.bufs = make([]batch, nb)
 	for k := range s.bufs {
 		m := mem[k*3*BT : (k+1)*3*BT]

@@ -87,26 +87,6 @@ func TestZeroAllocsPerStep(t *testing.T) {
 	t.Logf("runtime-internal: %d objects over %d steps", rep.RuntimeObjects, steps)
 }
 
-// TestMemoryFlatInThreads: workspaces belong to executors, not workers, so
-// 63 logical workers hold what 2 do.
-func TestMemoryFlatInThreads(t *testing.T) {
-	ds := testCorpus(t)
-	bytes := map[int]int{}
-	for _, n := range []int{2, 63} {
-		o := testOptions("tiny", n)
-		o.Executors = 2
-		tr := newTestTrainer(t, o, ds)
-		total := 0
-		for _, e := range tr.execs {
-			total += 4 * (len(e.acts.Memory) + len(e.grads.Memory))
-		}
-		bytes[n] = total
-	}
-	if bytes[2] != bytes[63] {
-		t.Errorf("workspace bytes: %d at 2 threads, %d at 63", bytes[2], bytes[63])
-	}
-}
-
 func TestOptionsValidate(t *testing.T) {
 	for _, c := range []struct {
 		mut  func(*Options)

@@ -128,6 +128,14 @@ type executor struct {
 
 	in, tg []uint16 // (T) the sequence being run, read from the batch
 	head   *decodeHead
+
+	actsMem []float32        // the activations and the attention cache's headroom, as made
+	accts   executorAccounts // where each buffer is counted
+}
+
+// executorAccounts are the ledger accounts of one workspace's buffers.
+type executorAccounts struct {
+	batches, acts, cacheAtt, gacts, cacheEmb *ledger.Account
 }
 
 // workerContext is a sphere of the notes' hierarchy: a worker's context
@@ -155,6 +163,7 @@ type Trainer struct {
 	pool     execPool
 	turns    *turnSlots
 	workers  []*worker
+	closed   bool
 	wg       sync.WaitGroup
 	batches  *batchStore
 	lock     *modelLock // Pathology.ModelLock
@@ -176,6 +185,9 @@ type Trainer struct {
 	cacheClears, embCopies atomic.Int64
 	sideRuns               int
 	stackBytes             int64
+
+	plantedGrads  []float32 // plant.duplicateGrads
+	plantedLeaked [][]int32 // plant.leakBatches
 
 	acct struct {
 		params, grads, m, v, acts, gacts   *ledger.Account
@@ -240,11 +252,14 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 	}
 
 	P := cfg.NumParams()
-	t.Param = model.NewParams(cfg, t.acct.params.Float32s(P))
-	t.Grad = model.NewParams(cfg, t.acct.grads.Float32s(P))
-	t.M = model.NewParams(cfg, t.acct.m.Float32s(P))
-	t.V = model.NewParams(cfg, t.acct.v.Float32s(P))
+	t.Param = model.NewParams(cfg, ledger.Make[float32](t.acct.params, P))
+	t.Grad = model.NewParams(cfg, ledger.Make[float32](t.acct.grads, P))
+	t.M = model.NewParams(cfg, ledger.Make[float32](t.acct.m, P))
+	t.V = model.NewParams(cfg, ledger.Make[float32](t.acct.v, P))
 	model.Init(cfg, t.Param, opts.Seed)
+	if plant.duplicateGrads {
+		t.plantedGrads = ledger.Make[float32](t.acct.grads, P)
+	}
 
 	t.layout = layoutOf(cfg, path)
 	t.turns = newTurnSlots(cfg.NumSlots())
@@ -315,64 +330,96 @@ func (t *Trainer) numExecutors() int {
 
 // newExecutor allocates one sequence workspace. A context's workspace is
 // written through at once (touch), as the notes' C code memset its
-// buffers; unused counts it under ledger.WorkerContexts.
+// buffers; unused counts it under ledger.WorkerContexts. Every buffer is
+// made through ledger.Make on the account that owns it, so the ledger
+// holds the sizes actually made.
 func (t *Trainer) newExecutor(id int, touch, unused bool) *executor {
 	cfg, l := t.cfg, t.layout
 	e := &executor{id: id, params: t.Param}
 	e.turn.slots = t.turns
-	acct := func(a *ledger.Account) *ledger.Account {
-		if unused {
-			return t.acct.contexts
-		}
-		return a
-	}
+	e.accts = t.executorAccounts(unused)
 
-	acct(t.acct.batches).Alloc(int64(2*cfg.Context) * 2)
-	e.in = make([]uint16, cfg.Context)
-	e.tg = make([]uint16, cfg.Context)
+	e.in = ledger.Make[uint16](e.accts.batches, cfg.Context)
+	e.tg = ledger.Make[uint16](e.accts.batches, cfg.Context)
 	if t.opts.Exec == "tape" {
 		return e // the tape allocates each sequence's tensors itself
 	}
 
 	// Activations, with the attention cache's headroom after them. The
-	// attention probabilities (Acts.Att) are counted with the activations
-	// when right-sized and with the attention cache when over-sized.
+	// attention probabilities (Acts.Att) belong to the activations when
+	// right-sized and to the attention cache when over-sized.
 	att := cfg.Layers * cfg.Heads * cfg.Context * cfg.Context
-	actsMem := make([]float32, l.acts+max(0, l.attCache-att))
+	headroom := max(0, l.attCache-att)
+	e.actsMem = ledger.Make[float32](nil, l.acts+headroom+plant.oversizeActs) // charged below, by share
+	e.acts = model.NewActs(cfg, e.actsMem[:l.acts])
 	if l.attCache > 0 {
-		acct(t.acct.acts).Alloc(int64(l.acts-att) * 4)
-		acct(t.acct.cacheAtt).Alloc(int64(l.attCache) * 4)
-	} else {
-		acct(t.acct.acts).Alloc(int64(l.acts) * 4)
+		e.attCache = e.actsMem[l.acts : l.acts+headroom] // headroom; Att itself is cleared separately
 	}
-	e.acts = model.NewActs(cfg, actsMem[:l.acts])
-	if l.attCache > 0 {
-		e.attCache = actsMem[l.acts:] // headroom; Att itself is cleared separately
-	}
+	actsBytes, cacheBytes := e.actsShares()
+	e.accts.acts.Alloc(actsBytes)
+	e.accts.cacheAtt.Alloc(cacheBytes)
 
 	gacts := cfg.GradActsSize()
-	e.gradCache = make([]float32, l.grads)
-	if l.grads > gacts {
-		acct(t.acct.cacheBwd).Alloc(int64(l.grads) * 4)
-	} else {
-		acct(t.acct.gacts).Alloc(int64(l.grads) * 4)
-	}
+	e.gradCache = ledger.Make[float32](e.accts.gacts, l.grads)
 	e.grads = model.NewGradActs(cfg, e.gradCache[:gacts])
 
 	if l.emb > 0 {
-		acct(t.acct.cacheEmb).Alloc(int64(l.emb) * 4)
-		e.embCache = make([]float32, l.emb)
+		e.embCache = ledger.Make[float32](e.accts.cacheEmb, l.emb)
 		p := *t.Param
 		p.WTE = e.embCache[: cfg.Vocab*cfg.Dim : cfg.Vocab*cfg.Dim]
 		e.params = &p
 	}
 
 	if touch {
-		clear(actsMem)
+		clear(e.actsMem)
 		clear(e.gradCache)
 		clear(e.embCache)
 	}
 	return e
+}
+
+// actsShares splits the activation buffer as made between the components
+// that own it: the attention cache, when over-sized, holds the attention
+// probabilities (Acts.Att) and the headroom after the activations; the
+// activations hold the rest. Both are measured on the slices themselves.
+func (e *executor) actsShares() (acts, cache int64) {
+	if e.attCache != nil {
+		cache = ledger.LenBytes(e.acts.Att) + ledger.LenBytes(e.attCache)
+	}
+	return ledger.SliceBytes(e.actsMem) - cache, cache
+}
+
+// executorAccounts are the accounts a workspace's buffers are charged to:
+// the components' own, or ledger.WorkerContexts for a context no worker
+// uses. The backward workspace is the backward cache when over-sized.
+func (t *Trainer) executorAccounts(unused bool) executorAccounts {
+	a := executorAccounts{batches: t.acct.batches, acts: t.acct.acts, cacheAtt: t.acct.cacheAtt, gacts: t.acct.gacts, cacheEmb: t.acct.cacheEmb}
+	if t.layout.grads > t.cfg.GradActsSize() {
+		a.gacts = t.acct.cacheBwd
+	}
+	if unused {
+		c := t.acct.contexts
+		a = executorAccounts{c, c, c, c, c}
+	}
+	return a
+}
+
+// dropExecutor records that e's buffers are no longer held, on the
+// accounts newExecutor charged them to.
+func (t *Trainer) dropExecutor(e *executor) {
+	a := e.accts
+	ledger.Drop(a.batches, e.in)
+	ledger.Drop(a.batches, e.tg)
+	if e.actsMem != nil {
+		actsBytes, cacheBytes := e.actsShares()
+		a.acts.Free(actsBytes)
+		a.cacheAtt.Free(cacheBytes)
+		ledger.Drop(a.gacts, e.gradCache)
+	}
+	if e.embCache != nil {
+		ledger.Drop(a.cacheEmb, e.embCache)
+	}
+	e.actsMem, e.gradCache, e.embCache, e.attCache = nil, nil, nil, nil
 }
 
 // newContexts makes the worker contexts: one per worker, or the whole
@@ -480,9 +527,15 @@ func (t *Trainer) fail(err error) {
 	t.errMu.Unlock()
 }
 
-// Close stops the workers, waits for their threads to exit and releases
-// the decode heads and the tape. The trainer must not be used afterwards.
+// Close stops the workers, waits for their threads to exit, releases the
+// decode heads and the tape, and records in the ledger that every buffer
+// is dropped. The trainer must not be used afterwards; a second Close does
+// nothing.
 func (t *Trainer) Close() {
+	if t.closed {
+		return
+	}
+	t.closed = true
 	for _, w := range t.workers {
 		close(w.start)
 	}
@@ -508,6 +561,29 @@ func (t *Trainer) Close() {
 			e.head = nil
 		}
 	}
+	t.dropBuffers()
+}
+
+// dropBuffers records in the ledger that the trainer no longer holds its
+// buffers: the workspaces (of every context, used or not), the batches and
+// the four parameter-sized buffers.
+func (t *Trainer) dropBuffers() {
+	if t.contexts != nil {
+		for _, c := range t.contexts {
+			t.dropExecutor(c.exec)
+		}
+	} else {
+		for _, e := range t.execs {
+			t.dropExecutor(e)
+		}
+	}
+	if t.batches != nil {
+		ledger.Drop(t.acct.batches, t.batches.mem)
+	}
+	ledger.Drop(t.acct.params, t.Param.Memory)
+	ledger.Drop(t.acct.grads, t.Grad.Memory)
+	ledger.Drop(t.acct.m, t.M.Memory)
+	ledger.Drop(t.acct.v, t.V.Memory)
 }
 
 // Step runs one optimizer step over the next B sequences and returns the
@@ -526,6 +602,9 @@ func (t *Trainer) Step() float32 {
 // stepBody runs the sequences and the update; the loss goes to t.loss.
 func (t *Trainer) stepBody() {
 	cfg := t.cfg
+	if plant.leakBatches {
+		t.plantedLeaked = append(t.plantedLeaked, ledger.Make[int32](t.acct.batches, 3*cfg.Batch*cfg.Context))
+	}
 	t.batches.begin(t.step)
 	t.turns.reset()
 	t.pool.reset()

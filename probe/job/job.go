@@ -264,7 +264,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 	if err != nil {
 		return nil, err
 	}
-	led.Account(ledger.DatasetTokens).Alloc(ds.Bytes())
+	ledger.Record(led.Account(ledger.DatasetTokens), ds.Tokens)
 	tr, err := trainer.New(o.Trainer, ds)
 	if err != nil {
 		return nil, err

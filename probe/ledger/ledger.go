@@ -1,9 +1,17 @@
 // Package ledger counts what the trainer holds, by component.
 //
-// Every long-lived buffer of the trainer is made through an Account, named
-// after the component that owns it (params, grads, adam.m, ...). The ledger
-// is the "actual" column of the design notes' expected-vs-actual table; the
-// analytical model in probe/memmodel is the "expected" one.
+// Every long-lived buffer of the trainer is made through Make (or, for
+// memory Go does not allocate, such as a pthread stack or a device buffer,
+// recorded with Alloc at the call that made it), under an Account named
+// after the component that owns it (params, grads, adam.m, ...), and
+// dropped through Drop (or Free) where the owner lets it go. The ledger
+// records what was really made: the capacity of the slice that make
+// returned, times its element size, not a size computed from a formula. So
+// it is a measurement, and the "actual" column of the design notes'
+// expected-vs-actual table; the analytical model in probe/memmodel, which
+// computes sizes from the configuration alone, is the "expected" one. A
+// buffer made larger than needed, made twice or never dropped shows as a
+// difference between the two.
 //
 // Accounts are created at set-up (which takes a lock, once per name); the
 // step loop only touches an Account, whose updates are atomic adds. A nil
@@ -15,6 +23,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Component names the trainer uses. Other names are allowed; these are the
@@ -26,7 +35,6 @@ const (
 	AdamV           = "adam.v"
 	Activations     = "activations"
 	ActivationGrads = "activation_grads"
-	ExecutorGrads   = "executor.grads"
 	CacheAttention  = "cache.attention"
 	CacheBackward   = "cache.backward"
 	CacheEmbedding  = "cache.embedding"
@@ -81,7 +89,9 @@ func (a *Account) Name() string {
 	return a.name
 }
 
-// Alloc records that the component now holds bytes more.
+// Alloc records that the component now holds bytes more. Use it for memory
+// that is not a Go slice, with the size the allocator reported; Make for a
+// Go buffer.
 func (a *Account) Alloc(bytes int64) {
 	if a == nil {
 		return
@@ -105,14 +115,38 @@ func (a *Account) Free(bytes int64) {
 	a.current.Add(-bytes)
 }
 
-// Float32s allocates a zeroed []float32 of n elements and records it.
-func (a *Account) Float32s(n int) []float32 {
-	a.Alloc(int64(n) * 4)
-	return make([]float32, n)
+// Make allocates a zeroed []T of n elements and records, in a, the bytes
+// of the slice actually made: cap × the size of T. With a nil a it records
+// nothing: the caller charges the buffer's parts to their owners itself.
+func Make[T any](a *Account, n int) []T {
+	s := make([]T, n)
+	a.Alloc(SliceBytes(s))
+	return s
 }
 
-// FreeFloat32s records that s, made by Float32s, is no longer held.
-func (a *Account) FreeFloat32s(s []float32) { a.Free(int64(cap(s)) * 4) }
+// Drop records that s, made by Make on a (or recorded with Record), is no
+// longer held by a: cap × the size of T. The memory itself goes back to the
+// Go heap when the last reference to it is dropped.
+func Drop[T any](a *Account, s []T) { a.Free(SliceBytes(s)) }
+
+// Record records that a holds s, a slice made elsewhere (by a package that
+// does not know the ledger, such as a loaded dataset): cap × the size of T.
+func Record[T any](a *Account, s []T) { a.Alloc(SliceBytes(s)) }
+
+// SliceBytes is the bytes s's backing array holds from its start: cap × the
+// size of T.
+func SliceBytes[T any](s []T) int64 { return int64(cap(s)) * int64(unsafe.Sizeof(*new(T))) }
+
+// LenBytes is the bytes of s's elements: len × the size of T; for a part
+// of a buffer made by Make that belongs to another component.
+func LenBytes[T any](s []T) int64 { return int64(len(s)) * int64(unsafe.Sizeof(*new(T))) }
+
+// Float32s is Make[float32](a, n); it lets an Account serve as a tensor
+// allocator.
+func (a *Account) Float32s(n int) []float32 { return Make[float32](a, n) }
+
+// FreeFloat32s is Drop(a, s).
+func (a *Account) FreeFloat32s(s []float32) { Drop(a, s) }
 
 // Current is the number of bytes held now.
 func (a *Account) Current() int64 {

@@ -93,3 +93,32 @@ func BenchmarkAlloc(b *testing.B) {
 		}
 	})
 }
+
+// TestMakeRecordsWhatWasMade: Make and Record charge the slice's capacity
+// times its element size, Drop returns it, LenBytes measures a part.
+func TestMakeRecordsWhatWasMade(t *testing.T) {
+	l := New()
+	a := l.Account("x")
+	f := Make[float32](a, 10)
+	u := Make[uint16](a, 7)
+	if len(f) != 10 || len(u) != 7 || a.Current() != 10*4+7*2 {
+		t.Fatalf("len %d, %d; current %d B, want 54", len(f), len(u), a.Current())
+	}
+	big := make([]int64, 3, 8)
+	Record(a, big)
+	if a.Current() != 54+8*8 {
+		t.Errorf("after Record of cap 8 int64s: %d B, want %d", a.Current(), 54+64)
+	}
+	if LenBytes(big) != 24 || SliceBytes(big) != 64 {
+		t.Errorf("LenBytes %d SliceBytes %d, want 24 and 64", LenBytes(big), SliceBytes(big))
+	}
+	Drop(a, f)
+	Drop(a, u)
+	Drop(a, big)
+	if a.Current() != 0 || a.Peak() != 118 {
+		t.Errorf("current %d peak %d after dropping all, want 0 and 118", a.Current(), a.Peak())
+	}
+	if s := Make[byte](nil, 5); len(s) != 5 {
+		t.Errorf("Make on a nil account made %d elements", len(s))
+	}
+}

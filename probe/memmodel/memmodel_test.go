@@ -151,7 +151,7 @@ func TestExpectedMatchesTrainer(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := ledger.New()
-		l.Account(ledger.DatasetTokens).Alloc(ds.Bytes())
+		ledger.Record(l.Account(ledger.DatasetTokens), ds.Tokens)
 		opts := trainer.Options{Config: cfg, Optimizer: model.DefaultAdamW, Threads: tc.threads, Executors: tc.execs, Seed: 1, GEMM: "naive", Ledger: l,
 			Pathology: tc.path, Decode: tc.decode}
 		tr, err := trainer.New(opts, ds)

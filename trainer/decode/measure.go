@@ -33,8 +33,8 @@ type Measurement struct {
 	HostAllocsPerToken    float64 `json:"host_allocs_per_token"`
 	HostBytesPerToken     float64 `json:"host_bytes_per_token"`
 	RuntimeAllocsPerToken float64 `json:"runtime_allocs_per_token"`
-	H2DBytesPerToken   float64 `json:"h2d_bytes_per_token"`
-	D2HBytesPerToken   float64 `json:"d2h_bytes_per_token"`
+	H2DBytesPerToken      float64 `json:"h2d_bytes_per_token"`
+	D2HBytesPerToken      float64 `json:"d2h_bytes_per_token"`
 	// H2DBytesPerPass and D2HBytesPerPass are the bytes copied each way to
 	// decode the B sequences once (timed bytes / Passes).
 	H2DBytesPerPass int64 `json:"h2d_bytes_per_pass"`
@@ -113,18 +113,18 @@ func MeasureBatch(d *Decoder, hidden []float32, B, T int, targets []uint16, with
 	return Measurement{
 		Mode: d.mode.String(), Device: d.dev.Name(), T: T, C: d.C, V: d.V,
 		Sequences: B, Passes: passes, Tokens: passes * B * T,
-		Seconds:            secs,
-		TokensPerSecond:    n / secs,
-		SyncsPerToken:      float64(after.Syncs-before.Syncs) / n,
-		LaunchesPerToken:   float64(after.Launches-before.Launches) / n,
+		Seconds:               secs,
+		TokensPerSecond:       n / secs,
+		SyncsPerToken:         float64(after.Syncs-before.Syncs) / n,
+		LaunchesPerToken:      float64(after.Launches-before.Launches) / n,
 		HostAllocsPerToken:    float64(allocs.ProgramObjects) / n,
 		HostBytesPerToken:     float64(allocs.ProgramBytes) / n,
 		RuntimeAllocsPerToken: float64(allocs.RuntimeObjects) / n,
-		H2DBytesPerToken:   float64(h2d) / n,
-		D2HBytesPerToken:   float64(d2h) / n,
-		H2DBytesPerPass:    h2d / int64(passes),
-		D2HBytesPerPass:    d2h / int64(passes),
-		DeviceBytesPeak:    after.DeviceBytesPeak,
-		Loss:               loss,
+		H2DBytesPerToken:      float64(h2d) / n,
+		D2HBytesPerToken:      float64(d2h) / n,
+		H2DBytesPerPass:       h2d / int64(passes),
+		D2HBytesPerPass:       d2h / int64(passes),
+		DeviceBytesPeak:       after.DeviceBytesPeak,
+		Loss:                  loss,
 	}, nil
 }

@@ -83,13 +83,12 @@ func (a *Arena) Float32s(n int) []float32 {
 
 // insertChunk makes a chunk of n floats at index ci.
 func (a *Arena) insertChunk(n int) {
-	a.acct.Alloc(int64(n) * 4)
-	ch := make([]float32, n)
+	ch := ledger.Make[float32](a.acct, n)
 	a.chunks = append(a.chunks, nil)
 	copy(a.chunks[a.ci+1:], a.chunks[a.ci:])
 	a.chunks[a.ci] = ch
 	a.off = 0
-	a.held += int64(n) * 4
+	a.held += ledger.SliceBytes(ch)
 	a.peak = max(a.peak, a.held)
 }
 
@@ -148,9 +147,8 @@ func (a *Arena) ReleaseChunks() {
 	}
 	keep = min(keep, len(a.chunks))
 	for i := keep; i < len(a.chunks); i++ {
-		n := int64(len(a.chunks[i])) * 4
-		a.acct.Free(n)
-		a.held -= n
+		ledger.Drop(a.acct, a.chunks[i])
+		a.held -= ledger.SliceBytes(a.chunks[i])
 		a.chunks[i] = nil
 	}
 	a.chunks = a.chunks[:keep]
