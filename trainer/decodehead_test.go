@@ -179,7 +179,8 @@ func TestDecodeHeadRefresh(t *testing.T) {
 // window's GC emptied is dry, an m when the scheduler starts a thread) are
 // logged, not blamed on the head. The per-token-copy and -view modes
 // allocate by design: 4 and 2 objects per token (hidden copy, target,
-// output record, probability row; output record, probability row).
+// output record, probability row; output record, probability row), of
+// which the target and the record are tiny objects that may share blocks.
 // refresh is one sync and one V×C copy.
 func TestDecodeHeadCounts(t *testing.T) {
 	const calls = 20
@@ -215,12 +216,16 @@ func TestDecodeHeadCounts(t *testing.T) {
 		}
 		switch m {
 		case decode.PerTokenCopy, decode.PerTokenView:
-			want := 2.0
+			// The probability row (and in copy mode the hidden copy) are
+			// whole objects; the target slice and the output record are
+			// tiny and may share 16-byte blocks, which the count sees once
+			// per block (see allocsite): more than the whole objects.
+			whole := 1.0
 			if m == decode.PerTokenCopy {
-				want = 4
+				whole = 2
 			}
-			if got := float64(allocs) / n; got < want {
-				t.Errorf("%s: %v host allocations/token, want at least %v", m, got, want)
+			if got := float64(allocs) / n; got <= whole {
+				t.Errorf("%s: %v host allocations/token, want more than %v", m, got, whole)
 			}
 		default:
 			if allocs != 0 {
