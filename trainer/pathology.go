@@ -147,7 +147,8 @@ type Counts struct {
 	WorkerThreads    int   `json:"worker_threads"`     // OS threads created for workers (0: goroutine workers)
 	WorkerStackBytes int64 `json:"worker_stack_bytes"` // stack reserved per worker thread, as the C library reports it
 	Contexts         int   `json:"contexts"`           // worker contexts created (0: executors own the workspaces)
-	UnusedContexts   int   `json:"unused_contexts"`    // contexts no worker uses (sphere hierarchy)
+	UnusedContexts   int   `json:"unused_contexts"`    // contexts whose workspace has run no sequence: no worker (sphere hierarchy), or a worker with no sequence (id ≥ B)
+	IdleWorkers      int   `json:"idle_workers"`       // workers that have run no sequence (threads beyond B never do)
 	Workspaces       int   `json:"workspaces"`         // sequence workspaces that run sequences (contexts' or executors')
 	BatchBuffers     int   `json:"batch_buffers"`      // batches held at once
 	BatchRowFills    int64 `json:"batch_row_fills"`    // sequences written into batches so far

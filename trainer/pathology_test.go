@@ -136,29 +136,38 @@ func TestWorkerThreadsAndStacks(t *testing.T) {
 	}
 }
 
+// TestContextsOwnWorkspaces: after a step, a context is unused when its
+// workspace ran no sequence: the sphere hierarchy's contexts without a
+// worker, and the contexts of workers beyond the batch (sequence b goes to
+// worker b mod N, so with N > B workers B..N-1 never run one).
 func TestContextsOwnWorkspaces(t *testing.T) {
 	ds := smallCorpus(t)
 	cfg := model.Presets["tiny"]
 	perWorkspace := 4*int64(cfg.ActsSize()+cfg.GradActsSize()) + 4*int64(cfg.Context)
+	B := cfg.Batch
 	for _, c := range []struct {
 		name                          string
+		threads                       int
 		p                             Pathology
 		contexts, unused, workspaces  int
+		idle                          int
 		unusedBytes, activationsBytes int64
 	}{
-		{"hierarchy", Pathology{ContextWorkspaces: true, SphereHierarchy: true}, 13, 10, 3, 10 * perWorkspace, 3 * 4 * int64(cfg.ActsSize())},
-		{"per worker", Pathology{ContextWorkspaces: true}, 3, 0, 3, 0, 3 * 4 * int64(cfg.ActsSize())},
-		{"executors", Pathology{}, 0, 0, 2, 0, 2 * 4 * int64(cfg.ActsSize())},
+		{"hierarchy", 3, Pathology{ContextWorkspaces: true, SphereHierarchy: true}, 13, 10, 3, 0, 10 * perWorkspace, 3 * 4 * int64(cfg.ActsSize())},
+		{"per worker", 3, Pathology{ContextWorkspaces: true}, 3, 0, 3, 0, 0, 3 * 4 * int64(cfg.ActsSize())},
+		{"per worker, more workers than sequences", B + 5, Pathology{ContextWorkspaces: true}, B + 5, 5, B + 5, 5, 0, int64(B+5) * 4 * int64(cfg.ActsSize())},
+		{"executors", 3, Pathology{}, 0, 0, 2, 0, 0, 2 * 4 * int64(cfg.ActsSize())},
 	} {
-		o := pathOptions(3, c.p)
+		o := pathOptions(c.threads, c.p)
 		o.Executors = 0
 		if !c.p.ContextWorkspaces {
 			o.Executors = 2
 		}
 		tr := newTestTrainer(t, o, ds)
+		tr.Step()
 		got := tr.Counts()
-		if got.Contexts != c.contexts || got.UnusedContexts != c.unused || got.Workspaces != c.workspaces {
-			t.Errorf("%s: %d contexts (%d unused), %d workspaces; want %d (%d), %d", c.name, got.Contexts, got.UnusedContexts, got.Workspaces, c.contexts, c.unused, c.workspaces)
+		if got.Contexts != c.contexts || got.UnusedContexts != c.unused || got.Workspaces != c.workspaces || got.IdleWorkers != c.idle {
+			t.Errorf("%s: %d contexts (%d unused), %d workspaces, %d idle workers; want %d (%d), %d, %d", c.name, got.Contexts, got.UnusedContexts, got.Workspaces, got.IdleWorkers, c.contexts, c.unused, c.workspaces, c.idle)
 		}
 		if b := ledgerBytes(o.Ledger, ledger.WorkerContexts); b != c.unusedBytes {
 			t.Errorf("%s: ledger %s = %d, want %d", c.name, ledger.WorkerContexts, b, c.unusedBytes)

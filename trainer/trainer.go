@@ -128,6 +128,9 @@ type executor struct {
 
 	in, tg []uint16 // (T) the sequence being run, read from the batch
 	head   *decodeHead
+	// sequences counts the sequences this workspace has run; one worker
+	// holds it at a time (the pool or its context), so a plain count.
+	sequences int64
 
 	actsMem []float32        // the activations and the attention cache's headroom, as made
 	accts   executorAccounts // where each buffer is counted
@@ -494,8 +497,13 @@ func (t *Trainer) Counts() Counts {
 		c.WorkerStackBytes = t.stackBytes
 	}
 	for _, x := range t.contexts {
-		if x.worker < 0 {
+		if x.exec.sequences == 0 {
 			c.UnusedContexts++
+		}
+	}
+	for _, w := range t.workers {
+		if w.sequences == 0 {
+			c.IdleWorkers++
 		}
 	}
 	if t.batches != nil {
@@ -672,6 +680,9 @@ type worker struct {
 	exec   *executor // its context's workspace (ContextWorkspaces), else nil: the pool's
 	labels *workerLabels
 	thread *osthread.Thread
+	// sequences counts the sequences this worker has run (its goroutine
+	// writes it; Counts reads it between steps).
+	sequences int64
 }
 
 func (w *worker) loop() {
@@ -697,6 +708,8 @@ func (w *worker) do() {
 				e = t.pool.acquire(b)
 			}
 			e.turn.seq = int32(b)
+			e.sequences++
+			w.sequences++
 			t.batches.load(b, e.in, e.tg)
 			if e.version != t.version {
 				w.labels.set(stageSide)
