@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"runtime/debug"
 	"unsafe"
 
 	"memprobe/probe/allocsite"
@@ -15,6 +14,7 @@ import (
 	"memprobe/probe/reconcile"
 	"memprobe/probe/rtstats"
 	"memprobe/probe/sampler"
+	"memprobe/trainer/osthread"
 )
 
 // MaxStepRows bounds Runtime.Steps: per-step counters are kept for the
@@ -71,40 +71,40 @@ type Runtime struct {
 	StepsTruncated bool           `json:"steps_truncated"`
 }
 
-// RSSReconciliation explains the resident set at two moments, and says how
-// much of the peak the ledger and the Go runtime's classes account for.
+// RSSReconciliation explains the resident set and the address space at
+// two moments, and says how much of the peak the named parts account for.
 type RSSReconciliation struct {
 	// AtPeak is reconcile.Compute at the step boundary where VmRSS was
 	// highest (the first boundary within 1 MiB or 0.5 % of the highest;
-	// 0 is after set-up, before step 1).
+	// 0 is after set-up, before step 1), computed right there.
 	AtPeak     reconcile.Reconciliation `json:"at_peak"`
 	AtPeakStep int                      `json:"at_peak_step"`
 	// End is reconcile.Compute after the last step.
 	End reconcile.Reconciliation `json:"end"`
-	// VmHWMBytes is the kernel's peak RSS when AtPeak was taken.
+	// VmHWMBytes is the kernel's peak RSS at the end.
 	VmHWMBytes int64 `json:"vm_hwm_bytes"`
-	// ExplainedBytes is what AtPeak names from measurements: the Go
-	// runtime's classes (the ledger is inside heap objects), ledger
-	// components outside Go, the thread-stack estimate, file mappings and
-	// shmem; everything but the outside_go.other remainder and the
-	// unexplained residual.
+	// ExplainedBytes is what AtPeak's parts name, each from its own
+	// source (Go's classes within what smaps shows resident in Go's
+	// mappings, thread stacks, glibc's heaps, files, ...): its RSS less
+	// its unexplained bytes.
 	ExplainedBytes int64 `json:"explained_bytes"`
-	// ResidualBytes is VmHWM − ExplainedBytes: memory neither the ledger
-	// nor Go's classes account for (C allocations such as BLAS buffers),
-	// plus any gap between the boundary's RSS and the true peak.
+	// ResidualBytes is VmHWM − ExplainedBytes: AtPeak's unexplained
+	// bytes plus any gap between the boundary's RSS and the true peak.
 	ResidualBytes int64   `json:"residual_bytes"`
 	ResidualPct   float64 `json:"residual_pct"`
 	// Within10Pct is |ResidualPct| ≤ 10.
 	Within10Pct bool `json:"within_10pct"`
-	// Residual names the residual where smaps can, at the end: resident
-	// memory in the brk heap, in written file pages, on the main stack,
-	// and in the largest anonymous mappings outside Go's heap arenas.
-	// Never nil.
-	Residual []MappingShare `json:"residual"`
+	// Residual is AtPeak's unexplained mappings: resident anonymous
+	// memory no source claimed, largest first. Never nil.
+	Residual []reconcile.Piece `json:"residual"`
 	// GoArenaRSSBytes is the resident part of the mappings that hold Go's
 	// heap arenas (smaps, at the end): what the heap classes, which count
 	// mapped bytes, really have in RAM.
 	GoArenaRSSBytes int64 `json:"go_arena_rss_bytes"`
+	// ThreadStackReservedBytes and ThreadStackResidentBytes are AtPeak's
+	// pthread stacks (guards apart): address space against memory.
+	ThreadStackReservedBytes int64 `json:"thread_stack_reserved_bytes"`
+	ThreadStackResidentBytes int64 `json:"thread_stack_resident_bytes"`
 }
 
 // RSSAgreement compares three views of the peak resident set.
@@ -124,7 +124,6 @@ type instruments struct {
 	smp    *sampler.Sampler
 	status *procfs.StatusReader
 	st     procfs.Status
-	cgo    bool
 	gpu    bool // device buffers are on a GPU, not in host memory
 
 	warmup  int
@@ -148,7 +147,7 @@ type instruments struct {
 
 	peakRSS  uint64
 	peakStep int
-	peakIn   reconcile.Input
+	peakRec  reconcile.Reconciliation // computed where it was gathered: pagemap is read then
 	peakOK   bool
 }
 
@@ -157,7 +156,7 @@ func startInstruments(ctx context.Context, o *Options) (*instruments, error) {
 		return nil, nil
 	}
 	p := o.Profiling
-	in := &instruments{led: o.Trainer.Ledger, rt: rtstats.New(), cgo: cgoBinary(),
+	in := &instruments{led: o.Trainer.Ledger, rt: rtstats.New(),
 		gpu:      o.Trainer.Device != "" && o.Trainer.Device != "cpu",
 		keepRate: p.Heap != "" || p.Allocs != "" || p.Dir != "" || p.MemProfileRate > 0}
 	in.out.Steps = make([]StepCounters, 0, min(o.Steps, MaxStepRows))
@@ -174,21 +173,6 @@ func startInstruments(ctx context.Context, o *Options) (*instruments, error) {
 		in.status = st
 	}
 	return in, nil
-}
-
-// cgoBinary reports whether the binary was built with cgo, so that the
-// runtime's threads have pthread stacks outside Go's accounting.
-func cgoBinary() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "CGO_ENABLED" {
-			return s.Value == "1"
-		}
-	}
-	return false
 }
 
 // setUp is called after the trainer is built, before the first step.
@@ -289,20 +273,30 @@ func (in *instruments) afterStep(step, k int) {
 	}
 }
 
-// notePeak gathers a reconciliation input when VmRSS is above every
-// earlier boundary's by peakMargin. It allocates and walks the page tables
-// (smaps_rollup), but only at a new high, outside the step's counters; the
-// margin keeps RSS that creeps up by a few pages a step from costing a
-// walk every step.
+// notePeak reconciles the resident set when VmRSS is above every earlier
+// boundary's by peakMargin. It allocates, walks the page tables (smaps)
+// and reads the threads' stack pointers and pagemap, but only at a new
+// high, outside the step's counters; the margin keeps RSS that creeps up
+// by a few pages a step from costing a walk every step.
 func (in *instruments) notePeak(step int) {
 	if in.status == nil || in.st.VmRSSBytes <= in.peakRSS+peakMargin(in.peakRSS) {
 		return
 	}
-	g, err := reconcile.GatherSelf(in.rt, in.led, true)
+	rec, err := in.reconcile()
 	if err != nil {
 		return
 	}
-	in.peakRSS, in.peakStep, in.peakIn, in.peakOK = in.st.VmRSSBytes, step, g, true
+	in.peakRSS, in.peakStep, in.peakRec, in.peakOK = in.st.VmRSSBytes, step, rec, true
+}
+
+// reconcile gathers the process's state and computes the reconciliation at
+// once (Compute reads pagemap: it must see the moment smaps saw).
+func (in *instruments) reconcile() (reconcile.Reconciliation, error) {
+	g, err := reconcile.GatherSelf(in.rt, in.led, true)
+	if err != nil {
+		return reconcile.Reconciliation{}, err
+	}
+	return reconcile.Compute(in.prepare(g)), nil
 }
 
 // finishSteps ends the step measurements: the end snapshot, steady state
@@ -326,19 +320,27 @@ func (in *instruments) finishSteps(r *Result) {
 	r.Runtime = &out
 	r.AllocsBySite = in.sitesReport
 
-	end, err := reconcile.GatherSelf(in.rt, in.led, true)
+	end, err := in.reconcile()
 	if err != nil {
 		return
 	}
-	if !in.peakOK || end.Status.VmRSSBytes > in.peakRSS+peakMargin(in.peakRSS) {
-		in.peakIn, in.peakStep, in.peakOK = end, r.StartStep+r.Steps, true
+	if !in.peakOK || uint64(end.RSSBytes) > in.peakRSS+peakMargin(in.peakRSS) {
+		in.peakRec, in.peakStep, in.peakOK = end, r.StartStep+r.Steps, true
+	}
+	hwm := int64(in.st.VmHWMBytes)
+	if st, err := procfs.ReadStatus(procfs.Self); err == nil {
+		hwm = int64(st.VmHWMBytes)
 	}
 	rec := &RSSReconciliation{
-		End:        reconcile.Compute(in.prepare(end)),
-		AtPeak:     reconcile.Compute(in.prepare(in.peakIn)),
+		End:        end,
+		AtPeak:     in.peakRec,
 		AtPeakStep: in.peakStep,
-		VmHWMBytes: int64(end.Status.VmHWMBytes),
-		Residual:   []MappingShare{},
+		VmHWMBytes: hwm,
+		Residual:   in.peakRec.UnexplainedMappings,
+
+		GoArenaRSSBytes:          end.GoArenaRSSBytes,
+		ThreadStackReservedBytes: in.peakRec.ThreadStackReservedBytes,
+		ThreadStackResidentBytes: in.peakRec.ThreadStackResidentBytes,
 	}
 	rec.ExplainedBytes = explained(rec.AtPeak)
 	rec.ResidualBytes = rec.VmHWMBytes - rec.ExplainedBytes
@@ -346,20 +348,27 @@ func (in *instruments) finishSteps(r *Result) {
 		rec.ResidualPct = round3(100 * float64(rec.ResidualBytes) / float64(rec.VmHWMBytes))
 	}
 	rec.Within10Pct = math.Abs(rec.ResidualPct) <= 10
-	if shares, arena, err := residualMappings(procfs.FS{}, 8, in.heapAddrs); err == nil {
-		rec.Residual, rec.GoArenaRSSBytes = shares, arena
-	}
 	r.RSSReconciliation = rec
 }
 
-// prepare sets what Compute needs beyond GatherSelf, and leaves out of the
-// ledger what is not resident host memory: worker.stacks counts pthread
-// stack reservations (address space; their touched pages are the
-// reconciliation's thread-stack estimate), and device.buffers on a CUDA
-// device live in GPU memory. Every other component, device.buffers on the
-// cpu device included, is in the Go heap.
+// prepare sets what Compute needs beyond GatherSelf: the addresses of the
+// trainer's buffers (in Go's arenas), the stacks of the worker threads
+// (trainer/osthread records each one's range) and glibc's default stack
+// size. It leaves out of the ledger what is not resident host memory:
+// worker.stacks counts pthread stack reservations (address space; their
+// resident pages are measured as stacks.workers), and device.buffers on a
+// CUDA device live in GPU memory. Every other component, device.buffers on
+// the cpu device included, is in the Go heap.
 func (in *instruments) prepare(g reconcile.Input) reconcile.Input {
-	g.Cgo = in.cgo
+	for _, a := range in.heapAddrs {
+		g.GoAddrs = append(g.GoAddrs, uint64(a))
+	}
+	for _, s := range osthread.Stacks() {
+		g.ThreadStacks = append(g.ThreadStacks, reconcile.StackRange{Lo: uint64(s.Lo), Hi: uint64(s.Hi), GuardBytes: s.GuardBytes})
+	}
+	if d := osthread.DefaultStackBytes(); d > 0 {
+		g.ThreadStackBytes = d
+	}
 	g.OutsideGoComponents = []string{}
 	kept := make([]ledger.Entry, 0, len(g.Ledger))
 	g.LedgerTotalBytes = 0
@@ -374,14 +383,12 @@ func (in *instruments) prepare(g reconcile.Input) reconcile.Input {
 	return g
 }
 
-// explained sums the parts of rec that come from measurements, leaving out
-// the outside_go.other remainder.
+// explained sums the resident bytes of rec's parts: every part comes from
+// a measurement of its own, so this is rec's RSS less its unexplained.
 func explained(rec reconcile.Reconciliation) int64 {
 	var b int64
 	for _, p := range rec.Parts {
-		if p.Name != "outside_go.other" {
-			b += p.Bytes
-		}
+		b += p.Bytes
 	}
 	return b
 }
@@ -435,8 +442,6 @@ func peakMargin(peak uint64) uint64 {
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-func mibf(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // rss is VmRSS as last read at a step boundary, or read now when the
 // instruments are off.

@@ -28,6 +28,7 @@ import (
 	"memprobe/probe/memmodel"
 	"memprobe/probe/procfs"
 	"memprobe/probe/profiling"
+	"memprobe/probe/reconcile"
 	"memprobe/probe/sampler"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
@@ -97,8 +98,11 @@ func (o *Options) Validate() error {
 }
 
 // SchemaVersion names the format of Result. Bump the number when a field
-// changes meaning or unit; adding a field does not change it.
-const SchemaVersion = "memprobe.train/v1"
+// changes meaning or unit; adding a field does not change it. v2: the RSS
+// reconciliation's parts come from smaps, each with its reserved bytes
+// (the separate virtual list and the outside_go.other remainder are gone);
+// go_heap_allocs_per_step is the program's own, counted by site.
+const SchemaVersion = "memprobe.train/v2"
 
 // Result is the JSON object a job prints. Every memory figure is in bytes
 // and says which memory it is: RSS (resident), VSZ (reserved address space)
@@ -389,8 +393,9 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 	if inst != nil {
 		memmodel.Render(progress, r.Ledger)
 		if rec := r.RSSReconciliation; rec != nil {
-			fmt.Fprintf(progress, "rss at peak (step %d): ledger + Go runtime classes + files explain %s of VmHWM %s; residual %s (%.1f%%)\n",
-				rec.AtPeakStep, mib(rec.ExplainedBytes), mib(rec.VmHWMBytes), mib(rec.ResidualBytes), rec.ResidualPct)
+			fmt.Fprintf(progress, "rss at peak (step %d): named parts explain %s of VmHWM %s; residual %s (%.1f%%), unexplained at the boundary %s\n",
+				rec.AtPeakStep, mib(rec.ExplainedBytes), mib(rec.VmHWMBytes), mib(rec.ResidualBytes), rec.ResidualPct, mib(rec.AtPeak.UnexplainedBytes))
+			reconcile.Render(progress, rec.AtPeak)
 		}
 		if a := r.RSSAgreement; a != nil {
 			fmt.Fprintf(progress, "peak rss: sampler %s, VmHWM %s (%+.2f%%); %d samples every %v\n",

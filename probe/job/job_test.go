@@ -73,8 +73,14 @@ func TestRunInstruments(t *testing.T) {
 		t.Errorf("agreement %+v, peak rss %d", a, r.PeakRSSBytes)
 	}
 	rec := r.RSSReconciliation
-	if rec.VmHWMBytes <= 0 || len(rec.AtPeak.Parts) == 0 || rec.ExplainedBytes <= 0 || rec.GoArenaRSSBytes <= 0 {
+	if rec.VmHWMBytes <= 0 || len(rec.AtPeak.Parts) == 0 || rec.ExplainedBytes <= 0 || rec.GoArenaRSSBytes <= 0 || rec.Residual == nil {
 		t.Errorf("reconciliation %+v", rec)
+	}
+	// Every part is measured: explained is RSS less the unexplained, and
+	// with nothing planted that is small (see reconcile's live tests for
+	// the bound's argument).
+	if a := rec.AtPeak; rec.ExplainedBytes != a.RSSBytes-a.UnexplainedBytes || max(a.UnexplainedBytes, -a.UnexplainedBytes) > 8<<20+int64(runtime.NumCPU())*max(32, 2*int64(runtime.NumCPU()))*4096 {
+		t.Errorf("explained %d, at peak RSS %d, unexplained %d (%s)", rec.ExplainedBytes, a.RSSBytes, a.UnexplainedBytes, a.UnexplainedNote)
 	}
 	var heapLedger int64
 	for _, p := range rec.End.Parts {

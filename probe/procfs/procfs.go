@@ -1,5 +1,7 @@
-// Package procfs reads the Linux /proc files the sampler needs:
-// /proc/<pid>/status and /proc/<pid>/smaps_rollup.
+// Package procfs reads the Linux /proc files the probe needs:
+// /proc/<pid>/status and smaps_rollup for the sampler; smaps (every
+// mapping), task/*/syscall (the threads' stack pointers) and pagemap (the
+// resident pages of an address range) for the reconciliation.
 //
 // It is the first stage of the probe: procfs turns kernel text into
 // numbers, [memprobe/probe/sampler] turns numbers into a timeline, and

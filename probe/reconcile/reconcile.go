@@ -1,68 +1,81 @@
-// Package reconcile explains a process's resident set: it splits RSS, as
-// the kernel reports it, into named parts using what the Go runtime and the
-// trainer's ledger say they hold, and it never hides what does not add up.
+// Package reconcile explains a process's resident set and its address
+// space: it splits RSS and VSZ, as the kernel reports them, into named
+// parts, each measured by its own source, and it never hides what does not
+// add up.
 //
 // It is the last stage of the probe: [memprobe/probe/procfs] gives the
-// kernel's view, [memprobe/probe/rtstats] the Go runtime's, the trainer's
-// [memprobe/probe/ledger] its own; Compute lines them up and Render prints
-// the table.
+// kernel's view (status, every mapping of smaps, the threads' stack
+// pointers, pagemap), [memprobe/probe/rtstats] the Go runtime's, the
+// trainer's [memprobe/probe/ledger] its own; Compute lines them up and
+// Render prints the table.
 //
 // # Method
 //
-// RSS is VmRSS from /proc/<pid>/status, which the kernel computes as
-// RssAnon + RssFile + RssShmem. Parts, in order:
+// Every mapping of /proc/<pid>/smaps, or a range of one, is claimed by one
+// source, in this order:
 //
-//  1. go.heap.objects.ledger: the ledger's bytes that live in the Go heap
-//     (all components except Input.OutsideGoComponents), capped at
-//     /memory/classes/heap/objects.
-//  2. go.heap.objects.other: heap/objects minus (1): objects the ledger
-//     does not know, plus dead objects not yet swept.
-//  3. go.heap.free: heap/free + heap/unused, heap the runtime holds but no
-//     object uses.
-//  4. go.stacks.goroutines: heap/stacks (in a non-cgo program this also
-//     holds the g0 stacks of the runtime's OS threads).
-//  5. go.runtime.metadata: metadata/* + profiling/buckets + other.
-//  6. go.stacks.os: os-stacks, thread stacks the runtime got from the OS.
-//  7. outside_go.thread_stacks: an estimate of touched stack pages of
-//     threads whose stacks pthread_create made (every thread in a cgo
-//     binary; threads C code started otherwise): threads ×
-//     Input.ThreadStackTouchedBytes.
-//  8. outside_go.ledger: ledger components that live outside the Go heap
-//     (e.g. device buffers made by C).
-//  9. outside_go.other: RssAnon − (1..8), never below zero: C malloc, glibc
-//     arenas, device and driver buffers, the binary's .data/.bss.
-//  10. file.mapped: RssFile (program text, shared libraries, mapped files).
-//  11. shmem: RssShmem.
+//  1. By name: [heap] (glibc's main malloc arena, brk), [stack] (the main
+//     thread), files (clean pages, and pages written in private mappings),
+//     shared memory, the kernel's [vdso]/[vvar], and anonymous mappings a
+//     runtime named (Go 1.25+ "[anon: Go: ...]", glibc 2.41+ stacks and
+//     arenas) on kernels that keep such names.
+//  2. Go's heap arenas: the mappings holding Input.GoAddrs (addresses of
+//     Go heap objects and goroutine stacks; Go 1.26 randomises the heap's
+//     base, so it is found by address, not by place), and the anonymous
+//     mappings contiguous with them (the arenas' PROT_NONE reservations).
+//  3. With the race detector, its shadow memory, by its fixed addresses.
+//  4. .bss: the anonymous mapping directly above a file's writable data.
+//  5. Thread stacks with known ranges (Input.ThreadStacks: trainer/osthread
+//     records pthread_getattr_np's), each with its guard.
+//  6. The stacks of blocked threads: the mapping holding the stack pointer
+//     in /proc/<pid>/task/*/syscall, from its bottom (above the guard) for
+//     the default pthread stack size.
+//  7. glibc's stack shape, for the other pthreads (running ones, stacks kept
+//     for reuse): a read-write mapping of at least 64 KiB above a PROT_NONE
+//     guard of at most 64 KiB.
+//  8. glibc's malloc arenas: a read-write head at a 64 MiB-aligned address
+//     followed by PROT_NONE to the end of the 64 MiB heap.
 //
-// Unexplained is RSS − Σ parts, shown with its sign.
+// A range inside a mapping (a stack the kernel merged with its neighbour)
+// is measured with pagemap. What is left of each mapping is either
+// reserved address space (nothing resident, or PROT_NONE: anon.reserved)
+// or resident anonymous memory no source claimed: a candidate. Go's
+// runtime/metrics classes then say how much of Go's memory should be
+// outside the arenas (metadata, profiling buckets, other, os-stacks); Go's
+// mappings there cannot be told from C's by shape, so the smallest
+// candidates are taken as go.runtime.metadata until that budget is spent
+// (a candidate with more resident than what is left of it, or mapping more
+// than those classes plus Go's 32 MiB heap index, is not taken). Ledger
+// components outside Go take candidates the same way, largest first.
+//
+// The go.heap.* parts keep Go's class breakdown (objects, in the ledger or
+// not; free and unused; goroutine stacks) at their mapped size as the
+// reserved bytes, and as resident bytes at most what smaps shows resident
+// in the arenas: when the classes exceed it, heap free is cut first, then
+// other objects, goroutine stacks, and the ledger's objects last. What the
+// arenas hold beyond the classes is go.arena.other.
+//
+// Unexplained is VmRSS − Σ parts' resident bytes, with its sign: the
+// candidates no source took (listed, largest first), plus the difference
+// between the kernel's status counters and its page walk. Nothing is
+// defined as a remainder.
 //
 // # Limits
 //
-// Go's /memory/classes count mapped memory, not resident memory: a page
-// the runtime mapped but never touched, or whose metadata array is mostly
-// untouched, counts in full. Parts 1–6 are shown at face value, which makes
-// them an upper bound of Go's resident memory. When they exceed RssAnon, (9)
-// is clamped at zero and the excess appears as a negative unexplained
-// residual, with a note; it also appears in the VSZ table as
-// go.mapped.not_resident. Conversely, when they do not exceed RssAnon,
-// (9) is a remainder and so a lower bound of the memory outside Go: any Go
-// memory that is mapped but not resident makes (9) too small by as much,
-// and the residual is zero by construction. The status counters are
-// per-CPU batched and may lag smaps_rollup's page walk by a few hundred
-// KiB; when a smaps_rollup reading is given, large disagreements are
-// warnings. Thread-stack residency is an estimate from a per-thread
-// figure, not a measurement (that would need /proc/<pid>/smaps per stack
-// mapping). The runtime and the kernel are read at slightly different
-// moments.
-//
-// VSZ is split the same way: resident, Go's released heap (mapped,
-// returned to the OS), Go's mapped-not-resident excess, thread stack
-// reservations beyond the touched pages, swap, and the rest of the address
-// space (Go's PROT_NONE arena and page-allocator reservations, untouched
-// parts of file mappings and C heaps, guard pages).
+// The Go metadata budget can take a C mapping smaller than what is left of
+// it, and leaves Go's own mappings unexplained when the classes count less
+// than is resident. An arena holding none of Input.GoAddrs is not found.
+// The shape rules can take a Go mapping of the same shape (a page-summary
+// island of 64 KiB or more above a small PROT_NONE piece) for a stack, and
+// miss a stack whose guard the kernel merged with another PROT_NONE
+// mapping. The status counters are per-CPU batched and may lag smaps's
+// page walk by a few hundred KiB per CPU. The runtime, the ledger and
+// /proc are read moments apart; pagemap is read when Compute runs, so
+// Compute must run right after the input is gathered.
 package reconcile
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -72,24 +85,28 @@ import (
 	"memprobe/probe/rtstats"
 )
 
-// Defaults of Input.
-const (
-	// DefaultThreadStackReserveBytes is glibc's default pthread stack size
-	// (from RLIMIT_STACK, commonly 8 MiB).
-	DefaultThreadStackReserveBytes = 8 << 20
-	// DefaultThreadStackTouchedBytes guesses the resident part of an idle
-	// pthread stack: the page holding the thread descriptor and TLS, and a
-	// few pages of stack.
-	DefaultThreadStackTouchedBytes = 16 << 10
-)
+// GoHeapIndexBytes is the size of Go's heap arena index on linux/amd64
+// (1<<22 pointers, one per 64 MiB arena of the 48-bit address space): a
+// mapping of Go's own that no runtime/metrics class counts ("we rely on
+// demand paging", runtime/malloc.go), mostly untouched.
+const GoHeapIndexBytes = 8 << 22
+
+// DefaultThreadStackReserveBytes is glibc's default pthread stack size with
+// the usual 8 MiB RLIMIT_STACK, used when Input.ThreadStackBytes is 0.
+const DefaultThreadStackReserveBytes = 8 << 20
 
 // Input is one moment of the process, seen from all sides.
 type Input struct {
 	// Status is /proc/<pid>/status.
 	Status procfs.Status
-	// Smaps is /proc/<pid>/smaps_rollup, if read; it adds PSS and cross
-	// checks.
-	Smaps *procfs.SmapsRollup
+	// Mappings is /proc/<pid>/smaps. Without it (nil) only the counters
+	// are split: Go's classes at face value, RssFile, RssShmem.
+	Mappings []procfs.Mapping
+	// ThreadSPs are the threads' stack pointers (task/*/syscall).
+	ThreadSPs []procfs.ThreadSP
+	// Resident counts the resident bytes of an address range (pagemap);
+	// nil estimates the ranges that share a mapping with other memory.
+	Resident func(lo, hi uint64) (int64, error)
 	// Runtime is the Go runtime's snapshot of the same process.
 	Runtime rtstats.Snapshot
 	// LedgerTotalBytes is what the trainer's ledger holds now; if zero,
@@ -98,68 +115,139 @@ type Input struct {
 	// Ledger is the ledger's per-component snapshot.
 	Ledger []ledger.Entry
 	// OutsideGoComponents names ledger components whose memory is not in
-	// the Go heap (C or device allocations).
+	// the Go heap (C or device allocations in host memory).
 	OutsideGoComponents []string
+	// GoAddrs are addresses inside Go's heap arenas: heap objects and
+	// goroutine stack variables.
+	GoAddrs []uint64
+	// ThreadStacks are pthread stacks whose ranges are known.
+	ThreadStacks []StackRange
+	// ThreadStackBytes is the default pthread stack size (glibc: from
+	// RLIMIT_STACK); 0 means DefaultThreadStackReserveBytes.
+	ThreadStackBytes int64
+	// Race says the process runs with the race detector.
+	Race bool
 	// Threads is the number of OS threads; 0 means Status.Threads.
 	Threads int
-	// Cgo says the process is a cgo binary, where the runtime's own
-	// threads get pthread stacks outside Go's accounting. Otherwise only
-	// threads beyond Runtime.RuntimeThreads have such stacks.
-	Cgo bool
-	// ThreadStackReserveBytes is each pthread stack's reservation; 0 means
-	// DefaultThreadStackReserveBytes.
-	ThreadStackReserveBytes int64
-	// ThreadStackTouchedBytes estimates each pthread stack's resident
-	// part; 0 means DefaultThreadStackTouchedBytes.
-	ThreadStackTouchedBytes int64
 }
 
-// Part is a named share of RSS or VSZ.
+// StackRange is a known thread stack: [Lo, Hi) usable, GuardBytes of guard
+// directly below Lo.
+type StackRange struct {
+	Lo, Hi     uint64
+	GuardBytes int64
+}
+
+// Part is a named share of RSS and of VSZ.
 type Part struct {
-	Name  string `json:"name"`
-	Bytes int64  `json:"bytes"`
+	Name string `json:"name"`
+	// Bytes is the resident part (RSS).
+	Bytes int64 `json:"bytes"`
+	// ReservedBytes is its address space (VSZ): mapped, touched or not.
+	ReservedBytes int64 `json:"reserved_bytes"`
+	// Count is what the part counts: mappings, stacks, arenas.
+	Count int    `json:"count"`
 	Note  string `json:"note"`
 }
 
-// Reconciliation is RSS and VSZ split into parts. For Parts, Σ Bytes +
-// UnexplainedBytes == RSSBytes; for Virtual, Σ Bytes == VSZBytes (its last
-// part is the remainder). Slices are never nil.
+// Piece is an address range of one mapping, or what is left of it.
+type Piece struct {
+	Start         uint64 `json:"start"`
+	End           uint64 `json:"end"`
+	Perms         string `json:"perms"`
+	Path          string `json:"path"`
+	ResidentBytes int64  `json:"resident_bytes"`
+	ReservedBytes int64  `json:"reserved_bytes"`
+	Note          string `json:"note,omitempty"`
+}
+
+// ThreadStack is one pthread stack found in the address space.
+type ThreadStack struct {
+	Lo uint64 `json:"lo"`
+	Hi uint64 `json:"hi"`
+	// TID is the thread whose stack pointer is in it; 0 if none was seen
+	// (running, or a stack glibc keeps after its thread exited).
+	TID           int   `json:"tid"`
+	ReservedBytes int64 `json:"reserved_bytes"`
+	GuardBytes    int64 `json:"guard_bytes"`
+	ResidentBytes int64 `json:"resident_bytes"`
+	// Source is how it was found: pthread_getattr_np, syscall sp, guard
+	// shape, name.
+	Source string `json:"source"`
+}
+
+// FileShare is one file's mappings.
+type FileShare struct {
+	Path string `json:"path"`
+	// ResidentBytes are clean (or shared) pages of the file.
+	ResidentBytes int64 `json:"resident_bytes"`
+	// COWBytes are pages written in its private mappings: anonymous.
+	COWBytes      int64 `json:"cow_bytes"`
+	ReservedBytes int64 `json:"reserved_bytes"`
+	// BSS*Bytes are the anonymous mapping directly above its data.
+	BSSResidentBytes int64 `json:"bss_resident_bytes"`
+	BSSReservedBytes int64 `json:"bss_reserved_bytes"`
+	Mappings         int   `json:"mappings"`
+}
+
+// Reconciliation is RSS and VSZ split into parts: Σ Parts' Bytes +
+// UnexplainedBytes == RSSBytes and Σ ReservedBytes +
+// UnexplainedReservedBytes == VSZBytes. Slices are never nil.
 type Reconciliation struct {
 	RSSBytes int64 `json:"rss_bytes"`
 	VSZBytes int64 `json:"vsz_bytes"`
-	// PSSBytes is smaps_rollup's Pss, 0 without a smaps reading.
+	// PSSBytes is Σ Pss over smaps; 0 without smaps.
 	PSSBytes int64 `json:"pss_bytes"`
-	// Parts explain RSS.
-	Parts []Part `json:"parts"`
+	// SmapsRSSBytes and SmapsSizeBytes are Σ Rss and Σ Size over smaps:
+	// the page walk's RSS and VSZ, beside the status counters.
+	SmapsRSSBytes  int64  `json:"smaps_rss_bytes"`
+	SmapsSizeBytes int64  `json:"smaps_size_bytes"`
+	Parts          []Part `json:"parts"`
 	// UnexplainedBytes is RSS − Σ Parts; negative when the parts claim
 	// more than is resident.
-	UnexplainedBytes int64  `json:"unexplained_bytes"`
-	UnexplainedNote  string `json:"unexplained_note"`
-	// Virtual explains VSZ; it starts with RSS as one part.
-	Virtual []Part `json:"virtual"`
-	// PthreadStacks is the number of threads with pthread-made stacks.
-	PthreadStacks int `json:"pthread_stacks"`
-	// ThreadStackReservedBytes is PthreadStacks × reservation: virtual,
-	// not resident.
+	UnexplainedBytes int64 `json:"unexplained_bytes"`
+	// UnexplainedReservedBytes is VSZ − Σ reserved bytes.
+	UnexplainedReservedBytes int64  `json:"unexplained_reserved_bytes"`
+	UnexplainedNote          string `json:"unexplained_note"`
+	// UnexplainedMappings are the resident anonymous ranges no source
+	// claimed, largest first (at most 8, then one line for the rest).
+	UnexplainedMappings []Piece `json:"unexplained_mappings"`
+	// ThreadStacks lists every pthread stack found (not the main one).
+	ThreadStacks []ThreadStack `json:"thread_stacks"`
+	// PthreadStacks is len(ThreadStacks); ThreadStack*Bytes sum them:
+	// reserved is address space, resident is memory.
+	PthreadStacks            int   `json:"pthread_stacks"`
 	ThreadStackReservedBytes int64 `json:"thread_stack_reserved_bytes"`
-	// Warnings are disagreements between sources.
-	Warnings []string `json:"warnings"`
+	ThreadStackGuardBytes    int64 `json:"thread_stack_guard_bytes"`
+	ThreadStackResidentBytes int64 `json:"thread_stack_resident_bytes"`
+	// GlibcArenas counts glibc malloc arenas found by shape ([heap] not
+	// included).
+	GlibcArenas int `json:"glibc_arenas"`
+	// GoArenaRSSBytes is resident in Go's heap arena mappings (smaps);
+	// GoMappedNotResidentBytes is what Go's classes count mapped (total −
+	// released) beyond what is resident in all of Go's mappings found.
+	GoArenaRSSBytes          int64 `json:"go_arena_rss_bytes"`
+	GoMappedNotResidentBytes int64 `json:"go_mapped_not_resident_bytes"`
+	// Files are the mapped files, most resident first.
+	Files    []FileShare `json:"files"`
+	Warnings []string    `json:"warnings"`
 }
 
 // Compute splits in's RSS and VSZ into parts (see the package comment).
+// It reads pagemap through in.Resident: call it right after gathering in.
 func Compute(in Input) Reconciliation {
 	st, m := in.Status, in.Runtime.Memory
 	r := Reconciliation{
-		RSSBytes: int64(st.VmRSSBytes),
-		VSZBytes: int64(st.VmSizeBytes),
-		Parts:    []Part{},
-		Virtual:  []Part{},
-		Warnings: []string{},
+		RSSBytes: int64(st.VmRSSBytes), VSZBytes: int64(st.VmSizeBytes),
+		Parts: []Part{}, UnexplainedMappings: []Piece{}, ThreadStacks: []ThreadStack{},
+		Files: []FileShare{}, Warnings: []string{},
 	}
 	warn := func(format string, args ...any) { r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...)) }
-	add := func(name string, b int64, note string) { r.Parts = append(r.Parts, Part{name, b, note}) }
+	add := func(name string, resident, reserved int64, count int, note string) {
+		r.Parts = append(r.Parts, Part{name, resident, reserved, count, note})
+	}
 
-	// Ledger: split into Go-heap and outside-Go components.
+	// The ledger, split into Go-heap and outside-Go components.
 	var ledgerSum, ledgerOut int64
 	var outNames []string
 	for _, e := range in.Ledger {
@@ -180,122 +268,267 @@ func Compute(in Input) Reconciliation {
 	if ledgerGo > m.HeapObjectsBytes {
 		warn("ledger holds %d B in the Go heap but heap/objects is %d B; go.heap.objects.ledger is capped", ledgerGo, m.HeapObjectsBytes)
 	}
-
-	// Go runtime parts, at face value.
-	add("go.heap.objects.ledger", ledgerHeap, fmt.Sprintf("trainer ledger: %d Go-heap components", len(in.Ledger)-len(outNames)))
-	add("go.heap.objects.other", m.HeapObjectsBytes-ledgerHeap, "heap/objects not in the ledger, incl. unswept garbage")
-	add("go.heap.free", m.HeapFreeBytes+m.HeapUnusedBytes, "heap/free + heap/unused: held by Go, not returned")
-	add("go.stacks.goroutines", m.HeapStacksBytes, "heap/stacks")
-	add("go.runtime.metadata", m.MetadataBytes()+m.ProfilingBucketsBytes+m.OtherBytes, "metadata/* + profiling/buckets + other")
-	add("go.stacks.os", m.OSStacksBytes, "os-stacks")
-	goMapped := m.TotalBytes - m.HeapReleasedBytes
-	var goSum int64
-	for _, p := range r.Parts {
-		goSum += p.Bytes
-	}
-	if goSum != goMapped {
-		warn("Go memory classes sum to %d B, total − released is %d B", goSum, goMapped)
-	}
-
-	// Outside Go.
-	threads := in.Threads
-	if threads == 0 {
-		threads = st.Threads
-	}
-	pthreads := threads
-	if !in.Cgo {
-		pthreads = max(threads-int(in.Runtime.RuntimeThreads), 0)
-	}
-	reserve := cmpOr(in.ThreadStackReserveBytes, DefaultThreadStackReserveBytes)
-	touched := cmpOr(in.ThreadStackTouchedBytes, DefaultThreadStackTouchedBytes)
-	r.PthreadStacks = pthreads
-	r.ThreadStackReservedBytes = int64(pthreads) * reserve
-	stacks := int64(pthreads) * touched
-	add("outside_go.thread_stacks", stacks, fmt.Sprintf("estimate: %d pthread stacks × %s touched", pthreads, iec(touched)))
-	outNote := "none named"
+	ledgerNote := fmt.Sprintf("trainer ledger: %d Go-heap components", len(in.Ledger)-len(outNames))
+	outNote := "ledger components outside the Go heap: none named"
 	if len(outNames) > 0 {
-		outNote = fmt.Sprint(outNames)
+		outNote = fmt.Sprintf("ledger components outside the Go heap %v: unclaimed mappings, largest first, up to their bytes", outNames)
 	}
-	add("outside_go.ledger", ledgerOut, "ledger components outside the Go heap: "+outNote)
-	anon := int64(st.RssAnonBytes)
-	other := anon - goSum - stacks - ledgerOut
-	add("outside_go.other", max(other, 0), "RssAnon − above: C malloc, glibc arenas, device buffers, .data/.bss; a lower bound")
-	add("file.mapped", int64(st.RssFileBytes), "RssFile: binary text, shared libraries, mapped files")
-	add("shmem", int64(st.RssShmemBytes), "RssShmem: shared memory, tmpfs, memfd")
+	heapFace := [4]int64{ledgerHeap, m.HeapObjectsBytes - ledgerHeap, m.HeapFreeBytes + m.HeapUnusedBytes, m.HeapStacksBytes}
+	heapNames := [4]string{"go.heap.objects.ledger", "go.heap.objects.other", "go.heap.free", "go.stacks.goroutines"}
+	heapNotes := [4]string{ledgerNote, "heap/objects not in the ledger, incl. unswept garbage",
+		"heap/free + heap/unused: held by Go, not returned", "heap/stacks"}
+	goMeta := m.MetadataBytes() + m.ProfilingBucketsBytes + m.OtherBytes + m.OSStacksBytes
+	goMapped := m.TotalBytes - m.HeapReleasedBytes
+	if sum := heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] + goMeta; sum != goMapped {
+		warn("Go memory classes sum to %d B, total − released is %d B", sum, goMapped)
+	}
 
-	var sum int64
-	for _, p := range r.Parts {
-		sum += p.Bytes
-	}
-	r.UnexplainedBytes = r.RSSBytes - sum
-	var why []string
-	if other < 0 {
-		msg := fmt.Sprintf("parts claim %d B more than RssAnon", -other)
-		if goSum > anon {
-			msg += fmt.Sprintf(", Go classes alone %d B (they count mapped, not resident, memory)", goSum-anon)
+	if in.Mappings == nil {
+		// Counters only: Go's classes at face value (mapped, not
+		// resident), the kernel's file and shmem counters.
+		for i := range heapFace {
+			add(heapNames[i], heapFace[i], heapFace[i], 0, heapNotes[i])
 		}
-		why = append(why, msg)
-	}
-	if d := r.RSSBytes - int64(st.RssAnonBytes+st.RssFileBytes+st.RssShmemBytes); d != 0 {
-		why = append(why, fmt.Sprintf("VmRSS − (RssAnon+RssFile+RssShmem) = %d B", d))
-	}
-	switch {
-	case len(why) > 0:
-		r.UnexplainedNote = strings.Join(why, "; ")
-	case r.UnexplainedBytes == 0:
-		r.UnexplainedNote = "zero by construction: outside_go.other is the remainder"
+		add("go.heap.released", 0, m.HeapReleasedBytes, 0, "heap/released: mapped, returned to the OS")
+		add(clGoOffHeap, goMeta, goMeta, 0, "metadata/* + profiling/buckets + other + os-stacks, mapped")
+		add("outside_go.ledger", ledgerOut, ledgerOut, 0, outNote)
+		add(clFile, int64(st.RssFileBytes), 0, 0, "RssFile")
+		add(clShmem, int64(st.RssShmemBytes), 0, 0, "RssShmem")
+		r.finish()
+		r.UnexplainedNote = "no smaps: Go's classes at face value (mapped, not resident); C memory, stacks and the rest are unexplained"
+		return r
 	}
 
-	// Cross-checks with the page walk.
-	if sm := in.Smaps; sm != nil {
-		r.PSSBytes = int64(sm.PssBytes)
-		check := func(what string, walk, counter uint64) {
-			d := int64(walk) - int64(counter)
-			if abs(d) > 1<<20 && abs(d)*100 > int64(counter) {
-				warn("smaps_rollup %s %d B differs from status by %d B (status counters are batched and approximate)", what, walk, d)
+	l := classify(&in)
+	r.PSSBytes, r.SmapsRSSBytes, r.SmapsSizeBytes = l.pss, l.smapsRSS, l.smapsSize
+	r.Warnings = append(r.Warnings, l.warnings...)
+
+	// Go's heap: the classes, at most what the arenas have resident.
+	arena := *l.tally(clGoArena)
+	r.GoArenaRSSBytes = arena.resident
+	if arena.count == 0 && m.HeapObjectsBytes > 0 {
+		warn("no mapping holds a known Go heap address (Input.GoAddrs): Go's arenas are not found and its heap parts are 0")
+	}
+	heapRes := heapFace
+	excess := heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] - arena.resident
+	for _, k := range []int{2, 1, 3, 0} { // free first, the ledger's objects last
+		d := min(max(excess, 0), heapRes[k])
+		heapRes[k] -= d
+		excess -= d
+	}
+	var heapResSum int64
+	for i := range heapFace {
+		note := heapNotes[i]
+		if heapRes[i] < heapFace[i] {
+			note += fmt.Sprintf("; %s mapped, cut to what the arenas have resident", iec(heapFace[i]))
+		}
+		add(heapNames[i], heapRes[i], heapFace[i], 0, note)
+		heapResSum += heapRes[i]
+	}
+	add("go.heap.released", 0, m.HeapReleasedBytes, 0, "heap/released: mapped, returned to the OS")
+	arenaOther := arena.reserved - (heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] + m.HeapReleasedBytes)
+	if arenaOther < 0 {
+		warn("Go's heap classes map %d B more than the arena mappings found hold: an arena may hold no known address", -arenaOther)
+		arenaOther = 0
+	}
+	add("go.arena.other", arena.resident-heapResSum, arenaOther, arena.count,
+		"arena mappings beyond the heap classes: in-arena metadata (GC work buffers), PROT_NONE reservations")
+
+	// Go's mappings outside the arenas: named ones, then the smallest
+	// candidates within the metadata classes' budget.
+	off := *l.tally(clGoOffHeap)
+	named := off.count
+	budget := max(goMeta-(arena.resident-heapResSum)-off.resident, 0)
+	cands := l.candidates
+	slices.SortStableFunc(cands, func(a, b Piece) int {
+		return cmp.Or(cmp.Compare(a.ResidentBytes, b.ResidentBytes), cmp.Compare(a.Start, b.Start))
+	})
+	var taken int
+	var rest []Piece
+	for _, c := range cands {
+		// A mapping larger than all Go could have mapped outside its
+		// arenas is not Go's, however little of it is resident (a BLAS
+		// buffer).
+		if c.ResidentBytes <= budget && c.ReservedBytes <= goMeta+GoHeapIndexBytes {
+			budget -= c.ResidentBytes
+			off.resident += c.ResidentBytes
+			off.reserved += c.ReservedBytes
+			off.count++
+			taken++
+			continue
+		}
+		rest = append(rest, c)
+	}
+	add(clGoOffHeap, off.resident, off.reserved, off.count, fmt.Sprintf(
+		"metadata/* + profiling/buckets + other + os-stacks: %s mapped; %d mappings named by the kernel, %d unclaimed ones taken smallest first within that",
+		iec(goMeta), named, taken))
+	r.GoMappedNotResidentBytes = max(goMapped-arena.resident-off.resident, 0)
+
+	// Ledger components outside Go, from the largest candidates.
+	var outRes, outResv int64
+	var outCount int
+	if ledgerOut > 0 {
+		slices.Reverse(rest)
+		left := rest[:0]
+		for _, c := range rest {
+			if c.ResidentBytes <= ledgerOut-outRes {
+				outRes += c.ResidentBytes
+				outResv += c.ReservedBytes
+				outCount++
+				continue
 			}
+			left = append(left, c)
 		}
-		check("Rss", sm.RssBytes, st.VmRSSBytes)
-		check("Anonymous", sm.AnonymousBytes, st.RssAnonBytes)
+		rest = left
+		slices.Reverse(rest)
 	}
+	add("outside_go.ledger", outRes, outResv, outCount, outNote)
 
-	// VSZ.
-	vadd := func(name string, b int64, note string) { r.Virtual = append(r.Virtual, Part{name, b, note}) }
-	vadd("resident", r.RSSBytes, "RSS, as above")
-	vadd("go.heap.released", m.HeapReleasedBytes, "heap/released: mapped, returned to the OS")
-	vadd("go.mapped.not_resident", max(goSum-anon, 0), "Go classes beyond RssAnon: mapped, never or no longer touched")
-	vadd("thread_stacks.reserved", r.ThreadStackReservedBytes-stacks,
-		fmt.Sprintf("VIRTUAL: %d × %s reserved, less the touched estimate", pthreads, iec(reserve)))
-	vadd("swap", int64(st.VmSwapBytes), "VmSwap: swapped out")
-	var vsum int64
-	for _, p := range r.Virtual {
-		vsum += p.Bytes
+	// Everything else, as classified.
+	stacksNote := l.stacksNote(&in)
+	for _, p := range []struct{ name, note string }{
+		{clMain, "[stack]: the main thread's stack"},
+		{clWorkers, "pthread stacks of trainer/osthread workers (pthread_getattr_np ranges) with their guards"},
+		{clThreads, stacksNote},
+		{clBrk, "[heap]: glibc's main malloc arena (brk)"},
+		{clArenas, "glibc malloc arenas: 64 MiB-aligned heaps, read-write head + PROT_NONE tail"},
+		{clMmap, "glibc malloc's mmapped chunks (named by glibc)"},
+		{clRace, "race detector shadow memory"},
+		{clBSS, "anonymous mapping above a file's data: the binary's and libraries' .bss"},
+		{clFile, "file pages: binary text, shared libraries, mapped files (clean)"},
+		{clCOW, "pages written in private file mappings (relocations, .data): anonymous"},
+		{clShmem, "shared memory: tmpfs, memfd, SysV"},
+		{clKernel, "[vdso], [vvar]: the kernel's pages"},
+		{clReserved, "anonymous address space with nothing resident, or PROT_NONE: Go's page-allocator index, untouched mappings"},
+	} {
+		t := l.tallies[p.name]
+		if t == nil && (p.name == clMmap || p.name == clRace && !in.Race) {
+			continue
+		}
+		if t == nil {
+			t = &tally{}
+		}
+		add(p.name, t.resident, t.reserved, t.count, p.note)
 	}
-	vadd("other.address_space", r.VSZBytes-vsum, "rest: Go arena/page-allocator reservations, untouched mappings, guard pages")
+	r.GlibcArenas = l.tallies[clArenas].countOrZero()
+
+	// Stacks and files, for the JSON.
+	for _, s := range l.stacks {
+		r.ThreadStacks = append(r.ThreadStacks, s)
+		r.ThreadStackReservedBytes += s.ReservedBytes
+		r.ThreadStackGuardBytes += s.GuardBytes
+		r.ThreadStackResidentBytes += s.ResidentBytes
+	}
+	slices.SortFunc(r.ThreadStacks, func(a, b ThreadStack) int { return cmp.Compare(a.Lo, b.Lo) })
+	r.PthreadStacks = len(r.ThreadStacks)
+	for _, f := range l.files {
+		r.Files = append(r.Files, *f)
+	}
+	slices.SortFunc(r.Files, func(a, b FileShare) int {
+		return cmp.Or(cmp.Compare(b.ResidentBytes+b.COWBytes+b.BSSResidentBytes, a.ResidentBytes+a.COWBytes+a.BSSResidentBytes), strings.Compare(a.Path, b.Path))
+	})
+
+	// What is left.
+	r.finish()
+	slices.SortStableFunc(rest, func(a, b Piece) int {
+		return cmp.Or(cmp.Compare(b.ResidentBytes, a.ResidentBytes), cmp.Compare(a.Start, b.Start))
+	})
+	var restSum int64
+	for i, p := range rest {
+		restSum += p.ResidentBytes
+		if i < 8 {
+			r.UnexplainedMappings = append(r.UnexplainedMappings, p)
+		}
+	}
+	if len(rest) > 8 {
+		var agg Piece
+		for _, p := range rest[8:] {
+			agg.ResidentBytes += p.ResidentBytes
+			agg.ReservedBytes += p.ReservedBytes
+		}
+		agg.Note = fmt.Sprintf("%d smaller anonymous mappings", len(rest)-8)
+		r.UnexplainedMappings = append(r.UnexplainedMappings, agg)
+	}
+	drift := r.RSSBytes - l.smapsRSS
+	why := []string{fmt.Sprintf("%s in %d anonymous mappings no source claims", iec(restSum), len(rest))}
+	if len(rest) > 0 {
+		why[0] += fmt.Sprintf(" (largest %#x-%#x: %s resident)", rest[0].Start, rest[0].End, iec(rest[0].ResidentBytes))
+	}
+	why = append(why, fmt.Sprintf("VmRSS − Σ smaps Rss = %s (status counters are per-CPU batched)", iecSigned(drift)))
+	if d := r.VSZBytes - l.smapsSize; d != 0 {
+		why = append(why, fmt.Sprintf("VmSize − Σ smaps Size = %s (a mapping came or went between the reads)", iecSigned(d)))
+	}
+	if large(r.UnexplainedBytes, r.RSSBytes) {
+		if restSum > 0 {
+			why = append(why, "large: smaps has resident memory that neither Go's classes, the ledger, the thread stacks nor glibc's shapes account for")
+		}
+		if large(drift, r.RSSBytes) {
+			why = append(why, "large: the status counters and the page walk disagree (or memory changed between the reads)")
+		}
+	}
+	r.UnexplainedNote = strings.Join(why, "; ")
+	if large(drift, r.RSSBytes) {
+		warn("VmRSS %d B differs from smaps' page walk %d B by %d B", r.RSSBytes, l.smapsRSS, drift)
+	}
+	if d := r.VSZBytes - l.smapsSize; large(d, r.VSZBytes) {
+		warn("VmSize %d B differs from Σ smaps Size %d B by %d B", r.VSZBytes, l.smapsSize, d)
+	}
 	return r
 }
 
-func cmpOr(v, def int64) int64 {
-	if v == 0 {
-		return def
+// finish sets the unexplained bytes from the parts.
+func (r *Reconciliation) finish() {
+	var res, resv int64
+	for _, p := range r.Parts {
+		res += p.Bytes
+		resv += p.ReservedBytes
 	}
-	return v
+	r.UnexplainedBytes = r.RSSBytes - res
+	r.UnexplainedReservedBytes = r.VSZBytes - resv
 }
 
-func abs(v int64) int64 {
-	if v < 0 {
-		return -v
+func (t *tally) countOrZero() int {
+	if t == nil {
+		return 0
 	}
-	return v
+	return t.count
 }
 
-// iec formats bytes with a binary prefix, e.g. "8 MiB", "16 KiB".
+// stacksNote says how the other pthread stacks were found.
+func (l *layout) stacksNote(in *Input) string {
+	by := map[string]int{}
+	for _, s := range l.stacks {
+		if s.Source != "pthread_getattr_np" {
+			by[s.Source]++
+		}
+	}
+	threads := cmp.Or(in.Threads, in.Status.Threads)
+	return fmt.Sprintf("other pthread stacks with guards: %d by stack pointer, %d by guard shape, %d by name; %d threads, %d stacks in use, %d threads on goroutine stacks",
+		by["syscall sp"], by["guard shape"], by["name"], threads, l.liveStacks, l.goroutineSPs)
+}
+
+// large says whether b is more than 1 MiB and 1 % of total.
+func large(b, total int64) bool {
+	b = max(b, -b)
+	return b > 1<<20 && b*100 > total
+}
+
+// iec formats bytes with a binary prefix, e.g. "8 MiB", "16 KiB", "1.5 MiB".
 func iec(b int64) string {
 	switch {
 	case b != 0 && b%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", b>>20)
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 	case b != 0 && b%(1<<10) == 0:
 		return fmt.Sprintf("%d KiB", b>>10)
 	}
 	return fmt.Sprintf("%d B", b)
+}
+
+func iecSigned(b int64) string {
+	if b < 0 {
+		return "−" + iec(-b)
+	}
+	return iec(b)
 }

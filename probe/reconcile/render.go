@@ -4,51 +4,57 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
-
-	"memprobe/probe/ledger"
-	"memprobe/probe/procfs"
-	"memprobe/probe/rtstats"
 )
 
-// Render writes r as two plain-text tables, resident then virtual, with
-// bytes, MiB and share columns, followed by any warnings.
+// Render writes r as one plain-text table, each part's resident bytes
+// (RSS) beside its reserved address space (VSZ), then the unexplained
+// mappings and any warnings.
 func Render(w io.Writer, r Reconciliation) error {
 	// Right-align numbers by padding them to a common width; tabwriter
 	// aligns the columns.
-	var nums []string
-	rows := append(append(append([]Part{}, r.Parts...), r.Virtual...),
-		Part{Bytes: r.UnexplainedBytes}, Part{Bytes: r.RSSBytes}, Part{Bytes: r.VSZBytes})
-	wb, wm := len("BYTES"), len("MiB")
-	for _, p := range rows {
-		nums = append(nums, strconv.FormatInt(p.Bytes, 10))
-		wb = max(wb, len(nums[len(nums)-1]))
+	rows := append([]Part{}, r.Parts...)
+	rows = append(rows, Part{Name: "unexplained", Bytes: r.UnexplainedBytes, ReservedBytes: r.UnexplainedReservedBytes, Note: r.UnexplainedNote})
+	wb, wm, wv, wvm := len("RESIDENT_B"), len("MiB"), len("RESERVED_B"), len("MiB")
+	for _, p := range append(rows, Part{Bytes: r.RSSBytes, ReservedBytes: r.VSZBytes}) {
+		wb = max(wb, len(strconv.FormatInt(p.Bytes, 10)))
 		wm = max(wm, len(mib(p.Bytes)))
+		wv = max(wv, len(strconv.FormatInt(p.ReservedBytes, 10)))
+		wvm = max(wvm, len(mib(p.ReservedBytes)))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(name string, b int64, total int64, note string) {
-		fmt.Fprintf(tw, "%s\t%*d\t%*s\t%6s\t%s\n", name, wb, b, wm, mib(b), pct(b, total), note)
+	row := func(name string, b, v int64, n, note string) {
+		fmt.Fprintf(tw, "%s\t%*d\t%*s\t%6s\t%*d\t%*s\t%6s\t%4s\t%s\n", name, wb, b, wm, mib(b), pct(b, r.RSSBytes),
+			wv, v, wvm, mib(v), pct(v, r.VSZBytes), n, note)
 	}
-	fmt.Fprintf(tw, "RESIDENT\t%*s\t%*s\t%6s\tNOTE\n", wb, "BYTES", wm, "MiB", "%RSS")
-	for _, p := range r.Parts {
-		row(p.Name, p.Bytes, r.RSSBytes, p.Note)
+	fmt.Fprintf(tw, "PART\t%*s\t%*s\t%6s\t%*s\t%*s\t%6s\t%4s\tNOTE\n", wb, "RESIDENT_B", wm, "MiB", "%RSS", wv, "RESERVED_B", wvm, "MiB", "%VSZ", "N")
+	for _, p := range rows {
+		n := ""
+		if p.Count > 0 {
+			n = strconv.Itoa(p.Count)
+		}
+		row(p.Name, p.Bytes, p.ReservedBytes, n, p.Note)
 	}
-	row("unexplained", r.UnexplainedBytes, r.RSSBytes, r.UnexplainedNote)
-	pss := ""
+	total := "VmRSS, VmSize"
 	if r.PSSBytes != 0 {
-		pss = fmt.Sprintf("VmRSS; PSS %d B (%s MiB)", r.PSSBytes, mib(r.PSSBytes))
-	} else {
-		pss = "VmRSS"
+		total += fmt.Sprintf("; PSS %d B (%s MiB); smaps Σ Rss %d B, Σ Size %d B", r.PSSBytes, mib(r.PSSBytes), r.SmapsRSSBytes, r.SmapsSizeBytes)
 	}
-	row("= rss", r.RSSBytes, r.RSSBytes, pss)
-	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "VIRTUAL\t%*s\t%*s\t%6s\tNOTE\n", wb, "BYTES", wm, "MiB", "%VSZ")
-	for _, p := range r.Virtual {
-		row(p.Name, p.Bytes, r.VSZBytes, p.Note)
-	}
-	row("= vsz", r.VSZBytes, r.VSZBytes, "VmSize")
+	row("= total", r.RSSBytes, r.VSZBytes, "", total)
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, p := range r.UnexplainedMappings {
+		what := strings.TrimSpace(fmt.Sprintf("%#x-%#x %s %s", p.Start, p.End, p.Perms, p.Path))
+		if p.Start == 0 && p.End == 0 {
+			what = "the rest"
+		}
+		if p.Note != "" {
+			what += " (" + p.Note + ")"
+		}
+		if _, err := fmt.Fprintf(w, "unexplained: %s MiB resident of %s MiB mapped: %s\n", mib(p.ResidentBytes), mib(p.ReservedBytes), what); err != nil {
+			return err
+		}
 	}
 	for _, s := range r.Warnings {
 		if _, err := fmt.Fprintf(w, "warning: %s\n", s); err != nil {
@@ -65,31 +71,4 @@ func pct(b, total int64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(100*float64(b)/float64(total), 'f', 1, 64)
-}
-
-// GatherSelf reads the calling process: status (and smaps_rollup if
-// withSmaps) from /proc/self, the runtime through rt, and the ledger l
-// (nil is an empty ledger). Linux only. Set Cgo, OutsideGoComponents and
-// the thread stack figures on the result before Compute.
-func GatherSelf(rt *rtstats.Reader, l *ledger.Ledger, withSmaps bool) (Input, error) {
-	var in Input
-	rt.Read(&in.Runtime)
-	in.Ledger = l.Snapshot()
-	for _, e := range in.Ledger {
-		in.LedgerTotalBytes += e.CurrentBytes
-	}
-	st, err := procfs.ReadStatus(procfs.Self)
-	if err != nil {
-		return Input{}, fmt.Errorf("reconciling: %w", err)
-	}
-	in.Status = st
-	in.Runtime.OSThreads = int64(st.Threads)
-	if withSmaps {
-		sm, err := procfs.ReadSmapsRollup(procfs.Self)
-		if err != nil {
-			return Input{}, fmt.Errorf("reconciling: %w", err)
-		}
-		in.Smaps = &sm
-	}
-	return in, nil
 }

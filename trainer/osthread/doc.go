@@ -16,7 +16,9 @@
 // The pthread stack is a reservation of address space (VSZ); only the pages
 // a thread touches become resident (RSS). Thread.StackBytes reports the size
 // the C library actually gave (pthread_getattr_np), which the trainer
-// records in the ledger as reserved, not resident, memory.
+// records in the ledger as reserved, not resident, memory; Thread.StackRange
+// and Stacks say where each running thread's stack is, so that the probe's
+// reconciliation can measure what of it is resident (/proc/self/smaps).
 //
 // Without cgo (CGO_ENABLED=0) Start returns ErrNoCgo.
 package osthread

@@ -15,6 +15,6 @@ import "C"
 import "runtime/cgo"
 
 //export memprobeOSThreadRun
-func memprobeOSThreadRun(handle C.uintptr_t, stack C.size_t) {
-	run(cgo.Handle(handle), int64(stack))
+func memprobeOSThreadRun(handle, lo C.uintptr_t, stack, guard C.size_t) {
+	run(cgo.Handle(handle), uintptr(lo), int64(stack), int64(guard))
 }

@@ -8,19 +8,22 @@ package osthread
 #include <stdint.h>
 #include <stdlib.h>
 
-extern void memprobeOSThreadRun(uintptr_t handle, size_t stack);
+extern void memprobeOSThreadRun(uintptr_t handle, uintptr_t lo, size_t stack, size_t guard);
 
-// memprobe_thread_main is the thread's start routine: it reads the stack
-// size the C library gave the thread and runs the Go function until it
-// returns.
+// memprobe_thread_main is the thread's start routine: it reads where the C
+// library put the thread's stack (pthread_getattr_np: the lowest address
+// and the size, which excludes the guard below it) and runs the Go
+// function until it returns.
 static void *memprobe_thread_main(void *arg) {
-	size_t stack = 0;
+	void *lo = NULL;
+	size_t stack = 0, guard = 0;
 	pthread_attr_t a;
 	if (pthread_getattr_np(pthread_self(), &a) == 0) {
-		pthread_attr_getstacksize(&a, &stack);
+		pthread_attr_getstack(&a, &lo, &stack);
+		pthread_attr_getguardsize(&a, &guard);
 		pthread_attr_destroy(&a);
 	}
-	memprobeOSThreadRun((uintptr_t)arg, stack);
+	memprobeOSThreadRun((uintptr_t)arg, (uintptr_t)lo, stack, guard);
 	return NULL;
 }
 
@@ -79,6 +82,8 @@ type Thread struct {
 	fn      func()
 	started chan struct{}
 	stack   int64 // as pthread_getattr_np reports it
+	lo      uintptr
+	guard   int64
 
 	tid      C.pthread_t
 	joinOnce sync.Once
@@ -113,11 +118,15 @@ func Start(stackBytes int64, fn func()) (*Thread, error) {
 }
 
 // run is the thread's life in Go: called once, from the thread's start
-// routine, through the exported memprobeOSThreadRun (export_cgo.go).
-func run(h cgo.Handle, stack int64) {
+// routine, through the exported memprobeOSThreadRun (export_cgo.go). The
+// thread's stack is in the registry (Stacks) from before Start returns
+// until fn has returned.
+func run(h cgo.Handle, lo uintptr, stack, guard int64) {
 	th := h.Value().(*Thread)
 	h.Delete()
-	th.stack = stack
+	th.lo, th.stack, th.guard = lo, stack, guard
+	register(th, Stack{Lo: lo, Hi: lo + uintptr(stack), GuardBytes: guard})
+	defer unregister(th)
 	close(th.started)
 	th.fn()
 }
@@ -125,6 +134,15 @@ func run(h cgo.Handle, stack int64) {
 // StackBytes is the size of the thread's stack as the C library reports it
 // (pthread_getattr_np): the requested size, rounded up to whole pages.
 func (t *Thread) StackBytes() int64 { return t.stack }
+
+// StackRange is the thread's stack, [lo, hi), as pthread_getattr_np and
+// pthread_attr_getstack report it: the usable stack, with the thread's
+// descriptor and static TLS at its top, without the guard pages below lo.
+func (t *Thread) StackRange() (lo, hi uintptr) { return t.lo, t.lo + uintptr(t.stack) }
+
+// GuardBytes is the size of the guard area below the stack
+// (pthread_attr_getguardsize: one page by default).
+func (t *Thread) GuardBytes() int64 { return t.guard }
 
 // Join waits until fn has returned and the thread has exited. Later calls
 // return the first call's result.

@@ -19,3 +19,9 @@ func (t *Thread) StackBytes() int64 { return 0 }
 
 // Join returns nil.
 func (t *Thread) Join() error { return nil }
+
+// StackRange is 0, 0.
+func (t *Thread) StackRange() (lo, hi uintptr) { return 0, 0 }
+
+// GuardBytes is 0.
+func (t *Thread) GuardBytes() int64 { return 0 }
