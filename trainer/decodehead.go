@@ -1,6 +1,6 @@
 package trainer
 
-// The LM head on a device (issue 5, design note 003). With Options.Decode
+// The LM head on a device (design note 003). With Options.Decode
 // set, each executor runs its sequence's LM head — logits = lnf · wteᵀ,
 // softmax, cross-entropy — through a decodeHead: a device.Device of its own
 // (its own stream) driven by a decode.Decoder in one of the four modes,

@@ -50,9 +50,9 @@ type SideWork struct {
 	SampleTokens int `json:"sample_tokens,omitempty"`
 }
 
-// tapeExec is the tape engine, made by newTapeExec. exec_tape.go sets
-// newTapeExec to the engine over package trainer/tape; a build without that
-// file answers Exec "tape" with errTapeNotBuilt.
+// tapeExec is the tape engine (newTapeEngine in exec_tape.go, over package
+// trainer/tape), behind an interface so that the step path names only what
+// it calls.
 type tapeExec interface {
 	// forward and backward run one sequence on executor e's tape; backward
 	// then releases the sequence's graph (or keeps it, Tape.KeepGraphs).
@@ -72,12 +72,6 @@ type tapeExec interface {
 	close() error
 }
 
-var newTapeExec func(t *Trainer, executors int) (tapeExec, error)
-
-// errTapeNotBuilt is Validate's answer to Exec "tape" while package
-// trainer/tape is not wired in.
-var errTapeNotBuilt = fmt.Errorf("exec tape: not built yet")
-
 func (o *Options) validateExec() error {
 	switch o.Exec {
 	case "", "static":
@@ -85,9 +79,6 @@ func (o *Options) validateExec() error {
 			return fmt.Errorf("tape options %+v need exec tape (exec is %q)", o.Tape, o.Exec)
 		}
 	case "tape":
-		if newTapeExec == nil {
-			return errTapeNotBuilt
-		}
 		switch o.Tape.Allocator {
 		case "", "arena", "heap":
 		default:

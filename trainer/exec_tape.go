@@ -16,8 +16,6 @@ import (
 // workers, the executors (which then hold only their token buffers), the
 // ordered turnstile and the optimizer are the static engine's.
 
-func init() { newTapeExec = newTapeEngine }
-
 type tapeEngine struct {
 	t     *Trainer
 	opts  tape.Options

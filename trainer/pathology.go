@@ -9,7 +9,7 @@ import (
 )
 
 // Pathology switches on, one field per fix, the defects design notes 000
-// and 001 describe in their 63-thread C trainer (issue 4). The zero value
+// and 001 describe in their 63-thread C trainer. The zero value
 // is the fixed trainer and the default; package phase turns the notes'
 // phases into settings of these fields. Every setting runs the same code
 // and, at a given seed, the same arithmetic: the loss trajectory does not

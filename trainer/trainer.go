@@ -14,7 +14,7 @@
 // forward and backward.
 //
 // Options.Pathology switches the notes' defects back on, one field per fix
-// (issue 4; package phase names the notes' phases): workers on pthreads
+// (package phase names the notes' phases): workers on pthreads
 // with large stacks, a context per worker (and per unused sphere) owning a
 // whole workspace, over-sized caches, eagerly materialised batches, a lock
 // around forward and backward. They change what is allocated, touched and
@@ -31,10 +31,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"memprobe/probe/ledger"
 	"memprobe/trainer/data"
@@ -291,7 +289,7 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 		}
 	}
 	if opts.Exec == "tape" {
-		if t.tape, err = newTapeExec(t, len(t.execs)); err != nil {
+		if t.tape, err = newTapeEngine(t, len(t.execs)); err != nil {
 			t.Close()
 			return nil, err
 		}
@@ -870,13 +868,4 @@ func (s *seqTurnstile) Leave(slot int) {
 		sl.mu[slot].Unlock()
 		sl.cond[slot].Broadcast()
 	}
-}
-
-// median returns the median of d (d is sorted in place).
-func median(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return d[len(d)/2]
 }

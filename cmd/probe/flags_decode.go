@@ -11,7 +11,7 @@ import (
 )
 
 // decodeFlags select the device and decode mode of the LM head in training
-// (issue 5, design note 003): with --decode MODE each executor runs its
+// (design note 003): with --decode MODE each executor runs its
 // sequence's LM head through a decode head on --device instead of the host
 // (trainer.Options.Decode and .Device).
 type decodeFlags struct {

@@ -10,7 +10,7 @@ import (
 	"memprobe/probe/sampler"
 )
 
-// instrumentFlags switch the instruments and pprof hooks (issue 6; see
+// instrumentFlags switch the instruments and pprof hooks (see
 // docs/instruments.md).
 type instrumentFlags struct {
 	fs *pflag.FlagSet

@@ -12,7 +12,7 @@ import (
 )
 
 // phaseFlags select a documented plan and phase and the knobs the probe
-// sweeps (issue 4). A knob given explicitly overrides what the phase sets.
+// sweeps. A knob given explicitly overrides what the phase sets.
 type phaseFlags struct {
 	fs          *pflag.FlagSet
 	plan, phase string

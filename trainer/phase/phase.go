@@ -3,7 +3,7 @@
 // cumulatively on top of the plan's "before" state (the note's broken
 // program). Selecting phase Pk applies before, then P1 .. Pk, to a
 // trainer.Options; nothing else differs between phases, so a phase's
-// effect is measured on the same code path as the fixed trainer (issue 4).
+// effect is measured on the same code path as the fixed trainer.
 //
 // `probe train --plan NAME --phase before|P1..` selects a state and
 // `probe train --list-phases` prints List's table. docs/phases.md has one
