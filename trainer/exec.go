@@ -6,10 +6,9 @@ import (
 
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
-	"memprobe/trainer/model"
 )
 
-// How a sequence runs. Options.Exec picks the executor's engine: "static"
+// How a sequence runs. Options.Exec picks the engine (engine.go): "static"
 // (the default) runs model.Forward and model.Backward over the workspace
 // that New allocated; "tape" runs the same model op by op through package
 // trainer/tape, whose temporaries come from an allocator (notes 002 and
@@ -48,28 +47,6 @@ type TapeOptions struct {
 type SideWork struct {
 	Every        int `json:"every,omitempty"`
 	SampleTokens int `json:"sample_tokens,omitempty"`
-}
-
-// tapeExec is the tape engine (newTapeEngine in exec_tape.go, over package
-// trainer/tape), behind an interface so that the step path names only what
-// it calls.
-type tapeExec interface {
-	// forward and backward run one sequence on executor e's tape; backward
-	// then releases the sequence's graph (or keeps it, Tape.KeepGraphs).
-	forward(e int, p *model.Params, in, tg []uint16) (float32, error)
-	backward(e int, grads *model.Params, dloss float32, ts model.Turnstile) error
-	// sample generates n tokens after prompt through the tape.
-	sample(p *model.Params, prompt []uint16, n int, seed uint64) []uint16
-	// stage copies parts into one buffer from the tape's allocator: the
-	// checkpoint snapshot of the side work.
-	stage(parts ...[]float32) []float32
-	// iteration runs one step: step (sequences and update), then side (the
-	// side work), with the allocator's iteration frame and reset point
-	// around them (tape.ArenaLoop).
-	iteration(step, side func())
-	// graphs reports the graphs built so far and those kept.
-	graphs() (built int64, kept int)
-	close() error
 }
 
 func (o *Options) validateExec() error {
@@ -114,28 +91,6 @@ func (t *Trainer) deviceName() string {
 		return "cpu"
 	}
 	return t.opts.Device
-}
-
-// forward runs the sequence in e.in/e.tg on e and returns its mean loss.
-func (t *Trainer) forward(e *executor) (float32, error) {
-	switch {
-	case t.tape != nil:
-		return t.tape.forward(e.id, e.params, e.in, e.tg)
-	case e.head != nil:
-		model.ForwardBody(t.gemm, t.cfg, e.params, e.acts, e.in)
-		return e.head.forward(e.acts, e.tg)
-	default:
-		return model.Forward(t.gemm, t.cfg, e.params, e.acts, e.in, e.tg), nil
-	}
-}
-
-// backward adds the sequence's gradients into t.Grad through e's turnstile.
-func (t *Trainer) backward(e *executor, dloss float32) error {
-	if t.tape != nil {
-		return t.tape.backward(e.id, t.Grad, dloss, &e.turn)
-	}
-	model.Backward(t.gemm, t.cfg, e.params, t.Grad, e.acts, e.grads, e.in, e.tg, dloss, &e.turn)
-	return nil
 }
 
 // passTurnstile lets a failed sequence through every slot without adding
@@ -188,12 +143,7 @@ func (t *Trainer) sideWork() {
 	if n > 0 {
 		t.Sample(n, seed)
 	}
-	params, m, v := t.Param.Memory, t.M.Memory, t.V.Memory
-	if t.tape != nil {
-		P := len(params)
-		buf := t.tape.stage(params, m, v)
-		params, m, v = buf[:P:P], buf[P:2*P:2*P], buf[2*P:]
-	}
+	params, m, v := t.engine.stage(t.Param.Memory, t.M.Memory, t.V.Memory)
 	if err := t.writeCheckpointFrom(io.Discard, params, m, v); err != nil {
 		t.fail(err)
 	}

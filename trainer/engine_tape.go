@@ -32,7 +32,7 @@ type tapeEngine struct {
 // newTapeEngine makes the allocator the options name. An arena's chunk
 // holds one sequence's activations (model.Config.ActsSize floats): the
 // size of the largest group of tensors a sequence's forward makes.
-func newTapeEngine(t *Trainer, executors int) (tapeExec, error) {
+func newTapeEngine(t *Trainer, executors int) (*tapeEngine, error) {
 	o := t.opts.Tape
 	e := &tapeEngine{t: t, opts: tape.Options{OneHotEmbedding: o.OneHotEmbedding}, inFlight: make([]*tape.Graph, executors)}
 	switch o.Allocator {
@@ -52,20 +52,20 @@ func newTapeEngine(t *Trainer, executors int) (tapeExec, error) {
 	return e, nil
 }
 
-func (e *tapeEngine) forward(x int, p *model.Params, in, tg []uint16) (float32, error) {
-	gr, loss := tape.Forward(e.t.gemm, e.t.cfg, p, in, tg, e.alloc, e.opts)
-	e.inFlight[x] = gr
+func (e *tapeEngine) forward(x *executor) (float32, error) {
+	gr, loss := tape.Forward(e.t.gemm, e.t.cfg, x.params, x.in, x.tg, e.alloc, e.opts)
+	e.inFlight[x.id] = gr
 	e.built.Add(1)
 	return loss, nil
 }
 
-func (e *tapeEngine) backward(x int, grads *model.Params, dloss float32, ts model.Turnstile) error {
-	gr := e.inFlight[x]
+func (e *tapeEngine) backward(x *executor, grads *model.Params, dloss float32) error {
+	gr := e.inFlight[x.id]
 	if gr == nil {
-		return fmt.Errorf("exec tape: executor %d has no graph to run backward on", x)
+		return fmt.Errorf("exec tape: executor %d has no graph to run backward on", x.id)
 	}
-	e.inFlight[x] = nil
-	gr.Backward(grads, dloss, ts)
+	e.inFlight[x.id] = nil
+	gr.Backward(grads, dloss, &x.turn)
 	if e.t.opts.Tape.KeepGraphs {
 		e.mu.Lock()
 		e.history = append(e.history, gr)
@@ -76,12 +76,16 @@ func (e *tapeEngine) backward(x int, grads *model.Params, dloss float32, ts mode
 	return nil
 }
 
-func (e *tapeEngine) sample(p *model.Params, prompt []uint16, n int, seed uint64) []uint16 {
-	return tape.Sample(e.t.gemm, e.t.cfg, p, prompt, n, seed, e.alloc, e.opts)
+func (e *tapeEngine) sample(prompt []uint16, n int, seed uint64) []uint16 {
+	return tape.Sample(e.t.gemm, e.t.cfg, e.t.Param, prompt, n, seed, e.alloc, e.opts)
 }
 
-func (e *tapeEngine) stage(parts ...[]float32) []float32 {
-	return tape.StageCheckpoint(e.alloc, parts...)
+// stage copies the parameters and moments into one buffer from the tape's
+// allocator (tape.StageCheckpoint), as note 002's checkpoint did.
+func (e *tapeEngine) stage(params, m, v []float32) ([]float32, []float32, []float32) {
+	P := len(params)
+	buf := tape.StageCheckpoint(e.alloc, params, m, v)
+	return buf[:P:P], buf[P : 2*P : 2*P], buf[2*P:]
 }
 
 func (e *tapeEngine) iteration(step, side func()) {
