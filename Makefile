@@ -18,7 +18,7 @@ deps:
 	@./scripts/install-deps.sh
 
 build: deps
-	$(GO) build -tags "$(TAGS)" -o $(BIN) ./cmd/probe
+	$(GO) build -buildvcs=auto -tags "$(TAGS)" -o $(BIN) ./cmd/probe
 
 probe: build
 	./$(BIN) $(PROBE_ARGS)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/probe/job"
+	"memprobe/schema"
 )
 
 func TestReadResults(t *testing.T) {
@@ -21,7 +21,7 @@ func TestReadResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteTable(&buf, []*job.Result{before, after}); err != nil {
+	if err := WriteTable(&buf, []*schema.Result{before, after}, "text"); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "threads-table.golden", buf.Bytes())
@@ -36,12 +36,12 @@ func TestReadErrors(t *testing.T) {
 		name, data, want string
 		schema           bool
 	}{
-		{"other-version.json", strings.Replace(string(valid), job.SchemaVersion, "memprobe.train/v1", 1), `schema "memprobe.train/v1", this build reads "memprobe.train/v2"`, true},
+		{"other-version.json", strings.Replace(string(valid), schema.ResultVersion, "memprobe.train/v2", 1), `schema "memprobe.train/v2", this build reads "memprobe.train/v3"`, true},
 		{"no-schema.json", `{"params": 3, "steps": 1}`, `no "schema" field`, true},
 		{"truncated.json", string(valid[:len(valid)/2]), "unexpected end of JSON input", false},
-		{"syntax.json", "{\n\"schema\": \"memprobe.train/v2\",\n\"steps\": 1,,\n}", "line 3: invalid character ','", false},
-		{"type.json", "{\n\"schema\": \"memprobe.train/v2\",\n\"steps\": \"many\"\n}", "line 3: json: cannot unmarshal string", false},
-		{"empty-run.json", `{"schema": "memprobe.train/v2", "steps": 0, "params": 10}`, "implausible result: 0 steps", false},
+		{"syntax.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": 1,,\n}", "line 3: invalid character ','", false},
+		{"type.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": \"many\"\n}", "line 3: json: cannot unmarshal string", false},
+		{"empty-run.json", `{"schema": "memprobe.train/v3", "steps": 0, "params": 10}`, "implausible result: 0 steps", false},
 	} {
 		_, err := DecodeResult([]byte(c.data), c.name)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.name) {

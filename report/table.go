@@ -1,46 +1,49 @@
 package report
 
 import (
-	"fmt"
+	"errors"
 	"io"
-	"strings"
-	"unicode/utf8"
+
+	"memprobe/internal/table"
+	"memprobe/schema"
 )
 
-// table is a plain-text table with right-aligned numeric columns and a
-// left-aligned first column: stable output for golden files.
-type table struct {
-	w     io.Writer
-	rows  [][]string
-	width []int
-}
-
-func newTable(w io.Writer, header ...string) *table {
-	t := &table{w: w, width: make([]int, len(header))}
-	t.row(header...)
+// Table puts results side by side, one row each, in the order given: the
+// first row is the reference the "RSS vs first" column divides by. Memory
+// columns say which memory they are: RSS is resident, VSZ reserved address
+// space.
+func Table(results []*schema.Result) *table.Table {
+	t := table.New("",
+		table.Column{Name: "run"},
+		table.Column{Name: "threads", Kind: table.Int},
+		table.Column{Name: "tokens/s", Kind: table.Rate},
+		table.Column{Name: "peak RSS", Kind: table.Bytes},
+		table.Column{Name: "RSS vs first", Kind: table.Float, Decimals: 2},
+		table.Column{Name: "final VSZ", Kind: table.Bytes},
+		table.Column{Name: "floor", Kind: table.Bytes},
+		table.Column{Name: "allocs/step", Kind: table.Rate, Decimals: 1},
+		table.Column{Name: "loss first", Kind: table.Float, Decimals: 4},
+		table.Column{Name: "loss last", Kind: table.Float, Decimals: 4},
+	)
+	var ref float64
+	if len(results) > 0 {
+		ref = float64(results[0].PeakRSSBytes)
+	}
+	for _, r := range results {
+		var x any
+		if ref > 0 {
+			x = float64(r.PeakRSSBytes) / ref
+		}
+		t.Add(Name(r), r.Threads, r.TokensPerSec, r.PeakRSSBytes, x, r.FinalVSZBytes, r.FloorBytes,
+			r.HeapAllocsPerStep, r.LossFirst, r.LossLast)
+	}
 	return t
 }
 
-func (t *table) row(cells ...string) {
-	for i, c := range cells {
-		t.width[i] = max(t.width[i], utf8.RuneCountInString(c))
+// WriteTable renders Table(results) in format f (text, markdown or csv).
+func WriteTable(w io.Writer, results []*schema.Result, f table.Format) error {
+	if len(results) == 0 {
+		return errors.New("report: no results to render")
 	}
-	t.rows = append(t.rows, cells)
-}
-
-func (t *table) flush() error {
-	var b strings.Builder
-	for _, r := range t.rows {
-		for i, c := range r {
-			pad := strings.Repeat(" ", t.width[i]-utf8.RuneCountInString(c))
-			if i == 0 {
-				b.WriteString(c + pad)
-			} else {
-				b.WriteString("  " + pad + c)
-			}
-		}
-		b.WriteString("\n")
-	}
-	_, err := fmt.Fprint(t.w, b.String())
-	return err
+	return Table(results).Render(w, f)
 }

@@ -6,12 +6,13 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"memprobe/internal/table"
 	"memprobe/probe/ledger"
+	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
 	"memprobe/trainer/decode"
@@ -34,6 +35,7 @@ type decodeCmdFlags struct {
 	passes     int
 	probs      bool
 	jsonPath   string
+	format     string
 	cpuprofile string
 }
 
@@ -50,6 +52,7 @@ func (f *decodeCmdFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.passes, "passes", 3, "timed passes over the B sequences, after one warm-up pass")
 	fs.BoolVar(&f.probs, "probs", true, "copy each position's V probabilities back, as training does (false: tokens and losses only)")
 	fs.StringVar(&f.jsonPath, "json", "", "also write the figures as JSON to this file (one object, or an array for --decode all)")
+	fs.StringVar(&f.format, "format", "text", "table format on stdout: text, markdown or csv")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed decoding to this file")
 }
 
@@ -59,6 +62,7 @@ type decodeOptions struct {
 	checkpoint string
 	modes      []decode.Mode
 	all        bool // --decode all: JSON is an array
+	format     table.Format
 	flags      *decodeCmdFlags
 }
 
@@ -101,6 +105,11 @@ func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 	if f.passes < 1 || f.passes > 1e6 {
 		return o, fmt.Errorf("--passes %d out of range [1, 1e6]", f.passes)
 	}
+	format, err := table.ParseFormat(f.format)
+	if err != nil {
+		return o, fmt.Errorf("--format: %w", err)
+	}
+	o.format = format
 	return o, nil
 }
 
@@ -112,7 +121,8 @@ func newDecodeCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `decode computes the hidden states of B sequences of T positions with the
 model's body (model.ForwardBody, on the host), then runs the LM head
 (logits = hidden · wteᵀ, softmax, token, loss) on a device in each
-decode mode and prints one row per mode: tokens/s, device syncs and kernel
+decode mode and prints one row per mode (--format text, markdown or csv;
+csv has exact byte counts): tokens/s, device syncs and kernel
 launches per token, host heap allocations per token, bytes copied to and
 from the device to decode the B sequences once, and the device's peak
 memory. One Decode call per sequence: the batch mode syncs once per T
@@ -136,18 +146,9 @@ and device; --decode all writes a JSON array of them, slowest mode first.`,
 	return cmd
 }
 
-// decodeRecord is the JSON of one mode's measurement.
-type decodeRecord struct {
-	TokensPerSec       float64 `json:"tokens_per_sec"`
-	SyncsPerToken      float64 `json:"syncs_per_token"`
-	LaunchesPerToken   float64 `json:"launches_per_token"`
-	HostAllocsPerToken float64 `json:"host_allocs_per_token"`
-	H2DBytes           int64   `json:"h2d_bytes"` // per pass over the B sequences
-	D2HBytes           int64   `json:"d2h_bytes"` // per pass over the B sequences
-	DevicePeakBytes    int64   `json:"device_peak_bytes"`
-	Decode             string  `json:"decode"`
-	Device             string  `json:"device"`
-}
+// decodeRecord is the JSON of one mode's measurement; package schema
+// owns the format.
+type decodeRecord = schema.DecodeRecord
 
 func recordOf(m decode.Measurement) decodeRecord {
 	return decodeRecord{
@@ -218,7 +219,7 @@ func runDecode(stdout, stderr io.Writer, o decodeOptions) error {
 		fmt.Fprintf(stderr, "%s: %.0f tokens/s over %d tokens (%.2f s)\n", m, meas.TokensPerSecond, meas.Tokens, meas.Seconds)
 		ms = append(ms, meas)
 	}
-	if err := writeDecodeTable(stdout, ms, f.probs); err != nil {
+	if err := writeDecodeTable(stdout, ms, f.probs, o.format); err != nil {
 		return err
 	}
 	if f.jsonPath == "" {
@@ -288,10 +289,10 @@ func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config
 	return decode.MeasureBatch(d, hidden, cfg.Batch, cfg.Context, targets, probs, passes)
 }
 
-// writeDecodeTable prints one row per measurement, the first row's mode
-// being the baseline of the speedup column. Every figure but tokens/s and
-// the speedup is deterministic for a given shape.
-func writeDecodeTable(w io.Writer, ms []decode.Measurement, probs bool) error {
+// writeDecodeTable prints one row per measurement in format f, the first
+// row's mode being the baseline of the speedup column. Every figure but
+// tokens/s and the speedup is deterministic for a given shape.
+func writeDecodeTable(w io.Writer, ms []decode.Measurement, probs bool, f table.Format) error {
 	if len(ms) == 0 {
 		return errors.New("decode table: no measurements")
 	}
@@ -300,14 +301,25 @@ func writeDecodeTable(w io.Writer, ms []decode.Measurement, probs bool) error {
 	if !probs {
 		back = "tokens and losses copied back"
 	}
-	fmt.Fprintf(w, "decode on %s: B=%d sequences x T=%d positions, C=%d, V=%d; timed passes %d; %s\n",
-		m0.Device, m0.Sequences, m0.T, m0.C, m0.V, m0.Passes, back)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "mode\ttokens/s\tvs %s\tsyncs/token\tlaunches/token\thost allocs/token\th2d bytes/pass\td2h bytes/pass\tdevice peak bytes\t\n", m0.Mode)
+	t := table.New(fmt.Sprintf("decode on %s: B=%d sequences x T=%d positions, C=%d, V=%d; timed passes %d; %s",
+		m0.Device, m0.Sequences, m0.T, m0.C, m0.V, m0.Passes, back),
+		table.Column{Name: "mode"},
+		table.Column{Name: "tokens/s", Kind: table.Rate},
+		table.Column{Name: "vs " + m0.Mode, Kind: table.Float, Decimals: 1, Unit: "×"},
+		table.Column{Name: "syncs/token", Kind: table.Rate, Decimals: 4},
+		table.Column{Name: "launches/token", Kind: table.Rate, Decimals: 4},
+		table.Column{Name: "host allocs/token", Kind: table.Rate, Decimals: 3},
+		table.Column{Name: "h2d per pass", Kind: table.Bytes},
+		table.Column{Name: "d2h per pass", Kind: table.Bytes},
+		table.Column{Name: "device peak", Kind: table.Bytes},
+	)
 	for _, m := range ms {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.1fx\t%.4f\t%.4f\t%.3f\t%d\t%d\t%d\t\n",
-			m.Mode, m.TokensPerSecond, m.TokensPerSecond/m0.TokensPerSecond, m.SyncsPerToken, m.LaunchesPerToken,
+		var speedup any
+		if m0.TokensPerSecond > 0 {
+			speedup = m.TokensPerSecond / m0.TokensPerSecond
+		}
+		t.Add(m.Mode, m.TokensPerSecond, speedup, m.SyncsPerToken, m.LaunchesPerToken,
 			m.HostAllocsPerToken, m.H2DBytesPerPass, m.D2HBytesPerPass, m.DeviceBytesPeak)
 	}
-	return tw.Flush()
+	return t.Render(w, f)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"memprobe/internal/table"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
 )
@@ -49,24 +50,27 @@ func fakeMeasurements(probs bool) []decode.Measurement {
 	return ms
 }
 
-// TestDecodeTableGolden: the table format, from fake measurements (no
-// timings), golden files named after the options that produce them.
+// TestDecodeTableGolden: the table in each format, from fake measurements
+// (no timings), golden files named after the options that produce them.
 func TestDecodeTableGolden(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		ms    []decode.Measurement
-		probs bool
+		name   string
+		ms     []decode.Measurement
+		probs  bool
+		format table.Format
 	}{
-		{"decode-all-probs.golden", fakeMeasurements(true), true},
-		{"decode-batch-noprobs.golden", fakeMeasurements(false)[3:], false},
+		{"decode-all-probs.golden", fakeMeasurements(true), true, table.Text},
+		{"decode-all-probs.markdown.golden", fakeMeasurements(true), true, table.Markdown},
+		{"decode-all-probs.csv.golden", fakeMeasurements(true), true, table.CSV},
+		{"decode-batch-noprobs.golden", fakeMeasurements(false)[3:], false, table.Text},
 	} {
 		var buf bytes.Buffer
-		if err := writeDecodeTable(&buf, c.ms, c.probs); err != nil {
+		if err := writeDecodeTable(&buf, c.ms, c.probs, c.format); err != nil {
 			t.Fatal(err)
 		}
 		golden.Check(t, c.name, buf.Bytes())
 	}
-	if err := writeDecodeTable(new(bytes.Buffer), nil, true); err == nil {
+	if err := writeDecodeTable(new(bytes.Buffer), nil, true, table.Text); err == nil {
 		t.Error("empty table: no error")
 	}
 }
@@ -85,6 +89,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{[]string{"--decode", "per-token"}, `parsing decode mode "per-token"`, true},
 		{[]string{"--passes", "0"}, "--passes 0 out of range", true},
+		{[]string{"--format", "html"}, `--format: format "html": not one of text, markdown, csv`, true},
 		{[]string{"--batch", "-1"}, "--batch -1 must be positive", true},
 		{[]string{"--preset", "huge"}, `unknown preset "huge"`, true},
 		{[]string{"--heads", "7"}, "not divisible by heads 7", true},

@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"memprobe/probe/job"
 )
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -13,11 +15,20 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints what `probe version` prints.
+	showVersion := root.Flags().Bool("version", false, "print the build and the machine (probe version) and exit")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *showVersion {
+			return writeEnvironment(stdout, job.Environment())
+		}
+		return cmd.Help()
+	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newTrainCmd(stdout, stderr))
 	root.AddCommand(newDecodeCmd(stdout, stderr))
+	root.AddCommand(newVersionCmd(stdout))
 	return root
 }
 

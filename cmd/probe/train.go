@@ -84,6 +84,7 @@ func (f *trainFlags) options() (job.Options, error) {
 		},
 		Data: f.data, DataSeed: f.dataSeed, Steps: f.steps,
 		Checkpoint: f.checkpoint, Resume: f.resume, Sample: f.sample, LogEvery: f.logEvery,
+		Preset: f.shape.preset, Plan: f.phase.plan, Phase: f.phase.phase,
 	}
 	for _, apply := range []func(*job.Options) error{f.phase.apply, f.instruments.apply, f.decode.apply} {
 		if err := apply(&o); err != nil {
@@ -113,6 +114,7 @@ or to --json FILE (written to a temporary file, then renamed).`,
 			if err != nil {
 				return usageError{err}
 			}
+			o.CommandLine = os.Args
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
 			r, err := job.Run(ctx, o, stderr)

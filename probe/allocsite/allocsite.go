@@ -329,7 +329,7 @@ func isEntryPoint(fn string) bool {
 		return false
 	}
 	for _, p := range []string{
-		"mallocgc", "newobject", "gostring", "newarray", "makeslice", "growslice", "makemap",
+		"mallocgc", "newobject", "gostring", "moveSlice", "newarray", "makeslice", "growslice", "makemap",
 		"makechan", "convT", "concatstring", "rawstring", "rawbyteslice", "rawruneslice",
 		"slicebytetostring", "stringtoslice", "slicerunetostring", "intstring",
 		"mapassign", "profilealloc", "mProf_Malloc", "(*mcache)", "(*mheap)",

@@ -8,113 +8,20 @@ import (
 	"path/filepath"
 	"unsafe"
 
+	"memprobe/internal/table"
 	"memprobe/probe/allocsite"
 	"memprobe/probe/ledger"
 	"memprobe/probe/procfs"
 	"memprobe/probe/reconcile"
 	"memprobe/probe/rtstats"
 	"memprobe/probe/sampler"
+	"memprobe/schema"
 	"memprobe/trainer/osthread"
 )
 
-// MaxStepRows bounds Runtime.Steps: per-step counters are kept for the
+// MaxStepRows bounds schema.Runtime.Steps: per-step counters are kept for the
 // first MaxStepRows steps; the aggregates cover every step.
 const MaxStepRows = 1000
-
-// StepCounters is what the Go runtime counted during one step: between the
-// read just before the trainer's Step and the read just after it, so the
-// job's own per-step work (progress lines, these reads) is not in it.
-type StepCounters struct {
-	Step           int   `json:"step"`
-	AllocsObjects  int64 `json:"allocs_objects"`
-	AllocsBytes    int64 `json:"allocs_bytes"`
-	GCCycles       int64 `json:"gc_cycles"`
-	GCPauseNs      int64 `json:"gc_pause_ns"`
-	HeapLiveBytes  int64 `json:"heap_live_bytes"` // after the step
-	Goroutines     int64 `json:"goroutines"`      // after the step
-	RuntimeThreads int64 `json:"runtime_threads"` // after the step
-	OSThreads      int64 `json:"os_threads"`      // after the step
-	RSSBytes       int64 `json:"rss_bytes"`       // VmRSS after the step
-}
-
-// RuntimePeaks are maxima over the step boundaries (the sampler's peaks
-// cover the time in between for RSS).
-type RuntimePeaks struct {
-	HeapLiveBytes    int64 `json:"heap_live_bytes"`
-	HeapObjectsBytes int64 `json:"heap_objects_bytes"`
-	// GoMappedBytes is /memory/classes/total − heap/released: everything
-	// the runtime has mapped and not returned.
-	GoMappedBytes  int64 `json:"go_mapped_bytes"`
-	Goroutines     int64 `json:"goroutines"`
-	RuntimeThreads int64 `json:"runtime_threads"`
-	OSThreads      int64 `json:"os_threads"`
-}
-
-// Runtime is the Go runtime's account of the job.
-type Runtime struct {
-	// Steady is the per-step cost after WarmupSteps: allocations (objects
-	// and bytes, from /gc/heap/allocs:*, process-wide), GC cycles and
-	// estimated pause time.
-	Steady rtstats.SteadyState `json:"steady"`
-	// AllSteps sums StepCounters over every step, warm-up included.
-	AllStepsAllocsObjects int64 `json:"all_steps_allocs_objects"`
-	AllStepsAllocsBytes   int64 `json:"all_steps_allocs_bytes"`
-	AllStepsGCCycles      int64 `json:"all_steps_gc_cycles"`
-	AllStepsGCPauseNs     int64 `json:"all_steps_gc_pause_ns"`
-	// Start is read before the first step, End after the last; both carry
-	// /memory/classes/* (what the runtime holds, by use).
-	Start rtstats.Snapshot `json:"start"`
-	End   rtstats.Snapshot `json:"end"`
-	Peak  RuntimePeaks     `json:"peak"`
-	// Steps are the first MaxStepRows steps' counters; never nil.
-	Steps          []StepCounters `json:"steps"`
-	StepsTruncated bool           `json:"steps_truncated"`
-}
-
-// RSSReconciliation explains the resident set and the address space at
-// two moments, and says how much of the peak the named parts account for.
-type RSSReconciliation struct {
-	// AtPeak is reconcile.Compute at the step boundary where VmRSS was
-	// highest (the first boundary within 1 MiB or 0.5 % of the highest;
-	// 0 is after set-up, before step 1), computed right there.
-	AtPeak     reconcile.Reconciliation `json:"at_peak"`
-	AtPeakStep int                      `json:"at_peak_step"`
-	// End is reconcile.Compute after the last step.
-	End reconcile.Reconciliation `json:"end"`
-	// VmHWMBytes is the kernel's peak RSS at the end.
-	VmHWMBytes int64 `json:"vm_hwm_bytes"`
-	// ExplainedBytes is what AtPeak's parts name, each from its own
-	// source (Go's classes within what smaps shows resident in Go's
-	// mappings, thread stacks, glibc's heaps, files, ...): its RSS less
-	// its unexplained bytes.
-	ExplainedBytes int64 `json:"explained_bytes"`
-	// ResidualBytes is VmHWM − ExplainedBytes: AtPeak's unexplained
-	// bytes plus any gap between the boundary's RSS and the true peak.
-	ResidualBytes int64   `json:"residual_bytes"`
-	ResidualPct   float64 `json:"residual_pct"`
-	// Within10Pct is |ResidualPct| ≤ 10.
-	Within10Pct bool `json:"within_10pct"`
-	// Residual is AtPeak's unexplained mappings: resident anonymous
-	// memory no source claimed, largest first. Never nil.
-	Residual []reconcile.Piece `json:"residual"`
-	// GoArenaRSSBytes is the resident part of the mappings that hold Go's
-	// heap arenas (smaps, at the end): what the heap classes, which count
-	// mapped bytes, really have in RAM.
-	GoArenaRSSBytes int64 `json:"go_arena_rss_bytes"`
-	// ThreadStackReservedBytes and ThreadStackResidentBytes are AtPeak's
-	// pthread stacks (guards apart): address space against memory.
-	ThreadStackReservedBytes int64 `json:"thread_stack_reserved_bytes"`
-	ThreadStackResidentBytes int64 `json:"thread_stack_resident_bytes"`
-}
-
-// RSSAgreement compares three views of the peak resident set.
-type RSSAgreement struct {
-	SamplerPeakRSSBytes uint64 `json:"sampler_peak_rss_bytes"`
-	VmHWMBytes          uint64 `json:"vm_hwm_bytes"`
-	// DiffPct is 100 × (sampler − VmHWM) / VmHWM; the sampler can only
-	// be lower, by what it missed between samples.
-	DiffPct float64 `json:"diff_pct"`
-}
 
 // instruments are the per-job probes: runtime counters around every step,
 // the sampler, and the RSS reconciliation. A nil *instruments does nothing.
@@ -129,7 +36,7 @@ type instruments struct {
 	warmup  int
 	before  rtstats.Snapshot
 	after   rtstats.Snapshot
-	out     Runtime
+	out     schema.Runtime
 	steady  rtstats.SteadyState
 	nSteady int
 
@@ -159,7 +66,7 @@ func startInstruments(ctx context.Context, o *Options) (*instruments, error) {
 	in := &instruments{led: o.Trainer.Ledger, rt: rtstats.New(),
 		gpu:      o.Trainer.Device != "" && o.Trainer.Device != "cpu",
 		keepRate: p.Heap != "" || p.Allocs != "" || p.Dir != "" || p.MemProfileRate > 0}
-	in.out.Steps = make([]StepCounters, 0, min(o.Steps, MaxStepRows))
+	in.out.Steps = make([]schema.StepCounters, 0, min(o.Steps, MaxStepRows))
 	smp, err := sampler.New(sampler.Options{Interval: o.SampleInterval, MaxPoints: o.SampleMaxPoints})
 	if err != nil {
 		return nil, err
@@ -203,7 +110,7 @@ func (in *instruments) endSites() {
 // beginSites starts attributing allocations by site: when the warm-up
 // ends, between two steps (it runs a GC).
 func (in *instruments) beginSites() {
-	in.sites = allocsite.Begin(allocsite.Options{OwnPrefixes: []string{"memprobe/probe/", "memprobe/cmd/"}, KeepRate: in.keepRate})
+	in.sites = allocsite.Begin(allocsite.Options{OwnPrefixes: []string{"memprobe/probe/", "memprobe/cmd/", "memprobe/internal/table."}, KeepRate: in.keepRate})
 }
 
 func (in *instruments) readStatus() {
@@ -229,7 +136,7 @@ func (in *instruments) afterStep(step, k int) {
 	in.rt.Read(&in.after)
 	d := rtstats.Delta(in.before, in.after)
 	in.readStatus()
-	sc := StepCounters{
+	sc := schema.StepCounters{
 		Step: step, AllocsObjects: d.HeapAllocsObjects, AllocsBytes: d.HeapAllocsBytes,
 		GCCycles: d.GCCycles, GCPauseNs: d.GCPauseTotalNs,
 		HeapLiveBytes: in.after.HeapLiveBytes, Goroutines: in.after.Goroutines, RuntimeThreads: in.after.RuntimeThreads,
@@ -302,7 +209,7 @@ func (in *instruments) reconcile() (reconcile.Reconciliation, error) {
 // finishSteps ends the step measurements: the end snapshot, steady state
 // and the reconciliations. Without /proc (not Linux) the reconciliation is
 // left nil.
-func (in *instruments) finishSteps(r *Result) {
+func (in *instruments) finishSteps(r *schema.Result) {
 	if in == nil {
 		return
 	}
@@ -331,7 +238,7 @@ func (in *instruments) finishSteps(r *Result) {
 	if st, err := procfs.ReadStatus(procfs.Self); err == nil {
 		hwm = int64(st.VmHWMBytes)
 	}
-	rec := &RSSReconciliation{
+	rec := &schema.RSSReconciliation{
 		End:        end,
 		AtPeak:     in.peakRec,
 		AtPeakStep: in.peakStep,
@@ -394,7 +301,7 @@ func explained(rec reconcile.Reconciliation) int64 {
 }
 
 // stop ends the sampler and compares its peak with the kernel's VmHWM.
-func (in *instruments) stop(r *Result) {
+func (in *instruments) stop(r *schema.Result) {
 	if in == nil || in.stopped {
 		return
 	}
@@ -408,7 +315,7 @@ func (in *instruments) stop(r *Result) {
 	}
 	r.Sampler = &res
 	if r.PeakRSSBytes > 0 {
-		r.RSSAgreement = &RSSAgreement{
+		r.RSSAgreement = &schema.RSSAgreement{
 			SamplerPeakRSSBytes: res.Peaks.RSSBytes,
 			VmHWMBytes:          r.PeakRSSBytes,
 			DiffPct:             round3(100 * (float64(res.Peaks.RSSBytes) - float64(r.PeakRSSBytes)) / float64(r.PeakRSSBytes)),
@@ -467,25 +374,41 @@ func (in *instruments) noteHeap(ptrs ...unsafe.Pointer) {
 	}
 }
 
-// renderAllocSites prints the allocations by class and the sites that
-// made them (at most 8 lines of sites).
-func renderAllocSites(w io.Writer, s *allocsite.Report) {
+// renderAllocSites prints the allocations by class, then a table of the
+// sites that made them (at most 8 rows).
+func renderAllocSites(w io.Writer, s *allocsite.Report) error {
 	exact := "every allocation recorded"
 	if !s.Exact {
 		exact = fmt.Sprintf("sampled at 1 per %d B, scaled", s.MemProfileRate)
 	}
-	fmt.Fprintf(w, "allocs by site over %d steps (%s): program %.2f/step (%.0f B/step), Go runtime %.2f/step, probe %.2f/step\n",
-		s.Steps, exact, s.ProgramObjectsPerStep(), s.ProgramBytesPerStep(),
-		float64(s.RuntimeObjects)/float64(max(s.Steps, 1)), float64(s.ProbeObjects)/float64(max(s.Steps, 1)))
+	steps := float64(max(s.Steps, 1))
+	t := table.New(fmt.Sprintf("allocs by site over %d steps (%s): program %.2f/step (%s/step), Go runtime %.2f/step, probe %.2f/step",
+		s.Steps, exact, s.ProgramObjectsPerStep(), table.FormatBytes(s.ProgramBytesPerStep()),
+		float64(s.RuntimeObjects)/steps, float64(s.ProbeObjects)/steps),
+		table.Column{Name: "class"},
+		table.Column{Name: "objects", Kind: table.Int},
+		table.Column{Name: "bytes", Kind: table.Bytes},
+		table.Column{Name: "function"},
+		table.Column{Name: "at"},
+		table.Column{Name: "called from"},
+	)
 	for i, site := range s.Sites {
 		if i == 8 {
-			fmt.Fprintf(w, "  ... %d more sites\n", len(s.Sites)-i+s.SitesOmitted)
+			t.Note("... %d more sites", len(s.Sites)-i+s.SitesOmitted)
 			break
 		}
-		from := ""
+		var from any
 		if site.CalledFrom != "" {
-			from = " from " + site.CalledFrom
+			from = site.CalledFrom
 		}
-		fmt.Fprintf(w, "  %-7s %8d objects %10d B  %s (%s:%d)%s\n", site.Class, site.Objects, site.Bytes, site.Function, filepath.Base(site.File), site.Line, from)
+		t.Add(site.Class, site.Objects, site.Bytes, site.Function, fmt.Sprintf("%s:%d", filepath.Base(site.File), site.Line), from)
 	}
+	if len(s.Sites) <= 8 && s.SitesOmitted > 0 {
+		t.Note("... %d more sites", s.SitesOmitted)
+	}
+	if len(s.Sites) == 0 && s.SitesOmitted == 0 {
+		_, err := fmt.Fprintln(w, t.Title) // no sites: no table
+		return err
+	}
+	return t.Render(w, table.Text)
 }

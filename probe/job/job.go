@@ -1,8 +1,9 @@
 // Package job runs one training job in-process and measures it: the unit the
 // probe repeats in fresh child processes. It builds the dataset and the
 // trainer from Options, trains, optionally checkpoints and samples, and
-// returns a Result whose JSON is what `probe train` prints and what a parent
-// process reads back.
+// returns a [schema.Result] whose JSON is what `probe train` prints and what
+// a parent process reads back: with the configuration that produced it
+// (OptionsFromConfig runs it again) and the environment it ran in.
 //
 // Unless Options.NoInstruments is set, the job also runs the instruments
 // (docs/instruments.md): the trainer's ledger set against the analytical
@@ -23,17 +24,16 @@ import (
 	"time"
 	"unsafe"
 
-	"memprobe/probe/allocsite"
+	"memprobe/internal/table"
 	"memprobe/probe/ledger"
 	"memprobe/probe/memmodel"
 	"memprobe/probe/procfs"
 	"memprobe/probe/profiling"
 	"memprobe/probe/reconcile"
 	"memprobe/probe/sampler"
+	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
-	"memprobe/trainer/device"
-	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 )
 
@@ -59,11 +59,17 @@ type Options struct {
 	// SampleMaxPoints bounds the sampler's timeline; 0 means 512.
 	SampleMaxPoints int
 	// WarmupSteps are left out of the steady-state per-step costs in
-	// Result.Runtime: 0 means 1, -1 means none.
+	// schema.Result.Runtime: 0 means 1, -1 means none.
 	WarmupSteps int
 	// Label names this job in profile files: "<plan>-<phase>" for a
 	// phase run; "" is "default".
 	Label string
+	// Preset, Plan and Phase name where Trainer's settings came from
+	// (--preset, --plan, --phase); they are recorded in the result's
+	// configuration, Trainer's fields are what runs.
+	Preset, Plan, Phase string
+	// CommandLine is recorded in the result (os.Args of `probe train`).
+	CommandLine []string
 	// Profiling says which pprof profiles to write and whether to serve
 	// net/http/pprof; its Name defaults to Label.
 	Profiling profiling.Options
@@ -97,98 +103,6 @@ func (o *Options) Validate() error {
 	return o.Trainer.Validate()
 }
 
-// SchemaVersion names the format of Result. Bump the number when a field
-// changes meaning or unit; adding a field does not change it. v2: the RSS
-// reconciliation's parts come from smaps, each with its reserved bytes
-// (the separate virtual list and the outside_go.other remainder are gone);
-// go_heap_allocs_per_step is the program's own, counted by site.
-const SchemaVersion = "memprobe.train/v2"
-
-// Result is the JSON object a job prints. Every memory figure is in bytes
-// and says which memory it is: RSS (resident), VSZ (reserved address space)
-// and Go heap are different things.
-type Result struct {
-	// Schema names this format and its version (SchemaVersion); a reader
-	// refuses a result of another version rather than misread it.
-	Schema     string       `json:"schema"`
-	Label      string       `json:"label,omitempty"` // "<plan>-<phase>" when a phase was selected
-	Config     model.Config `json:"config"`
-	Optimizer  model.AdamW  `json:"optimizer"`
-	Params     int          `json:"params"`
-	Data       string       `json:"data"`
-	DataTokens int          `json:"data_tokens"`
-	DataVocab  int          `json:"data_vocab"`
-	Threads    int          `json:"threads"`
-	Executors  int          `json:"executors"`
-	GOMAXPROCS int          `json:"gomaxprocs"`
-	GEMM       string       `json:"gemm"`
-	GEMMConfig string       `json:"gemm_config,omitempty"`
-	Seed       uint64       `json:"seed"`
-
-	Steps          int       `json:"steps"`
-	StartStep      int       `json:"start_step"`
-	TokensPerStep  int       `json:"tokens_per_step"`
-	TokensPerSec   float64   `json:"tokens_per_sec"` // over the steps after the first
-	StepNsMedian   int64     `json:"step_ns_median"`
-	StepNs         []int64   `json:"step_ns"`
-	LossFirst      float32   `json:"loss_first"`
-	LossLast       float32   `json:"loss_last"`
-	Losses         []float32 `json:"losses"`
-	GFLOPPerStep   float64   `json:"gflop_per_step"`
-	AchievedGFLOPS float64   `json:"achieved_gflops"`
-	// HeapAllocsPerStep and HeapAllocBytesPerStep are the program's own
-	// heap allocations per step in steady state (the steps after the
-	// warm-up, default 1): with instruments, AllocsBySite's program class
-	// (every allocation recorded with its stack; the Go runtime's own
-	// objects and the probe's are left out and shown there); without, a
-	// bracket of runtime/metrics reads around each step, which counts the
-	// runtime's objects too.
-	HeapAllocBytesPerStep float64 `json:"go_heap_alloc_bytes_per_step"`
-	HeapAllocsPerStep     float64 `json:"go_heap_allocs_per_step"`
-	// AllocsBySite names what allocated in the steady-state steps, site by
-	// site, program, runtime and probe apart; null without instruments.
-	AllocsBySite *allocsite.Report `json:"allocs_by_site"`
-
-	PeakRSSBytes  uint64 `json:"peak_rss_bytes"` // VmHWM at the end of the run
-	FinalRSSBytes uint64 `json:"final_rss_bytes"`
-	FinalVSZBytes uint64 `json:"final_vsz_bytes"`
-	OSThreads     int    `json:"os_threads"`
-
-	FloorBytes       int64 `json:"floor_bytes"` // analytical floor, see Floor
-	ExecutorBytes    int64 `json:"executor_bytes"`
-	LedgerTotalBytes int64 `json:"ledger_total_bytes"`
-	// ExpectedTotalBytes is the analytical model's sum over the same
-	// components.
-	ExpectedTotalBytes int64 `json:"expected_total_bytes"`
-	// Ledger is the model-vs-ledger table (memmodel.Compare) at the end
-	// of training; empty, never nil, with instruments off.
-	Ledger []memmodel.Row `json:"ledger"`
-	// LedgerFindings counts Ledger rows that differ from the model by more
-	// than 1 %.
-	LedgerFindings int `json:"ledger_findings"`
-
-	// Instruments says whether the instruments ran; when false the four
-	// fields below are null.
-	Instruments       bool               `json:"instruments"`
-	Runtime           *Runtime           `json:"runtime"`
-	RSSReconciliation *RSSReconciliation `json:"rss_reconciliation"`
-	Sampler           *sampler.Result    `json:"sampler"`
-	RSSAgreement      *RSSAgreement      `json:"rss_agreement"`
-	// Profiles lists the pprof files written; null when none was asked
-	// for.
-	Profiles *profiling.Report `json:"profiles"`
-
-	Sample     string   `json:"sample,omitempty"`
-	SampleIDs  []uint16 `json:"sample_ids,omitempty"`
-	Checkpoint string   `json:"checkpoint,omitempty"`
-
-	// Counts are the trainer's deterministic counters (contexts, worker
-	// threads, model-lock holds, ...): what each phase changes.
-	Counts trainer.Counts `json:"counts"`
-	// DecodeStats are the decode heads' device counters (with --decode).
-	DecodeStats *device.Stats `json:"decode_stats,omitempty"`
-}
-
 // Floor is the analytical memory floor of a configuration: parameters,
 // gradients and two Adam moments, one sequence's activations and backward
 // workspace per executor, and the token array. Nothing smaller can train
@@ -211,10 +125,12 @@ func FLOPsPerStep(c model.Config) float64 {
 }
 
 // Run executes the job. Progress lines go to progress (may be io.Discard).
-func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err error) {
+func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	start := time.Now()
+	env := environment()
 	cfg := o.Trainer.Config
 	if o.Resume != "" {
 		ckCfg, err := trainer.ReadCheckpointConfig(o.Resume)
@@ -310,6 +226,18 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 	if inst == nil {
 		bracket = newStepAllocs(warmup)
 	}
+	// The step log, a table streamed a row per logged step; its write
+	// errors are ignored, as the other progress lines' are.
+	steps, err := table.NewStream(progress, "",
+		table.Column{Name: "step", Kind: table.Int, Width: 5},
+		table.Column{Name: "loss", Kind: table.Float, Decimals: 4, Width: 7},
+		table.Column{Name: "tokens/s", Kind: table.Rate, Width: 9},
+		table.Column{Name: "step time", Unit: "ms", Kind: table.Float, Width: 6},
+		table.Column{Name: "RSS", Kind: table.Bytes, Width: 10},
+	)
+	if err != nil {
+		return nil, err
+	}
 	inst.setUp(warmup)
 	inst.beforeStep()
 	stats, err := tr.Train(ctx, o.Steps, func(s trainer.StepStats) {
@@ -317,30 +245,31 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 		inst.afterStep(s.Step, k) // first: the step's counters end here
 		bracket.after(k)
 		if k%logEvery == 0 || k == 1 || k == o.Steps {
-			rss := inst.rss()
-			fmt.Fprintf(progress, "step %5d  loss %.4f  %8.0f tok/s  %6.0f ms  rss %s\n",
-				s.Step, s.Loss, s.TokensPerSecond, float64(s.Duration)/1e6, mib(int64(rss)))
+			steps.Row(s.Step, s.Loss, s.TokensPerSecond, float64(s.Duration)/1e6, inst.rss())
 		}
 		inst.beforeStep() // last: the next step's counters start here
 		bracket.before()
 	})
+	steps.Close()
 	inst.endSites()
 	if err != nil {
 		return nil, err
 	}
-	r = &Result{
-		Config: cfg, Optimizer: o.Trainer.Optimizer, Params: cfg.NumParams(),
+	r = &schema.Result{
+		Config: configOf(&o, tr.GEMM().Name()), Environment: env,
+		CommandLine: commandLine(o.CommandLine), StartTime: start.Format(time.RFC3339),
+		Optimizer: schema.Optimizer(o.Trainer.Optimizer), Params: cfg.NumParams(),
 		Data: ds.Source, DataTokens: len(ds.Tokens), DataVocab: ds.Vocab,
 		Threads: o.Trainer.Threads, Executors: tr.NumExecutors(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		GEMM: tr.GEMM().Name(), GEMMConfig: gemm.OpenBLASConfig(), Seed: o.Trainer.Seed,
+		GEMM: tr.GEMM().Name(), GEMMConfig: env.OpenBLASConfig, Seed: o.Trainer.Seed,
 		Steps: len(stats), StartStep: startStep, TokensPerStep: cfg.Batch * cfg.Context,
 		GFLOPPerStep: FLOPsPerStep(cfg) / 1e9,
 		FloorBytes:   floor, ExecutorBytes: perExec,
-		Instruments: inst != nil, Ledger: []memmodel.Row{},
-		Schema: SchemaVersion, Label: o.Label, Counts: tr.Counts(),
+		Instruments: inst != nil, Ledger: []schema.LedgerRow{},
+		Schema: schema.ResultVersion, Label: o.Label, Counts: schema.Counts(tr.Counts()),
 	}
 	if o.Trainer.Decode != "" {
-		ds := tr.DecodeStats()
+		ds := schema.DecodeStats(tr.DecodeStats())
 		r.DecodeStats = &ds
 	}
 	summarize(r, stats)
@@ -416,7 +345,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *Result, err err
 	return r, nil
 }
 
-func summarize(r *Result, stats []trainer.StepStats) {
+func summarize(r *schema.Result, stats []trainer.StepStats) {
 	if len(stats) == 0 {
 		return
 	}

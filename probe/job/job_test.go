@@ -117,7 +117,7 @@ func TestRunInstruments(t *testing.T) {
 			t.Errorf("JSON lacks %s", key)
 		}
 	}
-	if !strings.Contains(progress.String(), "COMPONENT") || !strings.Contains(progress.String(), "rss at peak") {
+	if !strings.Contains(progress.String(), "component") || !strings.Contains(progress.String(), "rss at peak") {
 		t.Errorf("progress lacks the tables:\n%s", progress.String())
 	}
 }

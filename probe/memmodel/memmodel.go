@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"memprobe/probe/ledger"
+	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/model"
 )
@@ -91,34 +92,9 @@ func TotalBytes(cs []Component) int64 {
 	return t
 }
 
-// Row is one line of the model-vs-ledger table.
-type Row struct {
-	Component string `json:"component"`
-	// ExpectedBytes is the model's figure (0 when the model does not know
-	// the component).
-	ExpectedBytes int64 `json:"expected_bytes"`
-	// MeasuredBytes is what the ledger holds now.
-	MeasuredBytes int64 `json:"measured_bytes"`
-	// PeakBytes is the ledger's high-water mark for the component.
-	PeakBytes int64 `json:"peak_bytes"`
-	// ExpectedPeakBytes is the model's peak figure.
-	ExpectedPeakBytes int64 `json:"expected_peak_bytes"`
-	// DiffPct is 100 × (measured − expected) / expected; null when
-	// expected is 0.
-	DiffPct *float64 `json:"diff_pct"`
-	// PeakDiffPct is the same for the peaks.
-	PeakDiffPct *float64 `json:"peak_diff_pct"`
-	// Allocs and Frees are the ledger's counts of Alloc and Free calls.
-	Allocs int64 `json:"allocs"`
-	Frees  int64 `json:"frees"`
-	// Finding is true when measured or peak differ from the model by more
-	// than Tolerance percent, or when only one side knows the component.
-	Finding bool `json:"finding"`
-	// Note says why a row is a finding ("" when it is not), and the
-	// model's formula.
-	Note    string `json:"note"`
-	Formula string `json:"formula"`
-}
+// Row is one line of the model-vs-ledger table: the result's
+// [schema.LedgerRow], where its fields are documented.
+type Row = schema.LedgerRow
 
 // Compare joins the model's components with a ledger snapshot. Rows come in
 // the model's order, then components only the ledger has, by name. A nil

@@ -3,47 +3,42 @@ package reconcile
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"text/tabwriter"
+
+	"memprobe/internal/table"
 )
 
-// Render writes r as one plain-text table, each part's resident bytes
-// (RSS) beside its reserved address space (VSZ), then the unexplained
-// mappings and any warnings.
-func Render(w io.Writer, r Reconciliation) error {
-	// Right-align numbers by padding them to a common width; tabwriter
-	// aligns the columns.
-	rows := append([]Part{}, r.Parts...)
-	rows = append(rows, Part{Name: "unexplained", Bytes: r.UnexplainedBytes, ReservedBytes: r.UnexplainedReservedBytes, Note: r.UnexplainedNote})
-	wb, wm, wv, wvm := len("RESIDENT_B"), len("MiB"), len("RESERVED_B"), len("MiB")
-	for _, p := range append(rows, Part{Bytes: r.RSSBytes, ReservedBytes: r.VSZBytes}) {
-		wb = max(wb, len(strconv.FormatInt(p.Bytes, 10)))
-		wm = max(wm, len(mib(p.Bytes)))
-		wv = max(wv, len(strconv.FormatInt(p.ReservedBytes, 10)))
-		wvm = max(wvm, len(mib(p.ReservedBytes)))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(name string, b, v int64, n, note string) {
-		fmt.Fprintf(tw, "%s\t%*d\t%*s\t%6s\t%*d\t%*s\t%6s\t%4s\t%s\n", name, wb, b, wm, mib(b), pct(b, r.RSSBytes),
-			wv, v, wvm, mib(v), pct(v, r.VSZBytes), n, note)
-	}
-	fmt.Fprintf(tw, "PART\t%*s\t%*s\t%6s\t%*s\t%*s\t%6s\t%4s\tNOTE\n", wb, "RESIDENT_B", wm, "MiB", "%RSS", wv, "RESERVED_B", wvm, "MiB", "%VSZ", "N")
-	for _, p := range rows {
-		n := ""
-		if p.Count > 0 {
-			n = strconv.Itoa(p.Count)
+// Table is r as one table: each part's resident bytes (RSS) and share of
+// VmRSS beside its reserved address space (VSZ) and share of VmSize, what
+// it counts and where it comes from; then the unexplained remainder and
+// the total. The unexplained mappings and any warnings are notes below.
+func Table(r Reconciliation) *table.Table {
+	t := table.New("",
+		table.Column{Name: "part"},
+		table.Column{Name: "resident", Kind: table.Bytes},
+		table.Column{Name: "of RSS", Kind: table.Percent, Decimals: 1},
+		table.Column{Name: "reserved", Kind: table.Bytes},
+		table.Column{Name: "of VSZ", Kind: table.Percent, Decimals: 1},
+		table.Column{Name: "count", Kind: table.Int},
+		table.Column{Name: "note"},
+	)
+	row := func(name string, b, v int64, n int, note string) {
+		var count any
+		if n > 0 {
+			count = n
 		}
-		row(p.Name, p.Bytes, p.ReservedBytes, n, p.Note)
+		t.Add(name, b, pct(b, r.RSSBytes), v, pct(v, r.VSZBytes), count, note)
 	}
+	for _, p := range r.Parts {
+		row(p.Name, p.Bytes, p.ReservedBytes, p.Count, p.Note)
+	}
+	row("unexplained", r.UnexplainedBytes, r.UnexplainedReservedBytes, 0, r.UnexplainedNote)
 	total := "VmRSS, VmSize"
 	if r.PSSBytes != 0 {
-		total += fmt.Sprintf("; PSS %d B (%s MiB); smaps Σ Rss %d B, Σ Size %d B", r.PSSBytes, mib(r.PSSBytes), r.SmapsRSSBytes, r.SmapsSizeBytes)
+		total += fmt.Sprintf("; PSS %s; smaps Σ Rss %s, Σ Size %s",
+			table.FormatBytes(float64(r.PSSBytes)), table.FormatBytes(float64(r.SmapsRSSBytes)), table.FormatBytes(float64(r.SmapsSizeBytes)))
 	}
-	row("= total", r.RSSBytes, r.VSZBytes, "", total)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	row("= total", r.RSSBytes, r.VSZBytes, 0, total)
 	for _, p := range r.UnexplainedMappings {
 		what := strings.TrimSpace(fmt.Sprintf("%#x-%#x %s %s", p.Start, p.End, p.Perms, p.Path))
 		if p.Start == 0 && p.End == 0 {
@@ -52,23 +47,23 @@ func Render(w io.Writer, r Reconciliation) error {
 		if p.Note != "" {
 			what += " (" + p.Note + ")"
 		}
-		if _, err := fmt.Fprintf(w, "unexplained: %s MiB resident of %s MiB mapped: %s\n", mib(p.ResidentBytes), mib(p.ReservedBytes), what); err != nil {
-			return err
-		}
+		t.Note("unexplained: %s resident of %s mapped: %s",
+			table.FormatBytes(float64(p.ResidentBytes)), table.FormatBytes(float64(p.ReservedBytes)), what)
 	}
 	for _, s := range r.Warnings {
-		if _, err := fmt.Fprintf(w, "warning: %s\n", s); err != nil {
-			return err
-		}
+		t.Note("warning: %s", s)
 	}
-	return nil
+	return t
 }
 
-func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 2, 64) }
+// Render writes r as a plain-text table (Table).
+func Render(w io.Writer, r Reconciliation) error { return Table(r).Render(w, table.Text) }
 
-func pct(b, total int64) string {
+// pct is 100 b / total; nil (absent) when total is 0.
+func pct(b, total int64) *float64 {
 	if total == 0 {
-		return "-"
+		return nil
 	}
-	return strconv.FormatFloat(100*float64(b)/float64(total), 'f', 1, 64)
+	p := 100 * float64(b) / float64(total)
+	return &p
 }

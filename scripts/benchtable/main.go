@@ -3,7 +3,7 @@
 // ratio and heap allocations per step. scripts/bench-trainer.sh runs it;
 // jq is not assumed.
 //
-//	go run ./scripts/benchtable [-label NAME] RESULT.json...
+//	go run ./scripts/benchtable [-label NAME] [-format text|markdown|csv] RESULT.json...
 package main
 
 import (
@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"memprobe/internal/table"
 )
 
 // result holds the fields of probe/job.Result the table shows.
@@ -29,23 +31,37 @@ type result struct {
 
 func main() {
 	label := flag.String("label", "", "a first column naming the binary (empty: none)")
+	format := flag.String("format", "text", "output format: text, markdown or csv")
 	flag.Parse()
-	if err := run(os.Stdout, *label, flag.Args()); err != nil {
+	f, err := table.ParseFormat(*format)
+	if err == nil {
+		err = run(os.Stdout, *label, f, flag.Args())
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, label string, paths []string) error {
+func run(w io.Writer, label string, f table.Format, paths []string) error {
 	if len(paths) == 0 {
-		return fmt.Errorf("no result files (usage: benchtable [-label NAME] RESULT.json...)")
+		return fmt.Errorf("no result files (usage: benchtable [-label NAME] [-format text|markdown|csv] RESULT.json...)")
 	}
-	const mib = 1 << 20
+	cols := []table.Column{
+		{Name: "threads", Kind: table.Int},
+		{Name: "executors", Kind: table.Int},
+		{Name: "tokens/s", Kind: table.Rate},
+		{Name: "GFLOPS", Kind: table.Float, Decimals: 1},
+		{Name: "peak RSS", Kind: table.Bytes},
+		{Name: "floor", Kind: table.Bytes},
+		{Name: "RSS/floor", Kind: table.Float, Decimals: 2},
+		{Name: "allocs/step", Kind: table.Rate, Decimals: 1},
+		{Name: "loss last", Kind: table.Float, Decimals: 4},
+	}
 	if label != "" {
-		fmt.Fprintf(w, "%-10s ", "binary")
+		cols = append([]table.Column{{Name: "binary"}}, cols...)
 	}
-	fmt.Fprintf(w, "%7s %5s %10s %7s %13s %9s %9s %11s %9s\n",
-		"threads", "execs", "tokens/s", "GFLOPS", "peak_RSS_MiB", "floor_MiB", "RSS/floor", "allocs/step", "loss_last")
+	t := table.New("", cols...)
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -55,12 +71,15 @@ func run(w io.Writer, label string, paths []string) error {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return fmt.Errorf("reading %s: %v", p, err)
 		}
-		if label != "" {
-			fmt.Fprintf(w, "%-10s ", label)
+		var ratio any
+		if r.FloorBytes > 0 {
+			ratio = float64(r.PeakRSSBytes) / float64(r.FloorBytes)
 		}
-		fmt.Fprintf(w, "%7d %5d %10.0f %7.1f %13.1f %9.1f %9.2f %11.1f %9.4f\n",
-			r.Threads, r.Executors, r.TokensPerSec, r.AchievedGFLOPS, float64(r.PeakRSSBytes)/mib,
-			float64(r.FloorBytes)/mib, float64(r.PeakRSSBytes)/float64(r.FloorBytes), r.AllocsPerStep, r.LossLast)
+		row := []any{r.Threads, r.Executors, r.TokensPerSec, r.AchievedGFLOPS, r.PeakRSSBytes, r.FloorBytes, ratio, r.AllocsPerStep, r.LossLast}
+		if label != "" {
+			row = append([]any{label}, row...)
+		}
+		t.Add(row...)
 	}
-	return nil
+	return t.Render(w, f)
 }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"strings"
 
+	"memprobe/internal/table"
 	"memprobe/trainer"
 )
 
@@ -86,23 +87,27 @@ func Select(o *trainer.Options, plan, phase string) error {
 	return p.Configure(o, phase)
 }
 
-// List writes one line per plan and per phase: the plan with its notes,
-// then each phase's name, description and the note's claim.
+// List writes one table per plan, titled with the plan and its notes: each
+// phase's name, description and the note's claim.
 func List(w io.Writer) error {
-	var b strings.Builder
 	for i, p := range Plans() {
 		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "plan %s (%s)\n", p.Name, strings.Join(p.Notes, ", "))
-		for _, ph := range p.Phases {
-			claim := ph.Claim
-			if claim == "" {
-				claim = "-"
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
 			}
-			fmt.Fprintf(&b, "  %-7s %-52s claim: %s\n", ph.Name, ph.Description, claim)
+		}
+		t := table.New(fmt.Sprintf("plan %s (%s)", p.Name, strings.Join(p.Notes, ", ")),
+			table.Column{Name: "phase"}, table.Column{Name: "change"}, table.Column{Name: "claim"})
+		for _, ph := range p.Phases {
+			var claim any
+			if ph.Claim != "" {
+				claim = ph.Claim
+			}
+			t.Add(ph.Name, ph.Description, claim)
+		}
+		if err := t.Render(w, table.Text); err != nil {
+			return err
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return nil
 }

@@ -1,0 +1,156 @@
+package table
+
+import (
+	"bytes"
+	"encoding/csv"
+	"math"
+	"strings"
+	"testing"
+
+	"memprobe/internal/golden"
+)
+
+// sample has a column of every kind, absent values (nil, a nil pointer,
+// NaN), negative and large numbers, text the markdown must escape, a title
+// and notes.
+func sample() *Table {
+	diff := 5.0
+	var none *float64
+	t := New("model vs ledger: tiny preset, 3 executors",
+		Column{Name: "component"},
+		Column{Name: "objects", Kind: Int},
+		Column{Name: "peak RSS", Kind: Bytes},
+		Column{Name: "diff", Kind: Percent, Decimals: 2},
+		Column{Name: "loss", Kind: Float, Decimals: 4},
+		Column{Name: "throughput", Kind: Rate, Unit: "tokens/s"},
+		Column{Name: "note"},
+	)
+	t.Add("params", 154624, int64(618496), 0.0, 6.68091, 64210.4, "4 B × P")
+	t.Add("grads", uint64(3), uint64(649420), &diff, float32(6.5), 1234567.0, "measured +5.0% | *not* the model")
+	t.Add("tape", 0, 0, none, math.NaN(), nil, "")
+	t.Add("negative", -1234567, int64(-8192), -0.001, -2.5, -1500.0, "<nil>")
+	t.Add("total", 9926784, int64(150_000_000_000), "n/a")
+	t.Note("unexplained: %s resident", FormatBytes(48<<20))
+	t.Note("warning: a note")
+	return t
+}
+
+// TestRenderGolden renders the sample in every format; the golden files
+// are named after the format.
+func TestRenderGolden(t *testing.T) {
+	for _, f := range Formats() {
+		var b bytes.Buffer
+		if err := sample().Render(&b, f); err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, "sample."+string(f)+".golden", b.Bytes())
+		if f == Text {
+			for i, l := range strings.Split(b.String(), "\n") {
+				if strings.HasSuffix(l, " ") {
+					t.Errorf("text line %d has trailing spaces: %q", i+1, l)
+				}
+			}
+		}
+	}
+}
+
+// TestCSVExact: CSV is a header and the rows, bytes exact, no digit groups.
+func TestCSVExact(t *testing.T) {
+	var b bytes.Buffer
+	if err := sample().Render(&b, CSV); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1+len(sample().Rows) {
+		t.Fatalf("%d records, want header + %d rows", len(recs), len(sample().Rows))
+	}
+	if got := recs[0][2]; got != "peak RSS (B)" {
+		t.Errorf("bytes header %q, want %q", got, "peak RSS (B)")
+	}
+	if got := recs[5][2]; got != "150000000000" {
+		t.Errorf("bytes in CSV %q, want exact 150000000000", got)
+	}
+	if got := recs[2][5]; got != "1234567" {
+		t.Errorf("rate in CSV %q, want 1234567", got)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for _, c := range []struct {
+		n    float64
+		want string
+	}{
+		{0, "0 B"}, {512, "512 B"}, {1023, "1023 B"}, {1024, "1 KiB"}, {8192, "8 KiB"},
+		{8196, "8.00 KiB"}, {1536, "1.50 KiB"}, {10 << 20, "10 MiB"}, {132_228_710, "126.1 MiB"},
+		{1<<20 - 1, "1.00 MiB"}, {10*1024 - 1, "10.0 KiB"}, {-8192, "-8 KiB"},
+		{3 << 30, "3 GiB"}, {1.5 * (1 << 40), "1.50 TiB"}, {math.NaN(), "-"},
+	} {
+		if got := FormatBytes(c.n); got != c.want {
+			t.Errorf("FormatBytes(%v) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	if _, err := ParseFormat("html"); err == nil || !strings.Contains(err.Error(), "html") {
+		t.Errorf("ParseFormat(html): %v", err)
+	}
+	if err := New("x", Column{Name: "n", Kind: Int}).Render(new(bytes.Buffer), "html"); err == nil {
+		t.Error("format html: no error")
+	}
+	bad := New("x", Column{Name: "n", Kind: Int})
+	bad.Add(struct{}{})
+	if err := bad.Render(new(bytes.Buffer), Text); err == nil || !strings.Contains(err.Error(), `"n"`) {
+		t.Errorf("a struct in an Int column: %v", err)
+	}
+	frac := New("x", Column{Name: "n", Kind: Bytes})
+	frac.Add(1.5)
+	if err := frac.Render(new(bytes.Buffer), Text); err == nil {
+		t.Error("1.5 bytes: no error")
+	}
+	long := New("x", Column{Name: "n"})
+	long.Add("a", "b")
+	if err := long.Render(new(bytes.Buffer), Text); err == nil {
+		t.Error("a row longer than the columns: no error")
+	}
+}
+
+// TestStreamGolden: a streamed table (the step log) has fixed widths; the
+// header comes first, each row as it is written, no trailing spaces.
+func TestStreamGolden(t *testing.T) {
+	var b bytes.Buffer
+	s, err := NewStream(&b, "steps",
+		Column{Name: "step", Kind: Int, Width: 5},
+		Column{Name: "loss", Kind: Float, Decimals: 4, Width: 7},
+		Column{Name: "tokens/s", Kind: Rate, Width: 9},
+		Column{Name: "rss", Kind: Bytes, Width: 10},
+		Column{Name: "note"},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := b.String()
+	if !strings.Contains(header, "tokens/s") {
+		t.Fatalf("no header before the first row: %q", header)
+	}
+	for i, rss := range []int64{60 << 20, 62_914_560 + 12345, 1 << 30} {
+		if err := s.Row(i+1, 6.6809-float64(i)/10, 64210.4*float64(i+1), rss); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(b.String(), "\n"); n != 3+i {
+			t.Fatalf("after row %d: %d lines, want %d: the row is not written at once\n%s", i+1, n, 3+i, b.String())
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(b.String(), "\n") {
+		if strings.HasSuffix(l, " ") {
+			t.Errorf("line %d has trailing spaces: %q", i+1, l)
+		}
+	}
+	golden.Check(t, "stream.text.golden", b.Bytes())
+}

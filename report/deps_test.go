@@ -1,0 +1,31 @@
+package report
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestNoTrainer: reading a result must not link the trainer. Package
+// schema and this package may depend on the leaf instrument packages whose
+// types appear in a result, never on memprobe/trainer/... nor on
+// probe/job or probe/memmodel, which import it. Checked for each set of
+// build tags that changes what the trainer links.
+func TestNoTrainer(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH: cannot list dependencies")
+	}
+	for _, tags := range []string{"", "openblas", "cuda"} {
+		out, err := exec.Command(goBin, "list", "-tags="+tags, "-deps", "memprobe/schema", "memprobe/report").CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -tags=%q -deps: %v\n%s", tags, err, out)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			if p == "memprobe/trainer" || strings.HasPrefix(p, "memprobe/trainer/") ||
+				p == "memprobe/probe/job" || p == "memprobe/probe/memmodel" {
+				t.Errorf("tags %q: memprobe/schema or memprobe/report depends on %s", tags, p)
+			}
+		}
+	}
+}

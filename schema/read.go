@@ -1,0 +1,208 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"memprobe/internal/atomicfile"
+)
+
+// ErrSchema is wrapped by errors about a file of another format or
+// version: the file may be fine, this build does not read it.
+var ErrSchema = errors.New("unsupported schema")
+
+// ReadResult reads one job result from path.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading result: %w", err)
+	}
+	return DecodeResult(b, path)
+}
+
+// DecodeResult parses a job result of ResultVersion; name is used in
+// errors. It refuses another format or version (wrapping ErrSchema), JSON
+// that does not fit the format ("line N: ..."), and a result no job can
+// have produced (no steps, no parameters, no configuration or
+// environment, a start time that is not RFC 3339).
+func DecodeResult(b []byte, name string) (*Result, error) {
+	if err := checkSchema(b, "result", name, ResultVersion); err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("reading result %s: %s", name, jsonError(b, err))
+	}
+	if err := r.check(); err != nil {
+		return nil, fmt.Errorf("reading result %s: %v", name, err)
+	}
+	return &r, nil
+}
+
+// check says what makes r implausible, or nil.
+func (r *Result) check() error {
+	switch {
+	case r.Steps < 1 || r.Params < 1:
+		return fmt.Errorf("implausible result: %d steps, %d parameters", r.Steps, r.Params)
+	case r.Config.Threads < 1 || r.Config.Steps < 1:
+		return fmt.Errorf("implausible result: config has %d threads, %d steps (no configuration?)", r.Config.Threads, r.Config.Steps)
+	case r.Environment.GoVersion == "":
+		return errors.New("implausible result: environment has no go_version (no environment?)")
+	}
+	if _, err := time.Parse(time.RFC3339, r.StartTime); err != nil {
+		return fmt.Errorf("implausible result: start_time %q is not RFC 3339", r.StartTime)
+	}
+	return nil
+}
+
+// ReadReport reads a run report from path.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	return DecodeReport(b, path)
+}
+
+// DecodeReport parses a run report of ReportVersion; name is used in
+// errors. It refuses another format or version, a repetition whose result
+// is of another version (both wrapping ErrSchema), and a run whose status
+// is unknown or whose results are implausible.
+func DecodeReport(b []byte, name string) (*Report, error) {
+	if err := checkSchema(b, "report", name, ReportVersion); err != nil {
+		return nil, err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("reading report %s: %s", name, jsonError(b, err))
+	}
+	for _, t := range []struct{ field, v string }{{"start_time", rep.StartTime}, {"end_time", rep.EndTime}} {
+		if _, err := time.Parse(time.RFC3339, t.v); err != nil {
+			return nil, fmt.Errorf("reading report %s: implausible report: %s %q is not RFC 3339", name, t.field, t.v)
+		}
+	}
+	for i := range rep.Runs {
+		run := &rep.Runs[i]
+		where := fmt.Sprintf("reading report %s: run %d (%s)", name, i, run.Name)
+		if !run.Status.Valid() {
+			return nil, fmt.Errorf("%s: unknown status %q (want ok, failed, timeout, killed or skipped)", where, run.Status)
+		}
+		if run.Status == StatusOK && len(run.Repetitions) == 0 {
+			return nil, fmt.Errorf("%s: status ok with no repetitions", where)
+		}
+		for j := range run.Repetitions {
+			r := &run.Repetitions[j]
+			if r.Schema != ResultVersion {
+				return nil, fmt.Errorf("%s, repetition %d: %w: schema %q, this build reads %q", where, j, ErrSchema, r.Schema, ResultVersion)
+			}
+			if err := r.check(); err != nil {
+				return nil, fmt.Errorf("%s, repetition %d: %v", where, j, err)
+			}
+		}
+	}
+	return &rep, nil
+}
+
+// checkSchema reads b's "schema" field and refuses anything but want; kind
+// ("result" or "report") and name go into the error.
+func checkSchema(b []byte, kind, name, want string) error {
+	var head struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return fmt.Errorf("reading %s %s: %s", kind, name, jsonError(b, err))
+	}
+	switch {
+	case head.Schema == nil:
+		return fmt.Errorf("reading %s %s: %w: no \"schema\" field (not a memprobe %s, or one from before schemas)", kind, name, ErrSchema, kind)
+	case *head.Schema != want:
+		hint := ""
+		if id, _, _ := strings.Cut(*head.Schema, "/"); id != schemaID(want) {
+			hint = fmt.Sprintf(" (not a %s: %s)", kind, describe(id))
+		}
+		return fmt.Errorf("reading %s %s: %w: schema %q, this build reads %q%s", kind, name, ErrSchema, *head.Schema, want, hint)
+	}
+	return nil
+}
+
+// schemaID is the format's name without its version.
+func schemaID(v string) string { id, _, _ := strings.Cut(v, "/"); return id }
+
+// describe names a format by its id.
+func describe(id string) string {
+	switch id {
+	case schemaID(ResultVersion):
+		return "a job result, read it with ReadResult"
+	case schemaID(ReportVersion):
+		return "a run report, read it with ReadReport"
+	}
+	return "an unknown format"
+}
+
+// jsonError says where in b a JSON error is, as "line N: what is wrong".
+func jsonError(b []byte, err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	off := int64(-1)
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 {
+		return err.Error()
+	}
+	line := 1 + bytes.Count(b[:min(int(off), len(b))], []byte("\n"))
+	return fmt.Sprintf("line %d: %v", line, err)
+}
+
+// Marshal is v as indented JSON with a final newline: how every memprobe
+// file is written.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteResult writes r to path atomically (a temporary file, then a
+// rename: a reader never sees half a result). It sets r.Schema when
+// empty and refuses another version.
+func WriteResult(path string, r *Result) error {
+	if r.Schema == "" {
+		r.Schema = ResultVersion
+	}
+	if r.Schema != ResultVersion {
+		return fmt.Errorf("writing result %s: %w: schema %q, this build writes %q", path, ErrSchema, r.Schema, ResultVersion)
+	}
+	return writeJSON(path, r)
+}
+
+// WriteReport writes rep to path atomically. It sets rep.Schema when
+// empty and refuses another version.
+func WriteReport(path string, rep *Report) error {
+	if rep.Schema == "" {
+		rep.Schema = ReportVersion
+	}
+	if rep.Schema != ReportVersion {
+		return fmt.Errorf("writing report %s: %w: schema %q, this build writes %q", path, ErrSchema, rep.Schema, ReportVersion)
+	}
+	return writeJSON(path, rep)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := Marshal(v)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return atomicfile.WriteBytes(path, b)
+}

@@ -1,0 +1,97 @@
+package schema
+
+// ReportVersion names the format of Report.
+const ReportVersion = "memprobe.report/v1"
+
+// Report is what the experiment runner (`probe run`, next) writes: many
+// configurations, each run in fresh child processes one or more times
+// (repetitions), with the environment they all ran in.
+type Report struct {
+	// Schema is ReportVersion.
+	Schema      string      `json:"schema"`
+	Environment Environment `json:"environment"`
+	// CommandLine is the runner's os.Args; each repetition's result has
+	// its child's own.
+	CommandLine []string `json:"command_line"`
+	// StartTime and EndTime bracket the whole run, RFC 3339.
+	StartTime string `json:"start_time"`
+	EndTime   string `json:"end_time"`
+	// Runs are the configurations in the order they ran; never nil.
+	Runs []Run `json:"runs"`
+	// Warnings are caveats about the whole run (a noisy machine, a
+	// configuration that was not comparable); never nil.
+	Warnings []string `json:"warnings"`
+}
+
+// Status is how a configuration's run ended.
+type Status string
+
+// The statuses of a Run.
+const (
+	StatusOK      Status = "ok"      // every repetition finished and wrote its result
+	StatusFailed  Status = "failed"  // a repetition exited non-zero or wrote no readable result
+	StatusTimeout Status = "timeout" // a repetition ran past its time limit and was stopped
+	StatusKilled  Status = "killed"  // a repetition died of a signal (out of memory, interrupted)
+	StatusSkipped Status = "skipped" // not run (unsupported here, or an earlier failure made it pointless)
+)
+
+// Valid reports whether s is one of the statuses above.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusOK, StatusFailed, StatusTimeout, StatusKilled, StatusSkipped:
+		return true
+	}
+	return false
+}
+
+// Run is one configuration of a Report.
+type Run struct {
+	// Name is how tables label the configuration: the result's label,
+	// "<plan>-<phase>", or one the runner gives.
+	Name string `json:"name"`
+	// Plan and Phase repeat Config.Plan and Config.Phase for readers that
+	// group by them.
+	Plan   string `json:"plan"`
+	Phase  string `json:"phase"`
+	Config Config `json:"config"`
+	Status Status `json:"status"`
+	// Reason says why the status is not ok ("" when it is): the exit
+	// status, the signal, the limit passed, the last line of stderr.
+	Reason string `json:"reason"`
+	// Repetitions are the results of the repetitions that finished, in
+	// the order they ran; never nil (empty when none finished). Each is a
+	// whole Result of ResultVersion.
+	Repetitions []Result `json:"repetitions"`
+	Summary     Summary  `json:"summary"`
+}
+
+// Summary condenses a Run's repetitions. Its statistics are computed by
+// the runner's statistics stage (to come); this version defines where
+// they go.
+type Summary struct {
+	// Repetitions is how many repetitions were asked for; Completed how
+	// many wrote a result (len(Run.Repetitions)).
+	Repetitions int `json:"repetitions"`
+	Completed   int `json:"completed"`
+	// Metrics summarise one result field each over the completed
+	// repetitions, in a fixed order; never nil.
+	Metrics []Metric `json:"metrics"`
+	// Warnings are statistical caveats beside the figures (too few
+	// repetitions, a large spread, an outlier), not failures; never nil.
+	Warnings []string `json:"warnings"`
+}
+
+// Metric is one result field over a Run's repetitions.
+type Metric struct {
+	// Name is the Result's JSON field ("peak_rss_bytes",
+	// "tokens_per_sec", ...); its unit is in the name.
+	Name string `json:"name"`
+	// Values are the field's value in each completed repetition, in
+	// order; never nil.
+	Values []float64 `json:"values"`
+	// N, Median, Min and Max summarise Values (0 when N is 0).
+	N      int     `json:"n"`
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}

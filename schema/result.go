@@ -1,0 +1,311 @@
+package schema
+
+import (
+	"memprobe/probe/allocsite"
+	"memprobe/probe/profiling"
+	"memprobe/probe/reconcile"
+	"memprobe/probe/rtstats"
+	"memprobe/probe/sampler"
+)
+
+// ResultVersion names the format of Result. v2: the RSS reconciliation's
+// parts come from smaps, each with its reserved bytes;
+// go_heap_allocs_per_step is the program's own, counted by site. v3:
+// "config" is the whole configuration of the run (the model shape's
+// fields stay where they were, beside the rest), and "environment",
+// "command_line" and "start_time" are required.
+const ResultVersion = "memprobe.train/v3"
+
+// Result is the JSON object one job prints (`probe train --json`). Every
+// memory figure is in bytes and says which memory it is: RSS (resident),
+// VSZ (reserved address space) and Go heap are different things.
+type Result struct {
+	// Schema names this format and its version (ResultVersion); a reader
+	// refuses a result of another version rather than misread it.
+	Schema string `json:"schema"`
+	Label  string `json:"label,omitempty"` // "<plan>-<phase>" when a phase was selected
+	// Config is everything needed to run this job again
+	// (job.OptionsFromConfig rebuilds the options from it).
+	Config Config `json:"config"`
+	// Environment is the build and the machine the job ran on.
+	Environment Environment `json:"environment"`
+	// CommandLine is the process's arguments, program name first (os.Args
+	// of `probe train`); empty when the job ran in-process from Go.
+	CommandLine []string `json:"command_line"`
+	// StartTime is when the job started, RFC 3339.
+	StartTime string `json:"start_time"`
+
+	// Optimizer repeats Config.Optimizer (kept for readers of v2).
+	Optimizer  Optimizer `json:"optimizer"`
+	Params     int       `json:"params"`
+	Data       string    `json:"data"` // the corpus as loaded: "synthetic:1MB" or the file's path
+	DataTokens int       `json:"data_tokens"`
+	DataVocab  int       `json:"data_vocab"` // distinct tokens in the corpus
+	Threads    int       `json:"threads"`
+	Executors  int       `json:"executors"` // workspaces made (Config.Executors is what was asked)
+	GOMAXPROCS int       `json:"gomaxprocs"`
+	GEMM       string    `json:"gemm"`                  // the backend used (Config.GEMMUsed)
+	GEMMConfig string    `json:"gemm_config,omitempty"` // OpenBLAS's config string (Environment.OpenBLASConfig)
+	Seed       uint64    `json:"seed"`
+
+	Steps          int       `json:"steps"`
+	StartStep      int       `json:"start_step"`
+	TokensPerStep  int       `json:"tokens_per_step"`
+	TokensPerSec   float64   `json:"tokens_per_sec"` // over the steps after the first
+	StepNsMedian   int64     `json:"step_ns_median"`
+	StepNs         []int64   `json:"step_ns"`
+	LossFirst      float32   `json:"loss_first"`
+	LossLast       float32   `json:"loss_last"`
+	Losses         []float32 `json:"losses"`
+	GFLOPPerStep   float64   `json:"gflop_per_step"`
+	AchievedGFLOPS float64   `json:"achieved_gflops"`
+	// HeapAllocsPerStep and HeapAllocBytesPerStep are the program's own
+	// heap allocations per step in steady state (the steps after the
+	// warm-up, default 1): with instruments, AllocsBySite's program class
+	// (every allocation recorded with its stack; the Go runtime's own
+	// objects and the probe's are left out and shown there); without, a
+	// bracket of runtime/metrics reads around each step, which counts the
+	// runtime's objects too.
+	HeapAllocBytesPerStep float64 `json:"go_heap_alloc_bytes_per_step"`
+	HeapAllocsPerStep     float64 `json:"go_heap_allocs_per_step"`
+	// AllocsBySite names what allocated in the steady-state steps, site by
+	// site, program, runtime and probe apart; null without instruments.
+	AllocsBySite *allocsite.Report `json:"allocs_by_site"`
+
+	PeakRSSBytes  uint64 `json:"peak_rss_bytes"` // VmHWM at the end of the run
+	FinalRSSBytes uint64 `json:"final_rss_bytes"`
+	FinalVSZBytes uint64 `json:"final_vsz_bytes"`
+	OSThreads     int    `json:"os_threads"`
+
+	FloorBytes       int64 `json:"floor_bytes"` // analytical floor, see job.Floor
+	ExecutorBytes    int64 `json:"executor_bytes"`
+	LedgerTotalBytes int64 `json:"ledger_total_bytes"`
+	// ExpectedTotalBytes is the analytical model's sum over the same
+	// components.
+	ExpectedTotalBytes int64 `json:"expected_total_bytes"`
+	// Ledger is the model-vs-ledger table (memmodel.Compare) at the end
+	// of training; empty, never nil, with instruments off.
+	Ledger []LedgerRow `json:"ledger"`
+	// LedgerFindings counts Ledger rows that differ from the model by more
+	// than 1 %.
+	LedgerFindings int `json:"ledger_findings"`
+
+	// Instruments says whether the instruments ran; when false the four
+	// fields below are null.
+	Instruments       bool               `json:"instruments"`
+	Runtime           *Runtime           `json:"runtime"`
+	RSSReconciliation *RSSReconciliation `json:"rss_reconciliation"`
+	Sampler           *sampler.Result    `json:"sampler"`
+	RSSAgreement      *RSSAgreement      `json:"rss_agreement"`
+	// Profiles lists the pprof files written; null when none was asked
+	// for.
+	Profiles *profiling.Report `json:"profiles"`
+
+	Sample     string   `json:"sample,omitempty"`
+	SampleIDs  []uint16 `json:"sample_ids,omitempty"`
+	Checkpoint string   `json:"checkpoint,omitempty"`
+
+	// Counts are the trainer's deterministic counters (contexts, worker
+	// threads, model-lock holds, ...): what each phase changes.
+	Counts Counts `json:"counts"`
+	// DecodeStats are the decode heads' device counters (with --decode).
+	DecodeStats *DecodeStats `json:"decode_stats,omitempty"`
+}
+
+// Model is the shape of the model (trainer/model.Config): V, C, L, NH,
+// FF, T and B.
+type Model struct {
+	Vocab   int `json:"vocab"`   // V
+	Dim     int `json:"dim"`     // C
+	Layers  int `json:"layers"`  // L
+	Heads   int `json:"heads"`   // NH
+	FF      int `json:"ff"`      // feed-forward width
+	Context int `json:"context"` // T, tokens per sequence
+	Batch   int `json:"batch"`   // B, sequences per step
+}
+
+// Optimizer is AdamW's hyper-parameters (trainer/model.AdamW).
+type Optimizer struct {
+	LR          float32 `json:"lr"`
+	Beta1       float32 `json:"beta1"`
+	Beta2       float32 `json:"beta2"`
+	Eps         float32 `json:"eps"`
+	WeightDecay float32 `json:"weight_decay"`
+	// ClipNorm, when > 0, is the bound on the gradient's global L2 norm.
+	ClipNorm float32 `json:"clip_norm"`
+}
+
+// Counts are what the trainer built and did that the pathology switches
+// change (trainer.Counts): deterministic quantities, the same on every
+// run of a configuration.
+type Counts struct {
+	Workers          int   `json:"workers"`            // logical workers
+	WorkerThreads    int   `json:"worker_threads"`     // OS threads created for workers (0: goroutine workers)
+	WorkerStackBytes int64 `json:"worker_stack_bytes"` // stack reserved per worker thread, as the C library reports it
+	Contexts         int   `json:"contexts"`           // worker contexts created (0: executors own the workspaces)
+	UnusedContexts   int   `json:"unused_contexts"`    // contexts whose workspace has run no sequence
+	IdleWorkers      int   `json:"idle_workers"`       // workers that have run no sequence (threads beyond B never do)
+	Workspaces       int   `json:"workspaces"`         // sequence workspaces that run sequences (contexts' or executors')
+	BatchBuffers     int   `json:"batch_buffers"`      // batches held at once
+	BatchRowFills    int64 `json:"batch_row_fills"`    // sequences written into batches so far
+	ModelLockHolds   int64 `json:"model_lock_holds"`   // times the model lock was taken
+	CacheClears      int64 `json:"cache_clears"`       // workspace cache clears (clear_caches)
+	EmbeddingCopies  int64 `json:"embedding_copies"`   // embedding-cache refreshes
+	SideWorkRuns     int   `json:"side_work_runs"`     // sample + checkpoint rounds (side work)
+	TapeGraphs       int64 `json:"tape_graphs"`        // sequence graphs the tape built (exec "tape")
+	TapeGraphsKept   int   `json:"tape_graphs_kept"`   // graphs held in the history (tape.keep_graphs)
+}
+
+// DecodeStats are a decode device's counters (trainer/device.Stats),
+// summed over the executors' decode heads.
+type DecodeStats struct {
+	Launches         int64 `json:"launches"` // kernels enqueued
+	Syncs            int64 `json:"syncs"`    // stream synchronisations
+	H2DCopies        int64 `json:"h2d_copies"`
+	D2HCopies        int64 `json:"d2h_copies"`
+	H2DBytes         int64 `json:"h2d_bytes"`
+	D2HBytes         int64 `json:"d2h_bytes"`
+	DeviceBytesInUse int64 `json:"device_bytes_in_use"` // allocated and not freed
+	DeviceBytesPeak  int64 `json:"device_bytes_peak"`
+}
+
+// LedgerRow is one line of the model-vs-ledger table (probe/memmodel
+// makes them).
+type LedgerRow struct {
+	Component string `json:"component"`
+	// ExpectedBytes is the model's figure (0 when the model does not know
+	// the component).
+	ExpectedBytes int64 `json:"expected_bytes"`
+	// MeasuredBytes is what the ledger holds now.
+	MeasuredBytes int64 `json:"measured_bytes"`
+	// PeakBytes is the ledger's high-water mark for the component.
+	PeakBytes int64 `json:"peak_bytes"`
+	// ExpectedPeakBytes is the model's peak figure.
+	ExpectedPeakBytes int64 `json:"expected_peak_bytes"`
+	// DiffPct is 100 × (measured − expected) / expected; null when
+	// expected is 0.
+	DiffPct *float64 `json:"diff_pct"`
+	// PeakDiffPct is the same for the peaks.
+	PeakDiffPct *float64 `json:"peak_diff_pct"`
+	// Allocs and Frees are the ledger's counts of Alloc and Free calls.
+	Allocs int64 `json:"allocs"`
+	Frees  int64 `json:"frees"`
+	// Finding is true when measured or peak differ from the model by more
+	// than memmodel.Tolerance percent, or when only one side knows the
+	// component.
+	Finding bool `json:"finding"`
+	// Note says why a row is a finding ("" when it is not), and the
+	// model's formula.
+	Note    string `json:"note"`
+	Formula string `json:"formula"`
+}
+
+// StepCounters is what the Go runtime counted during one step: between the
+// read just before the trainer's Step and the read just after it, so the
+// job's own per-step work (progress lines, these reads) is not in it.
+type StepCounters struct {
+	Step           int   `json:"step"`
+	AllocsObjects  int64 `json:"allocs_objects"`
+	AllocsBytes    int64 `json:"allocs_bytes"`
+	GCCycles       int64 `json:"gc_cycles"`
+	GCPauseNs      int64 `json:"gc_pause_ns"`
+	HeapLiveBytes  int64 `json:"heap_live_bytes"` // after the step
+	Goroutines     int64 `json:"goroutines"`      // after the step
+	RuntimeThreads int64 `json:"runtime_threads"` // after the step
+	OSThreads      int64 `json:"os_threads"`      // after the step
+	RSSBytes       int64 `json:"rss_bytes"`       // VmRSS after the step
+}
+
+// RuntimePeaks are maxima over the step boundaries (the sampler's peaks
+// cover the time in between for RSS).
+type RuntimePeaks struct {
+	HeapLiveBytes    int64 `json:"heap_live_bytes"`
+	HeapObjectsBytes int64 `json:"heap_objects_bytes"`
+	// GoMappedBytes is /memory/classes/total − heap/released: everything
+	// the runtime has mapped and not returned.
+	GoMappedBytes  int64 `json:"go_mapped_bytes"`
+	Goroutines     int64 `json:"goroutines"`
+	RuntimeThreads int64 `json:"runtime_threads"`
+	OSThreads      int64 `json:"os_threads"`
+}
+
+// Runtime is the Go runtime's account of the job.
+type Runtime struct {
+	// Steady is the per-step cost after the warm-up steps: allocations
+	// (objects and bytes, from /gc/heap/allocs:*, process-wide), GC
+	// cycles and estimated pause time.
+	Steady rtstats.SteadyState `json:"steady"`
+	// AllSteps sums StepCounters over every step, warm-up included.
+	AllStepsAllocsObjects int64 `json:"all_steps_allocs_objects"`
+	AllStepsAllocsBytes   int64 `json:"all_steps_allocs_bytes"`
+	AllStepsGCCycles      int64 `json:"all_steps_gc_cycles"`
+	AllStepsGCPauseNs     int64 `json:"all_steps_gc_pause_ns"`
+	// Start is read before the first step, End after the last; both carry
+	// /memory/classes/* (what the runtime holds, by use).
+	Start rtstats.Snapshot `json:"start"`
+	End   rtstats.Snapshot `json:"end"`
+	Peak  RuntimePeaks     `json:"peak"`
+	// Steps are the first job.MaxStepRows (1000) steps' counters; never
+	// nil.
+	Steps          []StepCounters `json:"steps"`
+	StepsTruncated bool           `json:"steps_truncated"`
+}
+
+// RSSReconciliation explains the resident set and the address space at
+// two moments, and says how much of the peak the named parts account for.
+type RSSReconciliation struct {
+	// AtPeak is reconcile.Compute at the step boundary where VmRSS was
+	// highest (the first boundary within 1 MiB or 0.5 % of the highest;
+	// 0 is after set-up, before step 1), computed right there.
+	AtPeak     reconcile.Reconciliation `json:"at_peak"`
+	AtPeakStep int                      `json:"at_peak_step"`
+	// End is reconcile.Compute after the last step.
+	End reconcile.Reconciliation `json:"end"`
+	// VmHWMBytes is the kernel's peak RSS at the end.
+	VmHWMBytes int64 `json:"vm_hwm_bytes"`
+	// ExplainedBytes is what AtPeak's parts name, each from its own
+	// source (Go's classes within what smaps shows resident in Go's
+	// mappings, thread stacks, glibc's heaps, files, ...): its RSS less
+	// its unexplained bytes.
+	ExplainedBytes int64 `json:"explained_bytes"`
+	// ResidualBytes is VmHWM − ExplainedBytes: AtPeak's unexplained
+	// bytes plus any gap between the boundary's RSS and the true peak.
+	ResidualBytes int64   `json:"residual_bytes"`
+	ResidualPct   float64 `json:"residual_pct"`
+	// Within10Pct is |ResidualPct| ≤ 10.
+	Within10Pct bool `json:"within_10pct"`
+	// Residual is AtPeak's unexplained mappings: resident anonymous
+	// memory no source claimed, largest first. Never nil.
+	Residual []reconcile.Piece `json:"residual"`
+	// GoArenaRSSBytes is the resident part of the mappings that hold Go's
+	// heap arenas (smaps, at the end): what the heap classes, which count
+	// mapped bytes, really have in RAM.
+	GoArenaRSSBytes int64 `json:"go_arena_rss_bytes"`
+	// ThreadStackReservedBytes and ThreadStackResidentBytes are AtPeak's
+	// pthread stacks (guards apart): address space against memory.
+	ThreadStackReservedBytes int64 `json:"thread_stack_reserved_bytes"`
+	ThreadStackResidentBytes int64 `json:"thread_stack_resident_bytes"`
+}
+
+// RSSAgreement compares three views of the peak resident set.
+type RSSAgreement struct {
+	SamplerPeakRSSBytes uint64 `json:"sampler_peak_rss_bytes"`
+	VmHWMBytes          uint64 `json:"vm_hwm_bytes"`
+	// DiffPct is 100 × (sampler − VmHWM) / VmHWM; the sampler can only
+	// be lower, by what it missed between samples.
+	DiffPct float64 `json:"diff_pct"`
+}
+
+// DecodeRecord is one decode mode's measurement as `probe decode --json`
+// writes it (an array of them for --decode all).
+type DecodeRecord struct {
+	TokensPerSec       float64 `json:"tokens_per_sec"`
+	SyncsPerToken      float64 `json:"syncs_per_token"`
+	LaunchesPerToken   float64 `json:"launches_per_token"`
+	HostAllocsPerToken float64 `json:"host_allocs_per_token"`
+	H2DBytes           int64   `json:"h2d_bytes"` // per pass over the B sequences
+	D2HBytes           int64   `json:"d2h_bytes"` // per pass over the B sequences
+	DevicePeakBytes    int64   `json:"device_peak_bytes"`
+	Decode             string  `json:"decode"`
+	Device             string  `json:"device"`
+}

@@ -1,0 +1,189 @@
+package schema
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func readFixture(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/result.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestResultRoundTrip: the fixture (a v2 recording migrated to v3) reads,
+// its configuration sits where the model shape was, and what WriteResult
+// writes reads back equal.
+func TestResultRoundTrip(t *testing.T) {
+	r, err := ReadResult("testdata/result.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Config
+	if c.Model != (Model{Vocab: 788, Dim: 64, Layers: 2, Heads: 4, FF: 256, Context: 64, Batch: 32}) ||
+		c.Threads != 7 || c.Plan != "threads" || c.Phase != "P6" || c.GEMM != "auto" || c.GEMMUsed != "avx2" ||
+		c.Optimizer != r.Optimizer || c.SampleIntervalMs != 10 || !c.Instruments {
+		t.Errorf("config %+v", c)
+	}
+	if r.Environment.GOMAXPROCS != 2 || r.StartTime == "" || len(r.CommandLine) == 0 || len(r.Ledger) == 0 {
+		t.Errorf("environment %+v, start %q, command line %q, %d ledger rows", r.Environment, r.StartTime, r.CommandLine, len(r.Ledger))
+	}
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := WriteResult(path, r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadResult(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r, back) {
+		t.Errorf("round trip changed the result")
+	}
+	r.Schema = "memprobe.train/v2"
+	if err := WriteResult(path, r); !errors.Is(err, ErrSchema) {
+		t.Errorf("writing a v2 result: %v, want ErrSchema", err)
+	}
+}
+
+// TestResultErrors: every refusal is one line naming the file; a refusal
+// for the version says which version it found and which it reads.
+func TestResultErrors(t *testing.T) {
+	valid := string(readFixture(t))
+	swap := func(old, new string) string {
+		if !strings.Contains(valid, old) {
+			t.Fatalf("fixture lacks %q", old)
+		}
+		return strings.Replace(valid, old, new, 1)
+	}
+	for _, c := range []struct {
+		name, data, want string
+		schema           bool
+	}{
+		{"v2.json", swap(ResultVersion, "memprobe.train/v2"), `unsupported schema: schema "memprobe.train/v2", this build reads "memprobe.train/v3"`, true},
+		{"v4.json", swap(ResultVersion, "memprobe.train/v4"), `schema "memprobe.train/v4", this build reads "memprobe.train/v3"`, true},
+		{"a-report.json", `{"schema": "memprobe.report/v1"}`, "(not a result: a run report, read it with ReadReport)", true},
+		{"no-schema.json", `{"params": 3, "steps": 1}`, `no "schema" field`, true},
+		{"truncated.json", valid[:len(valid)/2], "unexpected end of JSON input", false},
+		{"syntax.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": 1,,\n}", "line 3: invalid character ','", false},
+		{"type.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": \"many\"\n}", "line 3: json: cannot unmarshal string", false},
+		{"empty-run.json", `{"schema": "memprobe.train/v3", "steps": 0, "params": 10}`, "implausible result: 0 steps", false},
+		{"no-config.json", `{"schema": "memprobe.train/v3", "steps": 1, "params": 10}`, "implausible result: config has 0 threads", false},
+		{"no-env.json", swap(`"go_version": "unknown (migrated from memprobe.train/v2)"`, `"go_version": ""`), "environment has no go_version", false},
+		{"bad-time.json", swap(`"start_time": "2026-11-26T01:20:33Z"`, `"start_time": "yesterday"`), `start_time "yesterday" is not RFC 3339`, false},
+	} {
+		_, err := DecodeResult([]byte(c.data), c.name)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "reading result "+c.name) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one line naming the file and containing %q", c.name, err, c.want)
+		}
+		if c.schema != errors.Is(err, ErrSchema) {
+			t.Errorf("%s: errors.Is(err, ErrSchema) = %v, want %v", c.name, !c.schema, c.schema)
+		}
+	}
+	if _, err := ReadResult("testdata/missing.json"); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func testReport(t *testing.T) *Report {
+	r, err := DecodeResult(readFixture(t), "result.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Report{
+		Environment: CurrentEnvironment(), CommandLine: []string{"probe", "run"},
+		StartTime: "2026-11-26T01:20:00Z", EndTime: "2026-11-26T01:21:00Z",
+		Runs: []Run{
+			{Name: "threads-P6", Plan: "threads", Phase: "P6", Config: r.Config, Status: StatusOK,
+				Repetitions: []Result{*r, *r},
+				Summary: Summary{Repetitions: 2, Completed: 2, Warnings: []string{},
+					Metrics: []Metric{{Name: "peak_rss_bytes", Values: []float64{1, 2}, N: 2, Median: 1.5, Min: 1, Max: 2}}}},
+			{Name: "threads-before", Plan: "threads", Phase: "before", Status: StatusTimeout, Reason: "ran past 600s",
+				Repetitions: []Result{}, Summary: Summary{Repetitions: 2, Metrics: []Metric{}, Warnings: []string{}}},
+		},
+		Warnings: []string{},
+	}
+}
+
+// TestReportRoundTrip: a run report writes and reads back equal.
+func TestReportRoundTrip(t *testing.T) {
+	rep := testReport(t)
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := WriteReport(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Schema != ReportVersion {
+		t.Errorf("schema %q", rep.Schema)
+	}
+	back, err := ReadReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rep, back) {
+		t.Errorf("round trip changed the report")
+	}
+}
+
+func TestReportErrors(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		edit   func(*Report)
+		want   string
+		schema bool
+	}{
+		{"v0.json", func(r *Report) { r.Schema = "memprobe.report/v0" }, `schema "memprobe.report/v0", this build reads "memprobe.report/v1"`, true},
+		{"a-result.json", func(r *Report) { r.Schema = ResultVersion }, "(not a report: a job result, read it with ReadResult)", true},
+		{"old-rep.json", func(r *Report) { r.Runs[0].Repetitions[1].Schema = "memprobe.train/v2" }, `run 0 (threads-P6), repetition 1: unsupported schema: schema "memprobe.train/v2"`, true},
+		{"status.json", func(r *Report) { r.Runs[1].Status = "lost" }, `run 1 (threads-before): unknown status "lost"`, false},
+		{"ok-empty.json", func(r *Report) { r.Runs[0].Repetitions = nil }, "status ok with no repetitions", false},
+		{"bad-rep.json", func(r *Report) { r.Runs[0].Repetitions[0].Steps = 0 }, "repetition 0: implausible result: 0 steps", false},
+		{"end.json", func(r *Report) { r.EndTime = "" }, `end_time "" is not RFC 3339`, false},
+	} {
+		rep := testReport(t)
+		rep.Schema = ReportVersion
+		c.edit(rep)
+		b, err := Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = DecodeReport(b, c.name)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "reading report "+c.name) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one line naming the file and containing %q", c.name, err, c.want)
+		}
+		if c.schema != errors.Is(err, ErrSchema) {
+			t.Errorf("%s: errors.Is(err, ErrSchema) = %v, want %v", c.name, !c.schema, c.schema)
+		}
+	}
+}
+
+// TestEnvironmentFixture reads a fixture /proc tree.
+func TestEnvironmentFixture(t *testing.T) {
+	e := environment("testdata")
+	if e.KernelRelease != "6.1.0-test-amd64" || e.CPUModel != "Intel(R) Xeon(R) Test CPU @ 2.00GHz" || e.MemTotalBytes != 8167972*1024 {
+		t.Errorf("kernel %q, cpu %q, memory %d", e.KernelRelease, e.CPUModel, e.MemTotalBytes)
+	}
+	if e := environment(t.TempDir()); e.KernelRelease != "" || e.CPUModel != "" || e.MemTotalBytes != 0 {
+		t.Errorf("without /proc: %+v", e)
+	}
+}
+
+func TestCurrentEnvironment(t *testing.T) {
+	e := CurrentEnvironment()
+	if e.GoVersion != runtime.Version() || e.GOOS != runtime.GOOS || e.GOARCH != runtime.GOARCH ||
+		e.LogicalCores != runtime.NumCPU() || e.GOMAXPROCS != runtime.GOMAXPROCS(0) || e.CPUFlags == nil || e.BuildTags == nil {
+		t.Errorf("%+v", e)
+	}
+	if runtime.GOOS == "linux" && (e.KernelRelease == "" || e.MemTotalBytes == 0) {
+		t.Errorf("on Linux: kernel %q, memory %d", e.KernelRelease, e.MemTotalBytes)
+	}
+	if runtime.GOARCH == "amd64" && e.CPUModel == "" && runtime.GOOS == "linux" {
+		t.Errorf("no CPU model")
+	}
+}
