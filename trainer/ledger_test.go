@@ -7,6 +7,7 @@ import (
 
 	"memprobe/probe/ledger"
 	"memprobe/probe/memmodel"
+	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
 	"memprobe/trainer/model"
@@ -32,7 +33,9 @@ func ledgerTrainer(t *testing.T, threads int, path trainer.Pathology) (*trainer.
 }
 
 func findings(o trainer.Options, tr *trainer.Trainer, ds *data.Dataset, l *ledger.Ledger) ([]memmodel.Row, string) {
-	rows := memmodel.Compare(memmodel.Expected(memmodel.FromTrainer(o, tr.NumExecutors(), len(ds.Tokens))), l.Snapshot())
+	cfg := schema.Config{Model: schema.Model(o.Config), Threads: o.Threads, Executors: o.Executors,
+		Pathology: schema.Pathology(o.Pathology), Decode: o.Decode}
+	rows := memmodel.Compare(memmodel.Expected(memmodel.Input{Config: cfg, Executors: tr.NumExecutors(), DatasetTokens: len(ds.Tokens)}), l.Snapshot())
 	var b bytes.Buffer
 	memmodel.Render(&b, rows)
 	return memmodel.Findings(rows), b.String()

@@ -276,7 +276,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	r.HeapAllocsPerStep, r.HeapAllocBytesPerStep = bracket.perStep()
 
 	// The ledger against the model, at the end of training.
-	expected := memmodel.Expected(memmodel.FromTrainer(o.Trainer, tr.NumExecutors(), len(ds.Tokens)))
+	expected := memmodel.Expected(memmodel.Input{Config: configOf(&o, tr.GEMM().Name()), Executors: tr.NumExecutors(), DatasetTokens: len(ds.Tokens)})
 	r.ExpectedTotalBytes = memmodel.TotalBytes(expected)
 	if inst != nil {
 		r.Ledger = memmodel.Compare(expected, led.Snapshot())

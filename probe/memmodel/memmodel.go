@@ -29,8 +29,6 @@ import (
 
 	"memprobe/probe/ledger"
 	"memprobe/schema"
-	"memprobe/trainer"
-	"memprobe/trainer/model"
 )
 
 // Tolerance is the relative difference, in percent, above which a row is a
@@ -38,14 +36,15 @@ import (
 const Tolerance = 1.0
 
 // Input is everything the model may look at: configuration, never
-// measurements.
+// measurements. Config is the run's configuration as a result records it
+// (model shape, threads, the pathology switches, the decode mode); the
+// executor count is the trainer's choice (min(threads, GOMAXPROCS, B) by
+// default, which depends on the machine) and the token count the
+// dataset's.
 type Input struct {
-	Config        model.Config
-	Threads       int // logical worker threads
+	Config        schema.Config
 	Executors     int // executors, each holding one sequence's workspace
 	DatasetTokens int // tokens in the training array (uint16 each)
-
-	Pathologies Pathologies
 }
 
 // Component is one ledger name's expected size.
@@ -70,7 +69,7 @@ type Component struct {
 // size depends on what the run does (the tape's arena and temporaries) are
 // not modelled: they appear in Compare as ledger-only rows.
 func Expected(in Input) []Component {
-	P := int64(in.Config.NumParams())
+	P := numParams(in.Config.Model)
 	var out []Component
 	add := func(name string, bytes int64, formula string, args ...any) {
 		out = append(out, Component{Name: name, Bytes: bytes, PeakBytes: bytes, Formula: fmt.Sprintf(formula, args...)})
@@ -78,7 +77,7 @@ func Expected(in Input) []Component {
 	for _, name := range []string{ledger.Params, ledger.Grads, ledger.AdamM, ledger.AdamV} {
 		add(name, 4*P, "4 B × P (%d)", P)
 	}
-	out = append(out, in.Pathologies.components(in)...)
+	out = append(out, components(in)...)
 	add(ledger.DatasetTokens, 2*int64(in.DatasetTokens), "2 B × tokens (%d)", in.DatasetTokens)
 	return out
 }
@@ -206,17 +205,4 @@ func Totals(rows []Row) (expected, measured, peak int64) {
 		peak += r.PeakBytes
 	}
 	return
-}
-
-// FromTrainer builds the model's Input from the trainer's options, the
-// executor count the trainer chose (Trainer.NumExecutors, which depends on
-// GOMAXPROCS) and the dataset's token count.
-func FromTrainer(o trainer.Options, executors, datasetTokens int) Input {
-	return Input{
-		Config:        o.Config,
-		Threads:       o.Threads,
-		Executors:     executors,
-		DatasetTokens: datasetTokens,
-		Pathologies:   pathologiesOf(o),
-	}
 }

@@ -3,11 +3,12 @@ package memmodel
 import (
 	"bytes"
 	"encoding/json"
-	"memprobe/internal/golden"
 	"strings"
 	"testing"
 
+	"memprobe/internal/golden"
 	"memprobe/probe/ledger"
+	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
 	"memprobe/trainer/model"
@@ -17,7 +18,15 @@ import (
 // tinyInput is the tiny preset (V=788 C=64 L=2 NH=4 FF=256 T=64 B=32) on 3
 // executors, 8 threads and a 1,000,000-token corpus.
 func tinyInput() Input {
-	return Input{Config: model.Presets["tiny"], Threads: 8, Executors: 3, DatasetTokens: 1_000_000}
+	tiny := schema.Model{Vocab: 788, Dim: 64, Layers: 2, Heads: 4, FF: 256, Context: 64, Batch: 32}
+	return Input{Config: schema.Config{Model: tiny, Threads: 8}, Executors: 3, DatasetTokens: 1_000_000}
+}
+
+// configOf is the part of a trainer's options the model reads, as a
+// result records it.
+func configOf(o trainer.Options) schema.Config {
+	return schema.Config{Model: schema.Model(o.Config), Threads: o.Threads, Executors: o.Executors,
+		Pathology: schema.Pathology(o.Pathology), Decode: o.Decode}
 }
 
 // TestExpectedTinyByHand checks Expected against arithmetic done by hand
@@ -85,11 +94,11 @@ func TestExpectedTinyByHand(t *testing.T) {
 // context, every batch of the epoch materialised.
 func TestExpectedPathologiesByHand(t *testing.T) {
 	in := tinyInput()
-	in.Threads = 63
-	in.Pathologies = Pathologies{Pathology: trainer.Pathology{
+	in.Config.Threads = 63
+	in.Config.Pathology = schema.Pathology{
 		WorkerStackBytes: 1 << 20, ContextWorkspaces: true, SphereHierarchy: true,
 		CacheScale: 2, EmbeddingCache: true, EagerBatches: true,
-	}}
+	}
 	// Attention probabilities L·NH·T·T = 2·4·64·64 = 32,768 floats move
 	// from the activations to the attention cache, doubled:
 	//   activations 289,984 − 32,768 = 257,216 floats = 1,028,864 B
@@ -158,7 +167,7 @@ func TestExpectedMatchesTrainer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := FromTrainer(opts, tr.NumExecutors(), len(ds.Tokens))
+		in := Input{Config: configOf(opts), Executors: tr.NumExecutors(), DatasetTokens: len(ds.Tokens)}
 		rows := Compare(Expected(in), l.Snapshot())
 		tr.Close()
 		if f := Findings(rows); len(f) != 0 {

@@ -5,23 +5,75 @@ import (
 	"math"
 
 	"memprobe/probe/ledger"
-	"memprobe/trainer"
-	"memprobe/trainer/device"
-	"memprobe/trainer/model"
+	"memprobe/schema"
 )
 
-// Pathologies are the trainer switches that change what it allocates:
-// trainer.Pathology (design notes 000 and 001) and the device decode head
-// (note 003). The zero value is the fixed trainer.
+// The sizes below are the model's own closed forms, derived from the
+// architecture (llm.c's train_gpt2.c with the LM head tied to wte), not
+// calls into the trainer: the model predicts, the ledger measures what the
+// trainer made, and a disagreement is a finding. V, C, L, NH, FF, T, B are
+// vocab, channels, layers, heads, feed-forward width, context and batch.
+
+// numParams is P = V·C (wte, also the LM head) + T·C (wpe) + L·(2C ln1 +
+// 3C·C + 3C qkv + C·C + C attproj + 2C ln2 + FF·C + FF fc + C·FF + C
+// fcproj) + 2C (final layer norm).
+func numParams(m schema.Model) int64 {
+	V, C, L, FF, T := int64(m.Vocab), int64(m.Dim), int64(m.Layers), int64(m.FF), int64(m.Context)
+	return V*C + T*C + L*(4*C*C+2*C*FF+9*C+FF) + 2*C
+}
+
+// actsSize is one sequence's forward activations, in floats: the embedding
+// and the final layer norm's output (2·T·C), per layer the two layer norms'
+// outputs and statistics, qkv, the attention output and projection, two
+// residuals, the feed-forward hidden state before and after GELU and its
+// projection (T·(10C + 4 + 2FF)), the attention probabilities (NH·T·T), the
+// final norm's statistics and the losses (3T), logits and probabilities
+// (2·T·V).
+func actsSize(m schema.Model) int {
+	V, C, L, NH, FF, T := m.Vocab, m.Dim, m.Layers, m.Heads, m.FF, m.Context
+	return 2*T*C + L*T*(10*C+4+2*FF) + L*NH*T*T + 3*T + 2*T*V
+}
+
+// attSize is the attention probabilities of all layers, L·NH·T·T floats.
+func attSize(m schema.Model) int { return m.Layers * m.Heads * m.Context * m.Context }
+
+// gradActsSize is one sequence's backward workspace: walking the layers in
+// reverse it needs the residual stream's gradient and one layer's
+// temporaries: 3·T·C (residual, layer-norm and attention-output
+// gradients), 3·T·C (qkv), 2·T·FF (feed-forward before and after GELU),
+// T·T (one head's attention), T·V (logits) and V·C (the sequence's wte
+// gradient, summed before it joins the shared one).
+func gradActsSize(m schema.Model) int {
+	V, C, FF, T := m.Vocab, m.Dim, m.FF, m.Context
+	return 6*T*C + 2*T*FF + T*T + T*V + V*C
+}
+
+// kissingNumber is the branching of the notes' sphere hierarchy of worker
+// contexts; hierarchySize the contexts a tree of that branching needs to
+// give every worker one below the root (1 + 12 + 144 = 157 for 63).
+const kissingNumber = 12
+
+func hierarchySize(threads int) int {
+	total, level := 1, 1
+	for total < threads+1 {
+		level *= kissingNumber
+		total += level
+	}
+	return total
+}
+
+// outStride is the decode head's output record per row: the chosen token
+// and the row's loss, one float each.
+const outStride = 2
+
+// Pathologies are the switches that change what the trainer allocates: the
+// design notes' defects (schema.Pathology, notes 000 and 001) and the
+// device decode head (note 003). The zero value is the fixed trainer.
 type Pathologies struct {
-	trainer.Pathology
+	schema.Pathology
 	// Decode is the decode head's mode ("" for none): each workspace then
 	// holds device buffers (ledger.DeviceBuffers).
 	Decode string
-}
-
-func pathologiesOf(o trainer.Options) Pathologies {
-	return Pathologies{Pathology: o.Pathology, Decode: o.Decode}
 }
 
 // workspace is what one sequence workspace holds, in floats, as the
@@ -44,14 +96,14 @@ func (p Pathologies) scale() float64 {
 // scaled is n × CacheScale rounded up, as the trainer sizes a cache.
 func (p Pathologies) scaled(n int) int { return int(math.Ceil(float64(n) * p.scale())) }
 
-func (p Pathologies) workspace(c model.Config) workspace {
-	att := c.Layers * c.Heads * c.Context * c.Context // (L, NH, T, T)
-	w := workspace{acts: c.ActsSize()}
+func (p Pathologies) workspace(c schema.Model) workspace {
+	att := attSize(c) // (L, NH, T, T)
+	w := workspace{acts: actsSize(c)}
 	if p.scale() > 1 {
 		w.acts -= att
 		w.attCache = p.scaled(att)
 	}
-	if g := p.scaled(c.GradActsSize()); g > c.GradActsSize() {
+	if g := p.scaled(gradActsSize(c)); g > gradActsSize(c) {
 		w.bwdCache = g
 	} else {
 		w.grads = g
@@ -63,27 +115,29 @@ func (p Pathologies) workspace(c model.Config) workspace {
 }
 
 // bytes is the whole workspace, its token buffers (2 × T uint16) included.
-func (w workspace) bytes(c model.Config) int64 {
+func (w workspace) bytes(c schema.Model) int64 {
 	return 4*int64(w.acts+w.attCache+w.grads+w.bwdCache+w.emb) + 4*int64(c.Context)
 }
 
 // workspaces returns how many workspaces run sequences and how many
 // contexts hold one for nothing (the sphere hierarchy's extra contexts).
 func (p Pathologies) workspaces(in Input) (used, unused int) {
+	threads := in.Config.Threads
 	if !p.ContextWorkspaces {
 		return in.Executors, 0
 	}
 	if p.SphereHierarchy {
-		return in.Threads, trainer.HierarchySize(in.Threads) - in.Threads
+		return threads, hierarchySize(threads) - threads
 	}
-	return in.Threads, 0
+	return threads, 0
 }
 
 // components returns the workspace components (replacing the fixed
 // trainer's activations and activation_grads), then the batches, the
 // unused contexts, the worker stacks and the device buffers.
-func (p Pathologies) components(in Input) []Component {
-	c := in.Config
+func components(in Input) []Component {
+	p := Pathologies{Pathology: in.Config.Pathology, Decode: in.Config.Decode}
+	c := in.Config.Model
 	w := p.workspace(c)
 	used, unused := p.workspaces(in)
 	n := int64(used)
@@ -129,15 +183,15 @@ func (p Pathologies) components(in Input) []Component {
 			"unused contexts (%d of %d in the sphere hierarchy) × workspace (%d B)", unused, unused+used, w.bytes(c))
 	}
 	if s := p.WorkerStackBytes; s > 0 {
-		add(ledger.WorkerStacks, int64(in.Threads)*s, "threads (%d) × stack reservation (%d B)", in.Threads, s)
+		add(ledger.WorkerStacks, int64(in.Config.Threads)*s, "threads (%d) × stack reservation (%d B)", in.Config.Threads, s)
 	}
 	if p.Decode != "" {
 		rows := 1
 		if p.Decode == "batch" {
 			rows = c.Context
 		}
-		per := int64(c.Vocab*c.Dim + rows*c.Dim + rows*c.Vocab + rows + rows*device.OutStride)
-		add(ledger.DeviceBuffers, n*per*4, "%s × (V·C + rows·(C + V + 1 + %d)) (%d, rows %d) × 4 B", who, device.OutStride, per, rows)
+		per := int64(c.Vocab*c.Dim + rows*c.Dim + rows*c.Vocab + rows + rows*outStride)
+		add(ledger.DeviceBuffers, n*per*4, "%s × (V·C + rows·(C + V + 1 + %d)) (%d, rows %d) × 4 B", who, outStride, per, rows)
 	}
 	return out
 }
