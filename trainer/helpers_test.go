@@ -46,6 +46,9 @@ func testOptions(preset string, threads int) Options {
 
 func newTestTrainer(t testing.TB, o Options, ds *data.Dataset) *Trainer {
 	t.Helper()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	tr, err := New(o, ds)
 	if err != nil {
 		t.Fatal(err)

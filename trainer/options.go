@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"memprobe/probe/ledger"
+	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 )
 
@@ -69,6 +70,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("weight decay %g must be >= 0", op.WeightDecay)
 	case !(op.ClipNorm >= 0):
 		return fmt.Errorf("clip norm %g must be >= 0", op.ClipNorm)
+	}
+	if err := gemm.Check(o.GEMM); err != nil {
+		return err
 	}
 	if err := o.Pathology.validate(o); err != nil {
 		return err

@@ -101,7 +101,7 @@ func TestOptionsValidate(t *testing.T) {
 	} {
 		o := testOptions("tiny", 2)
 		c.mut(&o)
-		_, err := New(o, testCorpus(t))
+		err := o.Validate()
 		if err == nil || !contains(err.Error(), c.want) {
 			t.Errorf("got error %v, want it to contain %q", err, c.want)
 		}

@@ -91,11 +91,12 @@ type Trainer struct {
 }
 
 // New builds a trainer over ds: it allocates every buffer it will use and
-// starts the workers. Call Close to stop them.
+// starts the workers. Call Close to stop them. opts must have passed
+// Options.Validate: the configuration is validated once, where it enters
+// (job.Run), and New trusts it; New's own errors are about ds and the
+// machine (a dataset the model cannot read, a thread or device that cannot
+// be had).
 func New(opts Options, ds *data.Dataset) (*Trainer, error) {
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
 	cfg := opts.Config
 	if ds.Vocab > cfg.Vocab {
 		return nil, fmt.Errorf("dataset %s has %d distinct tokens but the model's vocab is %d (raise --vocab)", ds.Source, ds.Vocab, cfg.Vocab)

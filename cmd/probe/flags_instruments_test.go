@@ -56,8 +56,8 @@ func TestInstrumentFlagsSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := o.Profiling
-	if !o.NoInstruments || o.SampleInterval != 2*time.Millisecond || o.WarmupSteps != -1 ||
-		p.Dir != "/tmp/p" || p.CPU != "c.pprof" || p.PeakMax != -1 || p.PprofAddr != "127.0.0.1:0" || p.Name != "x" {
+	if !o.NoInstruments || o.SampleInterval != 2*time.Millisecond || o.WarmupSteps != 0 ||
+		p.Dir != "/tmp/p" || p.CPU != "c.pprof" || p.PeakMax != 0 || p.PprofAddr != "127.0.0.1:0" || p.Name != "x" {
 		t.Errorf("options: %+v", o)
 	}
 	if got := p.Paths()["heap"]; got != "/tmp/p/x.heap.pprof" {
@@ -66,18 +66,20 @@ func TestInstrumentFlagsSet(t *testing.T) {
 }
 
 // TestInstrumentFlagsErrors runs the command: a bad instrument flag is a
-// usage error (exit status 2) naming the flag, before anything trains.
+// usage error (exit status 2) naming the flag, found by the one validation
+// in job.Run before anything trains.
 func TestInstrumentFlagsErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--sample-interval", "500us"}, "--sample-interval 500µs is below the minimum 1ms"},
+		{[]string{"--sample-interval", "500us"}, "sample-interval 500µs is below the minimum 1ms"},
 		{[]string{"--pprof-addr", "0.0.0.0:6060"}, `--pprof-addr "0.0.0.0:6060": 0.0.0.0 listens on every interface`},
 		{[]string{"--pprof-addr", ":6060"}, "empty host listens on every interface"},
 		{[]string{"--pprof-addr", "10.1.2.3:6060"}, "not a loopback address"},
-		{[]string{"--pprof-allow-remote"}, "--pprof-allow-remote needs --pprof-addr"},
-		{[]string{"--sample-max-points", "1"}, "--sample-max-points 1 must be >= 2"},
+		{[]string{"--pprof-allow-remote"}, "pprof-allow-remote needs pprof-addr"},
+		{[]string{"--sample-max-points", "1"}, "sample-max-points 1 must be 0 (default) or >= 2"},
+		{[]string{"--heap-peak-profiles", "-1"}, "heap-peak-profiles -1 must be >= 0"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(&out, &errb, append([]string{"train", "--steps", "1"}, tc.args...))
@@ -97,24 +99,6 @@ func TestInstrumentFlagsErrors(t *testing.T) {
 	}
 	if _, err := f.options(); err != nil {
 		t.Errorf("--pprof-allow-remote: %v", err)
-	}
-}
-
-func TestProfileNameFromPlan(t *testing.T) {
-	if pflag.CommandLine.Lookup("plan") != nil {
-		t.Skip("unexpected global flag")
-	}
-	f, err := parseTrain(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.instruments.fs.Lookup("plan") == nil {
-		t.Skip("the phase flags register no --plan")
-	}
-	f.instruments.fs.Set("plan", "threads")
-	f.instruments.fs.Set("phase", "P1")
-	if got := f.instruments.planPhase(); got != "threads-P1" {
-		t.Errorf("planPhase = %q", got)
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
@@ -17,7 +16,6 @@ type phaseFlags struct {
 	fs          *pflag.FlagSet
 	plan, phase string
 	list        bool
-	listed      bool // listPhases has handled --list-phases
 	cacheScale  float64
 	batchAlloc  string
 	workerStack string
@@ -27,7 +25,7 @@ type phaseFlags struct {
 func (f *phaseFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.plan, "plan", "", "documented fix plan: threads, arena, embedding or decode (see --list-phases)")
-	fs.StringVar(&f.phase, "phase", "", "phase of --plan: before, P1, P2, ... (cumulative: Pk applies fixes 1..k)")
+	fs.StringVar(&f.phase, "phase", "", "phase of --plan: before, P1, P2, ... (cumulative: Pk applies fixes 1..k), or after (the plan's fixed state, its last phase)")
 	fs.BoolVar(&f.list, "list-phases", false, "print the plans and their phases, one line each, and exit")
 	fs.Float64Var(&f.cacheScale, "cache-scale", 1, "caches as a factor of right-sized, 1 to 64")
 	fs.StringVar(&f.batchAlloc, "batch-alloc", "lazy", "batches: lazy (one, refilled each step) or eager (a whole epoch up front)")
@@ -36,26 +34,18 @@ func (f *phaseFlags) register(fs *pflag.FlagSet) {
 }
 
 // listPhases handles --list-phases: it writes the list to w and reports
-// true, after which the command must stop. train.go calls it before
+// true, after which the command must stop. The command calls it before
 // building the options.
 func (f *phaseFlags) listPhases(w io.Writer) (bool, error) {
 	if !f.list {
 		return false, nil
 	}
-	f.listed = true
 	return true, phase.List(w)
 }
 
 // apply sets the trainer options the flags select; it runs after the
 // generic flags are turned into o, and may override them.
 func (f *phaseFlags) apply(o *job.Options) error {
-	if f.list && !f.listed {
-		// train.go has not called listPhases: print and stop here.
-		if err := phase.List(os.Stdout); err != nil {
-			return err
-		}
-		os.Exit(0)
-	}
 	t := &o.Trainer
 	switch {
 	case f.plan != "" && f.phase == "":
@@ -67,15 +57,17 @@ func (f *phaseFlags) apply(o *job.Options) error {
 	case f.plan == "" && f.phase != "":
 		return fmt.Errorf("--phase %s needs --plan (see --list-phases)", f.phase)
 	case f.plan != "":
-		if err := phase.Select(t, f.plan, f.phase); err != nil {
-			return fmt.Errorf("--plan/--phase: %w", err)
+		p, err := phase.Lookup(f.plan)
+		if err != nil {
+			return fmt.Errorf("--plan: %w", err)
 		}
+		if err := p.Configure(t, f.phase); err != nil {
+			return fmt.Errorf("--phase: %w", err)
+		}
+		o.Phase = p.Resolve(f.phase) // "after" is recorded as the phase it names
 	}
 	changed := func(name string) bool { return f.fs != nil && f.fs.Changed(name) }
 	if changed("cache-scale") {
-		if err := phase.CacheScale(f.cacheScale); err != nil {
-			return err
-		}
 		t.Pathology.CacheScale = f.cacheScale
 	}
 	if changed("batch-alloc") {
@@ -93,9 +85,6 @@ func (f *phaseFlags) apply(o *job.Options) error {
 		t.Pathology.WorkerStackBytes = n
 	}
 	if changed("exec") {
-		if err := phase.Exec(f.exec); err != nil {
-			return err
-		}
 		t.Exec = f.exec
 	}
 	return nil

@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
-	"memprobe/internal/atomicfile"
 	"os"
 	"os/signal"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"memprobe/internal/atomicfile"
 	"memprobe/probe/job"
 	"memprobe/probe/ledger"
 	"memprobe/trainer"
@@ -66,7 +67,8 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	f.decode.register(fs)
 }
 
-// options turns the flags into a job, checking every range.
+// options turns the flags into a job. It parses (a size, a plan name)
+// but leaves the ranges to job.Options.Validate, which job.Run calls once.
 func (f *trainFlags) options() (job.Options, error) {
 	cfg, err := f.shape.config()
 	if err != nil {
@@ -90,9 +92,6 @@ func (f *trainFlags) options() (job.Options, error) {
 		if err := apply(&o); err != nil {
 			return job.Options{}, err
 		}
-	}
-	if err := o.Validate(); err != nil {
-		return job.Options{}, err
 	}
 	return o, nil
 }
@@ -118,6 +117,9 @@ or to --json FILE (written to a temporary file, then renamed).`,
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
 			r, err := job.Run(ctx, o, stderr)
+			if oe := (*job.OptionsError)(nil); errors.As(err, &oe) {
+				return usageError{err}
+			}
 			if err != nil {
 				return err
 			}

@@ -47,12 +47,6 @@ func configOf(o *Options, gemmUsed string) schema.Config {
 	if c.GEMM == "" {
 		c.GEMM = "auto"
 	}
-	switch c.WarmupSteps {
-	case 0:
-		c.WarmupSteps = 1
-	case -1:
-		c.WarmupSteps = 0
-	}
 	if o.SampleInterval == 0 {
 		c.SampleIntervalMs = float64(sampler.DefaultInterval) / float64(time.Millisecond)
 	}
@@ -96,12 +90,6 @@ func OptionsFromConfig(c schema.Config) (Options, error) {
 		SampleMaxPoints: c.SampleMaxPoints,
 		WarmupSteps:     c.WarmupSteps,
 		Preset:          c.Preset, Plan: c.Plan, Phase: c.Phase,
-	}
-	if c.WarmupSteps == 0 {
-		o.WarmupSteps = -1 // Options: 0 is the default (1), -1 none
-	}
-	if c.Plan != "" && c.Phase != "" {
-		o.Label = c.Plan + "-" + c.Phase
 	}
 	if err := o.Validate(); err != nil {
 		return Options{}, fmt.Errorf("configuration: %w", err)

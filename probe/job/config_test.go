@@ -20,10 +20,10 @@ func TestRerunFromConfig(t *testing.T) {
 	o.Trainer.GEMM = "naive"
 	o.Trainer.Config.Batch = 8 // the naive GEMM is slow: 4 s a step at B = 32
 	o.Trainer.Pathology.CacheScale = 2
-	o.Preset, o.Plan, o.Phase, o.Label = "tiny", "threads", "P6", "threads-P6"
+	o.Preset, o.Plan, o.Phase = "tiny", "threads", "P6" // the label defaults to threads-P6
 	o.CommandLine = []string{"probe", "train", "--preset", "tiny"}
 	o.SampleInterval = 5 * time.Millisecond
-	o.WarmupSteps = -1
+	o.WarmupSteps = 0
 	r1, err := Run(context.Background(), o, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +48,11 @@ func TestRerunFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o2.Label != "threads-P6" || o2.WarmupSteps != -1 || o2.SampleInterval != 5*time.Millisecond {
+	if o2.WarmupSteps != 0 || o2.SampleInterval != 5*time.Millisecond || o2.Plan != "threads" || o2.Phase != "P6" {
 		t.Errorf("options %+v", o2)
+	}
+	if r1.Label != "threads-P6" {
+		t.Errorf("label %q, want threads-P6 from the plan and phase", r1.Label)
 	}
 	r2, err := Run(context.Background(), o2, io.Discard)
 	if err != nil {

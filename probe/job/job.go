@@ -37,6 +37,10 @@ import (
 	"memprobe/trainer/model"
 )
 
+// DefaultWarmupSteps is the warm-up the command uses unless told: the first
+// step faults in every buffer and fills the runtime's caches.
+const DefaultWarmupSteps = 1
+
 // Options is one job: what to train, on what, for how long.
 type Options struct {
 	Trainer    trainer.Options
@@ -59,10 +63,11 @@ type Options struct {
 	// SampleMaxPoints bounds the sampler's timeline; 0 means 512.
 	SampleMaxPoints int
 	// WarmupSteps are left out of the steady-state per-step costs in
-	// schema.Result.Runtime: 0 means 1, -1 means none.
+	// schema.Result.Runtime (0: none; the command's default is
+	// DefaultWarmupSteps).
 	WarmupSteps int
-	// Label names this job in profile files: "<plan>-<phase>" for a
-	// phase run; "" is "default".
+	// Label names this job in profile files; "" is "<plan>-<phase>" for a
+	// phase run, else "default".
 	Label string
 	// Preset, Plan and Phase name where Trainer's settings came from
 	// (--preset, --plan, --phase); they are recorded in the result's
@@ -92,13 +97,11 @@ func (o *Options) Validate() error {
 	if o.SampleMaxPoints != 0 && o.SampleMaxPoints < 2 {
 		return fmt.Errorf("sample-max-points %d must be 0 (default) or >= 2", o.SampleMaxPoints)
 	}
-	if o.WarmupSteps < -1 {
-		return fmt.Errorf("warmup-steps %d must be >= -1", o.WarmupSteps)
+	if o.WarmupSteps < 0 {
+		return fmt.Errorf("warmup-steps %d must be >= 0", o.WarmupSteps)
 	}
-	if a := o.Profiling.PprofAddr; a != "" {
-		if err := profiling.CheckAddr(a, o.Profiling.AllowRemote); err != nil {
-			return err
-		}
+	if err := o.Profiling.Validate(); err != nil {
+		return err
 	}
 	return o.Trainer.Validate()
 }
@@ -124,10 +127,22 @@ func FLOPsPerStep(c model.Config) float64 {
 	return 2 * 3 * B * (T*perTok + attn)
 }
 
+// OptionsError is Run's error for options that fail Validate: a usage
+// error, reported before anything is built.
+type OptionsError struct{ Err error }
+
+func (e *OptionsError) Error() string { return e.Err.Error() }
+func (e *OptionsError) Unwrap() error { return e.Err }
+
 // Run executes the job. Progress lines go to progress (may be io.Discard).
 func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, err error) {
+	// The one validation of the run's configuration: the command and the
+	// trainer below trust it.
 	if err := o.Validate(); err != nil {
-		return nil, err
+		return nil, &OptionsError{Err: err}
+	}
+	if o.Label == "" && o.Plan != "" {
+		o.Label = o.Plan + "-" + o.Phase
 	}
 	start := time.Now()
 	env := environment()
@@ -208,14 +223,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	if logEvery == 0 {
 		logEvery = max(1, o.Steps/20)
 	}
-	warmup := o.WarmupSteps
-	switch {
-	case warmup == 0:
-		warmup = 1
-	case warmup < 0:
-		warmup = 0
-	}
-	warmup = min(warmup, o.Steps-1)
+	warmup := min(o.WarmupSteps, o.Steps-1)
 	startStep := tr.StepsDone()
 	// The headline allocation figures count what the steps allocate, from
 	// the end of the previous callback to the start of the next, so that

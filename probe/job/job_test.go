@@ -27,7 +27,7 @@ func tinyJob(steps int) Options {
 			Config: model.Presets["tiny"], Optimizer: model.DefaultAdamW,
 			Threads: 3, Seed: 1, Ledger: ledger.New(),
 		},
-		Data: "synthetic:200KB", DataSeed: 1, Steps: steps,
+		Data: "synthetic:200KB", DataSeed: 1, Steps: steps, WarmupSteps: DefaultWarmupSteps,
 	}
 }
 
@@ -153,7 +153,7 @@ func TestValidateInstruments(t *testing.T) {
 	}{
 		{func(o *Options) { o.SampleInterval = 500 * time.Microsecond }, "sample-interval 500µs is below the minimum 1ms"},
 		{func(o *Options) { o.SampleMaxPoints = 1 }, "sample-max-points 1"},
-		{func(o *Options) { o.WarmupSteps = -2 }, "warmup-steps -2"},
+		{func(o *Options) { o.WarmupSteps = -1 }, "warmup-steps -1 must be >= 0"},
 		{func(o *Options) { o.Profiling.PprofAddr = "0.0.0.0:6060" }, "every interface"},
 	} {
 		o := tinyJob(1)

@@ -64,8 +64,8 @@ type Options struct {
 	// CPU, Heap, Allocs, Mutex, Block are explicit paths; each overrides
 	// the Dir name of its profile and turns it on without Dir.
 	CPU, Heap, Allocs, Mutex, Block string
-	// PeakMax bounds heap profiles written at live-heap peaks; 0 means
-	// DefaultPeakMax, negative turns them off. Peak profiles are written
+	// PeakMax bounds heap profiles written at live-heap peaks (0: none;
+	// the command's default is DefaultPeakMax). Peak profiles are written
 	// only when a heap profile is asked for (Heap or Dir), next to it.
 	PeakMax int
 	// PprofAddr serves net/http/pprof on this host:port while the session
@@ -78,6 +78,21 @@ type Options struct {
 	// all there; the default samples one per 512 KiB allocated. The
 	// allocations before Start keep the old rate.
 	MemProfileRate int
+}
+
+// Validate reports the first option out of range.
+func (o Options) Validate() error {
+	switch {
+	case o.PeakMax < 0:
+		return fmt.Errorf("heap-peak-profiles %d must be >= 0", o.PeakMax)
+	case o.MemProfileRate < 0:
+		return fmt.Errorf("memprofile-rate %d must be >= 0", o.MemProfileRate)
+	case o.AllowRemote && o.PprofAddr == "":
+		return fmt.Errorf("pprof-allow-remote needs pprof-addr")
+	case o.PprofAddr != "":
+		return CheckAddr(o.PprofAddr, o.AllowRemote)
+	}
+	return nil
 }
 
 // Enabled reports whether o asks for anything.
@@ -219,11 +234,8 @@ func (s *Session) start1() error {
 		runtime.SetBlockProfileRate(BlockRateNs)
 		s.setBlock = true
 	}
-	if heap, ok := s.paths["heap"]; ok && o.PeakMax >= 0 {
+	if heap, ok := s.paths["heap"]; ok && o.PeakMax > 0 {
 		n := o.PeakMax
-		if n == 0 {
-			n = DefaultPeakMax
-		}
 		s.peak = startPeakWatcher(s, heap, n)
 	}
 	if o.PprofAddr != "" {

@@ -62,6 +62,18 @@ func DefaultName() string {
 // Default returns the fastest backend compiled in.
 func Default() Backend { b, _ := Get(DefaultName()); return b }
 
+// Check reports whether name ("" and "auto" included) names a backend of
+// this build, with the error Get would give.
+func Check(name string) error {
+	if name == "" || name == "auto" {
+		return nil
+	}
+	if _, ok := registry[name]; !ok {
+		return fmt.Errorf("gemm backend %q is not available in this build (have: %s)", name, strings.Join(Names(), ", "))
+	}
+	return nil
+}
+
 // Get returns the named backend, or an error listing what is available.
 func Get(name string) (Backend, error) {
 	if name == "" || name == "auto" {

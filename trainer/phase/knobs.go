@@ -6,13 +6,11 @@ import (
 	"strconv"
 	"strings"
 
-	"memprobe/trainer"
-	"memprobe/trainer/osthread"
 )
 
 // The knobs below are the single switches `probe train` exposes beside
-// --plan/--phase, for sweeps. Each parser checks its range and names the
-// flag in its error.
+// --plan/--phase, for sweeps. These functions parse a flag's text; the
+// ranges are checked once, by trainer.Options.Validate.
 
 // ParseBytes reads a byte count: a whole number with an optional binary
 // suffix, KiB, MiB or GiB (also K, M, G; case-insensitive).
@@ -39,28 +37,14 @@ func ParseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// WorkerStack reads --worker-stack: 0 (goroutine workers) or a stack size
-// in [osthread.MinStackBytes, osthread.MaxStackBytes].
+// WorkerStack reads --worker-stack: 0 (goroutine workers) or a stack size.
+// Its range is trainer.Options.Validate's to check, with the others.
 func WorkerStack(s string) (int64, error) {
 	n, err := ParseBytes(s)
 	if err != nil {
 		return 0, fmt.Errorf("--worker-stack: %w", err)
 	}
-	if n != 0 && (n < osthread.MinStackBytes || n > osthread.MaxStackBytes) {
-		return 0, fmt.Errorf("--worker-stack %s: out of range [64KiB, 1GiB] (0: goroutine workers)", s)
-	}
-	if n != 0 && !osthread.Available() {
-		return 0, osthread.ErrNoCgo
-	}
 	return n, nil
-}
-
-// CacheScale reads --cache-scale: a factor of right-sized in [1, 64].
-func CacheScale(f float64) error {
-	if !(f >= 1 && f <= trainer.MaxCacheScale) {
-		return fmt.Errorf("--cache-scale %g: out of range [1, %d]", f, trainer.MaxCacheScale)
-	}
-	return nil
 }
 
 // BatchAlloc reads --batch-alloc: eager (every batch of an epoch up front)
@@ -73,13 +57,4 @@ func BatchAlloc(s string) (eager bool, err error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("--batch-alloc %q: want eager or lazy", s)
-}
-
-// Exec reads --exec: static or tape.
-func Exec(s string) error {
-	switch s {
-	case "static", "tape":
-		return nil
-	}
-	return fmt.Errorf("--exec %q: want static or tape", s)
 }

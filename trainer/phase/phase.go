@@ -52,8 +52,16 @@ func Lookup(name string) (Plan, error) {
 	return Plan{}, fmt.Errorf("plan %q: not one of %s", name, strings.Join(names, ", "))
 }
 
-// Index returns the position of the named phase in p.Phases.
+// After names a plan's fixed state: its last phase, whatever its number
+// (P6 of threads, P2 of arena and embedding, P3 of decode).
+const After = "after"
+
+// Index returns the position of the named phase in p.Phases; After is the
+// last.
 func (p Plan) Index(phase string) (int, error) {
+	if phase == After {
+		return len(p.Phases) - 1, nil
+	}
 	var names []string
 	for i, ph := range p.Phases {
 		if ph.Name == phase {
@@ -61,7 +69,15 @@ func (p Plan) Index(phase string) (int, error) {
 		}
 		names = append(names, ph.Name)
 	}
-	return 0, fmt.Errorf("phase %q of plan %s: not one of %s", phase, p.Name, strings.Join(names, ", "))
+	return 0, fmt.Errorf("phase %q of plan %s: not one of %s, or after", phase, p.Name, strings.Join(names, ", "))
+}
+
+// Resolve is the phase's own name: After resolved to the last phase's.
+func (p Plan) Resolve(phase string) string {
+	if k, err := p.Index(phase); err == nil {
+		return p.Phases[k].Name
+	}
+	return phase
 }
 
 // Configure puts o in the named phase: the before state, then every fix up

@@ -2,11 +2,12 @@ package phase
 
 import (
 	"bytes"
-	"memprobe/internal/golden"
 	"strings"
 	"testing"
 
+	"memprobe/internal/golden"
 	"memprobe/trainer"
+	"memprobe/trainer/model"
 )
 
 // TestList compares List's output with testdata/list.golden; on a mismatch
@@ -121,11 +122,32 @@ func TestSelectErrors(t *testing.T) {
 	for _, c := range []struct{ plan, phase, want string }{
 		{"thread", "P1", `plan "thread": not one of threads, arena, embedding, decode`},
 		{"threads", "P7", `phase "P7" of plan threads: not one of before, P1, P2, P3, P4, P5, P6`},
-		{"decode", "after", `phase "after" of plan decode`},
+		{"decode", "fixed", `phase "fixed" of plan decode: not one of before, P1, P2, P3, or after`},
 	} {
 		err := Select(&o, c.plan, c.phase)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Select(%s, %s): %v, want %q", c.plan, c.phase, err, c.want)
+		}
+	}
+}
+
+// TestAfter: "after" names each plan's fixed state, its last phase, and
+// configures exactly what that phase does.
+func TestAfter(t *testing.T) {
+	for _, p := range Plans() {
+		last := p.Phases[len(p.Phases)-1].Name
+		if got := p.Resolve(After); got != last {
+			t.Errorf("plan %s: after resolves to %s, want %s", p.Name, got, last)
+		}
+		var a, b trainer.Options
+		if err := p.Configure(&a, After); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Configure(&b, last); err != nil {
+			t.Fatal(err)
+		}
+		if a != b {
+			t.Errorf("plan %s: after configures %+v, %s %+v", p.Name, a, last, b)
 		}
 	}
 }
@@ -151,29 +173,33 @@ func TestKnobs(t *testing.T) {
 	if n, err := WorkerStack("0"); n != 0 || err != nil {
 		t.Errorf("WorkerStack(0) = %d, %v", n, err)
 	}
-	for _, in := range []string{"10K", "2GiB", "x"} {
+	if n, err := WorkerStack("96KiB"); n != 96<<10 || err != nil {
+		t.Errorf("WorkerStack(96KiB) = %d, %v", n, err)
+	}
+	for _, in := range []string{"x", "-1", "10.5M"} {
 		if _, err := WorkerStack(in); err == nil || !strings.HasPrefix(err.Error(), "--worker-stack") {
 			t.Errorf("WorkerStack(%q): %v", in, err)
 		}
 	}
-	for _, f := range []float64{0, 0.99, 64.5} {
-		if err := CacheScale(f); err == nil {
-			t.Errorf("CacheScale(%g): no error", f)
+	// Ranges are Validate's: one place, whichever way the value came in.
+	for _, c := range []struct {
+		mut  func(*trainer.Options)
+		want string
+	}{
+		{func(o *trainer.Options) { o.Pathology.CacheScale = 0.99 }, "cache scale 0.99 out of range"},
+		{func(o *trainer.Options) { o.Pathology.CacheScale = 64.5 }, "cache scale 64.5 out of range"},
+		{func(o *trainer.Options) { o.Exec = "jit" }, `exec "jit"`},
+	} {
+		o := trainer.Options{Config: model.Presets["tiny"], Optimizer: model.DefaultAdamW, Threads: 2}
+		c.mut(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate: %v, want %q", err, c.want)
 		}
-	}
-	if err := CacheScale(64); err != nil {
-		t.Error(err)
 	}
 	if e, err := BatchAlloc("eager"); !e || err != nil {
 		t.Errorf("BatchAlloc(eager) = %v, %v", e, err)
 	}
 	if _, err := BatchAlloc("lazyy"); err == nil {
 		t.Error("BatchAlloc(lazyy): no error")
-	}
-	if err := Exec("tape"); err != nil {
-		t.Error(err)
-	}
-	if err := Exec("jit"); err == nil {
-		t.Error("Exec(jit): no error")
 	}
 }
