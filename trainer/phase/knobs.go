@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
 )
 
 // The knobs below are the single switches `probe train` exposes beside
