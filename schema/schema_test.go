@@ -19,7 +19,8 @@ func readFixture(t *testing.T) []byte {
 	return b
 }
 
-// TestResultRoundTrip: the fixture (a v2 recording migrated to v3) reads,
+// TestResultRoundTrip: the fixture (a recorded result of the tiny preset's
+// threads plan, phase P6) reads,
 // its configuration sits where the model shape was, and what WriteResult
 // writes reads back equal.
 func TestResultRoundTrip(t *testing.T) {
@@ -76,8 +77,8 @@ func TestResultErrors(t *testing.T) {
 		{"type.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": \"many\"\n}", "line 3: json: cannot unmarshal string", false},
 		{"empty-run.json", `{"schema": "memprobe.train/v3", "steps": 0, "params": 10}`, "implausible result: 0 steps", false},
 		{"no-config.json", `{"schema": "memprobe.train/v3", "steps": 1, "params": 10}`, "implausible result: config has 0 threads", false},
-		{"no-env.json", swap(`"go_version": "unknown (migrated from memprobe.train/v2)"`, `"go_version": ""`), "environment has no go_version", false},
-		{"bad-time.json", swap(`"start_time": "2026-11-26T01:20:33Z"`, `"start_time": "yesterday"`), `start_time "yesterday" is not RFC 3339`, false},
+		{"no-env.json", swap(`"go_version": "go1.26.8"`, `"go_version": ""`), "environment has no go_version", false},
+		{"bad-time.json", swap(`"start_time": "2026-11-26T01:40:09Z"`, `"start_time": "yesterday"`), `start_time "yesterday" is not RFC 3339`, false},
 	} {
 		_, err := DecodeResult([]byte(c.data), c.name)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "reading result "+c.name) || strings.Contains(err.Error(), "\n") {

@@ -15,6 +15,7 @@ import (
 	"memprobe/internal/atomicfile"
 	"memprobe/probe/job"
 	"memprobe/probe/ledger"
+	"memprobe/report"
 	"memprobe/trainer"
 	"memprobe/trainer/model"
 )
@@ -121,6 +122,9 @@ or to --json FILE (written to a temporary file, then renamed).`,
 				return usageError{err}
 			}
 			if err != nil {
+				return err
+			}
+			if err := report.WriteSummary(stderr, r); err != nil {
 				return err
 			}
 			return writeJSON(stdout, f.jsonPath, r)

@@ -2,13 +2,9 @@ package job
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"math"
-	"path/filepath"
 	"unsafe"
 
-	"memprobe/internal/table"
 	"memprobe/probe/allocsite"
 	"memprobe/probe/ledger"
 	"memprobe/probe/procfs"
@@ -270,9 +266,9 @@ func (in *instruments) prepare(g reconcile.Input) reconcile.Input {
 	for _, a := range in.heapAddrs {
 		g.GoAddrs = append(g.GoAddrs, uint64(a))
 	}
-	for _, s := range osthread.Stacks() {
+	osthread.EachStack(func(s osthread.Stack) {
 		g.ThreadStacks = append(g.ThreadStacks, reconcile.StackRange{Lo: uint64(s.Lo), Hi: uint64(s.Hi), GuardBytes: s.GuardBytes})
-	}
+	})
 	if d := osthread.DefaultStackBytes(); d > 0 {
 		g.ThreadStackBytes = d
 	}
@@ -374,41 +370,3 @@ func (in *instruments) noteHeap(ptrs ...unsafe.Pointer) {
 	}
 }
 
-// renderAllocSites prints the allocations by class, then a table of the
-// sites that made them (at most 8 rows).
-func renderAllocSites(w io.Writer, s *allocsite.Report) error {
-	exact := "every allocation recorded"
-	if !s.Exact {
-		exact = fmt.Sprintf("sampled at 1 per %d B, scaled", s.MemProfileRate)
-	}
-	steps := float64(max(s.Steps, 1))
-	t := table.New(fmt.Sprintf("allocs by site over %d steps (%s): program %.2f/step (%s/step), Go runtime %.2f/step, probe %.2f/step",
-		s.Steps, exact, s.ProgramObjectsPerStep(), table.FormatBytes(s.ProgramBytesPerStep()),
-		float64(s.RuntimeObjects)/steps, float64(s.ProbeObjects)/steps),
-		table.Column{Name: "class"},
-		table.Column{Name: "objects", Kind: table.Int},
-		table.Column{Name: "bytes", Kind: table.Bytes},
-		table.Column{Name: "function"},
-		table.Column{Name: "at"},
-		table.Column{Name: "called from"},
-	)
-	for i, site := range s.Sites {
-		if i == 8 {
-			t.Note("... %d more sites", len(s.Sites)-i+s.SitesOmitted)
-			break
-		}
-		var from any
-		if site.CalledFrom != "" {
-			from = site.CalledFrom
-		}
-		t.Add(site.Class, site.Objects, site.Bytes, site.Function, fmt.Sprintf("%s:%d", filepath.Base(site.File), site.Line), from)
-	}
-	if len(s.Sites) <= 8 && s.SitesOmitted > 0 {
-		t.Note("... %d more sites", s.SitesOmitted)
-	}
-	if len(s.Sites) == 0 && s.SitesOmitted == 0 {
-		_, err := fmt.Fprintln(w, t.Title) // no sites: no table
-		return err
-	}
-	return t.Render(w, table.Text)
-}

@@ -29,7 +29,6 @@ import (
 	"memprobe/probe/memmodel"
 	"memprobe/probe/procfs"
 	"memprobe/probe/profiling"
-	"memprobe/probe/reconcile"
 	"memprobe/probe/sampler"
 	"memprobe/schema"
 	"memprobe/trainer"
@@ -327,29 +326,6 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		r.Profiles = &rep
 	}
 
-	if inst != nil {
-		memmodel.Render(progress, r.Ledger)
-		if rec := r.RSSReconciliation; rec != nil {
-			fmt.Fprintf(progress, "rss at peak (step %d): named parts explain %s of VmHWM %s; residual %s (%.1f%%), unexplained at the boundary %s\n",
-				rec.AtPeakStep, mib(rec.ExplainedBytes), mib(rec.VmHWMBytes), mib(rec.ResidualBytes), rec.ResidualPct, mib(rec.AtPeak.UnexplainedBytes))
-			reconcile.Render(progress, rec.AtPeak)
-		}
-		if a := r.RSSAgreement; a != nil {
-			fmt.Fprintf(progress, "peak rss: sampler %s, VmHWM %s (%+.2f%%); %d samples every %v\n",
-				mib(int64(a.SamplerPeakRSSBytes)), mib(int64(a.VmHWMBytes)), a.DiffPct, r.Sampler.Samples, time.Duration(r.Sampler.IntervalMs*float64(time.Millisecond)))
-		}
-		if rt := r.Runtime; rt != nil {
-			fmt.Fprintf(progress, "go runtime: %.1f allocs/step (all, runtime/metrics), %.0f B/step over %d steps after %d warm-up; %d GC cycles; %d goroutines, %d OS threads at peak\n",
-				rt.Steady.AllocsPerStepObjects, rt.Steady.AllocsPerStepBytes, rt.Steady.Steps, rt.Steady.WarmupSteps,
-				rt.AllStepsGCCycles, rt.Peak.Goroutines, rt.Peak.OSThreads)
-		}
-		if s := r.AllocsBySite; s != nil {
-			renderAllocSites(progress, s)
-		}
-	}
-	fmt.Fprintf(progress, "done: %.0f tokens/s (%.1f GFLOPS), loss %.4f -> %.4f, peak RSS %s (floor %s, x%.2f), %.1f allocs/step\n",
-		r.TokensPerSec, r.AchievedGFLOPS, r.LossFirst, r.LossLast, mib(int64(r.PeakRSSBytes)), mib(floor),
-		float64(r.PeakRSSBytes)/float64(floor), r.HeapAllocsPerStep)
 	return r, nil
 }
 

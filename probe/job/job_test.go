@@ -117,8 +117,8 @@ func TestRunInstruments(t *testing.T) {
 			t.Errorf("JSON lacks %s", key)
 		}
 	}
-	if !strings.Contains(progress.String(), "component") || !strings.Contains(progress.String(), "rss at peak") {
-		t.Errorf("progress lacks the tables:\n%s", progress.String())
+	if !strings.Contains(progress.String(), "step") || !strings.Contains(progress.String(), "memory floor") {
+		t.Errorf("progress lacks the step lines:\n%s", progress.String())
 	}
 }
 

@@ -35,17 +35,28 @@ func unregister(t *Thread) {
 	delete(registry.live, t)
 }
 
+// EachStack calls fn with the stack of every thread from Start whose
+// function is running, in no particular order, holding the registry's lock
+// (fn must not start or join threads). It allocates nothing itself, so a
+// probe that lists stacks between steps is charged for its own slice.
+func EachStack(fn func(Stack)) {
+	registry.Lock()
+	defer registry.Unlock()
+	for _, s := range registry.live {
+		fn(s)
+	}
+}
+
 // Stacks lists the stacks of every thread from Start whose function is
 // running, lowest address first; never nil. Without cgo it is empty. A
 // thread leaves the list when its function returns, before the thread
 // exits; the C library may keep the exited thread's stack mapped for reuse.
 func Stacks() []Stack {
-	registry.Lock()
-	out := make([]Stack, 0, len(registry.live))
-	for _, s := range registry.live {
-		out = append(out, s)
+	var out []Stack
+	EachStack(func(s Stack) { out = append(out, s) })
+	if out == nil {
+		out = []Stack{}
 	}
-	registry.Unlock()
 	slices.SortFunc(out, func(a, b Stack) int {
 		switch {
 		case a.Lo < b.Lo:

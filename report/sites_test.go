@@ -1,4 +1,4 @@
-package job
+package report
 
 import (
 	"bytes"
@@ -22,12 +22,12 @@ func TestRenderAllocSitesGolden(t *testing.T) {
 		s.Sites = append(s.Sites, site)
 	}
 	var b bytes.Buffer
-	if err := renderAllocSites(&b, s); err != nil {
+	if err := writeAllocSites(&b, s); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "allocsites.golden", b.Bytes())
 	b.Reset()
-	if err := renderAllocSites(&b, &allocsite.Report{Exact: true, Steps: 5}); err != nil || bytes.Count(b.Bytes(), []byte("\n")) != 1 {
+	if err := writeAllocSites(&b, &allocsite.Report{Exact: true, Steps: 5}); err != nil || bytes.Count(b.Bytes(), []byte("\n")) != 1 {
 		t.Errorf("no sites: %q, %v; want the summary line only", b.String(), err)
 	}
 }
