@@ -369,4 +369,3 @@ func (in *instruments) noteHeap(ptrs ...unsafe.Pointer) {
 		in.heapAddrs = append(in.heapAddrs, uintptr(p))
 	}
 }
-
