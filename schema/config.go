@@ -23,10 +23,10 @@ type Config struct {
 	Plan      string    `json:"plan"`
 	Phase     string    `json:"phase"`
 	Pathology Pathology `json:"pathology"`
-	// Exec is how a sequence runs: "static" or "tape" ("" is static).
-	Exec string   `json:"exec"`
-	Tape Tape     `json:"tape"`
-	Side SideWork `json:"side_work"`
+	// Engine is how a sequence runs: "static" or "tape" ("" is static).
+	Engine string   `json:"engine"`
+	Tape   Tape     `json:"tape"`
+	Side   SideWork `json:"side_work"`
 	// Decode is the decode mode of the LM head ("" runs it on the host);
 	// Device the decode head's device ("" or "cpu", "cuda").
 	Decode string `json:"decode"`

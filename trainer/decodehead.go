@@ -125,3 +125,42 @@ func ReadCheckpointParams(path string, acct *ledger.Account) (model.Config, *mod
 	}
 	return ck.cfg, p, nil
 }
+
+func (t *Trainer) deviceName() string {
+	if t.opts.Device == "" {
+		return "cpu"
+	}
+	return t.opts.Device
+}
+
+// refreshHeads uploads wte to every decode head after an update.
+func (t *Trainer) refreshHeads() {
+	for _, e := range t.execs {
+		if e.head != nil {
+			if err := e.head.refresh(t.Param.WTE); err != nil {
+				t.fail(err)
+			}
+		}
+	}
+}
+
+// DecodeStats sums the device counters of every decode head (zero without
+// Options.Decode).
+func (t *Trainer) DecodeStats() device.Stats {
+	var s device.Stats
+	for _, e := range t.execs {
+		if e.head == nil {
+			continue
+		}
+		h := e.head.stats()
+		s.Launches += h.Launches
+		s.Syncs += h.Syncs
+		s.H2DCopies += h.H2DCopies
+		s.D2HCopies += h.D2HCopies
+		s.H2DBytes += h.H2DBytes
+		s.D2HBytes += h.D2HBytes
+		s.DeviceBytesInUse += h.DeviceBytesInUse
+		s.DeviceBytesPeak += h.DeviceBytesPeak
+	}
+	return s
+}

@@ -6,7 +6,7 @@ import (
 	"memprobe/trainer/model"
 )
 
-// engine is how a sequence runs on an executor, picked by Options.Exec:
+// engine is how a sequence runs on an executor, picked by Options.Engine:
 // staticEngine (model.Forward and model.Backward over the workspace New
 // allocated, with the decode head when Options.Decode is set) or tapeEngine
 // (engine_tape.go: the same model op by op through package trainer/tape).

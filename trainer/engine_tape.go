@@ -10,7 +10,7 @@ import (
 	"memprobe/trainer/tape"
 )
 
-// The tape engine (Options.Exec "tape"): package trainer/tape runs each
+// The tape engine (Options.Engine "tape"): package trainer/tape runs each
 // sequence op by op, its temporaries from an Allocator, instead of
 // model.Forward and model.Backward over a preallocated workspace. The
 // workers, the executors (which then hold only their token buffers), the
@@ -62,7 +62,7 @@ func (e *tapeEngine) forward(x *executor) (float32, error) {
 func (e *tapeEngine) backward(x *executor, grads *model.Params, dloss float32) error {
 	gr := e.inFlight[x.id]
 	if gr == nil {
-		return fmt.Errorf("exec tape: executor %d has no graph to run backward on", x.id)
+		return fmt.Errorf("engine tape: executor %d has no graph to run backward on", x.id)
 	}
 	e.inFlight[x.id] = nil
 	gr.Backward(grads, dloss, &x.turn)

@@ -156,6 +156,6 @@ type Counts struct {
 	CacheClears      int64 `json:"cache_clears"`       // workspace cache clears (ClearCaches)
 	EmbeddingCopies  int64 `json:"embedding_copies"`   // embedding-cache refreshes
 	SideWorkRuns     int   `json:"side_work_runs"`     // sample + checkpoint rounds (Options.Side)
-	TapeGraphs       int64 `json:"tape_graphs"`        // sequence graphs the tape built (Exec "tape")
+	TapeGraphs       int64 `json:"tape_graphs"`        // sequence graphs the tape built (engine "tape")
 	TapeGraphsKept   int   `json:"tape_graphs_kept"`   // graphs held in the history (Tape.KeepGraphs)
 }

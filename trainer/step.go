@@ -6,6 +6,7 @@ package trainer
 // started on.
 
 import (
+	"io"
 	"math"
 
 	"memprobe/probe/ledger"
@@ -197,4 +198,29 @@ func (t *Trainer) prepare(e *executor) {
 		t.embCopies.Add(1)
 	}
 	e.version = t.version
+}
+
+// passTurnstile lets a failed sequence through every slot without adding
+// anything, so that the sequences after it do not wait for it forever.
+func (t *Trainer) passTurnstile(e *executor) {
+	for s := range t.cfg.NumSlots() {
+		e.turn.Enter(s)
+		e.turn.Leave(s)
+	}
+}
+
+// sideWork is one round of Options.Side: a sample, then a checkpoint
+// serialised and discarded. With the tape both come from the tape's
+// allocator (tape.Sample, tape.StageCheckpoint), as in note 002's loop. It
+// runs on worker 0 (stage "side").
+func (t *Trainer) sideWork() {
+	n, seed := t.opts.Side.SampleTokens, t.opts.Seed+uint64(t.step)
+	if n > 0 {
+		t.Sample(n, seed)
+	}
+	params, m, v := t.engine.stage(t.Param.Memory, t.M.Memory, t.V.Memory)
+	if err := t.writeCheckpointFrom(io.Discard, params, m, v); err != nil {
+		t.fail(err)
+	}
+	t.sideRuns++
 }

@@ -61,7 +61,7 @@ type Trainer struct {
 	wg       sync.WaitGroup
 	batches  *batchStore
 	lock     *modelLock // Pathology.ModelLock
-	engine   engine     // how a sequence runs (Options.Exec)
+	engine   engine     // how a sequence runs (Options.Engine)
 	version  uint64     // bumped whenever the parameters change outside a sequence
 
 	// per-step state read by the workers
@@ -116,7 +116,7 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 	t.acct.grads = led.Account(ledger.Grads)
 	t.acct.m = led.Account(ledger.AdamM)
 	t.acct.v = led.Account(ledger.AdamV)
-	if opts.Exec != "tape" { // the tape's tensors are counted by its allocator
+	if opts.Engine != "tape" { // the tape's tensors are counted by its allocator
 		t.acct.acts = led.Account(ledger.Activations)
 		t.acct.gacts = led.Account(ledger.ActivationGrads)
 	}
@@ -175,7 +175,7 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 			}
 		}
 	}
-	if opts.Exec == "tape" {
+	if opts.Engine == "tape" {
 		tp, err := newTapeEngine(t, len(t.execs))
 		if err != nil {
 			t.Close()

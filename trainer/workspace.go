@@ -71,7 +71,7 @@ func (t *Trainer) newExecutor(id int, touch, unused bool) *executor {
 
 	e.in = ledger.Make[uint16](e.accts.batches, cfg.Context)
 	e.tg = ledger.Make[uint16](e.accts.batches, cfg.Context)
-	if t.opts.Exec == "tape" {
+	if t.opts.Engine == "tape" {
 		return e // the tape allocates each sequence's tensors itself
 	}
 

@@ -19,7 +19,7 @@ type phaseFlags struct {
 	cacheScale  float64
 	batchAlloc  string
 	workerStack string
-	exec        string
+	engine      string
 }
 
 func (f *phaseFlags) register(fs *pflag.FlagSet) {
@@ -30,7 +30,7 @@ func (f *phaseFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.cacheScale, "cache-scale", 1, "caches as a factor of right-sized, 1 to 64")
 	fs.StringVar(&f.batchAlloc, "batch-alloc", "lazy", "batches: lazy (one, refilled each step) or eager (a whole epoch up front)")
 	fs.StringVar(&f.workerStack, "worker-stack", "0", "0: goroutine workers; else each worker on its own pthread with this stack (64KiB to 1GiB; KiB/MiB/GiB suffixes)")
-	fs.StringVar(&f.exec, "exec", "static", "sequence execution: static (preallocated workspaces) or tape (op-by-op autograd)")
+	fs.StringVar(&f.engine, "engine", "static", "how a sequence runs: static (preallocated workspaces) or tape (op-by-op autograd)")
 }
 
 // listPhases handles --list-phases: it writes the list to w and reports
@@ -84,8 +84,8 @@ func (f *phaseFlags) apply(o *job.Options) error {
 		}
 		t.Pathology.WorkerStackBytes = n
 	}
-	if changed("exec") {
-		t.Exec = f.exec
+	if changed("engine") {
+		t.Engine = f.engine
 	}
 	return nil
 }

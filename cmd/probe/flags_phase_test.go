@@ -34,7 +34,7 @@ func TestOptionsValidatedOnce(t *testing.T) {
 	}{
 		{[]string{"--threads", "0"}, "threads 0 out of range [1, 1024]"},
 		{[]string{"--cache-scale", "0.5"}, "cache scale 0.5 out of range [1, 64]"},
-		{[]string{"--exec", "jit"}, `exec "jit": want static or tape`},
+		{[]string{"--engine", "jit"}, `engine "jit": want static or tape`},
 		{[]string{"--gemm", "foo"}, `gemm backend "foo" is not available`},
 		{[]string{"--warmup-steps", "-1"}, "warmup-steps -1 must be >= 0"},
 	} {

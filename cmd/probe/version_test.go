@@ -97,7 +97,7 @@ func TestTrainRecordsConfiguration(t *testing.T) {
 	want := schema.Config{
 		Preset: "tiny", Model: schema.Model{Vocab: 788, Dim: 64, Layers: 2, Heads: 4, FF: 256, Context: 64, Batch: 32},
 		Optimizer: r.Optimizer, Threads: 2, Plan: "threads", Phase: "P6",
-		Pathology: schema.Pathology{CacheScale: 2, EagerBatches: true}, Exec: "static",
+		Pathology: schema.Pathology{CacheScale: 2, EagerBatches: true}, Engine: "static",
 		GEMM: "naive", GEMMUsed: "naive", Data: "synthetic:200KB", DataSeed: 1, Seed: 7, Steps: 2,
 		Instruments: true, WarmupSteps: 0, SampleIntervalMs: 5, SampleMaxPoints: 512,
 	}

@@ -33,7 +33,7 @@ func configOf(o *Options, gemmUsed string) schema.Config {
 		Preset: o.Preset, Model: schema.Model(t.Config), Optimizer: schema.Optimizer(t.Optimizer),
 		Threads: t.Threads, Executors: t.Executors,
 		Plan: o.Plan, Phase: o.Phase,
-		Pathology: schema.Pathology(t.Pathology), Exec: t.Exec, Tape: schema.Tape(t.Tape), Side: schema.SideWork(t.Side),
+		Pathology: schema.Pathology(t.Pathology), Engine: t.Engine, Tape: schema.Tape(t.Tape), Side: schema.SideWork(t.Side),
 		Decode: t.Decode, Device: t.Device,
 		GEMM: t.GEMM, GEMMUsed: gemmUsed,
 		Data: o.Data, DataSeed: o.DataSeed, Seed: t.Seed, Steps: o.Steps,
@@ -41,8 +41,8 @@ func configOf(o *Options, gemmUsed string) schema.Config {
 		Instruments: !o.NoInstruments, WarmupSteps: o.WarmupSteps,
 		SampleIntervalMs: float64(o.SampleInterval) / float64(time.Millisecond), SampleMaxPoints: o.SampleMaxPoints,
 	}
-	if c.Exec == "" {
-		c.Exec = "static"
+	if c.Engine == "" {
+		c.Engine = "static"
 	}
 	if c.GEMM == "" {
 		c.GEMM = "auto"
@@ -79,7 +79,7 @@ func OptionsFromConfig(c schema.Config) (Options, error) {
 		Trainer: trainer.Options{
 			Config: model.Config(c.Model), Optimizer: model.AdamW(c.Optimizer),
 			Threads: c.Threads, Executors: c.Executors, Seed: c.Seed, GEMM: c.GEMM,
-			Pathology: trainer.Pathology(c.Pathology), Exec: c.Exec,
+			Pathology: trainer.Pathology(c.Pathology), Engine: c.Engine,
 			Tape: trainer.TapeOptions(c.Tape), Side: trainer.SideWork(c.Side),
 			Decode: c.Decode, Device: c.Device,
 		},

@@ -38,7 +38,7 @@ func TestRerunFromConfig(t *testing.T) {
 	}
 	c := back.Config
 	if c.GEMM != "naive" || c.GEMMUsed != "naive" || c.Pathology.CacheScale != 2 || c.WarmupSteps != 0 ||
-		c.SampleIntervalMs != 5 || c.SampleMaxPoints != 512 || c.Preset != "tiny" || c.Exec != "static" {
+		c.SampleIntervalMs != 5 || c.SampleMaxPoints != 512 || c.Preset != "tiny" || c.Engine != "static" {
 		t.Errorf("config %+v", c)
 	}
 	if back.StartTime == "" || strings.Join(back.CommandLine, " ") != "probe train --preset tiny" || back.Environment.GoVersion == "" {

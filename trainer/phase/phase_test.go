@@ -97,7 +97,7 @@ func TestOtherPlans(t *testing.T) {
 		check       func(o trainer.Options) bool
 	}{
 		{"arena", "before", func(o trainer.Options) bool {
-			return o.Exec == "tape" && o.Tape.ResetBeforeSide && o.Tape.FreeChunksEvery == 10 && o.GEMM == "naive" && o.Side.Every == 1
+			return o.Engine == "tape" && o.Tape.ResetBeforeSide && o.Tape.FreeChunksEvery == 10 && o.GEMM == "naive" && o.Side.Every == 1
 		}},
 		{"arena", "P1", func(o trainer.Options) bool { return !o.Tape.ResetBeforeSide && o.GEMM == "naive" }},
 		{"arena", "P2", func(o trainer.Options) bool { return !o.Tape.ResetBeforeSide && o.GEMM == "auto" }},
@@ -188,7 +188,7 @@ func TestKnobs(t *testing.T) {
 	}{
 		{func(o *trainer.Options) { o.Pathology.CacheScale = 0.99 }, "cache scale 0.99 out of range"},
 		{func(o *trainer.Options) { o.Pathology.CacheScale = 64.5 }, "cache scale 64.5 out of range"},
-		{func(o *trainer.Options) { o.Exec = "jit" }, `exec "jit"`},
+		{func(o *trainer.Options) { o.Engine = "jit" }, `engine "jit"`},
 	} {
 		o := trainer.Options{Config: model.Presets["tiny"], Optimizer: model.DefaultAdamW, Threads: 2}
 		c.mut(&o)

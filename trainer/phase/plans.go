@@ -133,7 +133,7 @@ func arenaPlan() Plan {
 				"runs right after the update, so the sample and checkpoint temporaries stay until the next " +
 				"step's reset; chunks freed every 10 steps; naive GEMM",
 			Apply: func(o *trainer.Options) {
-				o.Exec = "tape"
+				o.Engine = "tape"
 				o.Tape = trainer.TapeOptions{Allocator: "arena", ResetBeforeSide: true, FreeChunksEvery: arenaFreeEvery}
 				o.Side = trainer.SideWork{Every: sideEvery, SampleTokens: sideSampleTokens}
 				o.GEMM = "naive"
@@ -165,7 +165,7 @@ func embeddingPlan() Plan {
 			Mechanism: "tape execution; the embedding gradient as a dense one-hot (T, V) product; every step's " +
 				"graph kept reachable from a history slice",
 			Apply: func(o *trainer.Options) {
-				o.Exec = "tape"
+				o.Engine = "tape"
 				o.Tape = trainer.TapeOptions{Allocator: "heap", OneHotEmbedding: true, KeepGraphs: true}
 			},
 		},
