@@ -42,9 +42,9 @@ type Config struct {
 	Seed     uint64 `json:"seed"`      // parameter initialisation and sampling
 	Steps    int    `json:"steps"`     // optimizer steps asked for
 	// Resume is the checkpoint the job started from ("" for none);
-	// SampleTokens the tokens generated after training.
-	Resume       string `json:"resume"`
-	SampleTokens int    `json:"sample_tokens"`
+	// GenerateTokens the tokens generated after training (--generate).
+	Resume         string `json:"resume"`
+	GenerateTokens int    `json:"generate_tokens"`
 
 	// Instruments says whether the instruments ran (--no-instruments
 	// turns them off). WarmupSteps are the steps left out of the
@@ -85,8 +85,8 @@ type Tape struct {
 }
 
 // SideWork is the work beside training (trainer.SideWork): every Every
-// steps, sample SampleTokens tokens and serialise a checkpoint (0: none).
+// steps, generate GenerateTokens tokens and serialise a checkpoint (0: none).
 type SideWork struct {
-	Every        int `json:"every_steps"`
-	SampleTokens int `json:"sample_tokens"`
+	Every          int `json:"every_steps"`
+	GenerateTokens int `json:"generate_tokens"`
 }

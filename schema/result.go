@@ -101,9 +101,9 @@ type Result struct {
 	// for.
 	Profiles *profiling.Report `json:"profiles"`
 
-	Sample     string   `json:"sample,omitempty"`
-	SampleIDs  []uint16 `json:"sample_ids,omitempty"`
-	Checkpoint string   `json:"checkpoint,omitempty"`
+	Generated    string   `json:"generated_text,omitempty"`
+	GeneratedIDs []uint16 `json:"generated_ids,omitempty"`
+	Checkpoint   string   `json:"checkpoint,omitempty"`
 
 	// Counts are the trainer's deterministic counters (contexts, worker
 	// threads, model-lock holds, ...): what each phase changes.

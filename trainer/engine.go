@@ -17,8 +17,8 @@ type engine interface {
 	// loss; backward adds its gradients into grads through e's turnstile.
 	forward(e *executor) (float32, error)
 	backward(e *executor, grads *model.Params, dloss float32) error
-	// sample generates n tokens after prompt (Trainer.Sample).
-	sample(prompt []uint16, n int, seed uint64) []uint16
+	// generate makes n tokens after prompt (Trainer.Generate).
+	generate(prompt []uint16, n int, seed uint64) []uint16
 	// stage returns the buffers a checkpoint of the side work is written
 	// from: the parameters and moments themselves, or copies staged in
 	// the tape's allocator, as note 002's loop did.
@@ -51,10 +51,10 @@ func (s staticEngine) backward(e *executor, grads *model.Params, dloss float32) 
 	return nil
 }
 
-// sample reruns the whole window for every token (no KV cache): the causal
+// generate reruns the whole window for every token (no KV cache): the causal
 // mask makes the padding after the last real position irrelevant to its
 // logits. It uses executor 0's workspace.
-func (s staticEngine) sample(prompt []uint16, n int, seed uint64) []uint16 {
+func (s staticEngine) generate(prompt []uint16, n int, seed uint64) []uint16 {
 	t := s.t
 	cfg := t.cfg
 	T, V := cfg.Context, cfg.Vocab

@@ -76,7 +76,7 @@ func (e *tapeEngine) backward(x *executor, grads *model.Params, dloss float32) e
 	return nil
 }
 
-func (e *tapeEngine) sample(prompt []uint16, n int, seed uint64) []uint16 {
+func (e *tapeEngine) generate(prompt []uint16, n int, seed uint64) []uint16 {
 	return tape.Sample(e.t.gemm, e.t.cfg, e.t.Param, prompt, n, seed, e.alloc, e.opts)
 }
 

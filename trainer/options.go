@@ -114,12 +114,12 @@ type TapeOptions struct {
 }
 
 // SideWork is what the notes' training loops did beside training: every
-// Every steps, after the update, generate SampleTokens tokens and write a
+// Every steps, after the update, generate GenerateTokens tokens and write a
 // checkpoint (serialised in full by the checkpoint encoder, then
 // discarded, so that the run does no disk I/O). Every 0: none.
 type SideWork struct {
-	Every        int `json:"every,omitempty"`
-	SampleTokens int `json:"sample_tokens,omitempty"`
+	Every          int `json:"every,omitempty"`
+	GenerateTokens int `json:"generate_tokens,omitempty"`
 }
 
 func (o *Options) validateEngine() error {
@@ -153,8 +153,8 @@ func (o *Options) validateEngine() error {
 	} else if o.Device != "" && o.Device != "cpu" {
 		return fmt.Errorf("device %q: a device is used only by a decode head (set a decode mode)", o.Device)
 	}
-	if s := o.Side; s.Every < 0 || s.SampleTokens < 0 || s.SampleTokens > 1<<20 {
-		return fmt.Errorf("side work every %d steps, %d sample tokens: want every >= 0 and 0 <= tokens <= %d", s.Every, s.SampleTokens, 1<<20)
+	if s := o.Side; s.Every < 0 || s.GenerateTokens < 0 || s.GenerateTokens > 1<<20 {
+		return fmt.Errorf("side work every %d steps, %d tokens to generate: want every >= 0 and 0 <= tokens <= %d", s.Every, s.GenerateTokens, 1<<20)
 	}
 	return nil
 }

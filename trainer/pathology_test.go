@@ -387,7 +387,7 @@ func TestSideWork(t *testing.T) {
 	ds := smallCorpus(t)
 	ref := newTestTrainer(t, pathOptions(2, Pathology{}), ds)
 	o := pathOptions(2, Pathology{})
-	o.Side = SideWork{Every: 1, SampleTokens: 3}
+	o.Side = SideWork{Every: 1, GenerateTokens: 3}
 	tr := newTestTrainer(t, o, ds)
 	for i := range 2 {
 		a, b := ref.Step(), tr.Step()

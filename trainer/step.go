@@ -214,9 +214,9 @@ func (t *Trainer) passTurnstile(e *executor) {
 // allocator (tape.Sample, tape.StageCheckpoint), as in note 002's loop. It
 // runs on worker 0 (stage "side").
 func (t *Trainer) sideWork() {
-	n, seed := t.opts.Side.SampleTokens, t.opts.Seed+uint64(t.step)
+	n, seed := t.opts.Side.GenerateTokens, t.opts.Seed+uint64(t.step)
 	if n > 0 {
-		t.Sample(n, seed)
+		t.Generate(n, seed)
 	}
 	params, m, v := t.engine.stage(t.Param.Memory, t.M.Memory, t.V.Memory)
 	if err := t.writeCheckpointFrom(io.Discard, params, m, v); err != nil {

@@ -58,7 +58,7 @@ func TestLearnsText(t *testing.T) {
 	if last > first-1.5 {
 		t.Errorf("loss %.4f -> %.4f, want a fall of at least 1.5", first, last)
 	}
-	ids := tr.Sample(40, 7)
+	ids := tr.Generate(40, 7)
 	if len(ids) != 40 {
 		t.Fatalf("sampled %d tokens, want 40", len(ids))
 	}

@@ -1,23 +1,16 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"memprobe/internal/table"
-	"memprobe/probe/ledger"
+	"memprobe/probe/decodebench"
 	"memprobe/schema"
-	"memprobe/trainer"
-	"memprobe/trainer/data"
 	"memprobe/trainer/decode"
-	"memprobe/trainer/device"
-	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 )
 
@@ -58,18 +51,19 @@ func (f *decodeCmdFlags) register(fs *pflag.FlagSet) {
 
 // decodeOptions is a checked `probe decode` command line.
 type decodeOptions struct {
-	cfg        model.Config // without --checkpoint; with it, only Batch and Context are set (0: the checkpoint's)
-	checkpoint string
-	modes      []decode.Mode
-	all        bool // --decode all: JSON is an array
-	format     table.Format
-	flags      *decodeCmdFlags
+	bench    decodebench.Options
+	all      bool // --decode all: JSON is an array
+	format   table.Format
+	jsonPath string
 }
 
 // options checks the flags; fs tells which were given. Errors are usage
 // errors (exit status 2).
 func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
-	o := decodeOptions{checkpoint: f.checkpoint, flags: f}
+	o := decodeOptions{jsonPath: f.jsonPath, bench: decodebench.Options{
+		Checkpoint: f.checkpoint, Seed: f.seed, Data: f.data, DataSeed: f.dataSeed, GEMM: f.gemm,
+		Device: f.device, Passes: f.passes, Probs: f.probs, CPUProfile: f.cpuprofile,
+	}}
 	if err := f.shape.checkSigns(); err != nil {
 		return o, err
 	}
@@ -82,7 +76,7 @@ func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 		if fs != nil && fs.Changed("preset") {
 			return o, fmt.Errorf("--preset: the model comes from --checkpoint %s; drop --preset", f.checkpoint)
 		}
-		o.cfg = model.Config{Context: f.shape.override.Context, Batch: f.shape.override.Batch}
+		o.bench.Config = model.Config{Context: f.shape.override.Context, Batch: f.shape.override.Batch}
 	} else {
 		cfg, err := f.shape.config()
 		if err != nil {
@@ -91,16 +85,16 @@ func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 		if err := cfg.Validate(); err != nil {
 			return o, err
 		}
-		o.cfg = cfg
+		o.bench.Config = cfg
 	}
 	if f.mode == "all" {
-		o.modes, o.all = decode.Modes(), true
+		o.bench.Modes, o.all = decode.Modes(), true
 	} else {
 		m, err := decode.ParseMode(f.mode)
 		if err != nil {
 			return o, fmt.Errorf("--decode: %w (or all)", err)
 		}
-		o.modes = []decode.Mode{m}
+		o.bench.Modes = []decode.Mode{m}
 	}
 	if f.passes < 1 || f.passes > 1e6 {
 		return o, fmt.Errorf("--passes %d out of range [1, 1e6]", f.passes)
@@ -146,180 +140,25 @@ and device; --decode all writes a JSON array of them, slowest mode first.`,
 	return cmd
 }
 
-// decodeRecord is the JSON of one mode's measurement; package schema
-// owns the format.
-type decodeRecord = schema.DecodeRecord
-
-func recordOf(m decode.Measurement) decodeRecord {
-	return decodeRecord{
-		TokensPerSec: m.TokensPerSecond, SyncsPerToken: m.SyncsPerToken, LaunchesPerToken: m.LaunchesPerToken,
-		HostAllocsPerToken: m.HostAllocsPerToken, H2DBytes: m.H2DBytesPerPass, D2HBytes: m.D2HBytesPerPass,
-		DevicePeakBytes: m.DeviceBytesPeak, Decode: m.Mode, Device: m.Device,
-	}
-}
-
-// runDecode builds the model and the hidden states, measures each mode and
-// prints the table.
+// runDecode measures each mode (decodebench.Run, progress on stderr),
+// prints the table on stdout and writes the JSON.
 func runDecode(stdout, stderr io.Writer, o decodeOptions) error {
-	f := o.flags
-	if err := device.Available(f.device); err != nil {
-		return err
-	}
-	g, err := gemm.Get(f.gemm)
+	ms, err := decodebench.Run(o.bench, stderr)
 	if err != nil {
 		return err
 	}
-	cfg, params, err := decodeModel(o)
-	if err != nil {
+	if err := decodebench.WriteTable(stdout, ms, o.bench.Probs, o.format); err != nil {
 		return err
 	}
-	ds, err := data.Load(f.data, cfg.Vocab, f.dataSeed)
-	if err != nil {
-		return err
-	}
-	if ds.Vocab > cfg.Vocab {
-		return fmt.Errorf("dataset %s has %d distinct tokens but the model's vocab is %d", ds.Source, ds.Vocab, cfg.Vocab)
-	}
-	B, T, C := cfg.Batch, cfg.Context, cfg.Dim
-	if len(ds.Tokens) < T+1 {
-		return fmt.Errorf("dataset %s has %d tokens, fewer than context+1 = %d", ds.Source, len(ds.Tokens), T+1)
-	}
-	// Hidden states (B, T, C) and targets (B, T): sequence b starts at b*T,
-	// wrapping as the trainer's steps do.
-	hidden := make([]float32, B*T*C)
-	targets := make([]uint16, B*T)
-	acts := model.NewActs(cfg, make([]float32, cfg.ActsSize()))
-	n := len(ds.Tokens) - T
-	for b := 0; b < B; b++ {
-		p := (b * T) % n
-		model.ForwardBody(g, cfg, params, acts, ds.Tokens[p:p+T])
-		copy(hidden[b*T*C:], acts.LNF)
-		copy(targets[b*T:], ds.Tokens[p+1:p+T+1])
-	}
-	acts = nil
-	fmt.Fprintf(stderr, "model %v: %s; data %s; gemm %s\n", cfg, modelSource(o, f), ds.Source, g.Name())
-
-	if f.cpuprofile != "" {
-		pf, err := os.Create(f.cpuprofile)
-		if err != nil {
-			return fmt.Errorf("writing cpu profile: %w", err)
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("writing cpu profile %s: %w", f.cpuprofile, err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	var ms []decode.Measurement
-	for _, m := range o.modes {
-		meas, err := measureMode(f.device, g, m, cfg, params.WTE, hidden, targets, f.probs, f.passes)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "%s: %.0f tokens/s over %d tokens (%.2f s)\n", m, meas.TokensPerSecond, meas.Tokens, meas.Seconds)
-		ms = append(ms, meas)
-	}
-	if err := writeDecodeTable(stdout, ms, f.probs, o.format); err != nil {
-		return err
-	}
-	if f.jsonPath == "" {
+	if o.jsonPath == "" {
 		return nil
 	}
-	recs := make([]decodeRecord, len(ms))
+	recs := make([]schema.DecodeRecord, len(ms))
 	for i, m := range ms {
-		recs[i] = recordOf(m)
+		recs[i] = decodebench.Record(m)
 	}
 	if o.all {
-		return writeJSON(nil, f.jsonPath, recs)
+		return writeJSON(nil, o.jsonPath, recs)
 	}
-	return writeJSON(nil, f.jsonPath, recs[0])
-}
-
-func modelSource(o decodeOptions, f *decodeCmdFlags) string {
-	if o.checkpoint != "" {
-		return "parameters from " + o.checkpoint
-	}
-	return fmt.Sprintf("fresh parameters (seed %d)", f.seed)
-}
-
-// decodeModel returns the configuration and parameters: from the
-// checkpoint (with --batch applied; --context, if given, must be the
-// checkpoint's, whose position embedding has that many rows), or fresh from
-// the seed.
-func decodeModel(o decodeOptions) (model.Config, *model.Params, error) {
-	if o.checkpoint == "" {
-		p := model.NewParams(o.cfg, make([]float32, o.cfg.NumParams()))
-		model.Init(o.cfg, p, o.flags.seed)
-		return o.cfg, p, nil
-	}
-	cfg, p, err := trainer.ReadCheckpointParams(o.checkpoint, nil)
-	if err != nil {
-		return model.Config{}, nil, err
-	}
-	if o.cfg.Context > 0 && o.cfg.Context != cfg.Context {
-		return model.Config{}, nil, fmt.Errorf("--context %d: checkpoint %s holds a model with context %d", o.cfg.Context, o.checkpoint, cfg.Context)
-	}
-	if o.cfg.Batch > 0 {
-		cfg.Batch = o.cfg.Batch
-	}
-	return cfg, p, nil
-}
-
-// measureMode opens the device, makes a decoder in mode m, measures it and
-// closes both.
-func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config, wte, hidden []float32, targets []uint16, probs bool, passes int) (meas decode.Measurement, err error) {
-	dev, err := device.Open(devName, g, ledger.New().Account(ledger.DeviceBuffers))
-	if err != nil {
-		return meas, err
-	}
-	defer func() {
-		if cerr := dev.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}()
-	d, err := decode.New(dev, m, cfg.Vocab, cfg.Dim, cfg.Context, wte)
-	if err != nil {
-		return meas, err
-	}
-	defer func() {
-		if cerr := d.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}()
-	return decode.MeasureBatch(d, hidden, cfg.Batch, cfg.Context, targets, probs, passes)
-}
-
-// writeDecodeTable prints one row per measurement in format f, the first
-// row's mode being the baseline of the speedup column. Every figure but
-// tokens/s and the speedup is deterministic for a given shape.
-func writeDecodeTable(w io.Writer, ms []decode.Measurement, probs bool, f table.Format) error {
-	if len(ms) == 0 {
-		return errors.New("decode table: no measurements")
-	}
-	m0 := ms[0]
-	back := "tokens, losses and probabilities copied back"
-	if !probs {
-		back = "tokens and losses copied back"
-	}
-	t := table.New(fmt.Sprintf("decode on %s: B=%d sequences x T=%d positions, C=%d, V=%d; timed passes %d; %s",
-		m0.Device, m0.Sequences, m0.T, m0.C, m0.V, m0.Passes, back),
-		table.Column{Name: "mode"},
-		table.Column{Name: "tokens/s", Kind: table.Rate},
-		table.Column{Name: "vs " + m0.Mode, Kind: table.Float, Decimals: 1, Unit: "×"},
-		table.Column{Name: "syncs/token", Kind: table.Rate, Decimals: 4},
-		table.Column{Name: "launches/token", Kind: table.Rate, Decimals: 4},
-		table.Column{Name: "host allocs/token", Kind: table.Rate, Decimals: 3},
-		table.Column{Name: "h2d per pass", Kind: table.Bytes},
-		table.Column{Name: "d2h per pass", Kind: table.Bytes},
-		table.Column{Name: "device peak", Kind: table.Bytes},
-	)
-	for _, m := range ms {
-		var speedup any
-		if m0.TokensPerSecond > 0 {
-			speedup = m.TokensPerSecond / m0.TokensPerSecond
-		}
-		t.Add(m.Mode, m.TokensPerSecond, speedup, m.SyncsPerToken, m.LaunchesPerToken,
-			m.HostAllocsPerToken, m.H2DBytesPerPass, m.D2HBytesPerPass, m.DeviceBytesPeak)
-	}
-	return t.Render(w, f)
+	return writeJSON(nil, o.jsonPath, recs[0])
 }

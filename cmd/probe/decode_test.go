@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"memprobe/internal/table"
+	"memprobe/probe/decodebench"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
 )
@@ -23,9 +24,9 @@ import (
 // other figure is what the cpu device counts for that shape (bytes per pass
 // over B=32 sequences of T=128: hidden rows and targets up; tokens, losses
 // and, with probs, probabilities down).
-func fakeMeasurements(probs bool) []decode.Measurement {
+func fakeMeasurements(probs bool) []decodebench.Measurement {
 	const B, T, C, V = 32, 128, 256, 788
-	base := decode.Measurement{Device: "cpu", T: T, C: C, V: V, Sequences: B, Passes: 5, Tokens: 5 * B * T,
+	base := decodebench.Measurement{Device: "cpu", T: T, C: C, V: V, Sequences: B, Passes: 5, Tokens: 5 * B * T,
 		H2DBytesPerPass: 4 * B * T * (C + 1), D2HBytesPerPass: 4 * B * T * device.OutStride}
 	if probs {
 		base.D2HBytesPerPass += 4 * B * T * V
@@ -40,7 +41,7 @@ func fakeMeasurements(probs bool) []decode.Measurement {
 		{"per-token-prealloc", 15000.6, 1, 0, 4 * (V*C + C + V + 1 + device.OutStride)},
 		{"batch", 75000, 1.0 / T, 0, 4 * (V*C + T*(C+V+1+device.OutStride))},
 	}
-	var ms []decode.Measurement
+	var ms []decodebench.Measurement
 	for _, r := range rows {
 		m := base
 		m.Mode, m.TokensPerSecond, m.SyncsPerToken, m.LaunchesPerToken, m.HostAllocsPerToken, m.DeviceBytesPeak =
@@ -55,7 +56,7 @@ func fakeMeasurements(probs bool) []decode.Measurement {
 func TestDecodeTableGolden(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		ms     []decode.Measurement
+		ms     []decodebench.Measurement
 		probs  bool
 		format table.Format
 	}{
@@ -65,12 +66,12 @@ func TestDecodeTableGolden(t *testing.T) {
 		{"decode-batch-noprobs.golden", fakeMeasurements(false)[3:], false, table.Text},
 	} {
 		var buf bytes.Buffer
-		if err := writeDecodeTable(&buf, c.ms, c.probs, c.format); err != nil {
+		if err := decodebench.WriteTable(&buf, c.ms, c.probs, c.format); err != nil {
 			t.Fatal(err)
 		}
 		golden.Check(t, c.name, buf.Bytes())
 	}
-	if err := writeDecodeTable(new(bytes.Buffer), nil, true, table.Text); err == nil {
+	if err := decodebench.WriteTable(new(bytes.Buffer), nil, true, table.Text); err == nil {
 		t.Error("empty table: no error")
 	}
 }

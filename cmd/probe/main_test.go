@@ -77,7 +77,7 @@ func TestTrainJSON(t *testing.T) {
 	out := filepath.Join(dir, "r.json")
 	ck := filepath.Join(dir, "ck.bin")
 	stdout, stderr, err := runProbe("train", "--preset", "tiny", "--threads", "3", "--steps", "3",
-		"--data", "../../testdata/sample.txt", "--json", out, "--checkpoint", ck, "--sample", "20")
+		"--data", "../../testdata/sample.txt", "--json", out, "--checkpoint", ck, "--generate", "20")
 	if err != nil {
 		t.Fatalf("probe train: %v\n%s", err, stderr)
 	}
@@ -104,7 +104,7 @@ func TestTrainJSON(t *testing.T) {
 	if r["steps"].(float64) != 3 || r["peak_rss_bytes"].(float64) <= 0 || r["tokens_per_sec"].(float64) <= 0 {
 		t.Errorf("implausible result: steps %v, peak_rss_bytes %v, tokens_per_sec %v", r["steps"], r["peak_rss_bytes"], r["tokens_per_sec"])
 	}
-	if s, _ := r["sample"].(string); len([]rune(s)) != 20 {
+	if s, _ := r["generated_text"].(string); len([]rune(s)) != 20 {
 		t.Errorf("sample %q, want 20 characters", s)
 	}
 

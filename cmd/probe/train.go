@@ -34,7 +34,7 @@ type trainFlags struct {
 	gemm                            string
 	checkpoint                      string
 	resume                          string
-	sample                          int
+	generate                        int
 	jsonPath                        string
 	logEvery                        int
 
@@ -60,7 +60,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.gemm, "gemm", "auto", "GEMM backend: auto, openblas, gonum or naive")
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "write a checkpoint to this file at the end")
 	fs.StringVar(&f.resume, "resume", "", "resume from this checkpoint")
-	fs.IntVar(&f.sample, "sample", 0, "generate this many tokens after training")
+	fs.IntVar(&f.generate, "generate", 0, "generate this many tokens after training")
 	fs.StringVar(&f.jsonPath, "json", "", "write the result JSON to this file instead of stdout")
 	fs.IntVar(&f.logEvery, "log-every", 0, "progress line every N steps (0: about 20 lines)")
 	f.phase.register(fs)
@@ -86,7 +86,7 @@ func (f *trainFlags) options() (job.Options, error) {
 			Ledger:    ledger.New(),
 		},
 		Data: f.data, DataSeed: f.dataSeed, Steps: f.steps,
-		Checkpoint: f.checkpoint, Resume: f.resume, Sample: f.sample, LogEvery: f.logEvery,
+		Checkpoint: f.checkpoint, Resume: f.resume, Generate: f.generate, LogEvery: f.logEvery,
 		Preset: f.shape.preset, Plan: f.phase.plan, Phase: f.phase.phase,
 	}
 	for _, apply := range []func(*job.Options) error{f.phase.apply, f.instruments.apply, f.decode.apply} {

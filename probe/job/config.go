@@ -37,7 +37,7 @@ func configOf(o *Options, gemmUsed string) schema.Config {
 		Decode: t.Decode, Device: t.Device,
 		GEMM: t.GEMM, GEMMUsed: gemmUsed,
 		Data: o.Data, DataSeed: o.DataSeed, Seed: t.Seed, Steps: o.Steps,
-		Resume: o.Resume, SampleTokens: o.Sample,
+		Resume: o.Resume, GenerateTokens: o.Generate,
 		Instruments: !o.NoInstruments, WarmupSteps: o.WarmupSteps,
 		SampleIntervalMs: float64(o.SampleInterval) / float64(time.Millisecond), SampleMaxPoints: o.SampleMaxPoints,
 	}
@@ -84,7 +84,7 @@ func OptionsFromConfig(c schema.Config) (Options, error) {
 			Decode: c.Decode, Device: c.Device,
 		},
 		Data: c.Data, DataSeed: c.DataSeed, Steps: c.Steps,
-		Resume: c.Resume, Sample: c.SampleTokens,
+		Resume: c.Resume, Generate: c.GenerateTokens,
 		NoInstruments:   !c.Instruments,
 		SampleInterval:  time.Duration(math.Round(c.SampleIntervalMs * float64(time.Millisecond))),
 		SampleMaxPoints: c.SampleMaxPoints,

@@ -48,7 +48,7 @@ type Options struct {
 	Steps      int
 	Checkpoint string // write a checkpoint here at the end ("" for none)
 	Resume     string // start from this checkpoint ("" for none)
-	Sample     int    // tokens to generate after training
+	Generate   int    // tokens to generate after training (--generate)
 	LogEvery   int    // progress line every N steps (0: about 20 lines per run)
 
 	// NoInstruments turns the instruments off: no ledger (Trainer.Ledger
@@ -84,8 +84,8 @@ func (o *Options) Validate() error {
 	if o.Steps < 1 || o.Steps > 1e9 {
 		return fmt.Errorf("steps %d out of range [1, 1e9]", o.Steps)
 	}
-	if o.Sample < 0 || o.Sample > 1<<20 {
-		return fmt.Errorf("sample %d out of range [0, %d]", o.Sample, 1<<20)
+	if o.Generate < 0 || o.Generate > 1<<20 {
+		return fmt.Errorf("generate %d out of range [0, %d]", o.Generate, 1<<20)
 	}
 	if o.LogEvery < 0 {
 		return fmt.Errorf("log-every %d must be >= 0", o.LogEvery)
@@ -303,11 +303,11 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		}
 		r.Checkpoint = o.Checkpoint
 	}
-	if o.Sample > 0 {
-		ids := tr.Sample(o.Sample, o.Trainer.Seed)
-		r.SampleIDs = ids
+	if o.Generate > 0 {
+		ids := tr.Generate(o.Generate, o.Trainer.Seed)
+		r.GeneratedIDs = ids
 		if ds.Tokenizer != nil {
-			r.Sample = ds.Tokenizer.Decode(ids)
+			r.Generated = ds.Tokenizer.Decode(ids)
 		}
 	}
 	if st, serr := procfs.ReadStatus(procfs.Self); serr == nil {

@@ -111,13 +111,13 @@ func threadsPlan() Plan {
 	}}
 }
 
-// sideEvery and sideSampleTokens are the arena plan's side work: a sample
+// sideEvery and sideGenerateTokens are the arena plan's side work: a sample
 // and a checkpoint after every step, as note 002's loop ran
 // generate_sample() and checkpoint_save() inside the training loop. Eight
 // tokens keep the sample's share of a step small and visible.
 const (
-	sideEvery        = 1
-	sideSampleTokens = 8
+	sideEvery          = 1
+	sideGenerateTokens = 8
 	// Note 002: "Arena already had aggressive memory freeing every 10
 	// iterations" — present in every phase.
 	arenaFreeEvery = 10
@@ -135,7 +135,7 @@ func arenaPlan() Plan {
 			Apply: func(o *trainer.Options) {
 				o.Engine = "tape"
 				o.Tape = trainer.TapeOptions{Allocator: "arena", ResetBeforeSide: true, FreeChunksEvery: arenaFreeEvery}
-				o.Side = trainer.SideWork{Every: sideEvery, SampleTokens: sideSampleTokens}
+				o.Side = trainer.SideWork{Every: sideEvery, GenerateTokens: sideGenerateTokens}
 				o.GEMM = "naive"
 			},
 		},

@@ -21,7 +21,7 @@ func Sample(g gemm.Backend, c model.Config, p *model.Params, prompt []uint16, n 
 		panic("tape: Sample needs a prompt of at least one token")
 	}
 	T, V := c.Context, c.Vocab
-	rng := rand.New(rand.NewPCG(seed, 0x73616d706c65)) // "sample", as trainer.Sample
+	rng := rand.New(rand.NewPCG(seed, 0x73616d706c65)) // "sample", as trainer.Generate
 	window := make([]uint16, T)
 	targets := make([]uint16, T)
 	out := make([]uint16, 0, n)

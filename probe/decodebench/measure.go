@@ -1,10 +1,12 @@
-package decode
+package decodebench
 
 import (
 	"fmt"
 	"time"
 
 	"memprobe/probe/allocsite"
+	"memprobe/trainer/decode"
+	"memprobe/trainer/device"
 )
 
 // Measurement is one mode's figures for `probe decode`. A pass decodes B
@@ -45,20 +47,14 @@ type Measurement struct {
 	Loss float32 `json:"loss"`
 }
 
-// Measure runs one warm-up Decode of hidden (T, C) and then calls timed
-// ones over the same inputs, and reports the deltas: MeasureBatch with one
-// sequence.
-func Measure(d *Decoder, hidden []float32, T int, targets []uint16, withProbs bool, calls int) (Measurement, error) {
-	return MeasureBatch(d, hidden, 1, T, targets, withProbs, calls)
-}
-
-// MeasureBatch decodes B sequences, hidden (B, T, C) with targets (B, T) or
-// nil, one Decode call per sequence: one warm-up pass over the B sequences,
-// then passes timed ones, and reports the deltas. withProbs copies each
-// sequence's (T, V) probabilities back, as training needs; without it only
-// tokens and losses come back. The output buffers, one sequence's worth,
-// are allocated before the warm-up and reused.
-func MeasureBatch(d *Decoder, hidden []float32, B, T int, targets []uint16, withProbs bool, passes int) (Measurement, error) {
+// MeasureBatch decodes B sequences with d, made on dev (whose counters give
+// the syncs, launches and bytes copied), hidden (B, T, C) with targets
+// (B, T) or nil, one Decode call per sequence: one warm-up pass over the B
+// sequences, then passes timed ones, and reports the deltas. withProbs
+// copies each sequence's (T, V) probabilities back, as training needs;
+// without it only tokens and losses come back. The output buffers, one
+// sequence's worth, are allocated before the warm-up and reused.
+func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T int, targets []uint16, withProbs bool, passes int) (Measurement, error) {
 	switch {
 	case passes <= 0:
 		return Measurement{}, fmt.Errorf("measuring decode: %d passes is not positive", passes)
@@ -94,7 +90,7 @@ func MeasureBatch(d *Decoder, hidden []float32, B, T int, targets []uint16, with
 	if _, err := pass(); err != nil {
 		return Measurement{}, fmt.Errorf("measuring decode: warm-up: %w", err)
 	}
-	before := d.dev.Stats()
+	before := dev.Stats()
 	sites := allocsite.Begin(allocsite.Options{})
 	start := time.Now()
 	var loss float32
@@ -107,11 +103,11 @@ func MeasureBatch(d *Decoder, hidden []float32, B, T int, targets []uint16, with
 	}
 	secs := time.Since(start).Seconds()
 	allocs := sites.End(passes)
-	after := d.dev.Stats()
+	after := dev.Stats()
 	n := float64(passes * B * T)
 	h2d, d2h := after.H2DBytes-before.H2DBytes, after.D2HBytes-before.D2HBytes
 	return Measurement{
-		Mode: d.mode.String(), Device: d.dev.Name(), T: T, C: d.C, V: d.V,
+		Mode: d.Mode().String(), Device: dev.Name(), T: T, C: d.C, V: d.V,
 		Sequences: B, Passes: passes, Tokens: passes * B * T,
 		Seconds:               secs,
 		TokensPerSecond:       n / secs,

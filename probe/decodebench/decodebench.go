@@ -1,0 +1,234 @@
+// Package decodebench measures the LM-head decode modes of design note 003
+// on a device: the runner behind `probe decode`, beside [memprobe/probe/job]
+// (which runs training). cmd/probe turns its flags into Options and calls
+// Run; the trainer's decode head ([memprobe/trainer/decode]) and devices
+// ([memprobe/trainer/device]) are the subject and know nothing of this
+// package.
+//
+// The pipeline:
+//
+//  1. Run builds the model (fresh parameters from a seed, or those of a
+//     checkpoint), loads the data, and computes on the host, with the
+//     model's body (model.ForwardBody), the hidden states of B sequences
+//     of T positions and their targets.
+//  2. For each mode Run opens the device, makes a decode.Decoder, and
+//     MeasureBatch times passes over the B sequences after a warm-up one:
+//     tokens per second, device syncs, kernel launches and bytes copied
+//     each way (the device's counters), host heap allocations by site
+//     ([memprobe/probe/allocsite]) and the device's peak memory.
+//  3. WriteTable prints one row per mode; Record turns a Measurement into
+//     the JSON record package schema owns (schema.DecodeRecord).
+package decodebench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+
+	"memprobe/internal/table"
+	"memprobe/probe/ledger"
+	"memprobe/schema"
+	"memprobe/trainer"
+	"memprobe/trainer/data"
+	"memprobe/trainer/decode"
+	"memprobe/trainer/device"
+	"memprobe/trainer/gemm"
+	"memprobe/trainer/model"
+)
+
+// Options is one `probe decode` run: which model, which sequences, and
+// how to decode them.
+type Options struct {
+	// Config is the model without Checkpoint (validated by the caller).
+	// With Checkpoint only Batch and Context are read, 0 keeping the
+	// checkpoint's: Batch replaces the checkpoint's; Context, if set, must
+	// be the checkpoint's, whose position embedding has that many rows.
+	Config     model.Config
+	Checkpoint string // decode with this checkpoint's parameters ("": fresh ones from Seed)
+	Seed       uint64 // seed of the parameter initialisation without Checkpoint
+	Data       string // sequences to decode: "synthetic:SIZE" or a text file
+	DataSeed   uint64 // seed of the synthetic corpus
+	GEMM       string // GEMM backend of the model body and the cpu device: auto, openblas, gonum or naive
+	Modes      []decode.Mode
+	Device     string // device name: cpu, or cuda in a build with -tags cuda
+	Passes     int    // timed passes over the B sequences, after one warm-up pass
+	// Probs copies each position's V probabilities back, as training
+	// does; without it only tokens and losses come back.
+	Probs      bool
+	CPUProfile string // write a CPU profile of the timed decoding here ("": none)
+}
+
+// Run builds the model and the hidden states and measures each mode in
+// o.Modes in turn, in that order. Progress lines (the model, then one line
+// per mode) go to progress, which may be nil.
+func Run(o Options, progress io.Writer) ([]Measurement, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	switch {
+	case len(o.Modes) == 0:
+		return nil, errors.New("measuring decode: no modes")
+	case o.Passes < 1:
+		return nil, fmt.Errorf("measuring decode: %d passes is not positive", o.Passes)
+	}
+	if err := device.Available(o.Device); err != nil {
+		return nil, err
+	}
+	g, err := gemm.Get(o.GEMM)
+	if err != nil {
+		return nil, err
+	}
+	cfg, params, err := loadModel(o)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := data.Load(o.Data, cfg.Vocab, o.DataSeed)
+	if err != nil {
+		return nil, err
+	}
+	if ds.Vocab > cfg.Vocab {
+		return nil, fmt.Errorf("dataset %s has %d distinct tokens but the model's vocab is %d", ds.Source, ds.Vocab, cfg.Vocab)
+	}
+	B, T, C := cfg.Batch, cfg.Context, cfg.Dim
+	if len(ds.Tokens) < T+1 {
+		return nil, fmt.Errorf("dataset %s has %d tokens, fewer than context+1 = %d", ds.Source, len(ds.Tokens), T+1)
+	}
+	// Hidden states (B, T, C) and targets (B, T): sequence b starts at b*T,
+	// wrapping as the trainer's steps do.
+	hidden := make([]float32, B*T*C)
+	targets := make([]uint16, B*T)
+	acts := model.NewActs(cfg, make([]float32, cfg.ActsSize()))
+	n := len(ds.Tokens) - T
+	for b := 0; b < B; b++ {
+		p := (b * T) % n
+		model.ForwardBody(g, cfg, params, acts, ds.Tokens[p:p+T])
+		copy(hidden[b*T*C:], acts.LNF)
+		copy(targets[b*T:], ds.Tokens[p+1:p+T+1])
+	}
+	acts = nil
+	fmt.Fprintf(progress, "model %v: %s; data %s; gemm %s\n", cfg, modelSource(o), ds.Source, g.Name())
+
+	if o.CPUProfile != "" {
+		pf, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return nil, fmt.Errorf("writing cpu profile: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return nil, fmt.Errorf("writing cpu profile %s: %w", o.CPUProfile, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ms := make([]Measurement, 0, len(o.Modes))
+	for _, m := range o.Modes {
+		meas, err := measureMode(o.Device, g, m, cfg, params.WTE, hidden, targets, o.Probs, o.Passes)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "%s: %.0f tokens/s over %d tokens (%.2f s)\n", m, meas.TokensPerSecond, meas.Tokens, meas.Seconds)
+		ms = append(ms, meas)
+	}
+	return ms, nil
+}
+
+func modelSource(o Options) string {
+	if o.Checkpoint != "" {
+		return "parameters from " + o.Checkpoint
+	}
+	return fmt.Sprintf("fresh parameters (seed %d)", o.Seed)
+}
+
+// loadModel returns the configuration and parameters: from the checkpoint
+// (with Batch applied; Context, if given, must be the checkpoint's), or
+// fresh from the seed.
+func loadModel(o Options) (model.Config, *model.Params, error) {
+	if o.Checkpoint == "" {
+		p := model.NewParams(o.Config, make([]float32, o.Config.NumParams()))
+		model.Init(o.Config, p, o.Seed)
+		return o.Config, p, nil
+	}
+	cfg, p, err := trainer.ReadCheckpointParams(o.Checkpoint, nil)
+	if err != nil {
+		return model.Config{}, nil, err
+	}
+	if o.Config.Context > 0 && o.Config.Context != cfg.Context {
+		// Named after the flag: the command passes this error through.
+		return model.Config{}, nil, fmt.Errorf("--context %d: checkpoint %s holds a model with context %d", o.Config.Context, o.Checkpoint, cfg.Context)
+	}
+	if o.Config.Batch > 0 {
+		cfg.Batch = o.Config.Batch
+	}
+	return cfg, p, nil
+}
+
+// measureMode opens the device, makes a decoder in mode m, measures it and
+// closes both.
+func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config, wte, hidden []float32, targets []uint16, probs bool, passes int) (meas Measurement, err error) {
+	dev, err := device.Open(devName, g, ledger.New().Account(ledger.DeviceBuffers))
+	if err != nil {
+		return meas, err
+	}
+	defer func() {
+		if cerr := dev.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	d, err := decode.New(dev, m, cfg.Vocab, cfg.Dim, cfg.Context, wte)
+	if err != nil {
+		return meas, err
+	}
+	defer func() {
+		if cerr := d.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	return MeasureBatch(dev, d, hidden, cfg.Batch, cfg.Context, targets, probs, passes)
+}
+
+// WriteTable prints one row per measurement in format f, the first row's
+// mode being the baseline of the speedup column; probs says whether the
+// probabilities were copied back (the title says so). Every figure but
+// tokens/s and the speedup is deterministic for a given shape.
+func WriteTable(w io.Writer, ms []Measurement, probs bool, f table.Format) error {
+	if len(ms) == 0 {
+		return errors.New("decode table: no measurements")
+	}
+	m0 := ms[0]
+	back := "tokens, losses and probabilities copied back"
+	if !probs {
+		back = "tokens and losses copied back"
+	}
+	t := table.New(fmt.Sprintf("decode on %s: B=%d sequences x T=%d positions, C=%d, V=%d; timed passes %d; %s",
+		m0.Device, m0.Sequences, m0.T, m0.C, m0.V, m0.Passes, back),
+		table.Column{Name: "mode"},
+		table.Column{Name: "tokens/s", Kind: table.Rate},
+		table.Column{Name: "vs " + m0.Mode, Kind: table.Float, Decimals: 1, Unit: "×"},
+		table.Column{Name: "syncs/token", Kind: table.Rate, Decimals: 4},
+		table.Column{Name: "launches/token", Kind: table.Rate, Decimals: 4},
+		table.Column{Name: "host allocs/token", Kind: table.Rate, Decimals: 3},
+		table.Column{Name: "h2d per pass", Kind: table.Bytes},
+		table.Column{Name: "d2h per pass", Kind: table.Bytes},
+		table.Column{Name: "device peak", Kind: table.Bytes},
+	)
+	for _, m := range ms {
+		var speedup any
+		if m0.TokensPerSecond > 0 {
+			speedup = m.TokensPerSecond / m0.TokensPerSecond
+		}
+		t.Add(m.Mode, m.TokensPerSecond, speedup, m.SyncsPerToken, m.LaunchesPerToken,
+			m.HostAllocsPerToken, m.H2DBytesPerPass, m.D2HBytesPerPass, m.DeviceBytesPeak)
+	}
+	return t.Render(w, f)
+}
+
+// Record is the JSON record of one mode's measurement (`probe decode
+// --json`); package schema owns the format.
+func Record(m Measurement) schema.DecodeRecord {
+	return schema.DecodeRecord{
+		TokensPerSec: m.TokensPerSecond, SyncsPerToken: m.SyncsPerToken, LaunchesPerToken: m.LaunchesPerToken,
+		HostAllocsPerToken: m.HostAllocsPerToken, H2DBytes: m.H2DBytesPerPass, D2HBytes: m.D2HBytesPerPass,
+		DevicePeakBytes: m.DeviceBytesPeak, Decode: m.Mode, Device: m.Device,
+	}
+}
