@@ -3,11 +3,11 @@ package report
 import (
 	"bytes"
 	"errors"
-	"memprobe/internal/golden"
 	"os"
 	"strings"
 	"testing"
 
+	"memprobe/internal/golden"
 	"memprobe/schema"
 )
 

@@ -9,9 +9,9 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"memprobe/internal/atomicfile"
 	"os"
 
+	"memprobe/internal/atomicfile"
 	"memprobe/trainer/model"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"memprobe/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"memprobe/internal/golden"
 	"memprobe/internal/table"
 	"memprobe/probe/decodebench"
 	"memprobe/trainer/decode"

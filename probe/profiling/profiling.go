@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"memprobe/internal/atomicfile"
 	"net"
 	"os"
 	"path/filepath"
@@ -33,6 +32,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"memprobe/internal/atomicfile"
 )
 
 // Defaults of the peak-heap trigger and the contention rates.
