@@ -1,5 +1,7 @@
 package schema
 
+import "memprobe/probe/sampler"
+
 // ReportVersion names the format of Report.
 const ReportVersion = "memprobe.report/v1"
 
@@ -62,7 +64,62 @@ type Run struct {
 	// the order they ran; never nil (empty when none finished). Each is a
 	// whole Result of ResultVersion.
 	Repetitions []Result `json:"repetitions"`
-	Summary     Summary  `json:"summary"`
+	// Outside are the parent's measurements of every repetition's child
+	// process, finished or not, in the order they ran; never nil.
+	Outside []Outside `json:"outside"`
+	Summary Summary   `json:"summary"`
+
+	// Claim is what the design note claims for this phase, in its words;
+	// Expect is the checkable part of it (empty when the claim has none).
+	Claim  string        `json:"claim"`
+	Expect []Expectation `json:"expect"`
+	// Scale says at which scale the configuration ran and why, when a
+	// plan's before state is too costly at the full scale (e.g. "tiny
+	// preset: the naive GEMM takes 42 s a step at seed").
+	Scale string `json:"scale"`
+	// Sweep is the swept axes' values of this configuration (axis name →
+	// value, e.g. "threads" → "63"); nil when the run swept nothing.
+	Sweep map[string]string `json:"sweep,omitempty"`
+	// PredictedPeakRSSBytes is the analytical model's prediction of the
+	// child's memory (probe/memmodel, before it started).
+	PredictedPeakRSSBytes int64 `json:"predicted_peak_rss_bytes"`
+}
+
+// Expectation is one checkable claim: the change of one metric (a result
+// field, unit in its name) against the previous phase or the before state.
+// Exactly one of Ratio and Delta is set.
+type Expectation struct {
+	Metric string `json:"metric"`
+	// Versus is "previous" (the phase before this one) or "before" (the
+	// plan's before state).
+	Versus string `json:"versus"`
+	// Ratio is the claimed factor new/old (63 for "63x speedup", 0.1 for
+	// "10x less"); Delta the claimed change new − old in the metric's
+	// unit (−455e6 for "save 455 MB" of peak_rss_bytes).
+	Ratio float64 `json:"ratio,omitempty"`
+	Delta float64 `json:"delta,omitempty"`
+}
+
+// Outside is what the parent saw of one repetition's child process.
+type Outside struct {
+	Repetition int `json:"repetition"`
+	// ExitCode is the child's exit status (-1 when a signal ended it, then
+	// named in Signal); Status and Reason as in Run, for this repetition.
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	Status   Status `json:"status"`
+	Reason   string `json:"reason"`
+	// WallSeconds is from start to exit; UserSeconds and SystemSeconds
+	// and MaxRSSBytes come from wait4's rusage (ru_maxrss, KiB × 1024).
+	WallSeconds   float64 `json:"wall_seconds"`
+	UserSeconds   float64 `json:"user_seconds"`
+	SystemSeconds float64 `json:"system_seconds"`
+	MaxRSSBytes   int64   `json:"max_rss_bytes"`
+	// PeakRSSBytes and PeakVSZBytes are the parent's sampler's maxima of
+	// the child's VmRSS and VmSize; Timeline its points (never nil).
+	PeakRSSBytes int64           `json:"peak_rss_bytes"`
+	PeakVSZBytes int64           `json:"peak_vsz_bytes"`
+	Timeline     []sampler.Point `json:"timeline"`
 }
 
 // Summary condenses a Run's repetitions. Its statistics are computed by
@@ -94,4 +151,11 @@ type Metric struct {
 	Median float64 `json:"median"`
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
+	// CILow and CIHigh bound the median at Confidence (e.g. 0.95), as
+	// golang.org/x/perf/benchmath computes it (a distribution-free
+	// interval from order statistics; it widens to [min, max] or beyond
+	// with few values, and then a Summary warning says so).
+	CILow      float64 `json:"ci_low"`
+	CIHigh     float64 `json:"ci_high"`
+	Confidence float64 `json:"confidence"`
 }
