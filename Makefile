@@ -6,9 +6,10 @@ BIN     := bin/probe
 # Build tags for the fastest GEMM backend this machine can link (openblas or
 # none); evaluated after `deps` has had its chance to install it.
 TAGS     = $(shell ./scripts/blas-tags.sh)
-# The main job on the built-in data: the design notes' scenario, 24 MB of
-# text, seed model, 63 worker threads.
-PROBE_ARGS ?= train --preset seed --threads 63 --data synthetic:24MB --steps 20
+# The main job: every plan's phases with 63 worker threads, each in fresh
+# child processes, 3 repetitions (docs/run.md: about 4 minutes on 2 cores);
+# the report goes to probe-<commit>.json, its tables to stdout.
+PROBE_ARGS ?= run --threads 63
 
 .PHONY: all deps build probe test test-short vet race bench bench-trainer clean
 

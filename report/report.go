@@ -1,11 +1,15 @@
 // Package report reads what the probe measured and renders it for people.
 //
 // It is the last stage of the pipeline trainer → probe → report. It reads
-// job results (`probe train --json`, a [schema.Result]) through package
-// schema, which refuses results of another schema version, and renders
-// several results side by side as a before/after table. Cross-commit diffs
-// with statistics, flame graphs, plots and HTML build on the same reader.
-// It does not link the trainer: a test checks its dependencies.
+// job results (`probe train --json`, a [schema.Result]) and run reports
+// (`probe run`, a [schema.Report]) through package schema, which refuses
+// files of another schema version, and renders them: the end-of-run
+// summary of one job (WriteSummary), several results side by side
+// (WriteTable), and a run report's before/after tables plan by plan, with
+// each note's claim checked against the measurement (WriteRunTables), also
+// as sections of docs/phases.md (UpdateDoc). Cross-commit diffs with
+// statistics, flame graphs, plots and HTML build on the same reader. It
+// does not link the trainer: a test checks its dependencies.
 package report
 
 import (

@@ -53,10 +53,13 @@ type Run struct {
 	Name string `json:"name"`
 	// Plan and Phase repeat Config.Plan and Config.Phase for readers that
 	// group by them.
-	Plan   string `json:"plan"`
-	Phase  string `json:"phase"`
-	Config Config `json:"config"`
-	Status Status `json:"status"`
+	Plan  string `json:"plan"`
+	Phase string `json:"phase"`
+	// Description is what the phase changes, in one line (the plan's
+	// phase description); "" outside a plan.
+	Description string `json:"description"`
+	Config      Config `json:"config"`
+	Status      Status `json:"status"`
 	// Reason says why the status is not ok ("" when it is): the exit
 	// status, the signal, the limit passed, the last line of stderr.
 	Reason string `json:"reason"`
@@ -91,7 +94,7 @@ type Run struct {
 type Expectation struct {
 	Metric string `json:"metric"`
 	// Versus is "previous" (the phase before this one) or "before" (the
-	// plan's before state).
+	// plan's before state), or "absolute": a claimed value, in Delta.
 	Versus string `json:"versus"`
 	// Ratio is the claimed factor new/old (63 for "63x speedup", 0.1 for
 	// "10x less"); Delta the claimed change new − old in the metric's

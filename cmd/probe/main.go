@@ -20,6 +20,10 @@ func main() {
 	if errors.As(err, &ue) {
 		os.Exit(2)
 	}
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		os.Exit(ec.ExitCode()) // probe run interrupted: 130
+	}
 	os.Exit(1)
 }
 

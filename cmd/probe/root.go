@@ -29,6 +29,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newTrainCmd(stdout, stderr))
 	root.AddCommand(newDecodeCmd(stdout, stderr))
 	root.AddCommand(newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr))
+	root.AddCommand(newMergeCmd(stdout))
+	root.AddCommand(newReportCmd(stdout, stderr))
 	return root
 }
 

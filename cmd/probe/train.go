@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -115,6 +116,7 @@ or to --json FILE (written to a temporary file, then renamed).`,
 				return usageError{err}
 			}
 			o.CommandLine = os.Args
+			crashHook(&o)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
 			r, err := job.Run(ctx, o, stderr)
@@ -132,6 +134,23 @@ or to --json FILE (written to a temporary file, then renamed).`,
 	}
 	f.register(cmd.Flags())
 	return cmd
+}
+
+// crashEnv names the test-only crash hook: with MEMPROBE_TEST_CRASH set
+// to "<plan>-<phase>" (the phase as resolved: P6, not after), `probe train`
+// of that configuration panics after its first step. The runner's tests
+// set it to see a child die mid-run (run_test.go); nothing else should.
+const crashEnv = "MEMPROBE_TEST_CRASH"
+
+// crashHook arms the crash of crashEnv when it names o's configuration.
+func crashHook(o *job.Options) {
+	want := os.Getenv(crashEnv)
+	if want == "" || o.Plan == "" || want != o.Plan+"-"+o.Phase {
+		return
+	}
+	o.AfterStep = func(step int) {
+		panic(fmt.Sprintf("%s=%s: test crash after step %d", crashEnv, want, step))
+	}
 }
 
 // writeJSON writes v as indented JSON to path (atomically: temp file then

@@ -2,6 +2,7 @@
 // that read top-down:
 //
 //	cmd/probe                      thin: flags → options → call
+//	probe/runner                   the experiment runner: children of probe train
 //	probe/job, probe/decodebench   runners: one configuration, its instruments
 //	report, schema                 results: read, compare, render (no trainer)
 //	probe/{allocsite, ledger, memmodel, procfs, profiling, reconcile,

@@ -60,7 +60,7 @@ func violation(pkg, dep string) string {
 	case (isInstrument(pkg) || under(pkg, "memprobe/schema") || under(pkg, "memprobe/report")) && under(dep, "memprobe/trainer"):
 		return "instruments and result readers do not link the trainer"
 	case (isInstrument(pkg) || under(pkg, "memprobe/schema") || under(pkg, "memprobe/report")) &&
-		(dep == "memprobe/probe/job" || dep == "memprobe/probe/decodebench"):
+		(dep == "memprobe/probe/job" || dep == "memprobe/probe/decodebench" || dep == "memprobe/probe/runner"):
 		return "instruments and result readers do not depend on a runner"
 	case under(pkg, "memprobe/internal") && !under(dep, "memprobe/internal"):
 		return "internal helpers depend on nothing else of the module"
@@ -74,6 +74,7 @@ func TestViolationCatches(t *testing.T) {
 		{"memprobe/trainer", "memprobe/probe/allocsite"},
 		{"memprobe/probe/reconcile", "memprobe/trainer/model"},
 		{"memprobe/report", "memprobe/probe/job"},
+		{"memprobe/report", "memprobe/probe/runner"},
 		{"memprobe/probe/job", "memprobe/cmd/probe"},
 		{"memprobe/internal/table", "memprobe/schema"},
 	} {

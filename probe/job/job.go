@@ -77,6 +77,10 @@ type Options struct {
 	// Profiling says which pprof profiles to write and whether to serve
 	// net/http/pprof; its Name defaults to Label.
 	Profiling profiling.Options
+	// AfterStep, when set, is called after every step with the step's
+	// number, in the training loop, after the instruments and the
+	// progress line. It exists for tests (the command's crash hook).
+	AfterStep func(step int)
 }
 
 // Validate reports the first option out of range.
@@ -253,6 +257,9 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		bracket.after(k)
 		if k%logEvery == 0 || k == 1 || k == o.Steps {
 			steps.Row(s.Step, s.Loss, s.TokensPerSecond, float64(s.Duration)/1e6, inst.rss())
+		}
+		if o.AfterStep != nil {
+			o.AfterStep(s.Step)
 		}
 		inst.beforeStep() // last: the next step's counters start here
 		bracket.before()

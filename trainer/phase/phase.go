@@ -25,10 +25,41 @@ type Phase struct {
 	Description string // one line: what the phase changes
 	Claim       string // what the note claims for it, in the note's words and figures
 	Mechanism   string // what changes in this trainer
+	// Expect is the checkable part of Claim (nil when it has none): what
+	// `probe run` copies into its report's runs and `probe report`
+	// checks the measurements against.
+	Expect []Expectation
 	// Apply sets the phase's switches. Phases[0].Apply sets the before
 	// state; Phases[k].Apply, k > 0, makes the k-th fix only.
 	Apply func(*trainer.Options)
 }
+
+// Expectation is one checkable claim of a note: the change of one metric
+// of the job result against the previous phase or the plan's before state,
+// or the metric's value itself. It has schema.Expectation's fields, one for
+// one (the trainer does not import the result format; the runner copies
+// them).
+type Expectation struct {
+	// Metric is the result's JSON field, its unit in its name
+	// ("peak_rss_bytes", "tokens_per_sec", "step_ns_median").
+	Metric string
+	// Versus is VersusPrevious, VersusBefore or VersusAbsolute.
+	Versus string
+	// Ratio is the claimed factor new/old (63 for "63x speedup", 0.1 for
+	// "10x less"); Delta the claimed change new − old in the metric's unit
+	// (−455e6 for "save 455 MB"), or with VersusAbsolute the claimed value
+	// itself (1.32e9 for "1.32 GB peak"). Exactly one is set. A range in
+	// the note ("3-5x") is given as its geometric mean.
+	Ratio float64
+	Delta float64
+}
+
+// The values of Expectation.Versus.
+const (
+	VersusPrevious = "previous" // the phase before this one
+	VersusBefore   = "before"   // the plan's before state
+	VersusAbsolute = "absolute" // no reference: Delta is the claimed value
+)
 
 // Plan is a note's fix plan.
 type Plan struct {

@@ -2,6 +2,8 @@ package phase
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -81,6 +83,69 @@ func TestThreadsCumulative(t *testing.T) {
 	o := trainer.Options{Pathology: trainer.Pathology{ModelLock: true, CacheScale: 9}}
 	if err := p.Configure(&o, "P6"); err != nil || o.Pathology != (trainer.Pathology{}) {
 		t.Errorf("P6 over a dirty Options: %+v, %v", o.Pathology, err)
+	}
+}
+
+// TestExpectations: every expectation names a result field (a unit in its
+// name), a known reference and exactly one figure; a phase with an
+// expectation has a claim, and the headline ones say what the notes say.
+func TestExpectations(t *testing.T) {
+	units := []string{"_bytes", "_per_sec", "_ns_median", "_per_step"}
+	for _, p := range Plans() {
+		for i, ph := range p.Phases {
+			if len(ph.Expect) > 0 && ph.Claim == "" {
+				t.Errorf("plan %s phase %s: expectations without a claim", p.Name, ph.Name)
+			}
+			for _, e := range ph.Expect {
+				where := fmt.Sprintf("plan %s phase %s: %+v", p.Name, ph.Name, e)
+				hasUnit := false
+				for _, u := range units {
+					hasUnit = hasUnit || strings.HasSuffix(e.Metric, u)
+				}
+				switch {
+				case !hasUnit:
+					t.Errorf("%s: metric has no unit in its name", where)
+				case (e.Ratio == 0) == (e.Delta == 0):
+					t.Errorf("%s: want exactly one of Ratio and Delta", where)
+				case e.Ratio < 0:
+					t.Errorf("%s: negative ratio", where)
+				case e.Versus == VersusAbsolute && (e.Ratio != 0 || e.Delta <= 0):
+					t.Errorf("%s: an absolute claim is a positive value in Delta", where)
+				case e.Versus != VersusPrevious && e.Versus != VersusBefore && e.Versus != VersusAbsolute:
+					t.Errorf("%s: versus %q", where, e.Versus)
+				case i == 0 && e.Versus != VersusAbsolute:
+					t.Errorf("%s: the before state has nothing to compare with", where)
+				}
+			}
+		}
+	}
+	get := func(plan, phase string) []Expectation {
+		p, err := Lookup(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := p.Index(phase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Phases[k].Expect
+	}
+	for _, c := range []struct {
+		plan, phase string
+		want        Expectation
+	}{
+		{"threads", "before", Expectation{Metric: "peak_rss_bytes", Versus: VersusAbsolute, Delta: 1.32e9}},
+		{"threads", "P1", Expectation{Metric: "peak_rss_bytes", Versus: VersusPrevious, Delta: -455e6}},
+		{"threads", "P4", Expectation{Metric: "peak_rss_bytes", Versus: VersusPrevious, Delta: -2e6}},
+		{"threads", "P5", Expectation{Metric: "tokens_per_sec", Versus: VersusPrevious, Ratio: 63}},
+		{"decode", "P3", Expectation{Metric: "tokens_per_sec", Versus: VersusBefore, Ratio: math.Sqrt(100 * 300)}},
+	} {
+		if got := get(c.plan, c.phase); len(got) == 0 || got[0] != c.want {
+			t.Errorf("plan %s phase %s: %+v, want %+v first", c.plan, c.phase, got, c.want)
+		}
+	}
+	if got := get("threads", "P6"); got != nil {
+		t.Errorf("threads P6 claims nothing, has %+v", got)
 	}
 }
 

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"memprobe/internal/table"
+	"memprobe/probe/job"
+	"memprobe/probe/runner"
+	"memprobe/report"
+	"memprobe/schema"
+	"memprobe/trainer/data"
+)
+
+// runFlags are the command-line options of `probe run`.
+type runFlags struct {
+	threads    int
+	plans      string
+	phases     string
+	data       string
+	preset     string
+	steps      int
+	count      int
+	sweeps     []string
+	out        string
+	profileDir string
+	format     string
+	timeout    time.Duration
+	memLimit   string
+	shard      string
+	dryRun     bool
+	quick      bool
+	verbose    bool
+}
+
+func (f *runFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.threads, "threads", runner.DefaultThreads, "logical worker threads of every configuration, 1 to 1024")
+	fs.StringVar(&f.plans, "plan", "all", "plans to run: threads, arena, embedding, decode or all (comma-separated)")
+	fs.StringVar(&f.phases, "phases", "", "phases to run, comma-separated: before, P1, ... (each plan runs those it has), or after (each plan's fixed state); default every phase, or before,after with --sweep")
+	fs.StringVar(&f.data, "data", "", "training data of every plan (default: each plan's scale, see --dry-run)")
+	fs.StringVar(&f.preset, "preset", "", "model preset of every plan: seed, tiny or micro (default: each plan's scale)")
+	fs.IntVar(&f.steps, "steps", 0, "optimizer steps of every plan (0: each plan's scale)")
+	fs.IntVar(&f.count, "count", 0, fmt.Sprintf("repetitions of each configuration, each in a fresh process (0: %d, or 1 with --quick)", runner.DefaultCount))
+	fs.StringArrayVar(&f.sweeps, "sweep", nil, "sweep a knob: AXIS=V1,V2,... with AXIS threads, cache-scale, decode or batch-alloc; repeat for a grid")
+	fs.StringVar(&f.out, "out", "", "report file (default probe-<short commit>.json, probe-nocommit.json without VCS stamping)")
+	fs.StringVar(&f.profileDir, "profile-dir", "", "every child writes its pprof profiles here, named <configuration>-r<repetition>")
+	fs.StringVar(&f.format, "format", "text", "stdout: the report's tables as text, markdown or csv, or the report itself as json")
+	fs.DurationVar(&f.timeout, "timeout", runner.DefaultTimeout, "kill a child (its process group) that runs longer than this")
+	fs.StringVar(&f.memLimit, "mem-limit", "", "kill a child whose RSS passes this, and refuse configurations predicted above it (e.g. 8GiB; default MemAvailable less 10 %)")
+	fs.StringVar(&f.shard, "shard", "", "run shard I/N: every N-th configuration from the I-th (join the reports with probe merge)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the children, their command lines, predicted peak RSS and estimated time, and exit without running")
+	fs.BoolVar(&f.quick, "quick", false, "every plan at a tiny scale (tiny preset, 200 KB of data, 2 steps), once: a smoke test in under a minute")
+	fs.BoolVar(&f.verbose, "verbose", false, "copy the children's stderr to stderr")
+}
+
+// options turns the flags into the runner's options; it parses (a size,
+// a sweep, a shard) and leaves the ranges to the runner.
+func (f *runFlags) options() (runner.Options, error) {
+	o := runner.Options{
+		Threads: f.threads, Data: f.data, Preset: f.preset, Steps: f.steps, Count: f.count,
+		Quick: f.quick, Out: f.out, ProfileDir: f.profileDir, Timeout: f.timeout, Verbose: f.verbose,
+	}
+	if f.threads < 1 { // 0 would mean the runner's default
+		return o, fmt.Errorf("--threads %d out of range [1, 1024]", f.threads)
+	}
+	if f.timeout <= 0 {
+		return o, fmt.Errorf("--timeout %v must be positive", f.timeout)
+	}
+	if f.count < 0 {
+		return o, fmt.Errorf("--count %d must be positive", f.count)
+	}
+	o.Plans = splitList(f.plans)
+	o.Phases = splitList(f.phases)
+	for _, s := range f.sweeps {
+		a, err := runner.ParseAxis(s)
+		if err != nil {
+			return o, err
+		}
+		for _, b := range o.Sweep {
+			if b.Name == a.Name {
+				return o, fmt.Errorf("--sweep %s given twice", a.Name)
+			}
+		}
+		o.Sweep = append(o.Sweep, a)
+	}
+	if f.memLimit != "" {
+		n, err := data.ParseSize(f.memLimit)
+		if err != nil {
+			return o, fmt.Errorf("--mem-limit: %w", err)
+		}
+		if n <= 0 {
+			return o, fmt.Errorf("--mem-limit %s must be positive", f.memLimit)
+		}
+		o.MemLimit = n
+	}
+	if f.shard != "" {
+		i, n, err := runner.ParseShard(f.shard)
+		if err != nil {
+			return o, err
+		}
+		o.Shard, o.Shards = i, n
+	}
+	switch f.format {
+	case "json", string(table.Text), string(table.Markdown), string(table.CSV):
+	default:
+		return o, fmt.Errorf("--format %q: want text, markdown, csv or json", f.format)
+	}
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// interruptedError is probe run's error after Ctrl-C or SIGTERM: the
+// report of what finished was written; exit status 130.
+type interruptedError struct{ out string }
+
+func (e interruptedError) Error() string {
+	return "interrupted; the report of what finished is in " + e.out
+}
+func (e interruptedError) ExitCode() int { return 130 }
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "run every plan's phases, each in fresh child processes, repeated, and write a run report",
+		Long: `run is the experiment runner: it runs the reference trainer through the
+phases of every plan (probe train --list-phases), each configuration in a
+fresh child process (this binary, re-executed as probe train --json),
+--count times, one child at a time. Each child is measured from inside
+(its JSON result) and from outside (this process samples its RSS and VSZ,
+and reads its peak RSS and CPU times from wait4). Each plan runs at the
+scale at which its before state is affordable (see --dry-run); --preset,
+--steps and --data override it.
+
+Before any child starts, the report's path is checked and each
+configuration's peak RSS is predicted by the analytical model; one above
+--mem-limit is not started (skipped). A child past --timeout or
+--mem-limit is killed with its process group and recorded (timeout,
+killed); one that crashes or writes no result is recorded as failed, with
+its exit status and the last line of its stderr; the run goes on. Ctrl-C
+stops the current child, writes the report of what finished, and exits
+130.
+
+The report (memprobe.report/v1, docs/report-schema.md) is written
+atomically to --out; stdout gets its tables (--format text, markdown,
+csv) or the report itself (--format json). See docs/run.md.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options()
+			if err != nil {
+				return usageError{err}
+			}
+			o.CommandLine = os.Args
+			o.Stderr = stderr
+			o.Terminal = isTerminal(stderr)
+			if f.dryRun {
+				return dryRun(stdout, o, f.format)
+			}
+			if o.Out == "" {
+				o.Out = runner.DefaultOut(job.Environment())
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := runner.Run(ctx, o)
+			if oe := (*runner.OptionsError)(nil); errors.As(err, &oe) {
+				return usageError{err}
+			}
+			if rep == nil {
+				return err
+			}
+			if werr := writeRunOutput(stdout, rep, f.format); werr != nil && err == nil {
+				err = werr
+			}
+			fmt.Fprintf(stderr, "report: %s\n", o.Out)
+			if errors.Is(err, runner.ErrInterrupted) {
+				return interruptedError{out: o.Out}
+			}
+			if err != nil {
+				return err
+			}
+			return unfinished(rep, o.Out)
+		},
+	}
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// unfinished is the error of a run in which some configuration failed,
+// timed out or was killed (a refused one is not an error): the report has
+// the reasons, the exit status is 1.
+func unfinished(rep *schema.Report, out string) error {
+	var bad []string
+	for _, r := range rep.Runs {
+		switch r.Status {
+		case schema.StatusOK, schema.StatusSkipped:
+		default:
+			bad = append(bad, r.Name+": "+string(r.Status))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d configurations did not finish (%s); the reasons are in %s", len(bad), len(rep.Runs), strings.Join(bad, ", "), out)
+}
+
+// dryRun prints the plan of children and runs nothing.
+func dryRun(stdout io.Writer, o runner.Options, format string) error {
+	cs, err := runner.Prepare(&o)
+	if err != nil {
+		return usageError{err}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "probe"
+	}
+	if format == "json" {
+		b, err := schema.Marshal(cs)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
+	}
+	return runner.WritePlan(stdout, cs, o, exe, table.Format(format))
+}
+
+// writeRunOutput prints the report's tables, or the report as JSON.
+func writeRunOutput(w io.Writer, rep *schema.Report, format string) error {
+	if format == "json" {
+		b, err := schema.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return report.WriteRunTables(w, rep, table.Format(format))
+}
+
+// isTerminal reports whether w is a terminal (the test golang.org/x/term
+// makes, on the x/sys we already link).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func newMergeCmd(stdout io.Writer) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge A.json B.json ... --out ALL.json",
+		Short: "join the reports of probe run --shard I/N into one",
+		Long: `merge reads run reports (memprobe.report/v1), typically the shards of one
+run, and writes one report with every configuration in the order an
+unsharded run gives them. The reports must be of the same schema version
+and run each plan at the same preset; a configuration in two of them is
+an error. Another commit or machine, or a missing shard, is a warning in
+the merged report. The output is written atomically.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 {
+				return usageError{errors.New("merge: want one or more report files")}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if out == "" {
+				return usageError{errors.New("merge: --out is required")}
+			}
+			reps := make([]*schema.Report, len(args))
+			for i, a := range args {
+				r, err := schema.ReadReport(a)
+				if err != nil {
+					return err
+				}
+				reps[i] = r
+			}
+			m, err := runner.Merge(args, reps, os.Args)
+			if err != nil {
+				return err
+			}
+			if err := schema.WriteReport(out, m); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(stdout, "%s: %d configurations from %d reports\n", out, len(m.Runs), len(reps))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "the merged report's file")
+	return cmd
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"memprobe/schema"
+)
+
+// mainEnv makes this test binary the probe command: `probe run` re-executes
+// os.Executable(), which in a test is the test binary, and TestMain hands
+// such a child to main. The tests set it (t.Setenv) so that their
+// children inherit it.
+const mainEnv = "MEMPROBE_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// childProcesses lists the processes whose parent is this one, zombies
+// included.
+func childProcesses(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func probeRun(t *testing.T, args ...string) (*schema.Report, string, string, error) {
+	t.Helper()
+	t.Setenv(mainEnv, "1")
+	out := filepath.Join(t.TempDir(), "report.json")
+	stdout, stderr, err := runProbe(append([]string{"run", "--out", out}, args...)...)
+	if c := childProcesses(t); len(c) > 0 {
+		t.Errorf("child processes left after probe run: %v", c)
+	}
+	rep, rerr := schema.ReadReport(out)
+	if rerr != nil {
+		t.Fatalf("probe run %v: %v; no report: %v\n%s", args, err, rerr, stderr)
+	}
+	return rep, stdout, stderr, err
+}
+
+// small is a scale at which a configuration runs in well under a second.
+var small = []string{"--preset", "tiny", "--steps", "2", "--data", "synthetic:100KB", "--count", "1"}
+
+// TestRunCrash: a child that panics after its first step (the test-only
+// crash hook) is recorded as failed with its panic; the other
+// configurations run and keep their results; the run exits non-zero.
+func TestRunCrash(t *testing.T) {
+	t.Setenv(crashEnv, "decode-P1")
+	rep, stdout, _, err := probeRun(t, append([]string{"--plan", "decode"}, small...)...)
+	if err == nil || !strings.Contains(err.Error(), "1 of 4 configurations did not finish") {
+		t.Errorf("probe run: %v, want an error counting the failure", err)
+	}
+	if len(rep.Runs) != 4 {
+		t.Fatalf("%d runs, want 4", len(rep.Runs))
+	}
+	for _, r := range rep.Runs {
+		if r.Name == "decode-P1" {
+			if r.Status != schema.StatusFailed || !strings.Contains(r.Reason, "exit status 2: panic: "+crashEnv+"=decode-P1: test crash after step 1") {
+				t.Errorf("decode-P1: status %s, reason %q", r.Status, r.Reason)
+			}
+			continue
+		}
+		if r.Status != schema.StatusOK || len(r.Repetitions) != 1 || r.Repetitions[0].Steps != 2 || r.Outside[0].MaxRSSBytes <= 0 {
+			t.Errorf("%s: status %s (%s), %d results", r.Name, r.Status, r.Reason, len(r.Repetitions))
+		}
+	}
+	if !strings.Contains(stdout, "plan decode") {
+		t.Errorf("stdout has no tables:\n%s", stdout)
+	}
+}
+
+// TestRunTimeout: a child past a tiny --timeout is killed and recorded.
+func TestRunTimeout(t *testing.T) {
+	rep, _, _, err := probeRun(t, append([]string{"--plan", "threads", "--phases", "before", "--timeout", "100ms"}, small...)...)
+	if err == nil {
+		t.Error("probe run with a timed-out child: no error")
+	}
+	r := rep.Runs[0]
+	if r.Status != schema.StatusTimeout || r.Outside[0].Signal != "SIGKILL" || !strings.Contains(r.Reason, "--timeout 100ms") {
+		t.Errorf("status %s, reason %q, outside %+v", r.Status, r.Reason, r.Outside[0])
+	}
+}
+
+// TestRunMemLimit: a configuration predicted above --mem-limit is
+// refused up front; a refusal is not a failure.
+func TestRunMemLimit(t *testing.T) {
+	rep, _, _, err := probeRun(t, append([]string{"--plan", "decode", "--phases", "before", "--mem-limit", "20MiB"}, small...)...)
+	if err != nil {
+		t.Errorf("probe run: %v", err)
+	}
+	if r := rep.Runs[0]; r.Status != schema.StatusSkipped || !strings.Contains(r.Reason, "above --mem-limit 20.0 MiB") || len(r.Outside) != 0 {
+		t.Errorf("status %s, reason %q", r.Status, r.Reason)
+	}
+}
+
+// TestRunQuick runs `probe run --quick` end to end (in -short mode, one
+// plan of it) and checks the report, the tables and the progress.
+func TestRunQuick(t *testing.T) {
+	args := []string{"--quick"}
+	want := 17
+	if testing.Short() {
+		args, want = append(args, "--plan", "decode,embedding"), 7
+	}
+	rep, stdout, stderr, err := probeRun(t, args...)
+	if err != nil {
+		t.Fatalf("probe run --quick: %v\n%s", err, stderr)
+	}
+	if len(rep.Runs) != want || rep.Schema != schema.ReportVersion || len(rep.CommandLine) == 0 || rep.EndTime == "" {
+		t.Fatalf("%d runs, schema %q", len(rep.Runs), rep.Schema)
+	}
+	for _, r := range rep.Runs {
+		if r.Status != schema.StatusOK || r.Summary.Completed != 1 || len(r.Summary.Metrics) != 7 || r.Scale == "" || r.PredictedPeakRSSBytes <= 0 {
+			t.Errorf("%s: status %s (%s), summary %+v", r.Name, r.Status, r.Reason, r.Summary)
+		}
+		if r.Config.Preset != "tiny" || r.Config.GEMMUsed == "" {
+			t.Errorf("%s: config %+v", r.Name, r.Config)
+		}
+	}
+	if !strings.Contains(stdout, "plan decode") || !strings.Contains(stderr, "configurations in") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+}
+
+// TestRunDryRunAndMerge: --dry-run prints the children and starts none;
+// two shards merge into one report with every configuration.
+func TestRunDryRunAndMerge(t *testing.T) {
+	stdout, _, err := runProbe("run", "--plan", "decode", "--dry-run", "--mem-limit", "1GiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"4 configurations × 3 repetitions", "train --preset tiny --threads 63 --plan decode --phase P3 --steps 3 --data synthetic:1MB --json JSON", "decode: tiny preset"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("dry run does not say %q:\n%s", want, stdout)
+		}
+	}
+	dir := t.TempDir()
+	var files []string
+	for i := range 2 {
+		rep, _, _, err := probeRun(t, append([]string{"--plan", "decode", "--shard", strconv.Itoa(i) + "/2", "--format", "json"}, small...)...)
+		if err != nil || len(rep.Runs) != 2 {
+			t.Fatalf("shard %d/2: %v, %d runs", i, err, len(rep.Runs))
+		}
+		f := filepath.Join(dir, strconv.Itoa(i)+".json")
+		if err := schema.WriteReport(f, rep); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	all := filepath.Join(dir, "all.json")
+	if _, _, err := runProbe(append(append([]string{"merge"}, files...), "--out", all)...); err != nil {
+		t.Fatal(err)
+	}
+	m, err := schema.ReadReport(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range m.Runs {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, " ") != "decode-before decode-P1 decode-P2 decode-P3" {
+		t.Errorf("merged runs %v", names)
+	}
+	if _, _, err := runProbe("merge", files[0]); err == nil {
+		t.Error("merge without --out: no error")
+	}
+}
+
+// TestRunUsageErrors: a bad command line is a usage error (exit 2), and
+// an unwritable --out fails before any child starts.
+func TestRunUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sweep", "threads"}, "want AXIS=V1,V2"},
+		{[]string{"--sweep", "threads=1,2", "--sweep", "threads=4"}, "given twice"},
+		{[]string{"--shard", "2/2"}, "want I/N"},
+		{[]string{"--format", "html"}, "--format"},
+		{[]string{"--plan", "nope"}, `plan "nope"`},
+		{[]string{"--phases", "P9"}, `phase "P9"`},
+		{[]string{"--threads", "0"}, "threads 0 out of range"},
+		{[]string{"--mem-limit", "lots"}, "--mem-limit"},
+		{[]string{"--timeout", "0s"}, "--timeout"},
+	} {
+		_, _, err := runProbe(append([]string{"run", "--dry-run"}, c.args...)...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a usage error containing %q", c.args, err, c.want)
+		}
+	}
+	_, _, err := runProbe("run", "--plan", "decode", "--out", filepath.Join(t.TempDir(), "missing", "r.json"))
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("--out in a missing directory: %v", err)
+	}
+}

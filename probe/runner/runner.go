@@ -1,0 +1,323 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"memprobe/probe/job"
+	"memprobe/schema"
+)
+
+// Defaults of Options.
+const (
+	DefaultCount   = 3
+	DefaultThreads = 63
+	DefaultTimeout = 10 * time.Minute
+	// quickCount is --quick's repetitions.
+	quickCount = 1
+)
+
+// ErrInterrupted is Run's error when its context ended before every
+// configuration ran: the report of what finished is returned and written
+// beside it. The command exits 130.
+var ErrInterrupted = errors.New("interrupted")
+
+// Options is one `probe run`.
+type Options struct {
+	// Executable is the probe binary each child re-executes as `probe
+	// train` ("": os.Executable()); Env is added to each child's
+	// environment (the tests' crash hook).
+	Executable string
+	Env        []string
+
+	// Threads is every configuration's logical workers (a threads sweep
+	// overrides it); 0 is DefaultThreads.
+	Threads int
+	// Plans are plan names ("all" or none: every plan); Phases are phase
+	// names of them, or "after" for each plan's fixed state (none: every
+	// phase, or before and after with a sweep).
+	Plans  []string
+	Phases []string
+	Sweep  []Axis
+	// Preset, Steps and Data override every plan's scale ("", 0: the
+	// plan's own, PlanScale). Quick runs every plan at a tiny scale,
+	// once (unless Count is set).
+	Preset string
+	Steps  int
+	Data   string
+	Quick  bool
+	// Count is the repetitions of each configuration (0: DefaultCount, or
+	// 1 with Quick).
+	Count int
+
+	// Out is the report's path ("": not written); ProfileDir, when set,
+	// is every child's --profile-dir.
+	Out        string
+	ProfileDir string
+	// Timeout bounds one child's wall time (0: DefaultTimeout); MemLimit
+	// its RSS, and configurations predicted above it are not started (0:
+	// DefaultMemLimit, MemAvailable less 10 %).
+	Timeout  time.Duration
+	MemLimit int64
+	// Shard and Shards select every Shards-th configuration from the
+	// Shard-th (Shards 0 or 1: all).
+	Shard, Shards int
+
+	// Stderr receives progress (nil: none); Terminal makes it one
+	// updating line. Verbose copies the children's stderr there too.
+	Stderr   io.Writer
+	Terminal bool
+	Verbose  bool
+	// CommandLine is recorded in the report.
+	CommandLine []string
+	// SampleInterval is the parent's sampler period (0: 10 ms).
+	SampleInterval time.Duration
+	// FileSize sizes a --data file for the prediction (nil: os.Stat).
+	FileSize func(string) (int64, error)
+}
+
+// resolve fills the defaults and checks the ranges.
+func (o *Options) resolve() error {
+	if o.Threads == 0 {
+		o.Threads = DefaultThreads
+	}
+	if o.Threads < 1 || o.Threads > 1024 {
+		return fmt.Errorf("threads %d out of range [1, 1024]", o.Threads)
+	}
+	if o.Count == 0 {
+		o.Count = DefaultCount
+		if o.Quick {
+			o.Count = quickCount
+		}
+	}
+	if o.Count < 1 || o.Count > 1000 {
+		return fmt.Errorf("count %d out of range [1, 1000]", o.Count)
+	}
+	if o.Steps < 0 {
+		return fmt.Errorf("steps %d must be positive", o.Steps)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("timeout %v must be positive", o.Timeout)
+	}
+	if o.MemLimit < 0 {
+		return fmt.Errorf("mem-limit %d must be positive", o.MemLimit)
+	}
+	if o.MemLimit == 0 {
+		l, err := DefaultMemLimit()
+		if err != nil {
+			return err
+		}
+		o.MemLimit = l
+	}
+	if o.Shards > 1 && (o.Shard < 0 || o.Shard >= o.Shards) {
+		return fmt.Errorf("shard %d/%d: want 0 <= I < N", o.Shard, o.Shards)
+	}
+	if o.FileSize == nil {
+		o.FileSize = func(p string) (int64, error) {
+			fi, err := os.Stat(p)
+			if err != nil {
+				return 0, err
+			}
+			return fi.Size(), nil
+		}
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	return nil
+}
+
+// OptionsError is Prepare's and Run's error for options out of range or a
+// plan that cannot be made: a usage error.
+type OptionsError struct{ Err error }
+
+func (e *OptionsError) Error() string { return e.Err.Error() }
+func (e *OptionsError) Unwrap() error { return e.Err }
+
+// Prepare resolves o's defaults and returns the configurations Run would
+// start, sharded, each with its prediction. Errors in o are
+// *OptionsError.
+func Prepare(o *Options) ([]Config, error) {
+	if err := o.resolve(); err != nil {
+		return nil, &OptionsError{err}
+	}
+	cs, err := Plan(*o)
+	if err != nil {
+		return nil, &OptionsError{err}
+	}
+	cs = Shard(cs, o.Shard, o.Shards)
+	if len(cs) == 0 {
+		return nil, &OptionsError{fmt.Errorf("shard %d/%d holds no configuration", o.Shard, o.Shards)}
+	}
+	if err := Predict(cs, o.FileSize); err != nil {
+		return nil, &OptionsError{err}
+	}
+	return cs, nil
+}
+
+// CheckOutput fails at once when path cannot be written: its directory
+// is missing, not a directory or not writable, or path is a directory.
+// It writes and removes a temporary file beside path.
+func CheckOutput(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("report %s: is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("report %s: %s is not a directory", path, dir)
+	}
+	f, err := os.CreateTemp(dir, ".probe-run-check-*")
+	if err != nil {
+		return fmt.Errorf("report %s: directory not writable: %w", path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// DefaultOut is the report's default file name: probe-<short commit>.json
+// from the build's VCS revision, probe-nocommit.json without one.
+func DefaultOut(env schema.Environment) string {
+	rev := env.VCSRevision
+	if rev == "" {
+		return "probe-nocommit.json"
+	}
+	return "probe-" + rev[:min(7, len(rev))] + ".json"
+}
+
+// Run runs every configuration o asks for and returns the report; with
+// o.Out set it also writes it there (atomically), whatever happened to
+// the children. Before any child starts it checks o.Out and refuses the
+// configurations predicted above the memory limit (status skipped). When
+// ctx ends it kills the current child, writes the report of what
+// finished and returns it with ErrInterrupted.
+func Run(ctx context.Context, o Options) (*schema.Report, error) {
+	cs, err := Prepare(&o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Out != "" {
+		if err := CheckOutput(o.Out); err != nil {
+			return nil, err
+		}
+	}
+	if o.Executable == "" {
+		if o.Executable, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("finding the probe binary to re-execute: %w", err)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "probe-run-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	rep := &schema.Report{
+		Schema: schema.ReportVersion, Environment: job.Environment(),
+		CommandLine: nonNil(o.CommandLine), StartTime: time.Now().Format(time.RFC3339),
+		Runs: []schema.Run{}, Warnings: []string{},
+	}
+	if o.Quick {
+		rep.Warnings = append(rep.Warnings, "--quick: tiny scale, one repetition: a smoke test, not a measurement")
+	}
+	if o.Shards > 1 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("shard %d/%d: %d configurations; merge the shards with probe merge", o.Shard, o.Shards, len(cs)))
+	}
+	prog := newProgress(o.Stderr, o.Terminal && !o.Verbose, cs, o.Count)
+	interrupted := false
+	for i, c := range cs {
+		if ctx.Err() != nil {
+			interrupted = true
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("interrupted: %d of %d configurations not run", len(cs)-i, len(cs)))
+			break
+		}
+		run := newRun(c, o.Count)
+		if c.Prediction.PeakRSSBytes > o.MemLimit {
+			run.Status = schema.StatusSkipped
+			run.Reason = fmt.Sprintf("predicted peak RSS %s is above --mem-limit %s; not started", iec(c.Prediction.PeakRSSBytes), iec(o.MemLimit))
+			prog.note(c.Name + ": skipped: " + run.Reason)
+			prog.skip(c)
+		} else {
+			for r := 1; r <= o.Count; r++ {
+				prog.start(i, c, r)
+				ch := &child{
+					exe: o.Executable, env: o.Env, timeout: o.Timeout, memLimit: o.MemLimit,
+					interval: o.SampleInterval, jsonPath: filepath.Join(tmp, fmt.Sprintf("%d-r%d.json", c.Index, r)),
+				}
+				ch.args = c.childArgs(o, r, ch.jsonPath)
+				if o.Verbose {
+					ch.verbose = o.Stderr
+				}
+				out, res := ch.run(ctx, r)
+				os.Remove(ch.jsonPath)
+				prog.finish(c)
+				run.Outside = append(run.Outside, out)
+				if res != nil {
+					if len(run.Repetitions) == 0 {
+						run.Config = res.Config // the child's record is complete
+					}
+					run.Repetitions = append(run.Repetitions, *res)
+					continue
+				}
+				// The first repetition that did not finish decides the
+				// status; the others are not run (a crash, a limit or an
+				// interruption would repeat).
+				run.Status, run.Reason = out.Status, fmt.Sprintf("repetition %d of %d: %s", r, o.Count, out.Reason)
+				prog.note(c.Name + ": " + string(run.Status) + ": " + run.Reason)
+				prog.skipRest(c, o.Count-r)
+				break
+			}
+			if run.Status == "" {
+				run.Status = schema.StatusOK
+			}
+		}
+		Summarize(&run, o.Count)
+		rep.Runs = append(rep.Runs, run)
+		if ctx.Err() != nil && i+1 < len(cs) {
+			interrupted = true
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("interrupted: %d of %d configurations not run", len(cs)-i-1, len(cs)))
+			break
+		}
+	}
+	prog.done(len(rep.Runs))
+	rep.EndTime = time.Now().Format(time.RFC3339)
+	if o.Out != "" {
+		if err := schema.WriteReport(o.Out, rep); err != nil {
+			return rep, err
+		}
+	}
+	if interrupted || ctx.Err() != nil {
+		return rep, ErrInterrupted
+	}
+	return rep, nil
+}
+
+// newRun is c's Run before any repetition.
+func newRun(c Config, count int) schema.Run {
+	sc := c.Schema
+	return schema.Run{
+		Name: c.Name, Plan: c.Plan, Phase: c.Phase, Description: c.Description, Config: sc,
+		Repetitions: []schema.Result{}, Outside: []schema.Outside{},
+		Summary: schema.Summary{Repetitions: count, Metrics: []schema.Metric{}, Warnings: []string{}},
+		Claim:   c.Claim, Expect: c.Expect, Scale: c.Scale.String(), Sweep: c.Sweep,
+		PredictedPeakRSSBytes: c.Prediction.PeakRSSBytes,
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,223 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"memprobe/internal/table"
+	"memprobe/schema"
+)
+
+// Verdicts: whether a measurement agrees with a note's claim.
+const (
+	AgreeYes       = "yes"            // the direction, and the magnitude within a factor of 2
+	AgreeDirection = "direction only" // the direction, not the magnitude
+	AgreeNo        = "no"             // the other direction (or no change, or an absolute value off by more than 2x)
+	AgreeUnchecked = "—"              // no checkable claim, or nothing to check it with
+)
+
+// Tolerance is the factor within which a measured magnitude agrees with a
+// claimed one.
+const Tolerance = 2.0
+
+// check is one expectation judged against a run.
+type check struct {
+	e       schema.Expectation
+	verdict string
+	// measured is the measured counterpart of the claim: the change, the
+	// ratio or the value (meaningful when verdict is not AgreeUnchecked).
+	measured float64
+	// ref names what the run was compared with ("P4 (previous)"); why
+	// says why the claim could not be checked.
+	ref, why string
+}
+
+// judge checks e against run v of group g: the medians of the metric in v
+// and in the reference phase.
+func judge(g *group, v *runView, e schema.Expectation) check {
+	c := check{e: e, verdict: AgreeUnchecked}
+	if !v.ok() {
+		c.why = fmt.Sprintf("%s %s", v.label(), v.Status)
+		return c
+	}
+	cur := v.metric(e.Metric)
+	if !cur.exists {
+		c.why = fmt.Sprintf("no %s in %s's results", e.Metric, v.label())
+		return c
+	}
+	if e.Versus == "absolute" {
+		c.measured = cur.median
+		c.verdict = AgreeNo
+		if within(cur.median, e.Delta) {
+			c.verdict = AgreeYes
+		}
+		return c
+	}
+	var ref *runView
+	switch e.Versus {
+	case "previous":
+		ref = g.phase(v.index - 1)
+		c.ref = "previous phase"
+		if v.index > 0 {
+			c.ref = fmt.Sprintf("P%d", v.index-1)
+			if v.index == 1 {
+				c.ref = "before"
+			}
+		}
+	case "before":
+		ref = g.phase(0)
+		c.ref = "before"
+	default:
+		c.why = fmt.Sprintf("versus %q is not previous, before or absolute", e.Versus)
+		return c
+	}
+	switch {
+	case ref == nil:
+		c.why = c.ref + " is not in the report"
+		return c
+	case !ref.ok():
+		c.why = fmt.Sprintf("%s %s", c.ref, ref.Status)
+		return c
+	}
+	old := ref.metric(e.Metric)
+	if !old.exists {
+		c.why = fmt.Sprintf("no %s in %s's results", e.Metric, c.ref)
+		return c
+	}
+	switch {
+	case e.Ratio != 0:
+		if old.median == 0 {
+			c.why = fmt.Sprintf("%s of %s is 0: no ratio", metricLabel(e.Metric), c.ref)
+			return c
+		}
+		r := cur.median / old.median
+		c.measured = r
+		switch {
+		case r == 1 || (r > 1) != (e.Ratio > 1):
+			c.verdict = AgreeNo
+		case within(r, e.Ratio):
+			c.verdict = AgreeYes
+		default:
+			c.verdict = AgreeDirection
+		}
+	default:
+		d := cur.median - old.median
+		c.measured = d
+		switch {
+		case d == 0 || (d > 0) != (e.Delta > 0):
+			c.verdict = AgreeNo
+		case within(math.Abs(d), math.Abs(e.Delta)):
+			c.verdict = AgreeYes
+		default:
+			c.verdict = AgreeDirection
+		}
+	}
+	return c
+}
+
+// within says whether x is within a factor Tolerance of claimed (both
+// positive).
+func within(x, claimed float64) bool {
+	return x > 0 && claimed > 0 && x >= claimed/Tolerance && x <= claimed*Tolerance
+}
+
+// combine is one verdict for a run's checks: no if any is no, direction
+// only if any is, yes if every checked one agrees, unchecked when none was
+// checked.
+func combine(cs []check) string {
+	out := AgreeUnchecked
+	for _, c := range cs {
+		switch {
+		case c.verdict == AgreeNo:
+			return AgreeNo
+		case c.verdict == AgreeDirection:
+			out = AgreeDirection
+		case c.verdict == AgreeYes && out == AgreeUnchecked:
+			out = AgreeYes
+		}
+	}
+	return out
+}
+
+// footnote says what a check measured against what the note claimed, or
+// why it could not be checked; "" for a check that agrees.
+func (c check) footnote(run string) string {
+	label := metricLabel(c.e.Metric)
+	claimed := c.e.Delta
+	switch c.verdict {
+	case AgreeYes:
+		return ""
+	case AgreeUnchecked:
+		return fmt.Sprintf("%s: %s not checked: %s", run, label, c.why)
+	}
+	switch {
+	case c.e.Versus == "absolute":
+		return fmt.Sprintf("%s, %s: %s %s; the note claims %s",
+			run, c.verdict, label, formatMetric(c.e.Metric, c.measured, false), formatClaim(c.e.Metric, claimed, false))
+	case c.e.Ratio != 0:
+		return fmt.Sprintf("%s, %s: %s %s of %s; the note claims %s",
+			run, c.verdict, label, formatRatio(c.measured), c.ref, formatRatio(c.e.Ratio))
+	}
+	return fmt.Sprintf("%s, %s: %s changed by %s from %s; the note claims %s",
+		run, c.verdict, label, formatMetric(c.e.Metric, c.measured, true), c.ref, formatClaim(c.e.Metric, claimed, true))
+}
+
+// isBytes says whether a metric counts bytes (its name says so).
+func isBytes(name string) bool {
+	return strings.HasSuffix(name, "_bytes") || strings.Contains(name, "_bytes_")
+}
+
+// formatClaim is formatMetric, and for bytes also the figure in the notes'
+// decimal units: "-433.9 MiB (-455 MB)".
+func formatClaim(name string, x float64, signed bool) string {
+	s := formatMetric(name, x, signed)
+	if !isBytes(name) {
+		return s
+	}
+	unit, div := "kB", 1e3
+	switch a := math.Abs(x); {
+	case a >= 1e9:
+		unit, div = "GB", 1e9
+	case a >= 1e6:
+		unit, div = "MB", 1e6
+	}
+	d := strconv.FormatFloat(x/div, 'g', 3, 64) + " " + unit
+	if signed && x > 0 {
+		d = "+" + d
+	}
+	return s + " (" + d + ")"
+}
+
+// formatMetric writes a value in its metric's unit (the unit is in the
+// name): bytes in IEC units, nanoseconds as a duration, else a number;
+// signed puts "+" before a positive change.
+func formatMetric(name string, x float64, signed bool) string {
+	var s string
+	switch {
+	case isBytes(name):
+		s = table.FormatBytes(math.Round(x))
+	case strings.HasSuffix(name, "_ns") || strings.Contains(name, "_ns_"):
+		s = time.Duration(math.Round(x)).Round(time.Microsecond).String()
+	default:
+		s = formatNumber(x)
+	}
+	if signed && x > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+// formatNumber writes x with three significant digits, or whole from 100
+// on.
+func formatNumber(x float64) string {
+	if math.Abs(x) >= 100 {
+		return strconv.FormatFloat(math.Round(x), 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+// formatRatio writes a factor: "63x", "1.28x", "0.0317x".
+func formatRatio(r float64) string { return formatNumber(r) + "x" }

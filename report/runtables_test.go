@@ -1,0 +1,106 @@
+package report
+
+import (
+	"bytes"
+	"testing"
+
+	"memprobe/internal/golden"
+	"memprobe/internal/table"
+	"memprobe/schema"
+)
+
+// TestRunTables renders the fixture report in every format; the golden
+// files are named after the format.
+func TestRunTables(t *testing.T) {
+	rep := readFixtureReport(t)
+	for _, f := range table.Formats() {
+		var buf bytes.Buffer
+		if err := WriteRunTables(&buf, rep, f); err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, "run-tables."+string(f)+".golden", buf.Bytes())
+	}
+}
+
+// TestJudge: the verdicts of each kind of claim, and the claims that
+// cannot be checked.
+func TestJudge(t *testing.T) {
+	run := func(phase string, status schema.Status, rss, tokens float64) *runView {
+		r := &schema.Run{Phase: phase, Status: status, Repetitions: []schema.Result{{}}}
+		if status != schema.StatusOK {
+			r.Repetitions = nil
+		}
+		for _, m := range []struct {
+			name string
+			x    float64
+		}{{metricPeakRSS, rss}, {metricTokens, tokens}} {
+			r.Summary.Metrics = append(r.Summary.Metrics, schema.Metric{Name: m.name, Values: []float64{m.x}, N: 1, Median: m.x, Min: m.x, Max: m.x})
+		}
+		return newRunView(r)
+	}
+	g := &group{runs: []*runView{
+		run("before", schema.StatusOK, 1000e6, 100),
+		run("P1", schema.StatusOK, 600e6, 100),
+		run("P2", schema.StatusFailed, 0, 0),
+		run("P3", schema.StatusOK, 590e6, 0),
+		run("P4", schema.StatusOK, 590e6, 50),
+	}}
+	delta := func(versus string, d float64) schema.Expectation {
+		return schema.Expectation{Metric: metricPeakRSS, Versus: versus, Delta: d}
+	}
+	ratio := func(metric, versus string, r float64) schema.Expectation {
+		return schema.Expectation{Metric: metric, Versus: versus, Ratio: r}
+	}
+	for _, c := range []struct {
+		phase string
+		e     schema.Expectation
+		want  string
+		note  string
+	}{
+		{"P1", delta("previous", -455e6), AgreeYes, ""},
+		{"P1", delta("previous", -150e6), AgreeDirection, "P1, direction only: peak RSS changed by -381.5 MiB from before; the note claims -143.1 MiB (-150 MB)"},
+		{"P1", delta("previous", +100e6), AgreeNo, "P1, no: peak RSS changed by -381.5 MiB from before; the note claims +95.4 MiB (+100 MB)"},
+		{"P1", ratio(metricPeakRSS, "before", 0.5), AgreeYes, ""},
+		{"P1", ratio(metricPeakRSS, "before", 0.1), AgreeDirection, "P1, direction only: peak RSS 0.6x of before; the note claims 0.1x"},
+		{"P1", ratio(metricTokens, "previous", 63), AgreeNo, "P1, no: tokens/s 1x of before; the note claims 63x"},
+		{"P4", ratio(metricTokens, "previous", 2), AgreeUnchecked, "P4: tokens/s not checked: tokens/s of P3 is 0: no ratio"},
+		{"P3", delta("previous", -15e6), AgreeUnchecked, "P3: peak RSS not checked: P2 failed"},
+		{"P2", delta("previous", -15e6), AgreeUnchecked, "P2: peak RSS not checked: P2 failed"},
+		{"P1", schema.Expectation{Metric: metricPeakRSS, Versus: "absolute", Delta: 1e9}, AgreeYes, ""},
+		{"P1", schema.Expectation{Metric: metricPeakRSS, Versus: "absolute", Delta: 1.32e10}, AgreeNo, "P1, no: peak RSS 572.2 MiB; the note claims 12.3 GiB (13.2 GB)"},
+		{"P1", schema.Expectation{Metric: "step_ns_median", Versus: "absolute", Delta: 45e9}, AgreeNo, "P1, no: step time 0s; the note claims 45s"},
+		{"P1", schema.Expectation{Metric: "no_such_bytes", Versus: "absolute", Delta: 1}, AgreeUnchecked, "P1: no_such_bytes not checked: no no_such_bytes in P1's results"},
+		{"P1", delta("sideways", -1), AgreeUnchecked, `P1: peak RSS not checked: versus "sideways" is not previous, before or absolute`},
+	} {
+		v := g.phase(phaseIndex(c.phase))
+		got := judge(g, v, c.e)
+		if got.verdict != c.want || got.footnote(c.phase) != c.note {
+			t.Errorf("%s %+v: %q, footnote %q; want %q, %q", c.phase, c.e, got.verdict, got.footnote(c.phase), c.want, c.note)
+		}
+	}
+	for _, c := range []struct {
+		verdicts []string
+		want     string
+	}{
+		{nil, AgreeUnchecked},
+		{[]string{AgreeUnchecked, AgreeYes}, AgreeYes},
+		{[]string{AgreeYes, AgreeDirection}, AgreeDirection},
+		{[]string{AgreeDirection, AgreeNo, AgreeYes}, AgreeNo},
+	} {
+		var cs []check
+		for _, v := range c.verdicts {
+			cs = append(cs, check{verdict: v})
+		}
+		if got := combine(cs); got != c.want {
+			t.Errorf("combine(%q) = %q, want %q", c.verdicts, got, c.want)
+		}
+	}
+}
+
+func TestPhaseIndex(t *testing.T) {
+	for phase, want := range map[string]int{"before": 0, "P1": 1, "P12": 12, "P0": -1, "P": -1, "after": -1, "1": -1, "P-1": -1} {
+		if got := phaseIndex(phase); got != want {
+			t.Errorf("phaseIndex(%q) = %d, want %d", phase, got, want)
+		}
+	}
+}

@@ -1,0 +1,346 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"memprobe/schema"
+)
+
+// The metrics the run tables show, by their names in a result (a JSON
+// field, or a dotted path to one): the names a Summary's metrics and an
+// Expectation use.
+const (
+	metricPeakRSS    = "peak_rss_bytes"
+	metricVSZ        = "final_vsz_bytes"
+	metricGoHeap     = "runtime.peak.heap_live_bytes"
+	metricAllocs     = "go_heap_allocs_per_step"
+	metricAllocBytes = "go_heap_alloc_bytes_per_step"
+	metricTokens     = "tokens_per_sec"
+)
+
+// metricLabels are how footnotes name the metrics they know.
+var metricLabels = map[string]string{
+	metricPeakRSS:    "peak RSS",
+	metricVSZ:        "final VSZ",
+	metricGoHeap:     "peak Go heap",
+	metricAllocs:     "allocs/step",
+	metricAllocBytes: "bytes/step",
+	metricTokens:     "tokens/s",
+	"step_ns_median": "step time",
+}
+
+func metricLabel(name string) string {
+	if l, ok := metricLabels[name]; ok {
+		return l
+	}
+	return name
+}
+
+// runView is a Run with its figures at hand: its position in its plan and
+// each repetition as JSON, for the metrics no Summary holds.
+type runView struct {
+	*schema.Run
+	// index is the phase's position in the plan: 0 for before, k for Pk,
+	// -1 for a name of another form.
+	index int
+	reps  []map[string]any // each repetition as decoded JSON; nil until needed
+}
+
+func newRunView(r *schema.Run) *runView { return &runView{Run: r, index: phaseIndex(r.Phase)} }
+
+// phaseIndex is 0 for "before", k for "Pk", and -1 otherwise.
+func phaseIndex(phase string) int {
+	if phase == "before" {
+		return 0
+	}
+	if k, err := strconv.Atoi(strings.TrimPrefix(phase, "P")); err == nil && strings.HasPrefix(phase, "P") && k > 0 {
+		return k
+	}
+	return -1
+}
+
+// label is how tables name the run: its phase, or its name outside a plan.
+func (v *runView) label() string {
+	if v.Phase != "" {
+		return v.Phase
+	}
+	return v.Name
+}
+
+// ok says whether the run has figures: every repetition finished.
+func (v *runView) ok() bool { return v.Status == schema.StatusOK && len(v.Repetitions) > 0 }
+
+// summary is a metric over a run's completed repetitions.
+type summary struct {
+	values              []float64
+	median, min, max    float64
+	fromSummary, exists bool
+}
+
+// metric summarises the named metric: the Summary's figures when the run's
+// summary holds it, else the repetitions' values (read by JSON name; a
+// dotted name reads a nested field). exists is false when no repetition
+// has the field.
+func (v *runView) metric(name string) summary {
+	for _, m := range v.Summary.Metrics {
+		if m.Name == name && m.N > 0 {
+			return summary{values: m.Values, median: m.Median, min: m.Min, max: m.Max, fromSummary: true, exists: true}
+		}
+	}
+	vals := v.values(name)
+	if len(vals) == 0 {
+		return summary{}
+	}
+	s := slices.Clone(vals)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return summary{values: vals, median: med, min: s[0], max: s[len(s)-1], exists: true}
+}
+
+// values is the named field in each repetition that has it.
+func (v *runView) values(name string) []float64 {
+	if v.reps == nil {
+		v.reps = make([]map[string]any, len(v.Repetitions))
+		for i := range v.Repetitions {
+			// A Result always marshals; a failure leaves the map nil and
+			// the repetition without values.
+			if b, err := json.Marshal(&v.Repetitions[i]); err == nil {
+				json.Unmarshal(b, &v.reps[i])
+			}
+		}
+	}
+	var out []float64
+	for _, m := range v.reps {
+		if x, ok := lookup(m, name); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// lookup reads a number at a dotted path of JSON objects.
+func lookup(m map[string]any, path string) (float64, bool) {
+	var cur any = m
+	for _, k := range strings.Split(path, ".") {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		if cur, ok = obj[k]; !ok {
+			return 0, false
+		}
+	}
+	x, ok := cur.(float64)
+	return x, ok
+}
+
+// representative is the repetition whose peak RSS is nearest the run's
+// median (the first of equals), for the tables that show one repetition's
+// detail; -1 when none finished.
+func (v *runView) representative() int {
+	if len(v.Repetitions) == 0 {
+		return -1
+	}
+	med := v.metric(metricPeakRSS).median
+	best := 0
+	for i := range v.Repetitions {
+		d := math.Abs(float64(v.Repetitions[i].PeakRSSBytes) - med)
+		if d < math.Abs(float64(v.Repetitions[best].PeakRSSBytes)-med) {
+			best = i
+		}
+	}
+	return best
+}
+
+// group is the runs of one plan at one sweep point, in phase order.
+type group struct {
+	plan  string
+	point string // the sweep values, "threads=7" ("" without a sweep)
+	runs  []*runView
+}
+
+// title names the group: "plan threads (threads=7)".
+func (g *group) title() string {
+	s := "plan " + g.plan
+	if g.plan == "" {
+		s = "runs outside a plan"
+	}
+	if g.point != "" {
+		s += " (" + g.point + ")"
+	}
+	return s
+}
+
+// phase returns the group's run of phase index k, nil when there is none.
+func (g *group) phase(k int) *runView {
+	if k < 0 {
+		return nil
+	}
+	for _, r := range g.runs {
+		if r.index == k {
+			return r
+		}
+	}
+	return nil
+}
+
+// ends are the first and the last phase of the group (before and after
+// when the plan ran whole); one run when the group has one.
+func (g *group) ends() []*runView {
+	if len(g.runs) == 0 {
+		return nil
+	}
+	first, last := g.runs[0], g.runs[len(g.runs)-1]
+	if first == last {
+		return []*runView{first}
+	}
+	return []*runView{first, last}
+}
+
+// sweepPoint writes a run's sweep values as "a=1, b=2", axes in order.
+func sweepPoint(sweep map[string]string, skip string) string {
+	var parts []string
+	for _, k := range sortedKeys(sweep) {
+		if k != skip {
+			parts = append(parts, k+"="+sweep[k])
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// plan is a plan's runs: its groups (one per sweep point, in the order
+// they first ran) and every run.
+type plan struct {
+	name   string
+	groups []*group
+	runs   []*runView
+}
+
+// main is the group the before/after detail tables are drawn from: the
+// one with the most runs, the first of equals.
+func (p *plan) main() *group {
+	var best *group
+	for _, g := range p.groups {
+		if best == nil || len(g.runs) > len(best.runs) {
+			best = g
+		}
+	}
+	return best
+}
+
+// plans groups a report's runs by plan, in the order plans first ran.
+func plans(rep *schema.Report) []*plan {
+	var out []*plan
+	byName := map[string]*plan{}
+	for i := range rep.Runs {
+		v := newRunView(&rep.Runs[i])
+		p := byName[v.Plan]
+		if p == nil {
+			p = &plan{name: v.Plan}
+			byName[v.Plan] = p
+			out = append(out, p)
+		}
+		p.runs = append(p.runs, v)
+		point := sweepPoint(v.Sweep, "")
+		var g *group
+		for _, h := range p.groups {
+			if h.point == point {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &group{plan: v.Plan, point: point}
+			p.groups = append(p.groups, g)
+		}
+		g.runs = append(g.runs, v)
+	}
+	for _, p := range out {
+		for _, g := range p.groups {
+			slices.SortStableFunc(g.runs, func(a, b *runView) int { return orderIndex(a.index) - orderIndex(b.index) })
+		}
+	}
+	return out
+}
+
+// orderIndex puts phases of unknown form after the numbered ones.
+func orderIndex(k int) int {
+	if k < 0 {
+		return math.MaxInt32
+	}
+	return k
+}
+
+// Plans lists the plans of a report's runs, in the order they first ran
+// ("" for runs outside a plan).
+func Plans(rep *schema.Report) []string {
+	var names []string
+	for _, p := range plans(rep) {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// configDiff says how cur's configuration differs from prev's, field by
+// field ("pathology.model_lock: true -> false"), at most two fields and a
+// count of the rest; "" when they do not differ or prev is nil.
+func configDiff(prev, cur *runView) string {
+	if prev == nil {
+		return ""
+	}
+	a, b := flatten(prev.Config), flatten(cur.Config)
+	var diffs []string
+	for _, k := range sortedKeys(b) {
+		if k == "phase" || k == "plan" || a[k] == b[k] {
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s: %s -> %s", k, a[k], b[k]))
+	}
+	if len(diffs) > 2 {
+		diffs = append(diffs[:2], fmt.Sprintf("%d more", len(diffs)-2))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// flatten writes a value's JSON leaves as dotted paths.
+func flatten(v any) map[string]string {
+	out := map[string]string{}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return out
+	}
+	var m any
+	json.Unmarshal(b, &m)
+	var walk func(prefix string, x any)
+	walk = func(prefix string, x any) {
+		if obj, ok := x.(map[string]any); ok {
+			for k, y := range obj {
+				if prefix != "" {
+					k = prefix + "." + k
+				}
+				walk(k, y)
+			}
+			return
+		}
+		c, _ := json.Marshal(x)
+		out[prefix] = string(c)
+	}
+	walk("", m)
+	return out
+}

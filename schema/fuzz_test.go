@@ -1,0 +1,69 @@
+package schema
+
+import (
+	"os"
+	"reflect"
+	"testing"
+)
+
+// FuzzDecodeReport: the report reader never panics, whatever it is given,
+// and what it accepts writes back to JSON it accepts again, unchanged.
+// The seeds are the run report the report package's tables are tested on
+// (a threads plan with a failed phase and a sweep, arena runs that did not
+// run), a small report around this package's result fixture, and damaged
+// or foreign files; plain `go test` runs them.
+func FuzzDecodeReport(f *testing.F) {
+	fixture, err := os.ReadFile("../report/testdata/run-report.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(fixture)
+	f.Add(fixture[:len(fixture)/2])
+	result, err := os.ReadFile("testdata/result.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	r, err := DecodeResult(result, "result.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	small, err := Marshal(&Report{
+		Schema: ReportVersion, Environment: r.Environment, CommandLine: []string{"probe", "run"},
+		StartTime: "2026-11-26T01:20:00Z", EndTime: "2026-11-26T01:21:00Z",
+		Runs: []Run{{Name: "threads-P6", Plan: "threads", Phase: "P6", Config: r.Config, Status: StatusOK,
+			Repetitions: []Result{*r}, Outside: []Outside{}, Summary: Summary{Metrics: []Metric{}, Warnings: []string{}},
+			Expect: []Expectation{{Metric: "peak_rss_bytes", Versus: "previous", Delta: -1e6}},
+			Sweep:  map[string]string{"threads": "7"}}},
+		Warnings: []string{},
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(small)
+	for _, s := range []string{
+		``, `null`, `[]`, `{}`, `{"schema": null}`, `{"schema": 1}`,
+		`{"schema": "memprobe.report/v1"}`,
+		`{"schema": "memprobe.report/v1", "start_time": "2026-11-26T01:20:00Z", "end_time": "2026-11-26T01:21:00Z", "runs": [{"status": "ok"}]}`,
+		`{"schema": "memprobe.report/v1", "start_time": "2026-11-26T01:20:00Z", "end_time": "2026-11-26T01:21:00Z", "runs": [{"status": "failed", "repetitions": [{"schema": "memprobe.train/v3"}]}]}`,
+		`{"schema": "memprobe.train/v3"}`, `{"schema": "memprobe.report/v0"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rep, err := DecodeReport(b, "fuzz.json")
+		if err != nil {
+			return
+		}
+		again, err := Marshal(rep)
+		if err != nil {
+			t.Fatalf("an accepted report does not write back: %v", err)
+		}
+		back, err := DecodeReport(again, "again.json")
+		if err != nil {
+			t.Fatalf("an accepted report, written back, is refused: %v", err)
+		}
+		if !reflect.DeepEqual(rep, back) {
+			t.Fatal("an accepted report changed when written back and read again")
+		}
+	})
+}
