@@ -27,14 +27,18 @@ probe: build
 vet: deps
 	$(GO) vet ./...
 	$(GO) vet -tags "$(TAGS)" ./...
+	$(GO) vet -tags "$(TAGS) viz" ./cmd/probe
 
 # The full suite: vet, every test with the fast backend, every test with
 # the default pure-Go build, and the race detector over the concurrent code
-# (-short skips the long training runs, which the race detector slows 10x).
+# (-short skips the long training runs, which the race detector slows 10x),
+# and the viz commands (probe plot, probe pprof: -tags viz, kept out of the
+# measured binary).
 test: vet
 	$(GO) test -tags "$(TAGS)" ./...
 	$(GO) test -short ./...
 	$(GO) test -race -short -tags "$(TAGS)" ./trainer/... ./probe/...
+	$(GO) test -tags "$(TAGS) viz" -run 'Plot|Pprof|CheckHTTP' ./cmd/probe
 
 test-short: deps
 	$(GO) test -short -tags "$(TAGS)" ./...

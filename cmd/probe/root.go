@@ -8,6 +8,10 @@ import (
 	"memprobe/probe/job"
 )
 
+// extraCommands are subcommands linked only in some builds (plot and pprof
+// with -tags viz), registered by their files' init.
+var extraCommands []func(stdout, stderr io.Writer) *cobra.Command
+
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "probe",
@@ -32,6 +36,13 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newRunCmd(stdout, stderr))
 	root.AddCommand(newMergeCmd(stdout))
 	root.AddCommand(newReportCmd(stdout, stderr))
+	root.AddCommand(newFlameCmd(stdout, stderr))
+	for _, c := range extraCommands {
+		root.AddCommand(c(stdout, stderr))
+	}
+	root.AddCommand(newDiffCmd(stdout, stderr))
+	root.AddCommand(newExportCmd(stdout))
+	root.AddCommand(newHistoryCmd(stdout))
 	return root
 }
 

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"memprobe/report"
+	"memprobe/schema"
+)
+
+func newExportCmd(stdout io.Writer) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "export --format bench REPORT.json",
+		Short: "write a run report in another format (bench: the Go benchmark format, for benchstat)",
+		Long: `export writes a run report's repetitions in another format. --format bench is
+the Go benchmark format (golang.org/design/14313-benchmark-format), which
+benchstat reads: the environment as configuration lines (commit, goos, cpu,
+...), then one line per repetition, named after its plan with the phase and
+sweep values as keys, e.g.
+
+  BenchmarkThreads/phase=P6/threads=7 1 66743690 ns/op 37347 tokens/s 27230208 peak-rss-B ...
+
+ns/op is the median step time; the other units are ` + fmt.Sprint(report.BenchUnits()[1:]) + `.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return usageError{fmt.Errorf("export: want one report file: %w", err)}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if format != "bench" {
+				return usageError{fmt.Errorf("--format %q: the one format is bench", format)}
+			}
+			rep, err := schema.ReadReport(args[0])
+			if err != nil {
+				return err
+			}
+			return report.WriteBench(stdout, rep)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "bench", "output format: bench")
+	return cmd
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"memprobe/internal/table"
+	"memprobe/report"
+	"memprobe/schema"
+)
+
+// historyCmdFlags are the command-line options of `probe history`.
+type historyCmdFlags struct {
+	metric, plan, format string
+}
+
+func newHistoryCmd(stdout io.Writer) *cobra.Command {
+	var f historyCmdFlags
+	cmd := &cobra.Command{
+		Use:   "history DIR",
+		Short: "one row per run report in DIR, oldest first, with a metric per configuration and its trend",
+		Long: `history reads every *.json run report in DIR and prints one row per report,
+ordered by its commit time (environment vcs_time), else its start time, else
+the file's time: the commit, the time, and for each configuration (of --plan)
+the median of --metric, with ↑ or ↓ where it changed significantly from the
+previous report (the Mann-Whitney U test of probe diff, exact for
+deterministic metrics) and ~ where it did not.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return usageError{fmt.Errorf("history: want one directory: %w", err)}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runHistory(stdout, args[0], f)
+		},
+	}
+	cmd.Flags().StringVar(&f.metric, "metric", "peak_rss_bytes", "the metric to follow")
+	cmd.Flags().StringVar(&f.plan, "plan", "", "only this plan's configurations (default: all)")
+	cmd.Flags().StringVar(&f.format, "format", "text", "output format: text, markdown, csv")
+	return cmd
+}
+
+func runHistory(stdout io.Writer, dir string, f historyCmdFlags) error {
+	format, err := table.ParseFormat(f.format)
+	if err != nil {
+		return usageError{fmt.Errorf("--format: %w", err)}
+	}
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		if _, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		return fmt.Errorf("history: no *.json report in %s", dir)
+	}
+	var entries []report.HistoryEntry
+	for _, p := range paths {
+		rep, err := schema.ReadReport(p)
+		if err != nil {
+			return err
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, report.HistoryEntry{Name: filepath.Base(p), ModTime: fi.ModTime(), Report: rep})
+	}
+	return report.WriteHistory(stdout, entries, f.metric, f.plan, format)
+}

@@ -1,0 +1,176 @@
+//go:build viz
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/driver"
+	"github.com/spf13/cobra"
+)
+
+// Linked only with -tags viz: gonum/plot and pprof's web UI add about 12 MiB
+// to the resident set of every probe process at start-up (font parsing,
+// package init), the probe train children that probe run measures included.
+func init() { extraCommands = append(extraCommands, newPprofCmd) }
+
+// pprofCmdFlags are the command-line options of `probe pprof`.
+type pprofCmdFlags struct {
+	http        string
+	allowRemote bool
+}
+
+func newPprofCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f pprofCmdFlags
+	cmd := &cobra.Command{
+		Use:   "pprof [--http 127.0.0.1:0] [--allow-remote] PROFILE...",
+		Short: "serve pprof's own interactive web UI for profiles, on loopback, until interrupted",
+		Long: `pprof opens the profiles in pprof's web UI (github.com/google/pprof's
+driver: graph, flame graph, top, source, peek), served at --http and printed
+as a URL, until interrupted (Ctrl-C). Several profiles are merged, as pprof
+does. The UI lets whoever connects read the profiles, so the address must be
+loopback (127.0.0.0/8, ::1 or localhost) unless --allow-remote, which
+prints a warning. Port 0 picks a free port.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.MinimumNArgs(1)(cmd, args); err != nil {
+				return usageError{fmt.Errorf("pprof: want at least one profile: %w", err)}
+			}
+			if err := checkHTTPAddr(f.http, f.allowRemote); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if f.allowRemote {
+				fmt.Fprintf(stderr, "probe pprof: warning: --allow-remote: anyone who can reach %s can read these profiles\n", f.http)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			return runPprofUI(ctx, stderr, f.http, args)
+		},
+	}
+	cmd.Flags().StringVar(&f.http, "http", "127.0.0.1:0", "host:port to serve the UI on (port 0: any free port)")
+	cmd.Flags().BoolVar(&f.allowRemote, "allow-remote", false, "allow an address other machines can reach (prints a warning)")
+	return cmd
+}
+
+// checkHTTPAddr accepts host:port with a numeric port; the host must be
+// loopback (an IP in 127.0.0.0/8, ::1, or localhost) unless allowRemote.
+func checkHTTPAddr(addr string, allowRemote bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:0: %v", addr, err)
+	}
+	if n, err := parsePortNumber(port); err != nil || n < 0 {
+		return fmt.Errorf("--http %q: port %q is not a number in [0, 65535]", addr, port)
+	}
+	if allowRemote || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--http %q: host %q is not a loopback address; use 127.0.0.1:%s, or pass --allow-remote to expose the profiles to the network", addr, host, port)
+	}
+	return nil
+}
+
+func parsePortNumber(p string) (int, error) {
+	n := 0
+	if p == "" || len(p) > 5 {
+		return -1, errors.New("bad port")
+	}
+	for _, c := range []byte(p) {
+		if c < '0' || c > '9' {
+			return -1, errors.New("bad port")
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > 65535 {
+		return -1, errors.New("bad port")
+	}
+	return n, nil
+}
+
+// runPprofUI listens at addr first (so that port 0 becomes a real port
+// in what pprof prints), then runs pprof's driver with "-http
+// host:port -no_browser profiles..." and our own HTTP server on that
+// listener, which stops when ctx is done; then it returns.
+func runPprofUI(ctx context.Context, stderr io.Writer, addr string, profiles []string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("pprof: %w", err)
+	}
+	defer ln.Close()
+	args := append([]string{"-http", ln.Addr().String(), "-no_browser"}, profiles...)
+	err = driver.PProf(&driver.Options{
+		Flagset: &pprofFlags{FlagSet: flag.NewFlagSet("pprof", flag.ContinueOnError), args: args},
+		HTTPServer: func(a *driver.HTTPServerArgs) error {
+			return servePprof(ctx, ln, a)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("pprof: %w", err)
+	}
+	fmt.Fprintln(stderr, "probe pprof: stopped")
+	return nil
+}
+
+// servePprof serves pprof's handlers on ln until ctx is done.
+func servePprof(ctx context.Context, ln net.Listener, a *driver.HTTPServerArgs) error {
+	// As pprof's own server: the UI under /ui/ (its links are relative to
+	// it), the root redirected there.
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := a.Handlers[r.URL.Path]
+		if h == nil {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", http.StripPrefix("/ui", ui))
+	mux.Handle("/", http.RedirectHandler("/ui/", http.StatusTemporaryRedirect))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return nil
+}
+
+// pprofFlags is pprof's driver.FlagSet over a standard flag.FlagSet and
+// the arguments we give it.
+type pprofFlags struct {
+	*flag.FlagSet
+	args  []string
+	extra []string
+}
+
+func (f *pprofFlags) StringList(name, def, usage string) *[]*string {
+	return &[]*string{f.String(name, def, usage)}
+}
+
+func (f *pprofFlags) ExtraUsage() string      { return strings.Join(f.extra, "\n") }
+func (f *pprofFlags) AddExtraUsage(eu string) { f.extra = append(f.extra, eu) }
+func (f *pprofFlags) Parse(usage func()) []string {
+	f.Usage = usage
+	if err := f.FlagSet.Parse(f.args); err != nil {
+		return nil
+	}
+	return f.Args()
+}

@@ -1,0 +1,368 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+
+	"memprobe/schema"
+)
+
+// Cross-commit comparison (`probe diff`): the pipeline is
+//
+//  1. Compare matches the configurations of two run reports by plan, phase
+//     and sweep values, refusing reports of different schema versions and
+//     matched configurations of different presets;
+//  2. for each metric of each matched configuration it compares the
+//     repetitions' values: a Mann-Whitney U test (benchmath.AssumeNothing,
+//     as benchstat does) for measured metrics, exact equality for the
+//     deterministic ones (DeterministicMetrics);
+//  3. Diff.Breaches checks the changes against --fail-on thresholds
+//     (ParseThresholds), and WriteDiff renders the diff (diffrender.go).
+//
+// Statistical caveats (too few repetitions, a deterministic metric that
+// varies) travel beside each row as warnings, never as verdicts.
+
+// DefaultAlpha is the significance level of the U test, as benchstat's.
+const DefaultAlpha = 0.05
+
+// MinRepetitions is the fewest repetitions on each side with which the U
+// test can find a change at DefaultAlpha (4+4 gives p ≥ 0.029); fewer is
+// a warning beside the row.
+const MinRepetitions = 4
+
+// DefaultDiffMetrics are the metrics Compare compares when none are named.
+var DefaultDiffMetrics = []string{
+	"peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes",
+	"go_heap_alloc_bytes_per_step", "go_heap_allocs_per_step",
+	"tokens_per_sec", "step_ns_median", "ledger_total_bytes", "syncs_per_token",
+}
+
+// DeterministicMetrics are the metrics a configuration fixes (at a fixed
+// seed): they are compared exactly, any change shown, without statistics.
+var DeterministicMetrics = map[string]bool{
+	"go_heap_allocs_per_step": true,
+	"ledger_total_bytes":      true,
+	"syncs_per_token":         true,
+}
+
+// DiffOptions choose what Compare compares.
+type DiffOptions struct {
+	// Metrics are the result fields to compare (JSON names, unit in the
+	// name); nil means DefaultDiffMetrics. A metric neither report has is
+	// left out of the rows, with a warning unless it is a default.
+	Metrics []string
+	// Extra are compared too, after Metrics (the metrics of --fail-on);
+	// one already in Metrics is not repeated.
+	Extra []string
+	// Alpha is the significance level; 0 means DefaultAlpha.
+	Alpha float64
+	// BaseName and HeadName label the reports (their file names).
+	BaseName, HeadName string
+}
+
+// Diff is two run reports compared configuration by configuration.
+type Diff struct {
+	Base  DiffSource `json:"base"`
+	Head  DiffSource `json:"head"`
+	Alpha float64    `json:"alpha"`
+	// Configs are the configurations both reports ran, in the base's
+	// order; never nil.
+	Configs []ConfigDiff `json:"configs"`
+	// OnlyBase and OnlyHead are the keys of configurations only one
+	// report has; never nil.
+	OnlyBase []string `json:"only_base"`
+	OnlyHead []string `json:"only_head"`
+	// Warnings are caveats about the whole comparison; never nil.
+	Warnings []string `json:"warnings"`
+}
+
+// DiffSource says where one side's figures come from.
+type DiffSource struct {
+	Name      string `json:"name"`
+	Commit    string `json:"commit"`
+	Modified  bool   `json:"modified"`
+	StartTime string `json:"start_time"`
+}
+
+// ConfigDiff is one configuration both reports ran.
+type ConfigDiff struct {
+	// Key is "plan/phase" and the sweep values ("threads/P6 threads=7").
+	Key   string            `json:"key"`
+	Plan  string            `json:"plan"`
+	Phase string            `json:"phase"`
+	Sweep map[string]string `json:"sweep,omitempty"`
+	// BaseStatus and HeadStatus are the runs' statuses; Rows are empty
+	// unless both have figures.
+	BaseStatus schema.Status `json:"base_status"`
+	HeadStatus schema.Status `json:"head_status"`
+	// Rows are the metrics in the order asked for; never nil.
+	Rows []MetricDiff `json:"rows"`
+}
+
+// MetricDiff is one metric of one configuration on both sides.
+type MetricDiff struct {
+	Metric string `json:"metric"`
+	// Exact is set for a deterministic metric: no statistics, any change
+	// counts.
+	Exact bool     `json:"exact"`
+	Base  DiffSide `json:"base"`
+	Head  DiffSide `json:"head"`
+	// Delta is head − base of the medians; Pct the same in percent of
+	// base (NaN, written null in JSON, when base is 0).
+	Delta float64  `json:"delta"`
+	Pct   *float64 `json:"pct"`
+	// P is the U test's p-value (nil when Exact); Significant says the
+	// change is real: P < alpha, or any change of an exact metric.
+	P           *float64 `json:"p"`
+	Significant bool     `json:"significant"`
+	// Warnings are caveats beside the row; never nil.
+	Warnings []string `json:"warnings"`
+}
+
+// DiffSide is a metric over one side's repetitions: the median and its
+// confidence interval as the runner computes them (benchmath).
+type DiffSide struct {
+	Values []float64 `json:"values"`
+	N      int       `json:"n"`
+	Median float64   `json:"median"`
+	Lo     float64   `json:"ci_low"`
+	Hi     float64   `json:"ci_high"`
+}
+
+// ConfigKey names a run for matching: plan/phase (or its name outside a
+// plan) and its sweep values, axes in order.
+func ConfigKey(r *schema.Run) string {
+	k := r.Name
+	if r.Plan != "" || r.Phase != "" {
+		k = r.Plan + "/" + r.Phase
+	}
+	if p := sweepPoint(r.Sweep, ""); p != "" {
+		k += " " + strings.ReplaceAll(p, ", ", " ")
+	}
+	return k
+}
+
+// Compare compares head against base. It refuses reports of different
+// schema versions and matched configurations run at different presets.
+func Compare(base, head *schema.Report, opt DiffOptions) (*Diff, error) {
+	if base.Schema != head.Schema {
+		return nil, fmt.Errorf("comparing reports: %w: base %s is %q, head %s is %q", ErrSchema, opt.BaseName, base.Schema, opt.HeadName, head.Schema)
+	}
+	alpha := opt.Alpha
+	if alpha == 0 {
+		alpha = DefaultAlpha
+	}
+	metrics := slices.Clone(opt.Metrics)
+	if len(metrics) == 0 {
+		metrics = slices.Clone(DefaultDiffMetrics)
+	}
+	for _, m := range opt.Extra {
+		if !slices.Contains(metrics, m) {
+			metrics = append(metrics, m)
+		}
+	}
+	d := &Diff{
+		Base:     source(base, opt.BaseName),
+		Head:     source(head, opt.HeadName),
+		Alpha:    alpha,
+		Configs:  []ConfigDiff{},
+		OnlyBase: []string{},
+		OnlyHead: []string{},
+		Warnings: []string{},
+	}
+	baseRuns, dupB := index(base)
+	headRuns, dupH := index(head)
+	for _, k := range dupB {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("base runs %s more than once: the first is compared", k))
+	}
+	for _, k := range dupH {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("head runs %s more than once: the first is compared", k))
+	}
+	var bad []string
+	for _, br := range baseRuns {
+		k := ConfigKey(br.Run)
+		hr := find(headRuns, k)
+		if hr == nil {
+			d.OnlyBase = append(d.OnlyBase, k)
+			continue
+		}
+		if br.Config.Preset != hr.Config.Preset {
+			bad = append(bad, fmt.Sprintf("%s (base %q, head %q)", k, br.Config.Preset, hr.Config.Preset))
+			continue
+		}
+		d.Configs = append(d.Configs, compareRun(k, br, hr, metrics, alpha))
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("comparing reports: configurations run at different presets are not comparable: %s", strings.Join(bad, ", "))
+	}
+	for _, hr := range headRuns {
+		if k := ConfigKey(hr.Run); find(baseRuns, k) == nil {
+			d.OnlyHead = append(d.OnlyHead, k)
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range d.Configs {
+		for _, r := range c.Rows {
+			seen[r.Metric] = true
+		}
+	}
+	for _, m := range slices.Concat(opt.Metrics, opt.Extra) {
+		if !seen[m] && !slices.Contains(d.Warnings, "no configuration has metric "+m+" on both sides") {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("no configuration has metric %s on both sides", m))
+		}
+	}
+	return d, nil
+}
+
+func source(rep *schema.Report, name string) DiffSource {
+	return DiffSource{Name: name, Commit: rep.Environment.VCSRevision, Modified: rep.Environment.VCSModified, StartTime: rep.StartTime}
+}
+
+// index is the report's runs, the first of each key, and the keys that
+// repeat.
+func index(rep *schema.Report) (runs []*runView, dup []string) {
+	seen := map[string]bool{}
+	for i := range rep.Runs {
+		k := ConfigKey(&rep.Runs[i])
+		if seen[k] {
+			dup = append(dup, k)
+			continue
+		}
+		seen[k] = true
+		runs = append(runs, newRunView(&rep.Runs[i]))
+	}
+	return runs, dup
+}
+
+func find(runs []*runView, key string) *runView {
+	for _, r := range runs {
+		if ConfigKey(r.Run) == key {
+			return r
+		}
+	}
+	return nil
+}
+
+func compareRun(key string, b, h *runView, metrics []string, alpha float64) ConfigDiff {
+	c := ConfigDiff{Key: key, Plan: b.Plan, Phase: b.Phase, Sweep: b.Sweep,
+		BaseStatus: b.Status, HeadStatus: h.Status, Rows: []MetricDiff{}}
+	if !b.ok() || !h.ok() {
+		return c
+	}
+	for _, m := range metrics {
+		bs, hs := b.metric(m), h.metric(m)
+		if !bs.exists || !hs.exists {
+			continue
+		}
+		exact := DeterministicMetrics[m]
+		var warn []string
+		if exact && b.Config.Seed != h.Config.Seed {
+			exact = false
+			warn = append(warn, fmt.Sprintf("seeds differ (%d, %d): compared as a measurement", b.Config.Seed, h.Config.Seed))
+		}
+		c.Rows = append(c.Rows, diffValues(m, bs.values, hs.values, exact, alpha, warn))
+	}
+	return c
+}
+
+// diffValues compares one metric's values on the two sides.
+func diffValues(name string, base, head []float64, exact bool, alpha float64, warn []string) MetricDiff {
+	r := MetricDiff{Metric: name, Exact: exact, Base: sideOf(base), Head: sideOf(head), Warnings: []string{}}
+	r.Warnings = append(r.Warnings, warn...)
+	r.Delta = r.Head.Median - r.Base.Median
+	if r.Base.Median != 0 {
+		pct := 100 * r.Delta / math.Abs(r.Base.Median)
+		r.Pct = &pct
+	}
+	if exact {
+		for _, s := range []struct {
+			name string
+			v    []float64
+		}{{"base", base}, {"head", head}} {
+			if lo, hi := slices.Min(s.v), slices.Max(s.v); lo != hi {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("varies in %s (%s to %s): the median is compared", s.name, formatValue(name, lo), formatValue(name, hi)))
+			}
+		}
+		r.Significant = r.Delta != 0
+		return r
+	}
+	th := benchmath.DefaultThresholds
+	th.CompareAlpha = alpha
+	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(base, &th), benchmath.NewSample(head, &th))
+	p := cmp.P
+	r.P = &p
+	r.Significant = cmp.P < alpha && r.Delta != 0
+	if len(base) < MinRepetitions || len(head) < MinRepetitions {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("n=%d+%d: fewer than %d repetitions a side, too few to find a change", len(base), len(head), MinRepetitions))
+	}
+	return r
+}
+
+// sideOf summarises values as the runner does (probe/runner's
+// summarizeValues): the median and its distribution-free interval, an
+// interval benchmath leaves infinite clamped to [min, max].
+func sideOf(vals []float64) DiffSide {
+	s := DiffSide{Values: slices.Clone(vals), N: len(vals)}
+	if len(vals) == 0 {
+		s.Values = []float64{}
+		return s
+	}
+	sm := benchmath.AssumeNothing.Summary(benchmath.NewSample(vals, &benchmath.DefaultThresholds), 0.95)
+	s.Median, s.Lo, s.Hi = sm.Center, sm.Lo, sm.Hi
+	if math.IsInf(s.Lo, 0) || math.IsNaN(s.Lo) {
+		s.Lo = slices.Min(vals)
+	}
+	if math.IsInf(s.Hi, 0) || math.IsNaN(s.Hi) {
+		s.Hi = slices.Max(vals)
+	}
+	return s
+}
+
+// Breach is a change past a --fail-on threshold.
+type Breach struct {
+	Config    string
+	Row       MetricDiff
+	Threshold Threshold
+}
+
+// String is the breach in one line, for the CI log.
+func (b Breach) String() string {
+	return fmt.Sprintf("%s %s: %s -> %s (%s), limit %s", b.Config, b.Row.Metric,
+		formatValue(b.Row.Metric, b.Row.Base.Median), formatValue(b.Row.Metric, b.Row.Head.Median),
+		formatChange(b.Row), b.Threshold)
+}
+
+// Breaches are the rows whose change passes a threshold, in the diff's
+// order. A measured metric breaches only when its change is significant;
+// a deterministic one on any change past the limit.
+func (d *Diff) Breaches(ths []Threshold) []Breach {
+	var out []Breach
+	for _, c := range d.Configs {
+		for _, r := range c.Rows {
+			for _, t := range ths {
+				if t.Metric == r.Metric && r.Significant && t.Breached(r) {
+					out = append(out, Breach{Config: c.Key, Row: r, Threshold: t})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Significant counts the rows with a significant change of the named
+// metrics (all metrics when none are named).
+func (d *Diff) Significant(metrics ...string) int {
+	n := 0
+	for _, c := range d.Configs {
+		for _, r := range c.Rows {
+			if r.Significant && (len(metrics) == 0 || slices.Contains(metrics, r.Metric)) {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,333 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"memprobe/internal/golden"
+	"memprobe/probe/sampler"
+	"memprobe/schema"
+)
+
+// The diff fixtures are testdata/run-report.json at five repetitions a
+// configuration, its figures resampled around the recorded ones with a
+// seeded generator (noise of 0.4 % on memory, 3 % on time); each
+// TestDiffFixtures checks the file is what the helper makes, and `go test
+// -update` rewrites it:
+//
+//   - diff-base.json: the base;
+//   - diff-regressed.json: a later commit whose P6 peak RSS grew by 20 %
+//     (every sweep point), whose P3 makes 2 more heap allocations a step,
+//     which no longer runs arena/P1, and which sweeps threads=4 instead of
+//     threads=2;
+//   - diff-same.json: the base's commit run again, resampled within the
+//     noise: no memory metric changes significantly.
+const (
+	diffBase      = "testdata/diff-base.json"
+	diffRegressed = "testdata/diff-regressed.json"
+	diffSame      = "testdata/diff-same.json"
+)
+
+// fixtureMetrics are probe/runner's summary metrics, in its order.
+var fixtureMetrics = []string{"peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes", "go_heap_allocs_per_step",
+	"go_heap_alloc_bytes_per_step", "tokens_per_sec", "step_ns_median"}
+
+// resampled is the fixture report with five repetitions a configuration
+// that ran, drawn around its first repetition with the generator seeded
+// by seed; edit, when not nil, changes each new repetition.
+func resampled(t *testing.T, seed uint64, edit func(run *schema.Run, r *schema.Result)) *schema.Report {
+	t.Helper()
+	rep := readFixtureReport(t)
+	rng := rand.New(rand.NewPCG(seed, 0x6d656d70))
+	noise := func(x float64, rel float64) float64 { return x * (1 + rel*rng.NormFloat64()) }
+	const count = 5
+	for i := range rep.Runs {
+		run := &rep.Runs[i]
+		if len(run.Repetitions) == 0 {
+			continue
+		}
+		tmpl := run.Repetitions[0]
+		// Keep the files small: the detail the diff does not read goes.
+		tmpl.Ledger, tmpl.RSSReconciliation, tmpl.Runtime, tmpl.Sampler = nil, nil, nil, nil
+		tmpl.AllocsBySite, tmpl.Profiles, tmpl.RSSAgreement = nil, nil, nil
+		tmpl.StepNs, tmpl.Losses, tmpl.CommandLine = nil, nil, nil
+		tmpl.Environment = schema.Environment{GoVersion: tmpl.Environment.GoVersion, GOOS: tmpl.Environment.GOOS, GOARCH: tmpl.Environment.GOARCH}
+		out0 := run.Outside[0]
+		run.Repetitions, run.Outside = nil, nil
+		for k := range count {
+			r := tmpl
+			r.PeakRSSBytes = uint64(math.Round(noise(float64(tmpl.PeakRSSBytes), 0.004)))
+			r.FinalVSZBytes = uint64(math.Round(noise(float64(tmpl.FinalVSZBytes), 0.002)))
+			r.HeapAllocBytesPerStep = math.Round(noise(tmpl.HeapAllocBytesPerStep, 0.004))
+			r.TokensPerSec = noise(tmpl.TokensPerSec, 0.03)
+			r.StepNsMedian = int64(math.Round(noise(float64(tmpl.StepNsMedian), 0.03)))
+			if edit != nil {
+				edit(run, &r)
+			}
+			run.Repetitions = append(run.Repetitions, r)
+			o := out0
+			o.Repetition, o.Timeline = k, []sampler.Point{}
+			o.PeakRSSBytes = int64(r.PeakRSSBytes)
+			o.MaxRSSBytes = int64(math.Round(noise(float64(r.PeakRSSBytes)*1.01, 0.002)))
+			run.Outside = append(run.Outside, o)
+		}
+		run.Summary = schema.Summary{Repetitions: count, Completed: count, Metrics: []schema.Metric{}, Warnings: []string{}}
+		for _, name := range fixtureMetrics {
+			var vals []float64
+			for k := range run.Repetitions {
+				if name == "max_rss_bytes" {
+					vals = append(vals, float64(run.Outside[k].MaxRSSBytes))
+					continue
+				}
+				var m map[string]any
+				b, _ := json.Marshal(&run.Repetitions[k])
+				json.Unmarshal(b, &m)
+				x, _ := lookup(m, name)
+				vals = append(vals, x)
+			}
+			s := sideOf(vals)
+			run.Summary.Metrics = append(run.Summary.Metrics, schema.Metric{Name: name, Values: vals, N: s.N, Median: s.Median,
+				Min: slices.Min(vals), Max: slices.Max(vals), CILow: s.Lo, CIHigh: s.Hi, Confidence: 0.95})
+		}
+	}
+	return rep
+}
+
+func baseReport(t *testing.T) *schema.Report { return resampled(t, 1, nil) }
+
+func regressedReport(t *testing.T) *schema.Report {
+	rep := resampled(t, 2, func(run *schema.Run, r *schema.Result) {
+		switch run.Phase {
+		case "P6":
+			r.PeakRSSBytes = uint64(float64(r.PeakRSSBytes) * 1.2)
+		case "P3":
+			r.HeapAllocsPerStep += 2
+		}
+	})
+	rep.Environment.VCSRevision = "d1ff5eed0000000000000000000000000000c0de"
+	rep.Environment.VCSTime = "2026-11-26T03:10:00Z"
+	rep.Environment.VCSModified = false
+	rep.StartTime, rep.EndTime = "2026-11-26T03:30:00Z", "2026-11-26T03:40:00Z"
+	var runs []schema.Run
+	for _, run := range rep.Runs {
+		if run.Plan == "arena" && run.Phase == "P1" {
+			continue
+		}
+		if run.Sweep["threads"] == "2" {
+			run.Sweep = map[string]string{"threads": "4"}
+			run.Config.Threads = 4
+		}
+		runs = append(runs, run)
+	}
+	rep.Runs = runs
+	return rep
+}
+
+// sameReport is drawn with its own seed; at alpha 0.05 one comparison in
+// twenty of equal distributions is a false positive, and seed 5 draws none
+// among the memory metrics (TestDiffSame), as a CI gate needs.
+func sameReport(t *testing.T) *schema.Report {
+	rep := resampled(t, 5, nil)
+	rep.StartTime, rep.EndTime = "2026-11-26T02:30:00Z", "2026-11-26T02:40:00Z"
+	return rep
+}
+
+func TestDiffFixtures(t *testing.T) {
+	for name, rep := range map[string]*schema.Report{
+		"diff-base.json": baseReport(t), "diff-regressed.json": regressedReport(t), "diff-same.json": sameReport(t),
+	} {
+		// Compact JSON: the files are generated, and a third of the size.
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, '\n')
+		if _, err := schema.DecodeReport(b, name); err != nil {
+			t.Fatalf("the fixture does not read back: %v", err)
+		}
+		golden.Check(t, name, b)
+	}
+}
+
+func readDiff(t *testing.T, base, head string, opt DiffOptions) *Diff {
+	t.Helper()
+	b, err := schema.ReadReport(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := schema.ReadReport(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.BaseName, opt.HeadName = base, head
+	d, err := Compare(b, h, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestDiffGolden renders the regressed diff in every format (text and
+// markdown against golden files; json must read back).
+func TestDiffGolden(t *testing.T) {
+	d := readDiff(t, diffBase, diffRegressed, DiffOptions{})
+	for _, f := range []string{"text", "markdown"} {
+		var b bytes.Buffer
+		if err := WriteDiff(&b, d, f); err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, "diff-regressed."+f+".golden", b.Bytes())
+	}
+	var b bytes.Buffer
+	if err := WriteDiff(&b, d, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var back Diff
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back.Configs) != len(d.Configs) {
+		t.Fatalf("json does not read back: %v", err)
+	}
+	if err := WriteDiff(&b, d, "html"); err == nil {
+		t.Error("format html: no error")
+	}
+}
+
+// TestDiffRegressed: P6's peak RSS is a significant +20 % at every sweep
+// point, P3's allocations an exact +2, and both pass their thresholds;
+// nothing else breaches (the threads-2 sweep point is threads=4 in head);
+// the configurations only one side ran are listed.
+func TestDiffRegressed(t *testing.T) {
+	d := readDiff(t, diffBase, diffRegressed, DiffOptions{})
+	ths, err := ParseThresholds("peak_rss_bytes:+5%, go_heap_allocs_per_step:+0, tokens_per_sec:-50%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range d.Breaches(ths) {
+		got = append(got, b.Config+" "+b.Row.Metric)
+		if b.Row.Metric == "peak_rss_bytes" && (*b.Row.Pct < 15 || *b.Row.Pct > 25 || *b.Row.P >= 0.05) {
+			t.Errorf("%s: change %.1f %%, p %.3f; want about +20 %%, significant", b.Config, *b.Row.Pct, *b.Row.P)
+		}
+	}
+	want := []string{"threads/P3 threads=7 go_heap_allocs_per_step", "threads/P6 threads=7 peak_rss_bytes", "threads/P6 threads=1 peak_rss_bytes"}
+	if !slices.Equal(got, want) {
+		t.Errorf("breaches %q, want %q", got, want)
+	}
+	if !slices.Equal(d.OnlyBase, []string{"threads/before threads=2", "threads/P6 threads=2", "arena/P1"}) ||
+		!slices.Equal(d.OnlyHead, []string{"threads/before threads=4", "threads/P6 threads=4"}) {
+		t.Errorf("only base %q, only head %q", d.OnlyBase, d.OnlyHead)
+	}
+}
+
+// TestDiffSame: the same commit resampled within its noise has no
+// significant memory change at five repetitions, and breaches nothing.
+func TestDiffSame(t *testing.T) {
+	d := readDiff(t, diffBase, diffSame, DiffOptions{})
+	if n := d.Significant("peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes", "go_heap_alloc_bytes_per_step",
+		"go_heap_allocs_per_step", "ledger_total_bytes"); n != 0 {
+		var b bytes.Buffer
+		WriteDiff(&b, d, "text")
+		t.Errorf("%d significant memory changes between runs of one commit:\n%s", n, b.String())
+	}
+	ths, _ := ParseThresholds("peak_rss_bytes:+5%,go_heap_allocs_per_step:+0")
+	if b := d.Breaches(ths); len(b) != 0 {
+		t.Errorf("breaches %v", b)
+	}
+	if len(d.OnlyBase)+len(d.OnlyHead) != 0 {
+		t.Errorf("unmatched configurations %q %q", d.OnlyBase, d.OnlyHead)
+	}
+}
+
+// TestDiffFewRepetitions: fewer than four repetitions a side is a warning
+// beside the row, whatever the values.
+func TestDiffFewRepetitions(t *testing.T) {
+	r := diffValues("peak_rss_bytes", []float64{1, 2, 3}, []float64{10, 11, 12}, false, DefaultAlpha, nil)
+	if r.Significant || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "fewer than 4") {
+		t.Errorf("got significant %v, warnings %q", r.Significant, r.Warnings)
+	}
+	r = diffValues("ledger_total_bytes", []float64{5}, []float64{6}, true, DefaultAlpha, nil)
+	if !r.Significant || r.P != nil || len(r.Warnings) != 0 {
+		t.Errorf("exact: got significant %v, p %v, warnings %q", r.Significant, r.P, r.Warnings)
+	}
+}
+
+// TestDiffRefuses: different schema versions and matched configurations
+// of different presets are errors that say so.
+func TestDiffRefuses(t *testing.T) {
+	b, h := baseReport(t), baseReport(t)
+	h.Schema = "memprobe.report/v2"
+	if _, err := Compare(b, h, DiffOptions{}); err == nil || !strings.Contains(err.Error(), "memprobe.report/v2") {
+		t.Errorf("schema: got %v", err)
+	}
+	h = baseReport(t)
+	h.Runs[0].Config.Preset = "small"
+	if _, err := Compare(b, h, DiffOptions{}); err == nil || !strings.Contains(err.Error(), `threads/before threads=7 (base "tiny", head "small")`) {
+		t.Errorf("preset: got %v", err)
+	}
+}
+
+func TestParseThresholds(t *testing.T) {
+	got, err := ParseThresholds(" peak_rss_bytes:+5% ,go_heap_allocs_per_step:+0,tokens_per_sec:-2.5%,ledger_total_bytes:+1e6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Threshold{{"peak_rss_bytes", true, 5, true}, {"go_heap_allocs_per_step", true, 0, false},
+		{"tokens_per_sec", false, 2.5, true}, {"ledger_total_bytes", true, 1e6, false}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"peak_rss_bytes", "peak_rss_bytes:5%", ":+5%", "x:+", "x:+%", "x:+-5", "x:+NaN", "x:+Inf", "x:+five", "a b:+1", ","} {
+		if _, err := ParseThresholds(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	pct := func(x float64) *float64 { return &x }
+	for _, c := range []struct {
+		th   Threshold
+		row  MetricDiff
+		want bool
+	}{
+		{want[0], MetricDiff{Delta: 6, Pct: pct(6)}, true},
+		{want[0], MetricDiff{Delta: 5, Pct: pct(5)}, false},
+		{want[0], MetricDiff{Delta: -60, Pct: pct(-60)}, false},
+		{want[1], MetricDiff{Delta: 1}, true},
+		{want[1], MetricDiff{Delta: 0}, false},
+		{want[2], MetricDiff{Delta: -3, Pct: pct(-3)}, true},
+		{want[2], MetricDiff{Delta: 30, Pct: pct(30)}, false},
+		{want[0], MetricDiff{Delta: 1}, true}, // base 0: any increase
+	} {
+		if got := c.th.Breached(c.row); got != c.want {
+			t.Errorf("%s on %+v: %v, want %v", c.th, c.row, got, c.want)
+		}
+	}
+}
+
+// FuzzParseThresholds: the parser never panics, every threshold it
+// accepts has a name and a finite non-negative limit, and writing the
+// thresholds back reads the same.
+func FuzzParseThresholds(f *testing.F) {
+	for _, s := range []string{"peak_rss_bytes:+5%", "go_heap_allocs_per_step:+0", "a:-1e3,b:+0.5%", "", "x:+", ",,", "x:+1e400"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ths, err := ParseThresholds(s)
+		if err != nil {
+			return
+		}
+		var parts []string
+		for _, th := range ths {
+			if th.Metric == "" || th.Limit < 0 || math.IsInf(th.Limit, 0) || math.IsNaN(th.Limit) {
+				t.Fatalf("%q: accepted %+v", s, th)
+			}
+			parts = append(parts, th.String())
+		}
+		back, err := ParseThresholds(strings.Join(parts, ","))
+		if err != nil || !slices.Equal(back, ths) {
+			t.Fatalf("%q: round trip %q gives %+v, %v; want %+v", s, strings.Join(parts, ","), back, err, ths)
+		}
+	})
+}

@@ -1,0 +1,227 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"memprobe/internal/table"
+	"memprobe/schema"
+)
+
+// DiffFormats are the formats WriteDiff writes.
+var DiffFormats = []string{"text", "markdown", "json"}
+
+// WriteDiff renders d: in text or markdown a heading that names both
+// sides, one table per plan (a row per configuration and metric: base and
+// head medians with their 95 % intervals, the change, the p-value, the
+// repetitions and the row's warnings), the configurations only one side
+// ran and the diff's warnings; in json, d itself. Markdown is ready to
+// paste into a pull request.
+func WriteDiff(w io.Writer, d *Diff, format string) error {
+	switch format {
+	case "json":
+		b, err := schema.Marshal(d)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	case "text", "markdown":
+	default:
+		return fmt.Errorf("format %q: not one of %s", format, strings.Join(DiffFormats, ", "))
+	}
+	f := table.Format(format)
+	out := &tableWriter{f: f}
+	md := f == table.Markdown
+	head := fmt.Sprintf("base %s, head %s; ~ is no significant change (Mann-Whitney U test, alpha %g); = marks a deterministic metric, compared exactly",
+		describeSource(d.Base, md), describeSource(d.Head, md), d.Alpha)
+	if md {
+		head = "**probe diff**: " + head
+	}
+	out.line(head)
+	var plans []string
+	byPlan := map[string][]ConfigDiff{}
+	for _, c := range d.Configs {
+		if _, ok := byPlan[c.Plan]; !ok {
+			plans = append(plans, c.Plan)
+		}
+		byPlan[c.Plan] = append(byPlan[c.Plan], c)
+	}
+	for _, p := range plans {
+		out.table(diffTable(p, byPlan[p]))
+	}
+	if len(d.OnlyBase) > 0 {
+		out.line("only in base: " + listKeys(d.OnlyBase, md))
+	}
+	if len(d.OnlyHead) > 0 {
+		out.line("only in head: " + listKeys(d.OnlyHead, md))
+	}
+	for _, s := range d.Warnings {
+		out.line("warning: " + s)
+	}
+	return out.flush(w)
+}
+
+func describeSource(s DiffSource, md bool) string {
+	c := s.Commit
+	if c == "" {
+		c = "unknown commit"
+	}
+	c = c[:min(len(c), 12)]
+	if md {
+		c = "`" + c + "`"
+	}
+	if s.Modified {
+		c += " (modified)"
+	}
+	name := s.Name
+	if md && name != "" {
+		name = "`" + name + "`"
+	}
+	return fmt.Sprintf("%s (%s, %s)", name, c, s.StartTime)
+}
+
+func listKeys(keys []string, md bool) string {
+	if !md {
+		return strings.Join(keys, ", ")
+	}
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = "`" + k + "`"
+	}
+	return strings.Join(q, ", ")
+}
+
+var (
+	colDiffConfig = table.Column{Name: "configuration"}
+	colDiffMetric = table.Column{Name: "metric"}
+	colDiffBase   = table.Column{Name: "base", Align: table.Right}
+	colDiffHead   = table.Column{Name: "head", Align: table.Right}
+	colDiffChange = table.Column{Name: "change", Align: table.Right}
+	colDiffP      = table.Column{Name: "p", Align: table.Right}
+	colDiffN      = table.Column{Name: "n", Align: table.Right}
+	colDiffNote   = table.Column{Name: "note"}
+)
+
+func diffTable(plan string, cs []ConfigDiff) *table.Table {
+	title := "plan " + plan
+	if plan == "" {
+		title = "outside a plan"
+	}
+	t := table.New(title, colDiffConfig, colDiffMetric, colDiffBase, colDiffHead, colDiffChange, colDiffP, colDiffN, colDiffNote)
+	for _, c := range cs {
+		name := c.Phase
+		if name == "" {
+			name = c.Key
+		}
+		if p := sweepPoint(c.Sweep, ""); p != "" {
+			name += " " + strings.ReplaceAll(p, ", ", " ")
+		}
+		if len(c.Rows) == 0 {
+			t.Add(name, "", nil, nil, nil, nil, nil, fmt.Sprintf("not compared: base %s, head %s", c.BaseStatus, c.HeadStatus))
+			continue
+		}
+		for i, r := range c.Rows {
+			label := ""
+			if i == 0 {
+				label = name
+			}
+			metric := r.Metric
+			base, head := formatSide(r.Metric, r.Base, r.Exact), formatSide(r.Metric, r.Head, r.Exact)
+			p := "="
+			if r.P != nil {
+				p = strconv.FormatFloat(*r.P, 'f', 3, 64)
+			}
+			t.Add(label, metric, base, head, formatChange(r), p, fmt.Sprintf("%d+%d", r.Base.N, r.Head.N), strings.Join(r.Warnings, "; "))
+		}
+	}
+	return t
+}
+
+// formatSide is a median and, for a measured metric with more than one
+// value, its interval as "± x%" of the median, as benchstat writes it.
+func formatSide(metric string, s DiffSide, exact bool) string {
+	v := formatValue(metric, s.Median)
+	if exact || s.N < 2 {
+		return v
+	}
+	if s.Lo == s.Hi {
+		return v + " ± 0%"
+	}
+	if s.Median == 0 {
+		return v + " ± ?"
+	}
+	pct := 100 * math.Max(s.Hi/s.Median-1, 1-s.Lo/s.Median)
+	return fmt.Sprintf("%s ± %.0f%%", v, math.Abs(pct))
+}
+
+// formatChange is "~" for a change that is not significant, else the
+// change in percent (and, for an exact metric, in the metric's unit).
+func formatChange(r MetricDiff) string {
+	if !r.Significant {
+		if r.Exact {
+			return "0"
+		}
+		return "~"
+	}
+	pct := "?" // from 0
+	if r.Pct != nil {
+		pct = fmt.Sprintf("%+.2f%%", *r.Pct)
+	}
+	if r.Exact {
+		sign := "+"
+		if r.Delta < 0 {
+			sign = "-"
+		}
+		abs := sign + formatValue(r.Metric, math.Abs(r.Delta))
+		if r.Pct == nil {
+			return abs + " (from 0)"
+		}
+		return abs + " (" + pct + ")"
+	}
+	return pct
+}
+
+// formatValue writes a metric's value: bytes in IEC units, counts and
+// rates with digit groups.
+func formatValue(metric string, x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return table.Absent
+	}
+	if strings.HasSuffix(metric, "_bytes") || strings.Contains(metric, "_bytes_per_") {
+		if x == math.Trunc(x) {
+			return table.FormatBytes(x)
+		}
+		return table.FormatBytes(math.Round(x))
+	}
+	dec := 0
+	if math.Abs(x) < 100 && x != math.Trunc(x) {
+		dec = 2
+	}
+	s := strconv.FormatFloat(x, 'f', dec, 64)
+	return groupDigits(s)
+}
+
+// groupDigits puts commas between groups of three digits of the integer
+// part of a formatted number.
+func groupDigits(s string) string {
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	intPart, frac, hasFrac := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if hasFrac {
+		return sign + b.String() + "." + frac
+	}
+	return sign + b.String()
+}
