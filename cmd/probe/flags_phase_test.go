@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,10 +47,48 @@ func TestOptionsValidatedOnce(t *testing.T) {
 		if _, err := f.options(); err != nil {
 			t.Errorf("%v: options() checked a range itself: %v", tc.args, err)
 		}
-		err = run(new(strings.Builder), new(strings.Builder), append([]string{"train", "--data", "synthetic:1KB"}, tc.args...))
+		err = run(new(strings.Builder), new(strings.Builder), append([]string{"train", "--data", "synthetic:100KB"}, tc.args...))
 		var ue usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want a usage error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestTrainInputsCheckedFirst: a bad data spec or an output path that could
+// not be written is a usage error at once, before anything is built; --json
+// - means standard output.
+func TestTrainInputsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--data", "synthetic:abc"}, `dataset "synthetic:abc"`},
+		{[]string{"--data", "hf:tinystories"}, `unknown kind "hf"`},
+		{[]string{"--json", filepath.Join(dir, "nodir", "r.json")}, "--json " + filepath.Join(dir, "nodir", "r.json")},
+		{[]string{"--json", dir}, "is a directory"},
+		{[]string{"--checkpoint", filepath.Join(dir, "nodir", "c.ckpt")}, "checkpoint " + filepath.Join(dir, "nodir", "c.ckpt")},
+	} {
+		var out, errb strings.Builder
+		err := run(&out, &errb, append([]string{"train", "--preset", "micro", "--steps", "1", "--data", "synthetic:100KB"}, tc.args...))
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want a usage error containing %q", tc.args, err, tc.want)
+		}
+		if strings.Contains(errb.String(), "step ") {
+			t.Errorf("%v: trained before refusing:\n%s", tc.args, errb.String())
+		}
+	}
+	var out, errb strings.Builder
+	if err := run(&out, &errb, []string{"train", "--preset", "micro", "--steps", "1", "--data", "synthetic:100KB", "--json", "-"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"schema": "memprobe.train/`) {
+		t.Errorf("--json -: stdout is not the result:\n%.200s", out.String())
+	}
+	if _, err := os.Stat("-"); err == nil {
+		os.Remove("-")
+		t.Error("--json - created a file named -")
 	}
 }

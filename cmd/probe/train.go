@@ -62,7 +62,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "write a checkpoint to this file at the end")
 	fs.StringVar(&f.resume, "resume", "", "resume from this checkpoint")
 	fs.IntVar(&f.generate, "generate", 0, "generate this many tokens after training")
-	fs.StringVar(&f.jsonPath, "json", "", "write the result JSON to this file instead of stdout")
+	fs.StringVar(&f.jsonPath, "json", "", "write the result JSON to this file instead of stdout (- is stdout); the path is checked before training")
 	fs.IntVar(&f.logEvery, "log-every", 0, "progress line every N steps (0: about 20 lines)")
 	f.phase.register(fs)
 	f.instruments.register(fs)
@@ -114,6 +114,14 @@ or to --json FILE (written to a temporary file, then renamed).`,
 			o, err := f.options()
 			if err != nil {
 				return usageError{err}
+			}
+			if f.jsonPath == "-" {
+				f.jsonPath = ""
+			}
+			if f.jsonPath != "" {
+				if err := atomicfile.CheckWritable(f.jsonPath); err != nil {
+					return usageError{fmt.Errorf("--json %w", err)}
+				}
 			}
 			o.CommandLine = os.Args
 			crashHook(&o)

@@ -7,8 +7,10 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -50,4 +52,36 @@ func Write(path string, write func(w io.Writer) error) (err error) {
 // WriteBytes creates path with mode 0644 holding b.
 func WriteBytes(path string, b []byte) error {
 	return Write(path, func(w io.Writer) error { _, err := w.Write(b); return err })
+}
+
+// CheckWritable fails at once when path could not be written later: its
+// directory is missing, not a directory or not writable, or path itself is
+// a directory. It creates and removes a temporary file beside path, the
+// way Write will. Call it before long work whose result goes to path.
+func CheckWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s: is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s: directory %s: %w", path, dir, unwrapPath(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: %s is not a directory", path, dir)
+	}
+	f, err := os.CreateTemp(dir, ".check-*")
+	if err != nil {
+		return fmt.Errorf("%s: directory %s is not writable: %w", path, dir, unwrapPath(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// unwrapPath drops the path an *fs.PathError repeats.
+func unwrapPath(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
 }

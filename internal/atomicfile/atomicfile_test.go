@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,32 @@ func TestFailedWriteKeepsOld(t *testing.T) {
 	}
 	if err := WriteBytes(filepath.Join(dir, "no/such/dir/x"), nil); err == nil {
 		t.Error("writing into a missing directory succeeded")
+	}
+}
+
+// TestCheckWritable: a path in a writable directory passes and leaves
+// nothing behind; a missing directory, a directory as the path, a file as
+// the directory fail with the path named.
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	if err := CheckWritable(filepath.Join(dir, "r.json")); err != nil {
+		t.Errorf("writable: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("CheckWritable left %d files behind", len(ents))
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{filepath.Join(dir, "nodir", "r.json"), "no such file or directory"},
+		{dir, "is a directory"},
+		{filepath.Join(file, "r.json"), "is not a directory"},
+	} {
+		err := CheckWritable(c.path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("CheckWritable(%s) = %v, want an error naming it and %q", c.path, err, c.want)
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 	"unsafe"
 
+	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/probe/ledger"
 	"memprobe/probe/memmodel"
@@ -105,6 +106,14 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Profiling.Validate(); err != nil {
 		return err
+	}
+	if err := data.CheckSpec(o.Data, o.Trainer.Config.Vocab); err != nil {
+		return err
+	}
+	if o.Checkpoint != "" {
+		if err := atomicfile.CheckWritable(o.Checkpoint); err != nil {
+			return fmt.Errorf("checkpoint %w", err)
+		}
 	}
 	return o.Trainer.Validate()
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"memprobe/internal/atomicfile"
 	"memprobe/probe/job"
 	"memprobe/schema"
 )
@@ -167,23 +168,10 @@ func Prepare(o *Options) ([]Config, error) {
 // is missing, not a directory or not writable, or path is a directory.
 // It writes and removes a temporary file beside path.
 func CheckOutput(path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("report %s: is a directory", path)
+	if err := atomicfile.CheckWritable(path); err != nil {
+		return fmt.Errorf("report %w", err)
 	}
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("report %s: %w", path, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("report %s: %s is not a directory", path, dir)
-	}
-	f, err := os.CreateTemp(dir, ".probe-run-check-*")
-	if err != nil {
-		return fmt.Errorf("report %s: directory not writable: %w", path, err)
-	}
-	f.Close()
-	return os.Remove(f.Name())
+	return nil
 }
 
 // DefaultOut is the report's default file name: probe-<short commit>.json

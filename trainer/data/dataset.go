@@ -77,17 +77,53 @@ func isKindName(s string) bool {
 	return true
 }
 
-func loadSynthetic(spec, size string, vocab int, seed uint64) (*Dataset, error) {
+// CheckSpec checks a dataset spec's syntax without loading it: a
+// synthetic:SIZE spec must parse and fit vocab (the checks Load makes
+// first), and a spec is either that or a path (not an unknown kind:).
+// It lets a command refuse a malformed spec before any work starts; a
+// file's existence and contents are Load's to check (a runtime error).
+func CheckSpec(spec string, vocab int) error {
+	if size, ok := strings.CutPrefix(spec, "synthetic:"); ok {
+		_, err := syntheticTokens(spec, size, vocab)
+		return err
+	}
+	if spec == "" {
+		return fmt.Errorf("dataset: empty spec (want synthetic:SIZE or a file path)")
+	}
+	if isKindPrefixed(spec) {
+		if _, err := os.Stat(spec); err != nil {
+			kind, _, _ := strings.Cut(spec, ":")
+			return fmt.Errorf("dataset %q: unknown kind %q (want synthetic:SIZE or a file path)", spec, kind)
+		}
+	}
+	return nil
+}
+
+func isKindPrefixed(spec string) bool {
+	kind, _, ok := strings.Cut(spec, ":")
+	return ok && isKindName(kind)
+}
+
+// syntheticTokens is the token count of a synthetic:SIZE spec, checked.
+func syntheticTokens(spec, size string, vocab int) (int64, error) {
 	nBytes, err := ParseSize(size)
 	if err != nil {
-		return nil, fmt.Errorf("loading dataset %q: %w", spec, err)
+		return 0, fmt.Errorf("loading dataset %q: %w", spec, err)
 	}
 	n := nBytes / BytesPerToken
 	if n < int64(vocab) {
-		return nil, fmt.Errorf("loading dataset %q: %d tokens (%d bytes / %d) is fewer than the vocabulary of %d; every id must appear", spec, n, nBytes, BytesPerToken, vocab)
+		return 0, fmt.Errorf("loading dataset %q: %d tokens (%d bytes / %d) is fewer than the vocabulary of %d; every id must appear", spec, n, nBytes, BytesPerToken, vocab)
 	}
 	if n > maxSyntheticTokens {
-		return nil, fmt.Errorf("loading dataset %q: %d tokens is more than the limit of %d", spec, n, maxSyntheticTokens)
+		return 0, fmt.Errorf("loading dataset %q: %d tokens is more than the limit of %d", spec, n, maxSyntheticTokens)
+	}
+	return n, nil
+}
+
+func loadSynthetic(spec, size string, vocab int, seed uint64) (*Dataset, error) {
+	n, err := syntheticTokens(spec, size, vocab)
+	if err != nil {
+		return nil, err
 	}
 	return &Dataset{
 		Tokens: Synthetic(int(n), vocab, seed),

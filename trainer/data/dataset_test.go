@@ -142,3 +142,28 @@ func TestLoadColonPath(t *testing.T) {
 		t.Errorf("Load(notes:v2.txt) = %v; want a 3-character vocabulary", err)
 	}
 }
+
+// TestCheckSpec: the spec checks Load makes first, without loading.
+func TestCheckSpec(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ spec, want string }{
+		{"synthetic:1MB", ""},
+		{"../../testdata/sample.txt", ""},
+		{"synthetic:abc", `dataset "synthetic:abc"`},
+		{"synthetic:-1", `dataset "synthetic:-1"`},
+		{"synthetic:1PB", `unknown unit "PB"`},
+		{"synthetic:5TB", "more than the limit"},
+		{"synthetic:10", "fewer than the vocabulary"},
+		{"", "empty spec"},
+		{"hf:tinystories", `unknown kind "hf"`},
+		{dir + "/missing.txt", ""}, // existence is Load's: a runtime error
+	} {
+		err := CheckSpec(c.spec, 788)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("CheckSpec(%q): %v", c.spec, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("CheckSpec(%q) = %v, want %q", c.spec, err, c.want)
+		}
+	}
+}
