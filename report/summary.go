@@ -50,6 +50,9 @@ func WriteSummary(w io.Writer, r *schema.Result) error {
 	if r.FloorBytes > 0 {
 		ratio = float64(r.PeakRSSBytes) / float64(r.FloorBytes)
 	}
+	for _, s := range r.Warnings {
+		fmt.Fprintf(ew, "warning: %s\n", s)
+	}
 	fmt.Fprintf(ew, "done: %.0f tokens/s (%.1f GFLOPS), loss %.4f -> %.4f, peak RSS %s (floor %s, x%.2f), %.1f allocs/step\n",
 		r.TokensPerSec, r.AchievedGFLOPS, r.LossFirst, r.LossLast, mib(int64(r.PeakRSSBytes)), mib(r.FloorBytes),
 		ratio, r.HeapAllocsPerStep)

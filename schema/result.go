@@ -100,6 +100,11 @@ type Result struct {
 	// Profiles lists the pprof files written; null when none was asked
 	// for.
 	Profiles *profiling.Report `json:"profiles"`
+	// Warnings name the figures an instrument or profile perturbed in
+	// this run and by what (a heap profile owning the allocation
+	// profile's rate, GCs forced by the peak profiler, profiling's own
+	// cost in tokens/s); never nil.
+	Warnings []string `json:"warnings"`
 
 	Generated    string   `json:"generated_text,omitempty"`
 	GeneratedIDs []uint16 `json:"generated_ids,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"memprobe/probe/profiling"
@@ -41,6 +42,9 @@ func TestAllocsBySite(t *testing.T) {
 	if runtime.MemProfileRate != rate {
 		t.Errorf("MemProfileRate %d after the job, want %d", runtime.MemProfileRate, rate)
 	}
+	if r.Warnings == nil || len(r.Warnings) != 0 {
+		t.Errorf("warnings %q without profiles, want none (and not nil)", r.Warnings)
+	}
 
 	// A heap profile owns the rate: the sites are then sampled, and say so.
 	o.Steps = 2
@@ -51,5 +55,9 @@ func TestAllocsBySite(t *testing.T) {
 	}
 	if s := r.AllocsBySite; s == nil || s.Exact || s.MemProfileRate != runtime.MemProfileRate {
 		t.Errorf("with a heap profile: %+v, want a sampled report at rate %d", s, runtime.MemProfileRate)
+	}
+	// ... and the result says which figure that changed.
+	if len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], "go_heap_allocs_per_step") || !strings.Contains(r.Warnings[0], "MemProfileRate") {
+		t.Errorf("with a heap profile: warnings %q, want one naming go_heap_allocs_per_step and the profile rate", r.Warnings)
 	}
 }

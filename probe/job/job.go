@@ -341,8 +341,34 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		}
 		r.Profiles = &rep
 	}
-
+	r.Warnings = perturbations(r, popts)
 	return r, nil
+}
+
+// perturbations says which of r's figures the profiles asked for in p
+// changed, and by what, so that a reader does not take a profiled run's
+// figures for an unprofiled one's.
+func perturbations(r *schema.Result, p profiling.Options) []string {
+	w := []string{}
+	if s := r.AllocsBySite; s != nil && !s.Exact {
+		w = append(w, fmt.Sprintf("go_heap_allocs_per_step %.1f counts every heap allocation (runtime/metrics, the Go runtime's own objects included), not the program's by site: "+
+			"the heap profile owns runtime.MemProfileRate (%d B per sample), so allocs_by_site is sampled (program about %.1f objects/step)",
+			r.HeapAllocsPerStep, s.MemProfileRate, s.ProgramObjectsPerStep()))
+	}
+	if rt := r.Runtime; rt != nil && rt.Steady.GCCycles > 0 && (p.Heap != "" || p.Dir != "") && p.PeakMax > 0 {
+		w = append(w, fmt.Sprintf("%d GC cycles ran during the measured steps; heap-peak profiles force a GC each (up to %d), and a GC empties the runtime's caches, so the next steps allocate runtime objects again",
+			rt.Steady.GCCycles, p.PeakMax))
+	}
+	if p.MemProfileRate == 1 {
+		w = append(w, "--memprofile-rate 1 records the stack of every allocation: step times and tokens_per_sec include that cost")
+	}
+	if p.Mutex != "" || p.Block != "" || p.Dir != "" {
+		w = append(w, "mutex and block profiling record every contention and blocking event: step times and tokens_per_sec include that cost")
+	}
+	if p.CPU != "" || p.Dir != "" {
+		w = append(w, "CPU profiling interrupts the process 100 times a second: tokens_per_sec includes its signal handler (about 1 %)")
+	}
+	return w
 }
 
 func summarize(r *schema.Result, stats []trainer.StepStats) {
