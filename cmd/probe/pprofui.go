@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/google/pprof/driver"
 	"github.com/spf13/cobra"
+
+	"memprobe/probe/profiling"
 )
 
 // Linked only with -tags viz: gonum/plot and pprof's web UI add about 12 MiB
@@ -64,40 +65,10 @@ prints a warning. Port 0 picks a free port.`,
 	return cmd
 }
 
-// checkHTTPAddr accepts host:port with a numeric port; the host must be
-// loopback (an IP in 127.0.0.0/8, ::1, or localhost) unless allowRemote.
+// checkHTTPAddr checks --http: loopback unless --allow-remote, as the
+// job's --pprof-addr (profiling.CheckListenAddr).
 func checkHTTPAddr(addr string, allowRemote bool) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:0: %v", addr, err)
-	}
-	if n, err := parsePortNumber(port); err != nil || n < 0 {
-		return fmt.Errorf("--http %q: port %q is not a number in [0, 65535]", addr, port)
-	}
-	if allowRemote || host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--http %q: host %q is not a loopback address; use 127.0.0.1:%s, or pass --allow-remote to expose the profiles to the network", addr, host, port)
-	}
-	return nil
-}
-
-func parsePortNumber(p string) (int, error) {
-	n := 0
-	if p == "" || len(p) > 5 {
-		return -1, errors.New("bad port")
-	}
-	for _, c := range []byte(p) {
-		if c < '0' || c > '9' {
-			return -1, errors.New("bad port")
-		}
-		n = n*10 + int(c-'0')
-	}
-	if n > 65535 {
-		return -1, errors.New("bad port")
-	}
-	return n, nil
+	return profiling.CheckListenAddr("--http", "--allow-remote", addr, allowRemote)
 }
 
 // runPprofUI listens at addr first (so that port 0 becomes a real port

@@ -392,35 +392,40 @@ func writeProfile(kind, path string) error {
 	return nil
 }
 
-// CheckAddr accepts a host:port that listens on loopback only: an IP
+// CheckAddr checks --pprof-addr: CheckListenAddr with the job's flag
+// names.
+func CheckAddr(addr string, allowRemote bool) error {
+	return CheckListenAddr("--pprof-addr", "--pprof-allow-remote", addr, allowRemote)
+}
+
+// CheckListenAddr accepts a host:port that listens on loopback only: an IP
 // literal in 127.0.0.0/8 or ::1, or "localhost". An empty host, 0.0.0.0, ::
 // or any other host listens where other machines can reach it; pprof lets
 // whoever connects read the process's memory layout and run CPU profiles,
 // so those need allowRemote. The port must be a number (0 picks one).
-func CheckAddr(addr string, allowRemote bool) error {
+// flag and remoteFlag name the options in the errors.
+func CheckListenAddr(flag, remoteFlag, addr string, allowRemote bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--pprof-addr %q: want host:port, e.g. 127.0.0.1:6060: %v", addr, err)
+		return fmt.Errorf("%s %q: want host:port, e.g. 127.0.0.1:6060: %v", flag, addr, err)
 	}
 	if n, err := parsePort(port); err != nil || n < 0 {
-		return fmt.Errorf("--pprof-addr %q: port %q is not a number in [0, 65535]", addr, port)
+		return fmt.Errorf("%s %q: port %q is not a number in [0, 65535]", flag, addr, port)
 	}
-	if allowRemote {
+	if allowRemote || host == "localhost" {
 		return nil
 	}
-	if host == "localhost" {
-		return nil
-	}
+	hint := fmt.Sprintf("use 127.0.0.1:%s, or pass %s to expose it to the network", port, remoteFlag)
 	ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 	switch {
 	case host == "":
-		return fmt.Errorf("--pprof-addr %q: an empty host listens on every interface; use 127.0.0.1:%s, or pass --pprof-allow-remote to expose pprof to the network", addr, port)
+		return fmt.Errorf("%s %q: an empty host listens on every interface, not a loopback address; %s", flag, addr, hint)
 	case ip == nil:
-		return fmt.Errorf("--pprof-addr %q: host %q is not an IP literal or localhost, so it may not be loopback; use 127.0.0.1:%s, or pass --pprof-allow-remote", addr, host, port)
+		return fmt.Errorf("%s %q: host %q is not an IP literal or localhost, so not a loopback address one can check; %s", flag, addr, host, hint)
 	case ip.IsUnspecified():
-		return fmt.Errorf("--pprof-addr %q: %s listens on every interface; use 127.0.0.1:%s, or pass --pprof-allow-remote to expose pprof to the network", addr, host, port)
+		return fmt.Errorf("%s %q: %s listens on every interface, not a loopback address; %s", flag, addr, host, hint)
 	case !ip.IsLoopback():
-		return fmt.Errorf("--pprof-addr %q: %s is not a loopback address; use 127.0.0.1:%s, or pass --pprof-allow-remote to expose pprof to the network", addr, host, port)
+		return fmt.Errorf("%s %q: %s is not a loopback address; %s", flag, addr, host, hint)
 	}
 	return nil
 }
