@@ -16,6 +16,12 @@ import (
 // "command_line" and "start_time" are required.
 const ResultVersion = "memprobe.train/v3"
 
+// The kinds of Result.
+const (
+	KindTrain   = "train"
+	KindProcess = "process"
+)
+
 // Result is the JSON object one job prints (`probe train --json`). Every
 // memory figure is in bytes and says which memory it is: RSS (resident),
 // VSZ (reserved address space) and Go heap are different things.
@@ -24,6 +30,16 @@ type Result struct {
 	// refuses a result of another version rather than misread it.
 	Schema string `json:"schema"`
 	Label  string `json:"label,omitempty"` // "<plan>-<phase>" when a phase was selected
+	// Kind is what was measured: "" (or KindTrain) for a probe train job,
+	// KindProcess for any process watched from outside (probe exec,
+	// probe attach), whose view is in Process.
+	Kind string `json:"kind,omitempty"`
+	// Interrupted is true when the job was stopped (SIGINT, SIGTERM)
+	// before its last step: every figure covers the steps that ran.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Process is the outside view of a watched process (Kind
+	// KindProcess); nil for a train job.
+	Process *Process `json:"process,omitempty"`
 	// Config is everything needed to run this job again
 	// (job.OptionsFromConfig rebuilds the options from it).
 	Config Config `json:"config"`
