@@ -18,8 +18,13 @@ all: build
 deps:
 	@./scripts/install-deps.sh
 
+# bin/probe is the lean binary probe run measures (its probe train children
+# are itself); bin/probe-viz is the same command with gonum/plot and pprof's
+# UI linked (-tags viz: ~12 MiB more at start-up), which bin/probe runs for
+# report --html, history --chart, plot and pprof.
 build: deps
 	$(GO) build -buildvcs=auto -tags "$(TAGS)" -o $(BIN) ./cmd/probe
+	$(GO) build -buildvcs=auto -tags "$(TAGS) viz" -o $(BIN)-viz ./cmd/probe
 
 probe: build
 	./$(BIN) $(PROBE_ARGS)
@@ -32,13 +37,15 @@ vet: deps
 # The full suite: vet, every test with the fast backend, every test with
 # the default pure-Go build, and the race detector over the concurrent code
 # (-short skips the long training runs, which the race detector slows 10x),
-# and the viz commands (probe plot, probe pprof: -tags viz, kept out of the
-# measured binary).
+# and the viz commands (probe plot, probe pprof, report --html, history
+# --chart: -tags viz, kept out of the measured binary). The first line runs
+# report/htmlreport's browser test in headless Chromium (skipped, saying so,
+# where none is installed; .ci/run installs Debian's).
 test: vet
 	$(GO) test -tags "$(TAGS)" ./...
 	$(GO) test -short ./...
 	$(GO) test -race -short -tags "$(TAGS)" ./trainer/... ./probe/...
-	$(GO) test -tags "$(TAGS) viz" -run 'Plot|Pprof|CheckHTTP' ./cmd/probe
+	$(GO) test -tags "$(TAGS) viz" -run 'Plot|Pprof|CheckHTTP|HTML|HistoryChart' ./cmd/probe
 
 test-short: deps
 	$(GO) test -short -tags "$(TAGS)" ./...

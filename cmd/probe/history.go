@@ -5,9 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/report"
 	"memprobe/schema"
@@ -15,7 +17,7 @@ import (
 
 // historyCmdFlags are the command-line options of `probe history`.
 type historyCmdFlags struct {
-	metric, plan, format string
+	metric, plan, format, chart string
 }
 
 func newHistoryCmd(stdout io.Writer) *cobra.Command {
@@ -28,20 +30,32 @@ ordered by its commit time (environment vcs_time), else its start time, else
 the file's time: the commit, the time, and for each configuration (of --plan)
 the median of --metric, with ↑ or ↓ where it changed significantly from the
 previous report (the Mann-Whitney U test of probe diff, exact for
-deterministic metrics) and ~ where it did not.`,
+deterministic metrics) and ~ where it did not.
+
+--chart FILE also draws the metric across the reports as a line chart
+(gonum/plot), one line per configuration, SVG or PNG by FILE's extension.
+It needs the viz build: a lean bin/probe runs bin/probe-viz beside it with
+the same arguments, or fails (exit 2) saying what to build.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("history: want one directory: %w", err)}
 			}
+			if ext := strings.ToLower(filepath.Ext(f.chart)); f.chart != "" && ext != ".svg" && ext != ".png" {
+				return usageError{fmt.Errorf("--chart %s: want a .svg or .png file", f.chart)}
+			}
 			return nil
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.chart != "" && writeHistoryChart == nil {
+				return delegateToViz("probe history --chart", commandArgs(cmd, args))
+			}
 			return runHistory(stdout, args[0], f)
 		},
 	}
 	cmd.Flags().StringVar(&f.metric, "metric", "peak_rss_bytes", "the metric to follow")
 	cmd.Flags().StringVar(&f.plan, "plan", "", "only this plan's configurations (default: all)")
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: text, markdown, csv")
+	cmd.Flags().StringVar(&f.chart, "chart", "", "also draw the metric across the reports into this .svg or .png file (viz build: bin/probe-viz)")
 	return cmd
 }
 
@@ -49,6 +63,11 @@ func runHistory(stdout io.Writer, dir string, f historyCmdFlags) error {
 	format, err := table.ParseFormat(f.format)
 	if err != nil {
 		return usageError{fmt.Errorf("--format: %w", err)}
+	}
+	if f.chart != "" {
+		if err := atomicfile.CheckWritable(f.chart); err != nil {
+			return usageError{fmt.Errorf("--chart: %w", err)}
+		}
 	}
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
@@ -72,5 +91,14 @@ func runHistory(stdout io.Writer, dir string, f historyCmdFlags) error {
 		}
 		entries = append(entries, report.HistoryEntry{Name: filepath.Base(p), ModTime: fi.ModTime(), Report: rep})
 	}
-	return report.WriteHistory(stdout, entries, f.metric, f.plan, format)
+	if err := report.WriteHistory(stdout, entries, f.metric, f.plan, format); err != nil {
+		return err
+	}
+	if f.chart == "" {
+		return nil
+	}
+	if err := writeHistoryChart(f.chart, entries, f.metric, f.plan); err != nil {
+		return fmt.Errorf("--chart %s: %w", f.chart, err)
+	}
+	return nil
 }

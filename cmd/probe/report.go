@@ -11,6 +11,7 @@ import (
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/report"
+	"memprobe/report/htmlreport/profiles"
 	"memprobe/schema"
 )
 
@@ -18,20 +19,32 @@ import (
 type reportCmdFlags struct {
 	markdown bool
 	phasesMD string
+	html     string
 }
 
 func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f reportCmdFlags
 	cmd := &cobra.Command{
-		Use:   "report REPORT.json",
-		Short: "print a run report's before/after tables; --phases-md puts them into docs/phases.md",
+		Use:   "report REPORT.json [--markdown] [--html out.html] [--phases-md docs/phases.md]",
+		Short: "print a run report's before/after tables; --html draws them as one HTML page; --phases-md puts them into docs/phases.md",
 		Long: `report reads a run report (probe run's memprobe.report/v1 JSON) and prints,
 plan by plan: the phases with their peak RSS, the changes from the previous
 phase and from before, VSZ, Go heap, allocations, tokens/s, the note's
 claim and whether the measurement agrees with it (footnotes say by how
 much); the analytical model against the ledger and the resident set in
 named parts for the first and the last phase; and the sweeps, with the
-slope of peak RSS per thread.
+slope of peak RSS per thread. When the runs wrote profiles (probe run
+--profile-dir), a last table names them.
+
+--html FILE also writes one self-contained HTML page (no network): the
+same tables, per plan the RSS timelines of the first and last phase on one
+chart, the ledger against the model as bars, the resident set in parts as
+stacked bars, the sweeps with their fitted lines (gonum/plot, SVG inline),
+flame graphs of the heaviest phases' heap profiles, links to every profile,
+and the environment. Profiles are read and linked only under the report's
+directory. The page needs the viz build: a lean bin/probe runs
+bin/probe-viz beside it with the same arguments, or fails (exit 2) saying
+what to build.
 
 --phases-md FILE rewrites, in FILE, the section of each plan of the report:
 the lines between "<!-- probe report: plan NAME -->" and the next
@@ -43,16 +56,25 @@ replaced atomically, and not at all when a plan's marker is missing.`,
 			}
 			return nil
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.html != "" && writeHTML == nil {
+				return delegateToViz("probe report --html", commandArgs(cmd, args))
+			}
 			return runReport(stdout, stderr, args[0], f)
 		},
 	}
 	cmd.Flags().BoolVar(&f.markdown, "markdown", false, "print the tables as markdown (default: plain text)")
+	cmd.Flags().StringVar(&f.html, "html", "", "also write the report as one self-contained HTML page with charts and flame graphs (viz build: bin/probe-viz)")
 	cmd.Flags().StringVar(&f.phasesMD, "phases-md", "", "also rewrite the plans' sections between marker comments in this markdown file (docs/phases.md)")
 	return cmd
 }
 
 func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
+	if f.html != "" {
+		if err := atomicfile.CheckWritable(f.html); err != nil {
+			return usageError{fmt.Errorf("--html: %w", err)}
+		}
+	}
 	rep, err := schema.ReadReport(path)
 	if err != nil {
 		return err
@@ -63,6 +85,18 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 	}
 	if err := report.WriteRunTables(stdout, rep, format); err != nil {
 		return err
+	}
+	if t := profiles.Table(rep); t != nil {
+		fmt.Fprintln(stdout)
+		if err := t.Render(stdout, format); err != nil {
+			return err
+		}
+	}
+	if f.html != "" {
+		if err := writeHTML(f.html, path, rep); err != nil {
+			return fmt.Errorf("--html %s: %w", f.html, err)
+		}
+		fmt.Fprintf(stderr, "probe report: wrote %s\n", f.html)
 	}
 	if f.phasesMD == "" {
 		return nil

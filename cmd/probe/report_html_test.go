@@ -1,0 +1,77 @@
+//go:build viz
+
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReportHTML: probe report --html writes the page beside printing the
+// tables; an output path that cannot be written is a usage error before
+// any work.
+func TestReportHTML(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "report.html")
+	stdout, stderr, err := runProbe("report", "../../report/testdata/run-report.json", "--html", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "plan threads (threads=7): phases") || !strings.Contains(stderr, "wrote "+out) {
+		t.Errorf("stdout %q..., stderr %q", stdout[:min(len(stdout), 200)], stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{"<!DOCTYPE html>", `<figure class="chart" data-kind="reconcile">`, "<caption>plan threads (threads=7): phases</caption>", `id="environment"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	_, _, err = runProbe("report", "../../report/testdata/run-report.json", "--html", filepath.Join(dir, "missing", "r.html"))
+	var ue usageError
+	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), "--html") {
+		t.Errorf("--html into a missing directory: %v, want a usage error", err)
+	}
+}
+
+// TestHistoryChart: probe history --chart draws SVG or PNG.
+func TestHistoryChart(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]string{"a.json": diffRegressed, "b.json": diffSame, "c.json": diffBase} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"h.svg", "h.png"} {
+		out := filepath.Join(t.TempDir(), name)
+		if _, stderr, err := runProbe("history", "--plan", "threads", "--chart", out, dir); err != nil {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, ".svg") {
+			if !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "threads/P6") {
+				t.Errorf("%s: not a chart of threads/P6", name)
+			}
+		} else if !strings.HasPrefix(string(b), "\x89PNG") {
+			t.Errorf("%s: not a PNG", name)
+		}
+	}
+	_, _, err := runProbe("history", "--chart", "h.pdf", dir)
+	var ue usageError
+	if err == nil || !errors.As(err, &ue) {
+		t.Errorf("--chart h.pdf: %v, want a usage error", err)
+	}
+}

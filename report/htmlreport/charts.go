@@ -1,0 +1,422 @@
+package htmlreport
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"memprobe/internal/table"
+	"memprobe/report/memplot"
+	"memprobe/schema"
+)
+
+// Chart is one gonum/plot chart, rendered as SVG to be inlined in the page.
+// vgsvg escapes every string it draws, so a run's or a component's name
+// from the report never becomes markup.
+type Chart struct {
+	Kind    string // timeline, ledger, reconcile, sweep, history
+	Title   string
+	Caption string
+	SVG     template.HTML
+}
+
+// palette holds distinct colours for charts with many series (the parts
+// of the resident set); plotutil's default has seven.
+var palette = []color.NRGBA{
+	{0x4e, 0x79, 0xa7, 0xff}, {0xf2, 0x8e, 0x2b, 0xff}, {0xe1, 0x57, 0x59, 0xff}, {0x76, 0xb7, 0xb2, 0xff},
+	{0x59, 0xa1, 0x4f, 0xff}, {0xed, 0xc9, 0x48, 0xff}, {0xb0, 0x7a, 0xa1, 0xff}, {0xff, 0x9d, 0xa7, 0xff},
+	{0x9c, 0x75, 0x5f, 0xff}, {0xba, 0xb0, 0xac, 0xff}, {0x1f, 0x3b, 0x5c, 0xff}, {0x8c, 0xd1, 0x7d, 0xff},
+}
+
+func colour(i int) color.NRGBA { return palette[i%len(palette)] }
+
+// renderSVG draws p as SVG of w × h, without the XML prolog (the page
+// inlines it).
+func renderSVG(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
+	c := vgsvg.New(w, h)
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", err
+	}
+	s := b.String()
+	i := strings.Index(s, "<svg")
+	if i < 0 {
+		return "", fmt.Errorf("vgsvg wrote no <svg> element")
+	}
+	// The SVG is gonum's drawing of our numbers and escaped labels.
+	return template.HTML(s[i:]), nil
+}
+
+const mib = 1 << 20
+
+// timelineChart draws the RSS timelines of the plan's first and last phase
+// (its main sweep point's, the representative repetition of each) on one
+// chart; "" and a reason when none has a timeline.
+func timelineChart(p *planRuns) (*Chart, string) {
+	var series []memplot.Series
+	var missing []string
+	for _, r := range p.ends() {
+		res := representative(r)
+		switch {
+		case res == nil:
+			missing = append(missing, fmt.Sprintf("%s %s", label(r), r.Status))
+		case res.Sampler == nil || len(res.Sampler.Timeline) == 0:
+			missing = append(missing, label(r)+" has no sampler timeline")
+		default:
+			series = append(series, memplot.Series{Name: label(r), Points: res.Sampler.Timeline})
+		}
+	}
+	if len(series) == 0 {
+		return nil, "no RSS timeline: " + strings.Join(missing, ", ")
+	}
+	title := planTitle(p.name) + ": RSS over time"
+	c, err := memplot.New(title, series, []string{"rss"})
+	if err != nil {
+		return nil, "no RSS timeline: " + err.Error()
+	}
+	svg, err := renderSVG(c.Plot, 8*vg.Inch, 4*vg.Inch)
+	if err != nil {
+		return nil, "no RSS timeline: " + err.Error()
+	}
+	caption := "VmRSS sampled by the child itself (probe/sampler) for " + names(p.ends()) +
+		", the repetition nearest the median peak; rings mark each peak."
+	if len(missing) > 0 {
+		caption += " Not drawn: " + strings.Join(missing, ", ") + "."
+	}
+	return &Chart{Kind: "timeline", Title: title, Caption: caption, SVG: svg}, ""
+}
+
+func planTitle(name string) string {
+	if name == "" {
+		return "runs outside a plan"
+	}
+	return "plan " + name
+}
+
+func names(runs []*schema.Run) string {
+	var s []string
+	for _, r := range runs {
+		s = append(s, label(r))
+	}
+	return strings.Join(s, " and ")
+}
+
+// ledgerChart draws, for the plan's first and last phase, each ledger
+// component's expected bytes (the analytical model, light) beside its
+// measured bytes (the ledger, solid), as horizontal bars.
+func ledgerChart(p *planRuns) (*Chart, string) {
+	type state struct {
+		name string
+		rows map[string]schema.LedgerRow
+	}
+	var states []state
+	var comps []string
+	for _, r := range p.ends() {
+		res := representative(r)
+		if res == nil || len(res.Ledger) == 0 {
+			continue
+		}
+		st := state{name: label(r), rows: map[string]schema.LedgerRow{}}
+		for _, l := range res.Ledger {
+			if !slices.Contains(comps, l.Component) {
+				comps = append(comps, l.Component)
+			}
+			st.rows[l.Component] = l
+		}
+		states = append(states, st)
+	}
+	if len(states) == 0 {
+		return nil, "no ledger chart: no finished phase with a ledger"
+	}
+	pl := plot.New()
+	title := planTitle(p.name) + ": expected vs measured bytes by component"
+	pl.Title.Text = title
+	pl.X.Label.Text = "MiB"
+	pl.X.Min = 0
+	pl.Legend.Top = true
+	pl.Add(plotter.NewGrid())
+	// Components top to bottom in the ledger's order.
+	order := slices.Clone(comps)
+	slices.Reverse(order)
+	bars := 2 * len(states)
+	bw := vg.Points(5)
+	for i, st := range states {
+		for j, kind := range []string{"expected", "measured"} {
+			vals := make(plotter.Values, len(order))
+			for k, c := range order {
+				l := st.rows[c]
+				if j == 0 {
+					vals[k] = float64(l.ExpectedBytes) / mib
+				} else {
+					vals[k] = float64(l.MeasuredBytes) / mib
+				}
+			}
+			b, err := plotter.NewBarChart(vals, bw)
+			if err != nil {
+				return nil, "no ledger chart: " + err.Error()
+			}
+			b.Horizontal = true
+			col := colour(i)
+			if j == 0 {
+				col.A = 0x70
+			}
+			b.Color, b.LineStyle.Width = col, 0
+			b.Offset = vg.Length(float64(2*i+j)-float64(bars-1)/2) * bw
+			pl.Add(b)
+			pl.Legend.Add(st.name+" "+kind, b)
+		}
+	}
+	pl.NominalY(order...)
+	h := max(3*vg.Inch, vg.Length(len(order))*(vg.Length(bars)*bw+vg.Points(8))+vg.Inch)
+	svg, err := renderSVG(pl, 8*vg.Inch, h)
+	if err != nil {
+		return nil, "no ledger chart: " + err.Error()
+	}
+	return &Chart{Kind: "ledger", Title: title, SVG: svg,
+		Caption: "The bytes of every buffer the trainer made (probe/ledger, at the end of the run) against what the analytical model (probe/memmodel) says the configuration should hold."}, ""
+}
+
+// reconcileChart stacks, for the plan's first and last phase, the named
+// parts of the resident set at its peak, the unexplained rest on top.
+func reconcileChart(p *planRuns) (*Chart, string) {
+	var states []string
+	var recs []*schema.RSSReconciliation
+	var parts []string
+	for _, r := range p.ends() {
+		res := representative(r)
+		if res == nil || res.RSSReconciliation == nil {
+			continue
+		}
+		states = append(states, label(r))
+		recs = append(recs, res.RSSReconciliation)
+		for _, pt := range res.RSSReconciliation.AtPeak.Parts {
+			if !slices.Contains(parts, pt.Name) {
+				parts = append(parts, pt.Name)
+			}
+		}
+	}
+	if len(recs) == 0 {
+		return nil, "no RSS reconciliation chart: no finished phase with a reconciliation"
+	}
+	pl := plot.New()
+	title := planTitle(p.name) + ": RSS at its peak in named parts"
+	pl.Title.Text = title
+	pl.Y.Label.Text = "MiB"
+	pl.Y.Min = 0
+	pl.Legend.Top = true
+	pl.Add(plotter.NewGrid())
+	var below *plotter.BarChart
+	var negative []string
+	add := func(name string, col color.Color, get func(rec *schema.RSSReconciliation) int64) error {
+		vals := make(plotter.Values, len(recs))
+		for i, rec := range recs {
+			vals[i] = max(0, float64(get(rec))/mib)
+		}
+		b, err := plotter.NewBarChart(vals, vg.Points(48))
+		if err != nil {
+			return err
+		}
+		b.Color, b.LineStyle.Width = col, 0
+		if below != nil {
+			b.StackOn(below)
+		}
+		below = b
+		pl.Add(b)
+		pl.Legend.Add(name, b)
+		return nil
+	}
+	for k, name := range parts {
+		err := add(name, colour(k), func(rec *schema.RSSReconciliation) int64 {
+			for _, pt := range rec.AtPeak.Parts {
+				if pt.Name == name {
+					return pt.Bytes
+				}
+			}
+			return 0
+		})
+		if err != nil {
+			return nil, "no RSS reconciliation chart: " + err.Error()
+		}
+	}
+	err := add("unexplained", color.NRGBA{0x55, 0x55, 0x55, 0xff}, func(rec *schema.RSSReconciliation) int64 {
+		return rec.AtPeak.UnexplainedBytes
+	})
+	if err != nil {
+		return nil, "no RSS reconciliation chart: " + err.Error()
+	}
+	for i, rec := range recs {
+		if rec.AtPeak.UnexplainedBytes < 0 {
+			negative = append(negative, fmt.Sprintf("%s: the parts claim %s more than VmRSS", states[i],
+				table.FormatBytes(float64(-rec.AtPeak.UnexplainedBytes))))
+		}
+	}
+	pl.NominalX(states...)
+	// Room on the right for the legend.
+	pl.X.Max = float64(len(states)) + 1.2
+	svg, err := renderSVG(pl, 8*vg.Inch, 4.5*vg.Inch)
+	if err != nil {
+		return nil, "no RSS reconciliation chart: " + err.Error()
+	}
+	caption := "VmRSS at the step boundary where it was highest, split into parts each from its own source (probe/reconcile: Go's classes, thread stacks, glibc arenas, files); unexplained is what no source claims."
+	if len(negative) > 0 {
+		caption += " " + strings.Join(negative, "; ") + " (drawn as 0)."
+	}
+	return &Chart{Kind: "reconcile", Title: title, Caption: caption, SVG: svg}, ""
+}
+
+// sweepAxes are the axes of the plan's runs that take two values or more,
+// in name order.
+func sweepAxes(p *planRuns) []string {
+	values := map[string]map[string]bool{}
+	for _, r := range p.runs {
+		for k, v := range r.Sweep {
+			if values[k] == nil {
+				values[k] = map[string]bool{}
+			}
+			values[k][v] = true
+		}
+	}
+	var axes []string
+	for k, vs := range values {
+		if len(vs) > 1 {
+			axes = append(axes, k)
+		}
+	}
+	slices.Sort(axes)
+	return axes
+}
+
+// sweepChart draws peak RSS against a swept axis: every repetition a
+// point, one series per phase (and point of the other axes). On a numeric
+// axis each series gets its least-squares line, its slope in the legend
+// (MB, 10^6 B, per unit of the axis, as report's fit table); the values of
+// another axis are spread evenly.
+func sweepChart(p *planRuns, axis string) (*Chart, string) {
+	type series struct {
+		name   string
+		xs, ys []float64
+	}
+	var all []*series
+	var labels []string // the values of a non-numeric axis, in order of appearance
+	numeric := true
+	for _, r := range p.runs {
+		if _, err := strconv.ParseFloat(r.Sweep[axis], 64); r.Sweep[axis] != "" && err != nil {
+			numeric = false
+		}
+	}
+	var runs []*schema.Run
+	for _, r := range p.runs {
+		if _, okAxis := r.Sweep[axis]; okAxis && ok(r) {
+			runs = append(runs, r)
+		}
+	}
+	if !numeric {
+		var vals []string
+		for _, r := range runs {
+			if !slices.Contains(vals, r.Sweep[axis]) {
+				vals = append(vals, r.Sweep[axis])
+			}
+		}
+		labels = vals
+	}
+	slices.SortStableFunc(runs, func(a, b *schema.Run) int { return phaseOrder(a.Phase) - phaseOrder(b.Phase) })
+	for _, r := range runs {
+		others := map[string]string{}
+		for k, v := range r.Sweep {
+			if k != axis {
+				others[k] = v
+			}
+		}
+		name := r.Phase
+		if o := point(others); o != "" {
+			name += " (" + o + ")"
+		}
+		k := slices.IndexFunc(all, func(s *series) bool { return s.name == name })
+		if k < 0 {
+			all = append(all, &series{name: name})
+			k = len(all) - 1
+		}
+		x, _ := strconv.ParseFloat(r.Sweep[axis], 64)
+		if !numeric {
+			x = float64(slices.Index(labels, r.Sweep[axis]))
+		}
+		for i := range r.Repetitions {
+			all[k].xs = append(all[k].xs, x)
+			all[k].ys = append(all[k].ys, float64(r.Repetitions[i].PeakRSSBytes)/1e6)
+		}
+	}
+	if len(all) == 0 {
+		return nil, "no sweep chart of " + axis + ": no finished run"
+	}
+	pl := plot.New()
+	title := planTitle(p.name) + ": peak RSS by " + axis
+	pl.Title.Text = title
+	pl.X.Label.Text = axis
+	pl.Y.Label.Text = "peak RSS (MB, 10^6 B)"
+	pl.Y.Min = 0
+	pl.Legend.Top = true
+	pl.Legend.Left = true
+	pl.Add(plotter.NewGrid())
+	top := 0.0
+	for i, s := range all {
+		xy := make(plotter.XYs, len(s.xs))
+		for k := range s.xs {
+			xy[k] = plotter.XY{X: s.xs[k], Y: s.ys[k]}
+			top = max(top, s.ys[k])
+		}
+		sc, err := plotter.NewScatter(xy)
+		if err != nil {
+			return nil, "no sweep chart of " + axis + ": " + err.Error()
+		}
+		col := colour(i)
+		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
+		pl.Add(sc)
+		name := s.name
+		distinct := map[float64]bool{}
+		for _, x := range s.xs {
+			distinct[x] = true
+		}
+		if numeric && len(distinct) > 1 {
+			a, b := stat.LinearRegression(s.xs, s.ys, nil, false)
+			lo, hi := slices.Min(s.xs), slices.Max(s.xs)
+			line, err := plotter.NewLine(plotter.XYs{{X: lo, Y: a + b*lo}, {X: hi, Y: a + b*hi}})
+			if err != nil {
+				return nil, "no sweep chart of " + axis + ": " + err.Error()
+			}
+			line.Color, line.Width = col, vg.Points(1)
+			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			pl.Add(line)
+			name += fmt.Sprintf(": %s MB + %s MB per %s", strconv.FormatFloat(a, 'f', 1, 64), strconv.FormatFloat(b, 'f', 3, 64), axis)
+			if r := stat.RSquared(s.xs, s.ys, nil, a, b); !math.IsNaN(r) {
+				name += fmt.Sprintf(", R² %.3f", r)
+			}
+		}
+		pl.Legend.Add(name, sc)
+	}
+	if !numeric {
+		pl.NominalX(labels...)
+	}
+	pl.Y.Max = top * (1.2 + 0.08*float64(len(all)))
+	svg, err := renderSVG(pl, 8*vg.Inch, 4*vg.Inch)
+	if err != nil {
+		return nil, "no sweep chart of " + axis + ": " + err.Error()
+	}
+	caption := "Every repetition's peak RSS (VmHWM)."
+	if numeric {
+		caption += " Dashed: the least-squares line of each phase; its slope is what one more unit of " + axis + " adds to the peak."
+	}
+	return &Chart{Kind: "sweep", Title: title, Caption: caption, SVG: svg}, ""
+}

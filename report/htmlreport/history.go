@@ -1,0 +1,178 @@
+package htmlreport
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"memprobe/internal/atomicfile"
+	"memprobe/report"
+	"memprobe/schema"
+)
+
+// HistoryChart draws `probe history --chart`: the median of metric for
+// each configuration (report.ConfigKey) of plan ("" for all) across the
+// reports, oldest first in report.WriteHistory's order, one line per
+// configuration; the x axis names each report by its commit (else its
+// file). Bytes are drawn in MiB. A configuration missing from a report
+// (or that did not finish there) is a gap in its line.
+func HistoryChart(entries []report.HistoryEntry, metric, plan string) (*plot.Plot, error) {
+	es := slices.Clone(entries)
+	slices.SortStableFunc(es, func(a, b report.HistoryEntry) int {
+		if c := a.When().Compare(b.When()); c != 0 {
+			return c
+		}
+		if a.Report.StartTime != b.Report.StartTime {
+			return cmp.Compare(a.Report.StartTime, b.Report.StartTime)
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	var keys []string
+	values := map[string][]float64{} // per key, per entry; NaN for none
+	for i, e := range es {
+		for k := range e.Report.Runs {
+			r := &e.Report.Runs[k]
+			if plan != "" && r.Plan != plan {
+				continue
+			}
+			key := report.ConfigKey(r)
+			if _, seen := values[key]; !seen {
+				keys = append(keys, key)
+				values[key] = make([]float64, len(es))
+				for j := range values[key] {
+					values[key][j] = math.NaN()
+				}
+			}
+			if v, ok := metricMedian(r, metric); ok {
+				values[key][i] = v
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("history: no configuration of plan %q in %d reports", plan, len(es))
+	}
+	scale, unit := 1.0, ""
+	if strings.HasSuffix(metric, "_bytes") || strings.HasSuffix(metric, "_bytes_per_step") {
+		scale, unit = 1.0/mib, " (MiB)"
+	}
+	p := plot.New()
+	p.Title.Text = metric + " by report, oldest first"
+	if plan != "" {
+		p.Title.Text += ", plan " + plan
+	}
+	p.Y.Label.Text = metric + unit
+	p.Y.Min = 0
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	top, drawn := 0.0, 0
+	for n, key := range keys {
+		col := colour(n)
+		// A line through the reports that have the configuration, each a ring.
+		var xy plotter.XYs
+		for i, v := range values[key] {
+			if !math.IsNaN(v) {
+				xy = append(xy, plotter.XY{X: float64(i), Y: v * scale})
+				top = max(top, v*scale)
+			}
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, fmt.Errorf("history chart: %s: %w", key, err)
+		}
+		line.Color, line.Width = col, vg.Points(1.5)
+		points.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: draw.RingGlyph{}}
+		p.Add(line, points)
+		p.Legend.Add(key, line, points)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("history: no report has %s for a configuration of plan %q", metric, plan)
+	}
+	var names []string
+	for _, e := range es {
+		c := e.Report.Environment.VCSRevision
+		if c == "" {
+			c = strings.TrimSuffix(e.Name, filepath.Ext(e.Name))
+		}
+		c = c[:min(len(c), 12)]
+		if e.Report.Environment.VCSModified {
+			c += "+"
+		}
+		names = append(names, c)
+	}
+	p.NominalX(names...)
+	p.X.Label.Text = "commit (report)"
+	p.Y.Max = top * (1.15 + 0.05*float64(drawn))
+	return p, nil
+}
+
+// SaveHistoryChart writes HistoryChart to path, SVG or PNG by its
+// extension, atomically.
+func SaveHistoryChart(path string, entries []report.HistoryEntry, metric, plan string) error {
+	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	if format != "svg" && format != "png" {
+		return fmt.Errorf("history chart %s: want a .svg or .png file", path)
+	}
+	p, err := HistoryChart(entries, metric, plan)
+	if err != nil {
+		return err
+	}
+	wt, err := p.WriterTo(9*vg.Inch, 5*vg.Inch, format)
+	if err != nil {
+		return fmt.Errorf("history chart %s: %w", path, err)
+	}
+	return atomicfile.Write(path, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
+		return err
+	})
+}
+
+// metricMedian is the run's median of metric: its summary's when it holds
+// the metric, else the median over the finished repetitions of the result
+// field of that JSON name (dotted for a nested one).
+func metricMedian(r *schema.Run, metric string) (float64, bool) {
+	if r.Status != schema.StatusOK || len(r.Repetitions) == 0 {
+		return 0, false
+	}
+	for _, m := range r.Summary.Metrics {
+		if m.Name == metric && m.N > 0 {
+			return m.Median, true
+		}
+	}
+	var vals []float64
+	for i := range r.Repetitions {
+		b, err := json.Marshal(&r.Repetitions[i])
+		if err != nil {
+			continue
+		}
+		var cur any
+		if json.Unmarshal(b, &cur) != nil {
+			continue
+		}
+		for _, k := range strings.Split(metric, ".") {
+			obj, _ := cur.(map[string]any)
+			cur = obj[k]
+		}
+		if x, ok := cur.(float64); ok {
+			vals = append(vals, x)
+		}
+	}
+	if len(vals) == 0 {
+		return 0, false
+	}
+	return median(vals), true
+}

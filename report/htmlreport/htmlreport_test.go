@@ -1,0 +1,230 @@
+package htmlreport
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/pprof"
+	"strings"
+	"testing"
+
+	"memprobe/internal/golden"
+	"memprobe/internal/table"
+	"memprobe/probe/profiling"
+	"memprobe/probe/sampler"
+	"memprobe/report"
+	"memprobe/schema"
+)
+
+// fixture is report/testdata/run-report.json (two plans, a threads sweep,
+// failed and skipped runs) with what a page must handle added: sampler
+// timelines for the threads plan's first and last phase, hostile strings
+// in a description and a ledger component, and, when dir is not "",
+// profiles: a real heap profile under dir/prof for threads-before, and
+// paths out of dir (../../etc/passwd, /etc/passwd) for the next heaviest.
+func fixture(t testing.TB, dir string) *schema.Report {
+	t.Helper()
+	rep, err := schema.ReadReport(filepath.Join("..", "testdata", "run-report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeline := func(peak uint64) []sampler.Point {
+		var pts []sampler.Point
+		for i := range 20 {
+			rss := peak * uint64(min(i+2, 16)) / 16
+			pts = append(pts, sampler.Point{TMs: float64(50 * i), Samples: 5, RSSBytes: rss, VSZBytes: 4 * rss})
+		}
+		return pts
+	}
+	for i := range rep.Runs {
+		r := &rep.Runs[i]
+		if r.Plan != "threads" || r.Sweep["threads"] != "7" {
+			continue
+		}
+		switch r.Phase {
+		case "before", "P6":
+			for k := range r.Repetitions {
+				r.Repetitions[k].Sampler = &sampler.Result{Timeline: timeline(uint64(r.Repetitions[k].PeakRSSBytes))}
+			}
+		case "P1":
+			r.Description = `<script>alert("description")</script>`
+			if len(r.Repetitions[0].Ledger) > 0 {
+				r.Repetitions[0].Ledger[0].Component = `<img src=x onerror=alert(1)>`
+			}
+		}
+	}
+	if dir == "" {
+		return rep
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "prof"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var heap bytes.Buffer
+	if err := pprof.Lookup("heap").WriteTo(&heap, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "prof", "threads-before-r1.heap.pprof"), heap.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := func(name, sweep string, files ...profiling.File) {
+		for i := range rep.Runs {
+			if r := &rep.Runs[i]; r.Name == name && r.Sweep["threads"] == sweep {
+				r.Repetitions[repIndex(r)].Profiles = &profiling.Report{Files: files}
+			}
+		}
+	}
+	set("threads-before", "7", profiling.File{Kind: "heap", Path: "prof/threads-before-r1.heap.pprof"},
+		profiling.File{Kind: "cpu", Path: "prof/missing.cpu.pprof"})
+	set("threads-P1", "7", profiling.File{Kind: "heap-peak", Path: "../../etc/passwd", HeapLiveBytes: 1 << 20})
+	set("threads-before", "2", profiling.File{Kind: "heap", Path: "/etc/passwd"})
+	return rep
+}
+
+func render(t testing.TB, rep *schema.Report, o Options) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, rep, o); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestTablesRoundTrip: the page's tables are report's tables, cell for
+// cell: as many as WriteRunTables writes, with the same titles and rows.
+func TestTablesRoundTrip(t *testing.T) {
+	rep := fixture(t, "")
+	var md bytes.Buffer
+	if err := report.WriteRunTables(&md, rep, table.Markdown); err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := parseMarkdown(md.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables int
+	for _, b := range blocks {
+		if b.Table != nil {
+			tables++
+			if len(b.Table.Rows) == 0 || len(b.Table.Header) == 0 {
+				t.Errorf("table %q: no rows or no header", b.Table.Title)
+			}
+		}
+	}
+	if want := strings.Count(md.String(), "\n|:") + strings.Count(md.String(), "\n|-"); tables != want || tables == 0 {
+		t.Errorf("%d tables read back, markdown has %d", tables, want)
+	}
+	pg, err := Build(rep, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inPlans int
+	for _, p := range pg.Plans {
+		for _, b := range p.Blocks {
+			if b.Table != nil {
+				inPlans++
+			}
+		}
+	}
+	if inPlans != tables {
+		t.Errorf("the plans hold %d tables, the report %d", inPlans, tables)
+	}
+	// A cell with escapes comes back as report wrote it.
+	if got := splitRow(`| a\|b | \<x\> \\ | 3 |`); strings.Join(got, "#") != `a|b#<x> \#3` {
+		t.Errorf("splitRow: %q", got)
+	}
+}
+
+// TestEscaping: strings from a report are text on the page, never markup.
+func TestEscaping(t *testing.T) {
+	page := render(t, fixture(t, ""), Options{})
+	for _, bad := range []string{`<script>alert("description")`, `<img src=x onerror`} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page contains %q unescaped", bad)
+		}
+	}
+	if !strings.Contains(page, `&lt;script&gt;alert(&#34;description&#34;)&lt;/script&gt;`) {
+		t.Error("the hostile description is not on the page as text")
+	}
+	if strings.Contains(page, "<script") {
+		t.Error("the page has a script element of its own")
+	}
+	for _, ext := range []string{"http://", "https://", "@import", "url("} {
+		if strings.Contains(page, ext) && !strings.Contains(page, `xmlns="http://www.w3.org/2000/svg"`) {
+			t.Errorf("the page refers to %q", ext)
+		}
+	}
+	// No external reference: every src or href is a fragment or relative.
+	for _, m := range regexp.MustCompile(`(?:src|href)="([^"]*)"`).FindAllStringSubmatch(page, -1) {
+		if strings.Contains(m[1], "//") {
+			t.Errorf("external reference %q", m[1])
+		}
+	}
+}
+
+// TestProfilesStayInside: the heaviest phases' flame graphs are drawn from
+// profiles under the report's directory only; ../../etc/passwd and
+// /etc/passwd are notes, never read, never linked.
+func TestProfilesStayInside(t *testing.T) {
+	dir := t.TempDir()
+	rep := fixture(t, dir)
+	out := filepath.Join(dir, "html")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := Build(rep, Options{ReportDir: dir, OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pg.Flames) != 1 || pg.Flames[0].Run != "threads-before" || pg.Flames[0].Kind != "heap" {
+		t.Fatalf("flames %+v, want threads-before's heap profile", pg.Flames)
+	}
+	if got := pg.Flames[0].Href; got != "../prof/threads-before-r1.heap.pprof" {
+		t.Errorf("flame link %q", got)
+	}
+	if !strings.Contains(pg.Flames[0].Doc, "inuse_space flame graph") {
+		t.Error("the flame graph is not drawn from inuse_space")
+	}
+	notes := strings.Join(pg.FlameNotes, "\n")
+	for _, want := range []string{"threads-P1: no flame graph: profile ../../etc/passwd: outside the report's directory",
+		"threads-before: no flame graph: profile /etc/passwd: outside the report's directory"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	page := render(t, rep, Options{ReportDir: dir, OutDir: out})
+	if strings.Contains(page, "root:") {
+		t.Error("the page holds /etc/passwd's contents")
+	}
+	for _, bad := range []string{`href="../../etc/passwd"`, `href="/etc/passwd"`, `href="../../../etc/passwd"`} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page links %s", bad)
+		}
+	}
+	if n := strings.Count(page, "outside the report&#39;s directory: not linked"); n != 2 {
+		t.Errorf("%d profiles marked not linked, want 2", n)
+	}
+	if n := strings.Count(page, "<iframe"); n != 1 {
+		t.Errorf("%d flame iframes, want 1", n)
+	}
+}
+
+// skeleton is the page with what varies by machine left out: the charts'
+// SVG (float coordinates) and the flame graphs' documents.
+func skeleton(page string) string {
+	page = regexp.MustCompile(`(?s)<svg .*?</svg>`).ReplaceAllString(page, "<svg>…</svg>")
+	page = regexp.MustCompile(`srcdoc="[^"]*"`).ReplaceAllString(page, `srcdoc="…"`)
+	return regexp.MustCompile(`height="\d+"`).ReplaceAllString(page, `height="…"`)
+}
+
+// TestGolden: the page's structure (tables, charts, notes, environment),
+// without the charts' drawing.
+func TestGolden(t *testing.T) {
+	page := render(t, fixture(t, ""), Options{Title: "probe report run-report.json"})
+	golden.Check(t, "run-report.html.golden", []byte(skeleton(page)))
+	for _, kind := range []string{"timeline", "ledger", "reconcile", "sweep"} {
+		if !strings.Contains(page, `data-kind="`+kind+`"`) {
+			t.Errorf("no %s chart", kind)
+		}
+	}
+}
