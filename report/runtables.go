@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -35,19 +34,12 @@ import (
 // and from the repetition whose peak RSS is nearest its run's median.
 // Every table goes through internal/table in format f; in CSV the tables
 // follow one another, separated by an empty line, without titles or notes.
+// RunBlocks gives the same tables and paragraphs, unrendered.
 func WriteRunTables(w io.Writer, rep *schema.Report, f table.Format) error {
 	if _, err := table.ParseFormat(string(f)); err != nil {
 		return err
 	}
-	out := &tableWriter{f: f}
-	out.line(provenance(rep))
-	for _, s := range rep.Warnings {
-		out.line("warning: " + s)
-	}
-	for _, p := range plans(rep) {
-		writePlan(out, p)
-	}
-	return out.flush(w)
+	return writeBlocks(w, runBlocks(rep, f), f)
 }
 
 // WritePlanTables renders one plan's tables of WriteRunTables, without the
@@ -56,14 +48,11 @@ func WritePlanTables(w io.Writer, rep *schema.Report, planName string, f table.F
 	if _, err := table.ParseFormat(string(f)); err != nil {
 		return err
 	}
-	for _, p := range plans(rep) {
-		if p.name == planName {
-			out := &tableWriter{f: f}
-			writePlan(out, p)
-			return out.flush(w)
-		}
+	blocks, err := planBlocks(rep, planName, f)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("report: no runs of plan %q", planName)
+	return writeBlocks(w, blocks, f)
 }
 
 // provenance is the line that says where the figures come from.
@@ -83,46 +72,6 @@ func provenance(rep *schema.Report) string {
 		}
 	}
 	return s
-}
-
-// tableWriter collects tables and paragraphs and writes them with an
-// empty line between them.
-type tableWriter struct {
-	f     table.Format
-	parts [][]byte
-	err   error
-}
-
-func (t *tableWriter) table(tb *table.Table) {
-	var b bytes.Buffer
-	if err := tb.Render(&b, t.f); err != nil && t.err == nil {
-		t.err = err
-	}
-	t.parts = append(t.parts, b.Bytes())
-}
-
-// line is a paragraph: text and markdown only.
-func (t *tableWriter) line(s string) {
-	if t.f != table.CSV {
-		t.parts = append(t.parts, []byte(s+"\n"))
-	}
-}
-
-func (t *tableWriter) flush(w io.Writer) error {
-	if t.err != nil {
-		return t.err
-	}
-	for i, p := range t.parts {
-		if i > 0 {
-			if _, err := io.WriteString(w, "\n"); err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // notes numbers a table's footnotes and writes the references in cells

@@ -12,18 +12,14 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// Render writes t to w in format f.
+// Render writes t to w in format f: Cells, laid out.
 func (t *Table) Render(w io.Writer, f Format) error {
 	if len(t.Columns) == 0 {
 		return fmt.Errorf("table %q: no columns", t.Title)
 	}
-	rows, err := t.cells(f)
+	header, rows, err := t.Cells(f)
 	if err != nil {
-		return fmt.Errorf("table %q: %w", t.Title, err)
-	}
-	header := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		header[i] = c.header(f)
+		return err
 	}
 	var b bytes.Buffer
 	switch f {
@@ -67,20 +63,31 @@ func (t *Table) Render(w io.Writer, f Format) error {
 		if err := cw.Error(); err != nil {
 			return err
 		}
-	default:
-		_, err := ParseFormat(string(f))
-		return err
 	}
 	_, err = w.Write(b.Bytes())
 	return err
 }
 
-// cells writes every value as a string.
-func (t *Table) cells(f Format) ([][]string, error) {
-	rows := make([][]string, len(t.Rows))
+// Cells is the table as Render writes it in format f, before any layout
+// or escaping: the header (with units, as Render heads each column) and
+// one string per column for every row, an absent value as Absent. Text
+// and markdown cells are the same; CSV's bytes are exact and its numbers
+// have no digit groups. A caller that lays the table out itself (an HTML
+// page) takes Title and Notes from t and each column's Alignment, and
+// escapes the strings for its own format. The error is Render's for a
+// value its column cannot hold, or a row with more cells than columns.
+func (t *Table) Cells(f Format) (header []string, rows [][]string, err error) {
+	if _, err := ParseFormat(string(f)); err != nil {
+		return nil, nil, err
+	}
+	header = make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		header[i] = c.header(f)
+	}
+	rows = make([][]string, len(t.Rows))
 	for r, row := range t.Rows {
 		if len(row) > len(t.Columns) {
-			return nil, fmt.Errorf("row %d has %d cells for %d columns", r+1, len(row), len(t.Columns))
+			return nil, nil, fmt.Errorf("table %q: row %d has %d cells for %d columns", t.Title, r+1, len(row), len(t.Columns))
 		}
 		rows[r] = make([]string, len(t.Columns))
 		for i, c := range t.Columns {
@@ -90,12 +97,12 @@ func (t *Table) cells(f Format) ([][]string, error) {
 			}
 			s, err := c.cell(v, f)
 			if err != nil {
-				return nil, fmt.Errorf("row %d: %w", r+1, err)
+				return nil, nil, fmt.Errorf("table %q: row %d: %w", t.Title, r+1, err)
 			}
 			rows[r][i] = s
 		}
 	}
-	return rows, nil
+	return header, rows, nil
 }
 
 // textRenderer draws no borders, no lines and no column separators: the

@@ -147,15 +147,21 @@ func (c Column) header(f Format) string {
 	return c.Name + " (" + unit + ")"
 }
 
-func (c Column) right() bool {
-	switch c.Align {
-	case Left:
-		return false
-	case Right:
-		return true
+// Alignment is the column's alignment with Auto decided: Left for a String
+// column, Right for numbers, unless Align says otherwise. Render aligns
+// the column so; a caller that lays out Cells itself (an HTML page) does
+// the same.
+func (c Column) Alignment() Align {
+	if c.Align != Auto {
+		return c.Align
 	}
-	return c.Kind != String
+	if c.Kind == String {
+		return Left
+	}
+	return Right
 }
+
+func (c Column) right() bool { return c.Alignment() == Right }
 
 // Absent is how a missing value is written.
 const Absent = "-"

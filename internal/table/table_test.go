@@ -78,6 +78,88 @@ func TestCSVExact(t *testing.T) {
 	}
 }
 
+// TestCells: Cells is what Render lays out, before escaping: the header
+// with its units, every value formatted for the format (digit groups and
+// IEC units for people, exact in CSV), absent values as Absent, a cell
+// with markdown's specials intact; Alignment decides Auto as Render does
+// (text left, numbers right, Align overrides).
+func TestCells(t *testing.T) {
+	tb := sample()
+	header, rows, err := tb.Cells(Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHeader := []string{"component", "objects", "peak RSS", "diff (%)", "loss", "throughput (tokens/s)", "note"}
+	if strings.Join(header, "#") != strings.Join(wantHeader, "#") {
+		t.Errorf("header %q, want %q", header, wantHeader)
+	}
+	if len(rows) != len(tb.Rows) {
+		t.Fatalf("%d rows, want %d", len(rows), len(tb.Rows))
+	}
+	for _, c := range []struct {
+		row, col int
+		want     string
+	}{
+		{0, 1, "154,624"}, {1, 2, "634.2 KiB"}, {1, 5, "1,234,567"},
+		{1, 6, "measured +5.0% | *not* the model"}, // not escaped
+		{2, 3, Absent}, {2, 4, Absent}, {2, 6, ""}, {3, 6, "<nil>"},
+		{4, 3, "n/a"}, {4, 6, Absent}, // a string in a numeric column; a missing trailing cell
+	} {
+		if got := rows[c.row][c.col]; got != c.want {
+			t.Errorf("text row %d column %d: %q, want %q", c.row+1, c.col+1, got, c.want)
+		}
+	}
+	// Text and markdown cells are the same; markdown escapes them on output.
+	mdHeader, mdRows, err := tb.Cells(Markdown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(mdHeader, "#") != strings.Join(header, "#") {
+		t.Errorf("markdown header %q, text header %q", mdHeader, header)
+	}
+	var md bytes.Buffer
+	if err := tb.Render(&md, Markdown); err != nil {
+		t.Fatal(err)
+	}
+	for r, row := range mdRows {
+		for i, s := range row {
+			if s != rows[r][i] {
+				t.Errorf("row %d column %d: markdown %q, text %q", r+1, i+1, s, rows[r][i])
+			}
+			if !strings.Contains(md.String(), " "+escapeMarkdown(s)+" ") {
+				t.Errorf("row %d column %d: %q is not in the markdown", r+1, i+1, escapeMarkdown(s))
+			}
+		}
+	}
+	csvHeader, csvRows, err := tb.Cells(CSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if csvHeader[2] != "peak RSS (B)" || csvRows[4][2] != "150000000000" || csvRows[1][5] != "1234567" {
+		t.Errorf("CSV cells: header %q, total bytes %q, rate %q", csvHeader[2], csvRows[4][2], csvRows[1][5])
+	}
+	want := []Align{Left, Right, Right, Right, Right, Right, Left}
+	for i, c := range tb.Columns {
+		if got := c.Alignment(); got != want[i] {
+			t.Errorf("column %q: alignment %v, want %v", c.Name, got, want[i])
+		}
+	}
+	if got := (Column{Name: "threads", Align: Right}).Alignment(); got != Right {
+		t.Errorf("a String column set Right: %v", got)
+	}
+	if got := (Column{Name: "id", Kind: Int, Align: Left}).Alignment(); got != Left {
+		t.Errorf("an Int column set Left: %v", got)
+	}
+	bad := New("x", Column{Name: "n", Kind: Int})
+	bad.Add(struct{}{})
+	if _, _, err := bad.Cells(Text); err == nil || !strings.Contains(err.Error(), `"n"`) {
+		t.Errorf("a struct in an Int column: %v", err)
+	}
+	if _, _, err := tb.Cells("html"); err == nil {
+		t.Error("format html: no error")
+	}
+}
+
 func TestFormatBytes(t *testing.T) {
 	for _, c := range []struct {
 		n    float64

@@ -2,9 +2,10 @@
 // as one self-contained HTML page (`probe report --html`): no network, no
 // external script, font or style. It is a stage after package report:
 //
-//  1. the tables are report's own (WriteRunTables, WritePlanTables),
-//     rendered as markdown and read back into cells, so the page shows the
-//     figures, verdicts and footnotes of `probe report`, plan by plan;
+//  1. the tables are report's own (HeadBlocks, PlanBlocks: the blocks
+//     that WriteRunTables and WritePlanTables render), laid out from
+//     internal/table's formatted cells, so the page shows the figures,
+//     verdicts and footnotes of `probe report`, plan by plan;
 //  2. each plan gets charts drawn with gonum.org/v1/plot as SVG (vgsvg)
 //     and inlined: the RSS timelines of its first and last phase on one
 //     chart (report/memplot), the ledger against the analytical model as

@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"bytes"
+	"html/template"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -90,49 +91,110 @@ func render(t testing.TB, rep *schema.Report, o Options) string {
 	return b.String()
 }
 
-// TestTablesRoundTrip: the page's tables are report's tables, cell for
-// cell: as many as WriteRunTables writes, with the same titles and rows.
-func TestTablesRoundTrip(t *testing.T) {
+// TestTablesAreReports: the page's paragraphs and tables are report's,
+// block for block, in the order `probe report` prints them in text: the
+// same titles, the same header, the same cells in every row, the same
+// notes. A cell with what markdown or HTML would take as markup (a pipe,
+// a backslash, emphasis, code, a script element) comes through intact and
+// is escaped on the page.
+func TestTablesAreReports(t *testing.T) {
 	rep := fixture(t, "")
-	var md bytes.Buffer
-	if err := report.WriteRunTables(&md, rep, table.Markdown); err != nil {
-		t.Fatal(err)
-	}
-	blocks, err := parseMarkdown(md.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables int
-	for _, b := range blocks {
-		if b.Table != nil {
-			tables++
-			if len(b.Table.Rows) == 0 || len(b.Table.Header) == 0 {
-				t.Errorf("table %q: no rows or no header", b.Table.Title)
-			}
+	const hostile = "a | b \\ *c* `d` <script>alert(2)</script>"
+	var set bool
+	for i := range rep.Runs {
+		if r := &rep.Runs[i]; r.Phase != "before" && r.Description == "" {
+			r.Description, set = hostile, true
+			break
 		}
 	}
-	if want := strings.Count(md.String(), "\n|:") + strings.Count(md.String(), "\n|-"); tables != want || tables == 0 {
-		t.Errorf("%d tables read back, markdown has %d", tables, want)
+	if !set {
+		t.Fatal("no run to describe")
+	}
+	var txt bytes.Buffer
+	if err := report.WriteRunTables(&txt, rep, table.Text); err != nil {
+		t.Fatal(err)
 	}
 	pg, err := Build(rep, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inPlans int
+	blocks := pg.Head
 	for _, p := range pg.Plans {
-		for _, b := range p.Blocks {
-			if b.Table != nil {
-				inPlans++
+		blocks = append(blocks, p.Blocks...)
+	}
+	texts := strings.Split(strings.TrimSuffix(txt.String(), "\n"), "\n\n")
+	if len(blocks) != len(texts) {
+		t.Fatalf("the page has %d blocks, the text %d", len(blocks), len(texts))
+	}
+	var tables, found int
+	for k, b := range blocks {
+		if b.Table == nil {
+			if b.Paragraph != texts[k] {
+				t.Errorf("block %d: paragraph %q, text %q", k+1, b.Paragraph, texts[k])
+			}
+			continue
+		}
+		tables++
+		tb := b.Table
+		lines := strings.Split(texts[k], "\n")
+		if n := 2 + len(tb.Rows) + len(tb.Notes); len(lines) != n || tb.Title == "" {
+			t.Errorf("table %q: %d lines of text, want a title, a header, %d rows and %d notes", tb.Title, len(lines), len(tb.Rows), len(tb.Notes))
+			continue
+		}
+		if len(tb.Rows) == 0 || len(tb.Header) == 0 {
+			t.Errorf("table %q: no rows or no header", tb.Title)
+		}
+		if lines[0] != tb.Title {
+			t.Errorf("title %q, text %q", tb.Title, lines[0])
+		}
+		for i, row := range append([][]Cell{tb.Header}, tb.Rows...) {
+			if len(row) != len(tb.Header) {
+				t.Errorf("table %q: row %d has %d cells, the header %d", tb.Title, i, len(row), len(tb.Header))
+			}
+			if l := lines[1+i]; !textRow(row).MatchString(l) {
+				t.Errorf("table %q: line %d %q does not hold the cells %v", tb.Title, i+2, l, row)
+			}
+			for _, c := range row {
+				if c.Text == hostile {
+					found++
+				}
+			}
+		}
+		for i, n := range tb.Notes {
+			if l := lines[2+len(tb.Rows)+i]; l != n {
+				t.Errorf("table %q: note %q, text %q", tb.Title, n, l)
 			}
 		}
 	}
-	if inPlans != tables {
-		t.Errorf("the plans hold %d tables, the report %d", inPlans, tables)
+	if tables == 0 {
+		t.Error("no tables")
 	}
-	// A cell with escapes comes back as report wrote it.
-	if got := splitRow(`| a\|b | \<x\> \\ | 3 |`); strings.Join(got, "#") != `a|b#<x> \#3` {
-		t.Errorf("splitRow: %q", got)
+	if found == 0 {
+		t.Errorf("no cell holds %q", hostile)
 	}
+	var esc bytes.Buffer
+	if err := template.Must(template.New("").Parse("{{.}}")).Execute(&esc, hostile); err != nil {
+		t.Fatal(err)
+	}
+	page := render(t, rep, Options{})
+	if !strings.Contains(page, ">"+esc.String()+"</td>") {
+		t.Errorf("the page lacks the cell %s", esc.String())
+	}
+	if strings.Contains(page, "<script>alert(2)") {
+		t.Error("the hostile cell is markup on the page")
+	}
+}
+
+// textRow matches a line of a text table that holds the cells in order,
+// separated by spaces (an empty cell is only spaces).
+func textRow(row []Cell) *regexp.Regexp {
+	var parts []string
+	for _, c := range row {
+		if c.Text != "" {
+			parts = append(parts, regexp.QuoteMeta(c.Text))
+		}
+	}
+	return regexp.MustCompile(`^ *` + strings.Join(parts, ` +`) + ` *$`)
 }
 
 // TestEscaping: strings from a report are text on the page, never markup.
