@@ -1,5 +1,5 @@
 // Command benchtable prints one table row per `probe train` result JSON:
-// threads, tokens/s, achieved GFLOPS, peak RSS, the analytical floor, their
+// the GEMM backend used, threads, tokens/s, achieved GFLOPS, peak RSS, the analytical floor, their
 // ratio and heap allocations per step. scripts/bench-trainer.sh runs it;
 // jq is not assumed.
 //
@@ -27,6 +27,7 @@ type result struct {
 	FloorBytes     int64   `json:"floor_bytes"`
 	AllocsPerStep  float64 `json:"go_heap_allocs_per_step"`
 	LossLast       float32 `json:"loss_last"`
+	GEMM           string  `json:"gemm"` // the backend used
 }
 
 func main() {
@@ -48,6 +49,7 @@ func run(w io.Writer, label string, f table.Format, paths []string) error {
 		return fmt.Errorf("no result files (usage: benchtable [-label NAME] [-format text|markdown|csv] RESULT.json...)")
 	}
 	cols := []table.Column{
+		{Name: "gemm"},
 		{Name: "threads", Kind: table.Int},
 		{Name: "executors", Kind: table.Int},
 		{Name: "tokens/s", Kind: table.Rate},
@@ -75,7 +77,7 @@ func run(w io.Writer, label string, f table.Format, paths []string) error {
 		if r.FloorBytes > 0 {
 			ratio = float64(r.PeakRSSBytes) / float64(r.FloorBytes)
 		}
-		row := []any{r.Threads, r.Executors, r.TokensPerSec, r.AchievedGFLOPS, r.PeakRSSBytes, r.FloorBytes, ratio, r.AllocsPerStep, r.LossLast}
+		row := []any{r.GEMM, r.Threads, r.Executors, r.TokensPerSec, r.AchievedGFLOPS, r.PeakRSSBytes, r.FloorBytes, ratio, r.AllocsPerStep, r.LossLast}
 		if label != "" {
 			row = append([]any{label}, row...)
 		}

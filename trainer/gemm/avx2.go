@@ -29,7 +29,7 @@ type AVX2 struct {
 func init() {
 	if avx2.Available() {
 		Register("avx2", func() Backend {
-			fb, _ := Get(fallbackName())
+			fb, _ := Get(fallbackAfter("avx2"))
 			return AVX2{Fallback: fb}
 		})
 	}
@@ -41,12 +41,15 @@ func init() {
 // over it.
 const SmallProduct = 1 << 20
 
-// fallbackName is the first backend of the preference list after avx2.
-func fallbackName() string {
+// fallbackAfter is the first backend compiled in that comes after name in
+// the preference list: what a kernel backend hands its leftovers to.
+func fallbackAfter(name string) string {
+	after := false
 	for _, n := range preference {
-		if _, ok := registry[n]; ok && n != "avx2" {
+		if _, ok := registry[n]; ok && after {
 			return n
 		}
+		after = after || n == name
 	}
 	return "naive"
 }

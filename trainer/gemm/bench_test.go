@@ -3,6 +3,7 @@ package gemm
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +36,34 @@ func BenchmarkSgemm(b *testing.B) {
 				for b.Loop() {
 					be.Sgemm(false, true, s.m, s.n, s.k, 1, a, s.k, w, s.k, 0, c, s.n)
 				}
+				b.ReportMetric(flops*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOPS")
+			})
+		}
+	}
+}
+
+// BenchmarkSgemmParallel is the machine's sgemm ceiling: GOMAXPROCS
+// goroutines (set it with -cpu) each compute their own square C = A*Bᵀ +
+// 0*C at once, every backend single-threaded inside a call as the trainer
+// uses it; GFLOPS is their sum over the wall time. At -cpu 2 with openblas
+// it is the "2-thread sgemm GFLOPS" that scripts/bench-trainer.sh sets the
+// trainer's whole step against.
+func BenchmarkSgemmParallel(b *testing.B) {
+	for _, be := range backends(b) {
+		if be.Name() == "naive" || be.Name() == "gonum" {
+			continue // the triple loop is far off; gonum starts goroutines of its own
+		}
+		for _, n := range []int{512, 1024} {
+			b.Run(fmt.Sprintf("%s/%v", be.Name(), shape{n, n, n}), func(b *testing.B) {
+				flops := 2 * float64(n) * float64(n) * float64(n)
+				var seed atomic.Uint64
+				b.RunParallel(func(pb *testing.PB) {
+					rng := rand.New(rand.NewPCG(seed.Add(1), 2))
+					a, w, c := randSlice(rng, n*n), randSlice(rng, n*n), randSlice(rng, n*n)
+					for pb.Next() {
+						be.Sgemm(false, true, n, n, n, 1, a, n, w, n, 0, c, n)
+					}
+				})
 				b.ReportMetric(flops*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GFLOPS")
 			})
 		}

@@ -44,10 +44,16 @@ func Names() []string {
 // available on this machine first. The measured facts behind it are in
 // docs/architecture.md: OpenBLAS ~120-240 GFLOPS/core, gonum ~16, naive ~1;
 // on the 2-core AMD EPYC (Zen 4) development machine, whose FMA peak is
-// about 116 GFLOPS/core, the trainer's products run at about 101
-// GFLOPS/core with avx2 against 84 with openblas (BenchmarkSeedProducts,
-// CPU time).
-var preference = []string{"avx2", "openblas", "gonum", "naive"}
+// about 116 GFLOPS/core, the trainer's products run at about 105
+// GFLOPS/core with avx512 or avx2 against 95 with openblas
+// (BenchmarkSeedProducts, CPU time; "GEMM backends on the seed step's
+// products" there). Zen 4 executes a 16-lane multiply-add as two 8-lane
+// halves, so avx512's kernel can only tie or slightly beat avx2's there
+// (a sequence's products at 101 against 100 GFLOPS per core, the whole
+// step within the shared machine's noise); it is first because it is never
+// slower there and because CPUs with full-width AVX-512 units (Intel Xeon,
+// AMD Zen 5) double its multiply-add rate.
+var preference = []string{"avx512", "avx2", "openblas", "gonum", "naive"}
 
 // DefaultName is the backend Default returns.
 func DefaultName() string {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"memprobe/trainer/gemm/avx2"
+	"memprobe/trainer/gemm/avx512"
 )
 
 // shape is one product: op(A) is m×k, op(B) is k×n, C is m×n.
@@ -28,6 +29,10 @@ var testShapes = []shape{
 	// direct one for NN, alpha 1, beta 0), the packed kernels above, with
 	// 16-row and 4-column micro-tiles and k panels of a few hundred.
 	{15, 3, 5}, {16, 4, 8}, {17, 5, 33}, {100, 100, 100}, {101, 99, 102}, {33, 47, 257}, {31, 300, 641},
+	// avx2 and avx512: products of at least SmallProduct (2^20)
+	// multiply-adds run in 4×8 (avx2) or 8×16..8×48 (avx512) tiles over k
+	// blocks of 256 (avx2) or 128 (avx512); the edges go to the fallback.
+	{9, 784, 160}, {17, 497, 136}, {135, 113, 129}, {200, 47, 120}, {64, 80, 256}, {263, 95, 72},
 	// The model.
 	{128, 768, 256}, {128, 1024, 256}, {128, 256, 1024}, {128, 788, 256}, {128, 128, 32},
 }
@@ -380,6 +385,22 @@ func TestSgemmBadArgsPanic(t *testing.T) {
 	}
 }
 
+// TestKernelBackendsRegistered: on a CPU with AVX-512F both kernel
+// backends are compiled in and selectable by name (--gemm avx2 forces the
+// 8-wide kernel there, and every test here runs both); without it the
+// avx512 backend is absent and this test is skipped, not failed.
+func TestKernelBackendsRegistered(t *testing.T) {
+	if !avx512.Available() {
+		t.Skip("no AVX-512F on this CPU: the avx512 backend is not registered (avx2 and the others are tested)")
+	}
+	for _, name := range []string{"avx512", "avx2"} {
+		be, err := Get(name)
+		if err != nil || be.Name() != name {
+			t.Errorf("Get(%q) = %v, %v", name, be, err)
+		}
+	}
+}
+
 func TestGetUnknown(t *testing.T) {
 	_, err := Get("nope")
 	if err == nil {
@@ -403,8 +424,16 @@ func TestDefault(t *testing.T) {
 	}
 	if avx2.Available() {
 		want = "avx2"
-		if fb := Default().(AVX2).Fallback.Name(); fb != fallback {
+		be, _ := Get("avx2")
+		if fb := be.(AVX2).Fallback.Name(); fb != fallback {
 			t.Errorf("avx2 falls back to %q, want %q", fb, fallback)
+		}
+	}
+	if avx512.Available() {
+		want = "avx512"
+		be, _ := Get("avx512")
+		if fb := be.(AVX512).Fallback.Name(); fb != "avx2" {
+			t.Errorf("avx512 falls back to %q, want avx2", fb)
 		}
 	}
 	if got := DefaultName(); got != want {

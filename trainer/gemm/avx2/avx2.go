@@ -96,3 +96,8 @@ func aIndex(transA bool, i, p, lda int) int {
 	}
 	return i*lda + p
 }
+
+// PackT is the transposing pack of the kernel, for package avx512's panels:
+// dst[p*8nv + c] = src[c*ldsrc + p] for c < 8·nv, p < k (k a positive
+// multiple of 8, nv ≥ 1). It needs Available.
+func PackT(dst, src *float32, ldsrc, k, nv int) { packT(dst, src, ldsrc, k, nv) }

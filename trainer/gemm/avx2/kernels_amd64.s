@@ -300,7 +300,7 @@ p8:
 
 // func packT(dst, src *float32, ldsrc, k, nv int)
 // Transposing pack: dst[p*8nv + c] = src[c*ldsrc + p] for c < 8*nv, p < k
-// (k a positive multiple of 8, nv = 1, 2 or 3): the k×8nv panel of Bᵀ
+// (k a positive multiple of 8, nv ≥ 1; package avx512 uses 2, 4 and 6): the k×8nv panel of Bᵀ
 // from 8nv rows of B, in 8×8 blocks transposed in registers.
 TEXT ·packT(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
