@@ -3,6 +3,7 @@ package schema
 import (
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +53,9 @@ func FuzzDecodeReport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rep, err := DecodeReport(b, "fuzz.json")
 		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.json") {
+				t.Fatalf("error does not name the input: %v", err)
+			}
 			return
 		}
 		again, err := Marshal(rep)
@@ -64,6 +68,53 @@ func FuzzDecodeReport(f *testing.F) {
 		}
 		if !reflect.DeepEqual(rep, back) {
 			t.Fatal("an accepted report changed when written back and read again")
+		}
+	})
+}
+
+// FuzzDecodeResult: the result reader (probe train's JSON, what the
+// runner reads back from each child and --resume from each report) never
+// panics; a refusal names the input; what it accepts writes back to JSON
+// it accepts again, unchanged. Seeds: this package's result fixture,
+// truncated, an interrupted one, and foreign or future files
+// (testdata/fuzz/FuzzDecodeResult holds more).
+func FuzzDecodeResult(f *testing.F) {
+	result, err := os.ReadFile("testdata/result.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(result)
+	f.Add(result[:len(result)/3])
+	r, err := DecodeResult(result, "result.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	r.Interrupted = true
+	if b, err := Marshal(r); err == nil {
+		f.Add(b)
+	}
+	for _, s := range []string{``, `{}`, `{"schema": "memprobe.train/v9"}`, `{"schema": "memprobe.report/v1"}`, `{"schema": "memprobe.train/v3", "steps": -1}`, "\x00\xff"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		const name = "fuzz/result.json"
+		r, err := DecodeResult(b, name)
+		if err != nil {
+			if !strings.Contains(err.Error(), name) {
+				t.Fatalf("error does not name the input: %v", err)
+			}
+			return
+		}
+		again, err := Marshal(r)
+		if err != nil {
+			t.Fatalf("an accepted result does not write back: %v", err)
+		}
+		back, err := DecodeResult(again, name)
+		if err != nil {
+			t.Fatalf("an accepted result, written back, is refused: %v", err)
+		}
+		if !reflect.DeepEqual(r, back) {
+			t.Fatal("an accepted result changed when written back and read again")
 		}
 	})
 }

@@ -120,6 +120,12 @@ func readCheckpoint(path string) (*checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoint: %w", err)
 	}
+	return decodeCheckpoint(b, path)
+}
+
+// decodeCheckpoint checks and splits a checkpoint file's bytes; path
+// names it in errors.
+func decodeCheckpoint(b []byte, path string) (*checkpoint, error) {
 	bad := func(what string) error {
 		return fmt.Errorf("reading checkpoint %s: %w: %s", path, ErrCorruptCheckpoint, what)
 	}

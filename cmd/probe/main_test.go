@@ -35,6 +35,20 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"train", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"train", "--threads", "many"}, `invalid argument "many"`},
 		{[]string{"train", "extra-arg"}, "unknown command"},
+		// docs/reliability.md: bad command lines.
+		{[]string{"train", "--threads", "-3"}, "threads -3 out of range [1, 1024]"},
+		{[]string{"train", "--threads", "1025"}, "threads 1025 out of range [1, 1024]"},
+		{[]string{"train", "--gemm", "foo"}, `gemm backend "foo" is not available in this build`},
+		{[]string{"train", "--device", "tpu"}, "--device tpu: a device runs only the decode head"},
+		{[]string{"train", "--plan", "foo"}, `plan "foo": not one of threads, arena, embedding, decode`},
+		{[]string{"train", "--plan", "threads", "--phase", "P9"}, `phase "P9" of plan threads`},
+		{[]string{"train", "--data", "synthetic:-1"}, `loading dataset "synthetic:-1": parsing size "-1"`},
+		{[]string{"train", "--data", "synthetic:1PB"}, `unknown unit "PB"`},
+		{[]string{"train", "--data", "synthetic:abc"}, `loading dataset "synthetic:abc": parsing size "abc"`},
+		{[]string{"train", "--mem-limit", "abc"}, `--mem-limit: parsing size "abc"`},
+		{[]string{"train", "--mem-limit", "0"}, "--mem-limit 0 must be positive"},
+		{[]string{"train", "--json", "nodir/x.json"}, "--json nodir/x.json: directory nodir: no such file or directory"},
+		{[]string{"train", "--json", "."}, "--json .: is a directory"},
 	} {
 		_, _, err := runProbe(c.args...)
 		var ue usageError

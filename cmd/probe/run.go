@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,6 +37,7 @@ type runFlags struct {
 	timeout    time.Duration
 	memLimit   string
 	shard      string
+	resume     string
 	dryRun     bool
 	quick      bool
 	verbose    bool
@@ -59,6 +58,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", runner.DefaultTimeout, "kill a child (its process group) that runs longer than this")
 	fs.StringVar(&f.memLimit, "mem-limit", "", "kill a child whose RSS passes this, and refuse configurations predicted above it (e.g. 8GiB; default MemAvailable less 10 %)")
 	fs.StringVar(&f.shard, "shard", "", "run shard I/N: every N-th configuration from the I-th (join the reports with probe merge)")
+	fs.StringVar(&f.resume, "resume", "", "an earlier report of this run: configurations it holds finished (status ok, --count repetitions, same scale) are copied from it, not run again")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the children, their command lines, predicted peak RSS and estimated time, and exit without running")
 	fs.BoolVar(&f.quick, "quick", false, "every plan at a tiny scale (tiny preset, 200 KB of data, 2 steps), once: a smoke test in under a minute")
 	fs.BoolVar(&f.verbose, "verbose", false, "copy the children's stderr to stderr")
@@ -70,6 +70,7 @@ func (f *runFlags) options() (runner.Options, error) {
 	o := runner.Options{
 		Threads: f.threads, Data: f.data, Preset: f.preset, Steps: f.steps, Count: f.count,
 		Quick: f.quick, Out: f.out, ProfileDir: f.profileDir, Timeout: f.timeout, Verbose: f.verbose,
+		Resume: f.resume,
 	}
 	if f.threads < 1 { // 0 would mean the runner's default
 		return o, fmt.Errorf("--threads %d out of range [1, 1024]", f.threads)
@@ -130,13 +131,23 @@ func splitList(s string) []string {
 }
 
 // interruptedError is probe run's error after Ctrl-C or SIGTERM: the
-// report of what finished was written; exit status 130.
-type interruptedError struct{ out string }
+// report of what finished was written; exit status 130 (SIGINT) or 143
+// (SIGTERM).
+type interruptedError struct {
+	out   string
+	cause error
+}
 
 func (e interruptedError) Error() string {
-	return "interrupted; the report of what finished is in " + e.out
+	return fmt.Sprintf("interrupted (%v); the report of what finished is in %s", e.cause, e.out)
 }
-func (e interruptedError) ExitCode() int { return 130 }
+func (e interruptedError) ExitCode() int {
+	var sig signalError
+	if errors.As(e.cause, &sig) {
+		return sig.ExitCode()
+	}
+	return 130
+}
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f runFlags
@@ -158,8 +169,9 @@ configuration's peak RSS is predicted by the analytical model; one above
 --mem-limit is killed with its process group and recorded (timeout,
 killed); one that crashes or writes no result is recorded as failed, with
 its exit status and the last line of its stderr; the run goes on. Ctrl-C
-stops the current child, writes the report of what finished, and exits
-130.
+or SIGTERM kills the current child, writes the report of what finished,
+and exits 130 (SIGINT) or 143 (SIGTERM). --resume REPORT copies the
+configurations an earlier report finished and runs the rest.
 
 The report (memprobe.report/v1, docs/report-schema.md) is written
 atomically to --out; stdout gets its tables (--format text, markdown,
@@ -179,7 +191,7 @@ csv) or the report itself (--format json). See docs/run.md.`,
 			if o.Out == "" {
 				o.Out = runner.DefaultOut(job.Environment())
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := notifyContext()
 			defer stop()
 			rep, err := runner.Run(ctx, o)
 			if oe := (*runner.OptionsError)(nil); errors.As(err, &oe) {
@@ -193,7 +205,7 @@ csv) or the report itself (--format json). See docs/run.md.`,
 			}
 			fmt.Fprintf(stderr, "report: %s\n", o.Out)
 			if errors.Is(err, runner.ErrInterrupted) {
-				return interruptedError{out: o.Out}
+				return interruptedError{out: o.Out, cause: context.Cause(ctx)}
 			}
 			if err != nil {
 				return err

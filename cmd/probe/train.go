@@ -9,15 +9,20 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"memprobe/internal/atomicfile"
 	"memprobe/probe/job"
 	"memprobe/probe/ledger"
+	"memprobe/probe/procfs"
 	"memprobe/report"
 	"memprobe/trainer"
+	"memprobe/trainer/data"
 	"memprobe/trainer/model"
 )
 
@@ -38,6 +43,7 @@ type trainFlags struct {
 	generate                        int
 	jsonPath                        string
 	logEvery                        int
+	memLimit                        string
 
 	phase       phaseFlags
 	instruments instrumentFlags
@@ -64,6 +70,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.generate, "generate", 0, "generate this many tokens after training")
 	fs.StringVar(&f.jsonPath, "json", "", "write the result JSON to this file instead of stdout (- is stdout); the path is checked before training")
 	fs.IntVar(&f.logEvery, "log-every", 0, "progress line every N steps (0: about 20 lines)")
+	fs.StringVar(&f.memLimit, "mem-limit", "", "refuse a configuration predicted above this, set the Go memory limit to 90 % of it, and stop training (a partial result) once RSS passes it (e.g. 8GiB; default: no limit beyond refusing what is predicted above MemAvailable)")
 	f.phase.register(fs)
 	f.instruments.register(fs)
 	f.decode.register(fs)
@@ -90,6 +97,16 @@ func (f *trainFlags) options() (job.Options, error) {
 		Checkpoint: f.checkpoint, Resume: f.resume, Generate: f.generate, LogEvery: f.logEvery,
 		Preset: f.shape.preset, Plan: f.phase.plan, Phase: f.phase.phase,
 	}
+	if f.memLimit != "" {
+		n, err := data.ParseSize(f.memLimit)
+		if err != nil {
+			return job.Options{}, fmt.Errorf("--mem-limit: %w", err)
+		}
+		if n <= 0 {
+			return job.Options{}, fmt.Errorf("--mem-limit %s must be positive", f.memLimit)
+		}
+		o.MemLimit = n
+	}
 	for _, apply := range []func(*job.Options) error{f.phase.apply, f.instruments.apply, f.decode.apply} {
 		if err := apply(&o); err != nil {
 			return job.Options{}, err
@@ -105,7 +122,14 @@ func newTrainCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "train the reference GPT in this process and print one JSON result",
 		Long: `train runs one training job in-process: progress lines (step, loss,
 tokens/s, RSS) go to stderr, and at the end one JSON object goes to stdout,
-or to --json FILE (written to a temporary file, then renamed).`,
+or to --json FILE (written to a temporary file, then renamed).
+
+Before anything is built, the configuration's peak RSS is predicted by
+the analytical model; one above --mem-limit or the memory available is
+refused with the figure. Ctrl-C or SIGTERM stops the training at the next
+step boundary: the result of the steps that ran is written, marked
+interrupted, and the exit status is 130 (SIGINT) or 143 (SIGTERM). Past
+--mem-limit the training stops the same way and exits 1.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if done, err := f.phase.listPhases(stdout); done {
@@ -125,39 +149,151 @@ or to --json FILE (written to a temporary file, then renamed).`,
 			}
 			o.CommandLine = os.Args
 			crashHook(&o)
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			o.MemHardStop = func(e *job.MemLimitError) {
+				fmt.Fprintln(stderr, "probe:", e)
+				os.Exit(1)
+			}
+			ctx, stop := notifyContext()
 			defer stop()
 			r, err := job.Run(ctx, o, stderr)
 			if oe := (*job.OptionsError)(nil); errors.As(err, &oe) {
 				return usageError{err}
 			}
-			if err != nil {
-				return err
+			if r == nil {
+				return stoppedExit(err, "")
 			}
-			if err := report.WriteSummary(stderr, r); err != nil {
-				return err
+			if werr := report.WriteSummary(stderr, r); werr != nil && err == nil {
+				return werr
 			}
-			return writeJSON(stdout, f.jsonPath, r)
+			if werr := writeJSON(stdout, f.jsonPath, r); werr != nil {
+				return werr
+			}
+			where := "stdout"
+			if f.jsonPath != "" {
+				where = f.jsonPath
+			}
+			return stoppedExit(err, where)
 		},
 	}
 	f.register(cmd.Flags())
 	return cmd
 }
 
+// signalError is the cause of a context ended by a signal: the exit
+// status is 128 plus the signal's number (130 for SIGINT, 143 for
+// SIGTERM), as a shell reports a process killed by it.
+type signalError struct{ sig syscall.Signal }
+
+func (e signalError) Error() string { return unix.SignalName(e.sig) + " received" }
+func (e signalError) ExitCode() int { return 128 + int(e.sig) }
+
+// notifyContext is a context that SIGINT or SIGTERM cancels with a
+// signalError cause. After the first signal the default action is
+// restored, so that a second Ctrl-C kills the process at once. stop
+// releases the signals and the goroutine.
+func notifyContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case s := <-ch:
+			signal.Stop(ch)
+			sig, _ := s.(syscall.Signal)
+			cancel(signalError{sig})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		<-exited
+		cancel(nil)
+	}
+}
+
+// exitError carries an exit status other than 1 for main.
+type exitError struct {
+	err  error
+	code int
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+func (e exitError) ExitCode() int { return e.code }
+
+// stoppedExit is the command's error for job.Run's err: a job stopped by
+// a signal exits 128+signal, one stopped by the memory watchdog 1; where
+// names the partial result ("" when there is none).
+func stoppedExit(err error, where string) error {
+	var st *job.StoppedError
+	if !errors.As(err, &st) {
+		return err
+	}
+	msg := err.Error()
+	if where != "" {
+		msg += "; the result of the steps that ran (marked interrupted) is in " + where
+	} else {
+		msg += "; no result"
+	}
+	var sig signalError
+	if errors.As(err, &sig) {
+		return exitError{errors.New(msg), sig.ExitCode()}
+	}
+	return errors.New(msg)
+}
+
 // crashEnv names the test-only crash hook: with MEMPROBE_TEST_CRASH set
 // to "<plan>-<phase>" (the phase as resolved: P6, not after), `probe train`
 // of that configuration panics after its first step. The runner's tests
 // set it to see a child die mid-run (run_test.go); nothing else should.
-const crashEnv = "MEMPROBE_TEST_CRASH"
+// hangEnv is its twin: the configuration it names blocks for ever after
+// its first step, deaf to its context (a wedged child, for the tests of
+// timeouts and interruptions: reliability_test.go). growEnv's
+// configuration leaks 4 MiB a step until its RSS is past
+// --mem-limit (the memory watchdog's test).
+const (
+	crashEnv = "MEMPROBE_TEST_CRASH"
+	hangEnv  = "MEMPROBE_TEST_HANG"
+	growEnv  = "MEMPROBE_TEST_GROW"
+)
 
-// crashHook arms the crash of crashEnv when it names o's configuration.
+// crashHook arms the crash of crashEnv or the hang of hangEnv when it
+// names o's configuration.
 func crashHook(o *job.Options) {
-	want := os.Getenv(crashEnv)
-	if want == "" || o.Plan == "" || want != o.Plan+"-"+o.Phase {
+	if o.Plan == "" {
 		return
 	}
-	o.AfterStep = func(step int) {
-		panic(fmt.Sprintf("%s=%s: test crash after step %d", crashEnv, want, step))
+	name := o.Plan + "-" + o.Phase
+	if want := os.Getenv(crashEnv); want == name {
+		o.AfterStep = func(step int) {
+			panic(fmt.Sprintf("%s=%s: test crash after step %d", crashEnv, want, step))
+		}
+	}
+	if os.Getenv(growEnv) == name && o.MemLimit > 0 {
+		var leak [][]byte
+		limit := uint64(o.MemLimit)
+		o.AfterStep = func(int) {
+			if st, err := procfs.ReadStatus(procfs.Self); err == nil && st.VmRSSBytes > limit {
+				return
+			}
+			b := make([]byte, 4<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			leak = append(leak, b)
+		}
+	}
+	if os.Getenv(hangEnv) == name {
+		o.AfterStep = func(step int) {
+			fmt.Fprintf(os.Stderr, "%s=%s: hanging after step %d\n", hangEnv, name, step)
+			for {
+				time.Sleep(time.Hour)
+			}
+		}
 	}
 }
 

@@ -13,11 +13,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
-// Write creates path with mode 0644 from what write produces.
+// Write creates path with mode 0644 from what write produces: it writes a
+// temporary file in path's directory, syncs it, renames it over path and
+// syncs the directory, so that after a crash path holds the old file or
+// the whole new one. Any error (write's own, a full disk at any step, a
+// failed rename) leaves path as it was and removes the temporary file.
 func Write(path string, write func(w io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -45,6 +50,40 @@ func Write(path string, write func(w io.Writer) error) (err error) {
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	// The rename is durable once the directory is synced. The new file is
+	// in place whatever happens here: an error only says that a crash now
+	// could bring back the old one.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("writing %s: syncing its directory: %w", path, err)
+	}
+	return nil
+}
+
+// tempFile is what Write needs of its temporary file (an *os.File; tests
+// put a failing one in its place).
+type tempFile interface {
+	io.Writer
+	Chmod(fs.FileMode) error
+	Sync() error
+	Close() error
+	Name() string
+}
+
+// createTemp makes Write's temporary file; a variable for the tests'
+// disk-full injection.
+var createTemp = func(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
+
+// syncDir fsyncs a directory. File systems that cannot sync a directory
+// (EINVAL, ENOTSUP) have nothing to make durable that way.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return err
 	}
 	return nil
 }

@@ -1,11 +1,13 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -71,5 +73,106 @@ func TestCheckWritable(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
 			t.Errorf("CheckWritable(%s) = %v, want an error naming it and %q", c.path, err, c.want)
 		}
+	}
+}
+
+// fullFile is a temporary file on a disk that fills up after room bytes:
+// writes past it fail with ENOSPC, as on a full file system; failAt
+// makes a later step (sync, close) fail instead.
+type fullFile struct {
+	*os.File
+	room   int
+	failAt string
+}
+
+func (f *fullFile) Write(p []byte) (int, error) {
+	if len(p) > f.room {
+		n, _ := f.File.Write(p[:f.room])
+		f.room = 0
+		return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	f.room -= len(p)
+	return f.File.Write(p)
+}
+
+func (f *fullFile) Sync() error {
+	if f.failAt == "sync" {
+		return &os.PathError{Op: "sync", Path: f.Name(), Err: syscall.EIO}
+	}
+	return f.File.Sync()
+}
+
+func (f *fullFile) Close() error {
+	err := f.File.Close()
+	if f.failAt == "close" {
+		return &os.PathError{Op: "close", Path: f.Name(), Err: syscall.EDQUOT}
+	}
+	return err
+}
+
+// TestDiskFull: a disk that fills up while the new file is written, or
+// a sync or close that fails, leaves the previous file intact and no
+// temporary file, with an error naming the path and the cause.
+func TestDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.json")
+	if err := WriteBytes(path, []byte("the previous report")); err != nil {
+		t.Fatal(err)
+	}
+	defer func(old func(string, string) (tempFile, error)) { createTemp = old }(createTemp)
+	big := bytes.Repeat([]byte("x"), 3<<20) // more than the 1 MiB buffer: Write and Flush both hit the disk
+	for _, c := range []struct {
+		room   int
+		failAt string
+		data   []byte
+		want   error
+	}{
+		{0, "", []byte("new"), syscall.ENOSPC},        // full at once: the flush fails
+		{100, "", big, syscall.ENOSPC},                // full in the middle of a large write
+		{len(big) + 10, "sync", big, syscall.EIO},     // the data fits, fsync fails
+		{len(big) + 10, "close", big, syscall.EDQUOT}, // close reports the quota (NFS does)
+	} {
+		createTemp = func(dir, pattern string) (tempFile, error) {
+			f, err := os.CreateTemp(dir, pattern)
+			if err != nil {
+				return nil, err
+			}
+			return &fullFile{File: f, room: c.room, failAt: c.failAt}, nil
+		}
+		err := WriteBytes(path, c.data)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), "writing "+path) {
+			t.Errorf("room %d, fail at %q: %v, want an error naming %s and %v", c.room, c.failAt, err, path, c.want)
+		}
+		b, _ := os.ReadFile(path)
+		ents, _ := os.ReadDir(dir)
+		if string(b) != "the previous report" || len(ents) != 1 {
+			t.Errorf("room %d, fail at %q: the file holds %.20q and the directory %d entries, want the previous report alone", c.room, c.failAt, b, len(ents))
+		}
+	}
+}
+
+// TestReadOnlyDir: a directory that cannot be written fails the check
+// and the write, and keeps its file. Root writes anywhere: skipped.
+func TestReadOnlyDir(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores directory permissions")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	if err := WriteBytes(path, []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, 0o755)
+	if err := CheckWritable(path); err == nil || !strings.Contains(err.Error(), "is not writable") {
+		t.Errorf("CheckWritable in a read-only directory: %v", err)
+	}
+	if err := WriteBytes(path, []byte("new")); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("WriteBytes in a read-only directory: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Errorf("the file holds %q, want the old one", b)
 	}
 }

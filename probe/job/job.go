@@ -82,6 +82,21 @@ type Options struct {
 	// number, in the training loop, after the instruments and the
 	// progress line. It exists for tests (the command's crash hook).
 	AfterStep func(step int)
+
+	// MemLimit, when positive, bounds the job's memory (--mem-limit):
+	// a configuration predicted above it is refused before anything is
+	// built (*MemoryError); the Go memory limit is set to 90 % of it
+	// for the job's duration; and a watchdog reads VmRSS every
+	// WatchEvery and, once it passes MemLimit, stops the training at
+	// the next step boundary (a partial result, *StoppedError with a
+	// *MemLimitError cause). Whatever the limit, a configuration
+	// predicted above the memory available (MemAvailable) is refused.
+	MemLimit int64
+	// MemHardStop, when set, is called by the watchdog if VmRSS passes
+	// MemLimit by HardMargin before the job has stopped (inside a step,
+	// or while the trainer is built): the command prints the error and
+	// exits. Without it the watchdog only stops the training.
+	MemHardStop func(err *MemLimitError)
 }
 
 // Validate reports the first option out of range.
@@ -109,6 +124,9 @@ func (o *Options) Validate() error {
 	}
 	if err := data.CheckSpec(o.Data, o.Trainer.Config.Vocab); err != nil {
 		return err
+	}
+	if o.MemLimit < 0 {
+		return fmt.Errorf("mem-limit %d must be positive", o.MemLimit)
 	}
 	if o.Checkpoint != "" {
 		if err := atomicfile.CheckWritable(o.Checkpoint); err != nil {
@@ -147,12 +165,24 @@ func (e *OptionsError) Error() string { return e.Err.Error() }
 func (e *OptionsError) Unwrap() error { return e.Err }
 
 // Run executes the job. Progress lines go to progress (may be io.Discard).
+//
+// When ctx ends (Ctrl-C in the command) or the memory watchdog stops the
+// job (Options.MemLimit), the training stops at the next step boundary;
+// if a step had finished, Run returns the result of the steps that ran,
+// marked Interrupted, with a *StoppedError; else a nil result and the
+// error. A configuration predicted not to fit in memory is refused
+// before anything is built (*MemoryError).
 func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, err error) {
 	// The one validation of the run's configuration: the command and the
 	// trainer below trust it.
 	if err := o.Validate(); err != nil {
 		return nil, &OptionsError{Err: err}
 	}
+	if err := checkMemory(&o); err != nil {
+		return nil, err
+	}
+	ctx, stopWatch := watchMemory(ctx, &o)
+	defer stopWatch()
 	if o.Label == "" && o.Plan != "" {
 		o.Label = o.Plan + "-" + o.Phase
 	}
@@ -197,7 +227,8 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 			fmt.Fprintf(progress, "pprof: serving http://%s/debug/pprof/\n", a)
 		}
 	}
-	inst, err := startInstruments(ctx, &o)
+	// The sampler runs until the result is built, through an interruption.
+	inst, err := startInstruments(context.WithoutCancel(ctx), &o)
 	if err != nil {
 		return nil, err
 	}
@@ -275,8 +306,16 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	})
 	steps.Close()
 	inst.endSites()
+	var stopped *StoppedError
 	if err != nil {
-		return nil, err
+		stopped = &StoppedError{Cause: context.Cause(ctx), Steps: len(stats), Of: o.Steps}
+		if stopped.Cause == nil {
+			stopped.Cause = err
+		}
+		if len(stats) == 0 {
+			return nil, stopped
+		}
+		fmt.Fprintf(progress, "stopped after %d of %d steps: %v\n", len(stats), o.Steps, stopped.Cause)
 	}
 	r = &schema.Result{
 		Config: configOf(&o, tr.GEMM().Name()), Environment: env,
@@ -290,6 +329,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		FloorBytes:   floor, ExecutorBytes: perExec,
 		Instruments: inst != nil, Ledger: []schema.LedgerRow{},
 		Schema: schema.ResultVersion, Label: o.Label, Counts: schema.Counts(tr.Counts()),
+		Interrupted: stopped != nil,
 	}
 	if o.Trainer.Decode != "" {
 		ds := schema.DecodeStats(tr.DecodeStats())
@@ -319,7 +359,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		}
 		r.Checkpoint = o.Checkpoint
 	}
-	if o.Generate > 0 {
+	if o.Generate > 0 && stopped == nil {
 		ids := tr.Generate(o.Generate, o.Trainer.Seed)
 		r.GeneratedIDs = ids
 		if ds.Tokenizer != nil {
@@ -342,6 +382,10 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		r.Profiles = &rep
 	}
 	r.Warnings = perturbations(r, popts)
+	if stopped != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("interrupted after %d of %d steps (%v): every figure covers the steps that ran", len(stats), o.Steps, stopped.Cause))
+		return r, stopped
+	}
 	return r, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"unicode"
 )
 
 // Mapping is one entry of /proc/<pid>/smaps: a virtual memory area and the
@@ -117,11 +118,17 @@ func parseSmapsHeader(line []byte) (Mapping, bool) {
 	m := Mapping{Start: start, End: end, Perms: string(f[1])}
 	if len(f) > 5 {
 		// The path is the rest of the line after the inode; it may hold
-		// spaces.
+		// spaces. Fields are cut where bytes.Fields cuts them (any
+		// Unicode space, not only ' ' and '\t': a '\v' in a damaged
+		// file made the cut run off the line).
 		rest := line
 		for range 5 {
-			rest = bytes.TrimLeft(rest, " \t")
-			rest = rest[bytes.IndexAny(rest, " \t"):]
+			rest = bytes.TrimLeftFunc(rest, unicode.IsSpace)
+			if i := bytes.IndexFunc(rest, unicode.IsSpace); i >= 0 {
+				rest = rest[i:]
+			} else {
+				rest = nil
+			}
 		}
 		m.Path = string(bytes.TrimSpace(rest))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"memprobe/probe/job"
 	"memprobe/probe/procfs"
 	"memprobe/probe/sampler"
 	"memprobe/schema"
@@ -116,7 +117,10 @@ wait:
 			if statm == nil || c.memLimit <= 0 {
 				continue
 			}
-			if statm.Read(&sm) == nil && int64(sm.ResidentBytes) > c.memLimit {
+			// The child stops itself at the limit (probe train
+			// --mem-limit: a partial result) at its next step boundary;
+			// the parent's kill is the backstop past the hard margin.
+			if statm.Read(&sm) == nil && int64(sm.ResidentBytes) > c.memLimit+job.HardMargin(c.memLimit) {
 				kill(schema.StatusKilled, fmt.Sprintf("RSS %s passed --mem-limit %s; killed", iec(int64(sm.ResidentBytes)), iec(c.memLimit)))
 			}
 		}
@@ -164,6 +168,11 @@ wait:
 		out.Reason = fmt.Sprintf("exit status %d", out.ExitCode)
 		if l := tail.reason(); l != "" {
 			out.Reason += ": " + l
+		}
+		// A child that stopped itself at --mem-limit wrote the result
+		// of the steps that ran, marked interrupted.
+		if r, err := schema.ReadResult(c.jsonPath); err == nil && r.Interrupted {
+			out.Status = schema.StatusKilled
 		}
 	default:
 		r, err := schema.ReadResult(c.jsonPath)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +23,11 @@ import (
 //	badjson  write a result file that is not JSON, exit 0
 //	sleep    sleep for a minute (a timeout, or an interruption)
 //	grow     touch 400 MiB, then sleep (the memory watchdog)
+//	signal   kill itself with SIGKILL (the OOM killer's signal)
+//	garbage  write binary garbage to stderr and stdout and half a
+//	         result, exit 0
+//	memstop  write a result marked interrupted and say it passed the
+//	         --mem-limit it was given, exit 1 (probe train's watchdog)
 //	spawn    start a grandchild in its process group that sleeps, write
 //	         its pid to the file fakePidEnv names, then sleep
 //
@@ -67,6 +73,24 @@ func fakeChild(args []string) int {
 	case "badjson":
 		os.WriteFile(path, []byte("{not json"), 0o644)
 		return 0
+	case "signal":
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Minute)
+		return 0
+	case "garbage":
+		junk := []byte{0, 0xff, 0xfe, '\n', 0x1b, '[', '2', 'J', 0x80}
+		os.Stderr.Write(junk)
+		os.Stdout.Write(junk)
+		os.WriteFile(path, []byte(`{"schema": "memprobe.train/v3", "steps": 3, "los`), 0o644)
+		return 0
+	case "memstop":
+		r := &schema.Result{Config: schema.Config{Plan: flags["plan"], Phase: flags["phase"], Threads: 1, Steps: 3}, Environment: schema.Environment{GoVersion: runtime.Version()},
+			CommandLine: os.Args, StartTime: time.Now().Format(time.RFC3339), Params: 1, Steps: 1, Interrupted: true}
+		if err := schema.WriteResult(path, r); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		fmt.Fprintf(os.Stderr, "probe: stopped after 1 of 3 steps: RSS 1.2 GiB passed --mem-limit %s; the result of the steps that ran (marked interrupted) is in %s\n", flags["mem-limit"], path)
+		return 1
 	case "sleep":
 		time.Sleep(time.Minute)
 		return 0

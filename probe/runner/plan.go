@@ -2,15 +2,14 @@ package runner
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
+	"memprobe/probe/job"
 	"memprobe/probe/profiling"
 	"memprobe/schema"
 	"memprobe/trainer"
-	"memprobe/trainer/data"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/model"
 	"memprobe/trainer/phase"
@@ -382,6 +381,9 @@ func ParseShard(s string) (i, n int, err error) {
 // result to jsonPath.
 func (c Config) childArgs(o Options, rep int, jsonPath string) []string {
 	args := append(slices.Clone(c.Args), "--json", jsonPath)
+	if o.MemLimit > 0 {
+		args = append(args, "--mem-limit", sizeArg(o.MemLimit))
+	}
 	if o.ProfileDir != "" {
 		args = append(args, "--profile-dir", o.ProfileDir,
 			"--profile-name", fmt.Sprintf("%s-r%d", profiling.SafeName(c.Name), rep))
@@ -389,27 +391,20 @@ func (c Config) childArgs(o Options, rep int, jsonPath string) []string {
 	return args
 }
 
-// executors is the trainer's default executor count for threads workers
-// on this machine: min(threads, GOMAXPROCS, B). The children run here,
-// with the parent's GOMAXPROCS.
-func executors(c schema.Config) int {
-	return max(1, min(c.Threads, runtime.GOMAXPROCS(0), c.Batch))
+// sizeArg writes n bytes for a size flag: in GiB, MiB or KiB when exact.
+func sizeArg(n int64) string {
+	for _, u := range []struct {
+		name string
+		b    int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.b == 0 {
+			return strconv.FormatInt(n/u.b, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
-// datasetTokens is the token count of a data spec: SIZE/5 for
-// synthetic:SIZE; a text file's byte count for a file (an upper bound: a
-// character is at least one byte).
+// datasetTokens is job.DatasetTokens.
 func datasetTokens(spec string, fileSize func(string) (int64, error)) (int64, error) {
-	if size, ok := strings.CutPrefix(spec, "synthetic:"); ok {
-		n, err := data.ParseSize(size)
-		if err != nil {
-			return 0, fmt.Errorf("--data %s: %w", spec, err)
-		}
-		return n / data.BytesPerToken, nil
-	}
-	n, err := fileSize(spec)
-	if err != nil {
-		return 0, fmt.Errorf("--data %s: %w", spec, err)
-	}
-	return n, nil
+	return job.DatasetTokens(spec, fileSize)
 }

@@ -68,6 +68,10 @@ type Options struct {
 	// Shard and Shards select every Shards-th configuration from the
 	// Shard-th (Shards 0 or 1: all).
 	Shard, Shards int
+	// Resume is an earlier report (--resume): a configuration it holds
+	// with status ok and at least Count repetitions, at the same scale
+	// (resumeKey), is copied from it instead of run again.
+	Resume string
 
 	// Stderr receives progress (nil: none); Terminal makes it one
 	// updating line. Verbose copies the children's stderr there too.
@@ -197,13 +201,21 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 	}
 	if o.Out != "" {
 		if err := CheckOutput(o.Out); err != nil {
-			return nil, err
+			return nil, &OptionsError{err}
 		}
 	}
 	if o.Executable == "" {
 		if o.Executable, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("finding the probe binary to re-execute: %w", err)
 		}
+	}
+	var done map[string]schema.Run
+	var resumed *schema.Report
+	if o.Resume != "" {
+		if resumed, err = schema.ReadReport(o.Resume); err != nil {
+			return nil, fmt.Errorf("--resume: %w", err)
+		}
+		done = measured(resumed, o.Count)
 	}
 	tmp, err := os.MkdirTemp("", "probe-run-")
 	if err != nil {
@@ -222,6 +234,9 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 	if o.Shards > 1 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("shard %d/%d: %d configurations; merge the shards with probe merge", o.Shard, o.Shards, len(cs)))
 	}
+	if resumed != nil {
+		rep.Warnings = append(rep.Warnings, resumeWarnings(o.Resume, resumed, rep, cs, done)...)
+	}
 	prog := newProgress(o.Stderr, o.Terminal && !o.Verbose, cs, o.Count)
 	interrupted := false
 	for i, c := range cs {
@@ -229,6 +244,12 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 			interrupted = true
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("interrupted: %d of %d configurations not run", len(cs)-i, len(cs)))
 			break
+		}
+		if old, ok := done[resumeKey(c.Name, c.Schema)]; ok {
+			prog.note(c.Name + ": measured in " + o.Resume + "; not run again")
+			prog.skip(c)
+			rep.Runs = append(rep.Runs, old)
+			continue
 		}
 		run := newRun(c, o.Count)
 		if c.Prediction.PeakRSSBytes > o.MemLimit {

@@ -16,6 +16,7 @@ import (
 
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
+	"memprobe/probe/job"
 	"memprobe/schema"
 	"memprobe/trainer/phase"
 )
@@ -197,11 +198,11 @@ func TestDatasetTokens(t *testing.T) {
 }
 
 func TestMemAvailable(t *testing.T) {
-	n, err := memAvailable([]byte("MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n"))
+	n, err := job.ParseMemAvailable([]byte("MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n"))
 	if n != 20000000<<10 || err != nil {
 		t.Errorf("MemAvailable: %d, %v", n, err)
 	}
-	if _, err := memAvailable([]byte("MemTotal: 1 kB\n")); err == nil {
+	if _, err := job.ParseMemAvailable([]byte("MemTotal: 1 kB\n")); err == nil {
 		t.Error("no MemAvailable line: no error")
 	}
 }
