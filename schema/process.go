@@ -1,7 +1,204 @@
 package schema
 
+import "memprobe/probe/reconcile"
+
+// Modes of Process.
+const (
+	ModeExec   = "exec"   // probe exec: the probe started the program
+	ModeAttach = "attach" // probe attach: the program was already running
+)
+
 // Process is the outside view of a process that probe exec or probe attach
-// watched (Result.Kind KindProcess).
+// watched (Result.Kind KindProcess): what /proc and wait4 say about it,
+// without any help from the program. Every memory figure is in bytes and
+// names the memory it is: RSS (resident), VSZ (reserved address space)
+// and PSS (resident, shared pages divided among their processes) are
+// different things. Slices are never nil; a pointer is null when the
+// figure could not be had (said in the result's warnings).
 type Process struct {
-	PID int `json:"pid"`
+	// Mode is ModeExec or ModeAttach.
+	Mode string `json:"mode"`
+	// Command is the program and its arguments: as started (exec), or
+	// /proc/PID/cmdline (attach).
+	Command []string `json:"command"`
+	PID     int      `json:"pid"`
+	// Exited is true when the process ended while it was watched; false
+	// when the watch ended first (--duration, Ctrl-C).
+	Exited bool `json:"exited"`
+	// ExitCode is the program's exit status, 128 + the signal's number
+	// when a signal killed it (exec only: null for attach, whose process
+	// is not the probe's child); Signal names that signal.
+	ExitCode *int   `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	// Go says whether the executable is a Go program (build information
+	// in /proc/PID/exe); null when it is not or could not be read.
+	Go *GoBuild `json:"go"`
+	// DurationMs is the wall time watched.
+	DurationMs float64 `json:"duration_ms"`
+	// IntervalMs and SmapsEveryMs are the sampler's period and the least
+	// period of the full smaps walks.
+	IntervalMs   float64 `json:"interval_ms"`
+	SmapsEveryMs float64 `json:"smaps_every_ms"`
+
+	// Timeline sums up the sampler's timeline (Result.Sampler holds it).
+	Timeline TimelineSummary `json:"timeline"`
+	// VmHWMBytes is the kernel's peak RSS (VmHWM of status) as last
+	// seen: the largest VmHWM read and RSS sampled (VmHWM is read every
+	// tenth sample, RSS every one). It covers the process's whole life,
+	// also before an attach.
+	VmHWMBytes uint64 `json:"vm_hwm_bytes"`
+	// RusageMaxRSSBytes is wait4's ru_maxrss (KiB × 1024) at exit: the
+	// same counter read by the kernel as the process died (exec only; 0
+	// for attach). It is the largest of the program and the descendants
+	// it waited for, not their sum.
+	RusageMaxRSSBytes uint64 `json:"rusage_maxrss_bytes"`
+	// ProbeVmHWMAtStartBytes is the probe's own peak RSS when it started
+	// the program (exec only). Go starts a program with vfork semantics,
+	// and Linux carries the peak of the image an exec replaces into
+	// ru_maxrss: wait4's maxrss is never below this, so a program smaller
+	// than the probe reads as the probe's size there.
+	ProbeVmHWMAtStartBytes uint64 `json:"probe_vm_hwm_at_start_bytes"`
+	// PeakAgreementPct is 100 × (VmHWM − ru_maxrss) / ru_maxrss: the last
+	// sample's peak against the one at exit (exec only; null otherwise).
+	PeakAgreementPct *float64 `json:"peak_agreement_pct"`
+	// RusageUserMs and RusageSystemMs are the program's CPU time (exec
+	// only, from wait4).
+	RusageUserMs   float64 `json:"rusage_user_ms"`
+	RusageSystemMs float64 `json:"rusage_system_ms"`
+
+	// AtPeak is the reconciliation of the walk with the highest RSS; End
+	// the last walk taken while the process lived. Null when no walk
+	// could be taken (the process ended first).
+	AtPeak *Snapshot `json:"at_peak"`
+	End    *Snapshot `json:"end"`
+	// Walks is the number of full smaps walks taken.
+	Walks int `json:"walks"`
+
+	// Children are the descendants seen (with --children), by pid.
+	Children []Child `json:"children"`
+	// TreePeakRSSBytes is the largest sum of RSS over the process and its
+	// live descendants at one moment (with --children; else 0).
+	TreePeakRSSBytes uint64 `json:"tree_peak_rss_bytes"`
+
+	// Diagnosis is what the figures say, in plain words, each with the
+	// figure behind it.
+	Diagnosis []Finding `json:"diagnosis"`
+	// Overhead is what watching cost.
+	Overhead Overhead `json:"overhead"`
+	// Files are the files written to --out-dir (smaps at the peak and the
+	// end, heap profiles).
+	Files []string `json:"files"`
+}
+
+// GoBuild is what a Go executable's build information says.
+type GoBuild struct {
+	GoVersion string `json:"go_version"`
+	Path      string `json:"path"` // the main package's path
+	// Cgo is the build's CGO_ENABLED setting ("" when not recorded).
+	Cgo string `json:"cgo"`
+}
+
+// TimelineSummary is the timeline in a few figures.
+type TimelineSummary struct {
+	Samples int `json:"samples"`
+	// StartRSSBytes and FinalRSSBytes are the first and last RSS sampled
+	// while the process lived; PeakRSSBytes the largest.
+	StartRSSBytes uint64 `json:"start_rss_bytes"`
+	PeakRSSBytes  uint64 `json:"peak_rss_bytes"`
+	FinalRSSBytes uint64 `json:"final_rss_bytes"`
+	// Peak*Bytes are each field's largest sample (not at one moment).
+	PeakVSZBytes      uint64 `json:"peak_vsz_bytes"`
+	FinalVSZBytes     uint64 `json:"final_vsz_bytes"`
+	PeakPSSBytes      uint64 `json:"peak_pss_bytes"`
+	PeakRssAnonBytes  uint64 `json:"peak_rss_anon_bytes"`
+	PeakRssFileBytes  uint64 `json:"peak_rss_file_bytes"`
+	PeakRssShmemBytes uint64 `json:"peak_rss_shmem_bytes"`
+	PeakSwapBytes     uint64 `json:"peak_swap_bytes"`
+	PeakThreads       int    `json:"peak_threads"`
+	// GrowthBytes is the peak RSS less the start's, reached PeakAtMs into
+	// the run; LastQuarterGrowthBytes is how much RSS grew in the last
+	// quarter of the run: near 0 is a plateau.
+	GrowthBytes            int64   `json:"growth_bytes"`
+	PeakAtMs               float64 `json:"peak_at_ms"`
+	LastQuarterGrowthBytes int64   `json:"last_quarter_growth_bytes"`
+}
+
+// Snapshot is one full walk of the address space, reconciled.
+type Snapshot struct {
+	// TMs is when the walk started, in milliseconds since the watch began.
+	TMs float64 `json:"t_ms"`
+	// WalkMs is what gathering it took (smaps, the threads, pagemap).
+	WalkMs float64 `json:"walk_ms"`
+	// Reconciliation is RSS and VSZ in named parts (probe/reconcile, with
+	// the outside-only parts: gpu.driver, go.runtime.anon).
+	Reconciliation reconcile.Reconciliation `json:"reconciliation"`
+	// Threads is the number of threads; StackPointers how many of them
+	// had a readable stack pointer (task/TID/syscall or stat's kstkesp).
+	Threads       int `json:"threads"`
+	StackPointers int `json:"stack_pointers"`
+	// VmHWMBytes is the kernel's peak RSS as status said at the walk.
+	VmHWMBytes uint64 `json:"vm_hwm_bytes"`
+	// ThreadStackDefaultBytes is the process's default pthread stack size
+	// (its RLIMIT_STACK, /proc/PID/limits).
+	ThreadStackDefaultBytes int64 `json:"thread_stack_default_bytes"`
+	// CPUs is the number of online CPUs; GlibcArenaLimit glibc's default
+	// arena limit, 8 × CPUs on 64-bit (the main arena included);
+	// MallocArenaMax is the process's MALLOC_ARENA_MAX ("" when unset or
+	// unreadable).
+	CPUs            int    `json:"cpus"`
+	GlibcArenaLimit int    `json:"glibc_arena_limit"`
+	MallocArenaMax  string `json:"malloc_arena_max"`
+	// AnonBySize is every anonymous mapping (stacks and arenas included)
+	// by size class: a second view, not more parts.
+	AnonBySize []SizeClass `json:"anon_by_size"`
+	// GPUMappings are the /dev/nvidia*, /dev/dri, /dev/kfd mappings.
+	GPUMappings int `json:"gpu_mappings"`
+}
+
+// SizeClass is the anonymous mappings of one size range, [MinBytes,
+// MaxBytes).
+type SizeClass struct {
+	Class         string `json:"class"`
+	MinBytes      int64  `json:"min_bytes"`
+	MaxBytes      int64  `json:"max_bytes"` // 0: no bound
+	Mappings      int    `json:"mappings"`
+	ReservedBytes int64  `json:"reserved_bytes"`
+	ResidentBytes int64  `json:"resident_bytes"`
+}
+
+// Child is a descendant of the watched process.
+type Child struct {
+	PID     int      `json:"pid"`
+	PPID    int      `json:"ppid"`
+	Command []string `json:"command"`
+	// VmHWMBytes is its peak RSS at the last time it was read.
+	VmHWMBytes uint64 `json:"vm_hwm_bytes"`
+	// PeakRSSBytes is the largest RSS seen in it.
+	PeakRSSBytes uint64 `json:"peak_rss_bytes"`
+}
+
+// Finding is one line of the diagnosis and the figure behind it.
+type Finding struct {
+	// Topic is what it is about: stacks, arenas, growth, peak,
+	// unexplained, go, gpu, files, swap, children.
+	Topic string `json:"topic"`
+	Text  string `json:"text"`
+	// Metric names the figure (with its unit) and Value is it.
+	Metric string  `json:"metric"`
+	Value  float64 `json:"value"`
+}
+
+// Overhead is what watching cost the watcher, and so the machine the
+// program ran on (the probe runs beside the program, not in it).
+type Overhead struct {
+	// SamplerCostMs is the wall time the sampler spent reading /proc
+	// (statm every sample, status and smaps_rollup less often); WalkCostMs
+	// the full smaps walks.
+	SamplerCostMs float64 `json:"sampler_cost_ms"`
+	WalkCostMs    float64 `json:"walk_cost_ms"`
+	// ProbeCPUMs is the probe's own CPU time (getrusage, user + system)
+	// while watching; ProbeCPUPct that over the watched wall time: the
+	// share of one core the probe took.
+	ProbeCPUMs  float64 `json:"probe_cpu_ms"`
+	ProbeCPUPct float64 `json:"probe_cpu_pct"`
 }

@@ -46,11 +46,32 @@ func DecodeResult(b []byte, name string) (*Result, error) {
 
 // check says what makes r implausible, or nil.
 func (r *Result) check() error {
+	if r.Kind == KindProcess {
+		return r.checkProcess()
+	}
 	switch {
 	case r.Steps < 1 || r.Params < 1:
 		return fmt.Errorf("implausible result: %d steps, %d parameters", r.Steps, r.Params)
 	case r.Config.Threads < 1 || r.Config.Steps < 1:
 		return fmt.Errorf("implausible result: config has %d threads, %d steps (no configuration?)", r.Config.Threads, r.Config.Steps)
+	case r.Environment.GoVersion == "":
+		return errors.New("implausible result: environment has no go_version (no environment?)")
+	}
+	if _, err := time.Parse(time.RFC3339, r.StartTime); err != nil {
+		return fmt.Errorf("implausible result: start_time %q is not RFC 3339", r.StartTime)
+	}
+	return nil
+}
+
+// checkProcess says what makes a process result (probe exec, probe
+// attach) implausible, or nil: it has no training steps or configuration,
+// but a process view, an environment and a start time.
+func (r *Result) checkProcess() error {
+	switch {
+	case r.Process == nil:
+		return errors.New("implausible result: kind \"process\" without a \"process\" view")
+	case r.Process.PID < 1:
+		return fmt.Errorf("implausible result: process pid %d", r.Process.PID)
 	case r.Environment.GoVersion == "":
 		return errors.New("implausible result: environment has no go_version (no environment?)")
 	}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"memprobe/schema"
+)
+
+// TestExecTrainAgrees: probe exec of probe train (this test binary, which
+// TestMain turns into the probe command) against the job's own view.
+// The job reads its peak RSS (VmHWM) before its end-of-job work (the end
+// reconciliation, the summary, encoding the JSON), which on the tiny
+// preset adds 1.5 to 3.5 MiB, 4 to 6 %, that only the outside sees: with
+// --no-instruments, which skips that work, the two agree within 2 %; with
+// the instruments the outside may only be higher. Either way the outside
+// result is a process result the schema's reader accepts, and its sampled
+// peak agrees with wait4's within 2 % (with the instruments it may be
+// lower: the end-of-job growth comes in the last milliseconds, between the
+// last sample and the exit).
+func TestExecTrainAgrees(t *testing.T) {
+	if _, err := os.Stat("/proc/self/smaps"); err != nil {
+		t.Skip("no /proc")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(mainEnv, "1")
+	for _, c := range []struct {
+		name  string
+		extra []string
+		exact bool
+	}{{"no-instruments", []string{"--no-instruments"}, true}, {"instruments", nil, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			inner, outer := filepath.Join(dir, "inside.json"), filepath.Join(dir, "outside.json")
+			args := append([]string{"exec", "--json", outer, "--", self, "train", "--preset", "tiny", "--steps", "5", "--json", inner}, c.extra...)
+			stdout, stderr, err := runProbe(args...)
+			if err != nil {
+				t.Fatalf("probe exec: %v\n%s", err, stderr)
+			}
+			in, err := schema.ReadResult(inner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := schema.ReadResult(outer)
+			if err != nil {
+				t.Fatalf("the outside result is refused: %v", err)
+			}
+			p := out.Process
+			if p.Go == nil {
+				t.Error("probe train not detected as a Go program")
+			}
+			if !strings.Contains(stdout, "probe exec: ") || !strings.Contains(stdout, "Diagnosis") {
+				t.Errorf("no report on stdout:\n%s", stdout)
+			}
+			// The sampled peak can only miss what came after the last
+			// sample: with the instruments, the job's last milliseconds.
+			if d := p.PeakAgreementPct; d == nil || *d > 2 || c.exact && *d < -2 {
+				t.Errorf("outside: VmHWM %d B against wait4's maxrss %d B: want within 2 %% (lower allowed: %v)", p.VmHWMBytes, p.RusageMaxRSSBytes, !c.exact)
+			}
+			d := 100 * (float64(out.PeakRSSBytes) - float64(in.PeakRSSBytes)) / float64(in.PeakRSSBytes)
+			t.Logf("outside peak_rss_bytes %d B (wait4 %d B, last VmHWM %d B), inside peak_rss_bytes %d B: %+.2f %%",
+				out.PeakRSSBytes, p.RusageMaxRSSBytes, p.VmHWMBytes, in.PeakRSSBytes, d)
+			if d < -2 || c.exact && d > 2 {
+				t.Errorf("outside peak_rss_bytes %d B against inside %d B: %+.2f %%, want within 2 %% (higher allowed: %v)", out.PeakRSSBytes, in.PeakRSSBytes, d, !c.exact)
+			}
+		})
+	}
+}
+
+// TestExecExitStatus: probe exec exits with the program's status, 128 +
+// the signal when a signal killed it.
+func TestExecExitStatus(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		code   int
+	}{{"exit 0", 0}, {"exit 3", 3}, {"kill -TERM $$", 143}} {
+		_, _, err := runProbe("exec", "--", "/bin/sh", "-c", c.script)
+		code := 0
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			code = ec.ExitCode()
+		} else if err != nil {
+			t.Errorf("%q: %v, want exit status %d", c.script, err, c.code)
+			continue
+		}
+		if code != c.code {
+			t.Errorf("%q: exit status %d, want %d", c.script, code, c.code)
+		}
+	}
+}
+
+// TestExecAttachErrors: bad command lines are usage errors (exit 2); a
+// pid that does not exist is one line and exit 1.
+func TestExecAttachErrors(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		want  string
+		usage bool
+	}{
+		{[]string{"exec"}, "exec: no program", true},
+		{[]string{"exec", "--format", "csv", "--", "true"}, `--format "csv": want text or markdown`, true},
+		{[]string{"exec", "--interval", "10us", "--", "true"}, "interval 10µs is below the minimum 1ms", true},
+		{[]string{"exec", "--pprof", "http://127.0.0.1:1/debug/pprof/heap", "--", "true"}, "needs an out-dir", true},
+		{[]string{"exec", "--json", "/nonexistent/dir/x.json", "--", "true"}, "--json /nonexistent/dir/x.json", true},
+		{[]string{"attach"}, "attach: want one PID", true},
+		{[]string{"attach", "abc"}, `attach: PID "abc": not a process id`, true},
+		{[]string{"attach", "--duration", "-1s", "1"}, "--duration -1s", true},
+		{[]string{"attach", strconv.Itoa(1 << 22)}, "attaching to pid 4194304: no such process", false},
+		{[]string{"exec", "--", "/nonexistent/program"}, "exec /nonexistent/program: no such file or directory", false},
+	} {
+		_, _, err := runProbe(c.args...)
+		var ue usageError
+		switch {
+		case err == nil:
+			t.Errorf("%v: no error", c.args)
+		case errors.As(err, &ue) != c.usage:
+			t.Errorf("%v: %v: usage error %v, want %v", c.args, err, !c.usage, c.usage)
+		case !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n"):
+			t.Errorf("%v: error %q, want one line containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestAttachDuration: probe attach of a running process ends when the
+// duration does, with the JSON on stdout (--json -) and the report on
+// stderr; the process is left running.
+func TestAttachDuration(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep:", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	stdout, stderr, err := runProbe("attach", "--duration", "50ms", "--json", "-", strconv.Itoa(cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	r, err := schema.DecodeResult([]byte(stdout), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Process; p.Exited || !r.Interrupted || p.PID != cmd.Process.Pid || p.End == nil {
+		t.Errorf("exited %v, interrupted %v, pid %d, end walk %v", p.Exited, r.Interrupted, p.PID, p.End != nil)
+	}
+	if !strings.Contains(stderr, "probe attach: sleep 60") {
+		t.Errorf("no report on stderr:\n%s", stderr)
+	}
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the process did not survive the attach: %v", err)
+	}
+}

@@ -1,0 +1,177 @@
+package outside
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/user"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"memprobe/schema"
+)
+
+// ErrNoProcess is wrapped by Attach's error for a pid that does not exist.
+var ErrNoProcess = errors.New("no such process")
+
+// PermissionError is Attach's error for a process whose memory maps the
+// probe may not read.
+type PermissionError struct {
+	PID int
+	// Owner is the process's user ("" when unknown); Self the probe's.
+	Owner, Self string
+	// Path is the file that could not be read.
+	Path string
+}
+
+func (e *PermissionError) Error() string {
+	owner := e.Owner
+	if owner == "" {
+		owner = "another user"
+	}
+	if owner == e.Self {
+		return fmt.Sprintf("attaching to pid %d: permission denied reading %s: the process is %s's, as the probe is, but may not be inspected (not dumpable, Yama's ptrace_scope, another namespace); run the probe with CAP_SYS_PTRACE",
+			e.PID, e.Path, owner)
+	}
+	return fmt.Sprintf("attaching to pid %d: permission denied reading %s: the process belongs to %s and the probe runs as %s; run the probe as %s, or as root (CAP_SYS_PTRACE)",
+		e.PID, e.Path, owner, e.Self, owner)
+}
+
+func (e *PermissionError) Unwrap() error { return fs.ErrPermission }
+
+// Attach watches a running process. It fails at once, in one line, when
+// the pid does not exist or its memory maps cannot be read.
+func Attach(pid int, o Options) (*Session, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	if pid < 1 {
+		return nil, fmt.Errorf("attaching to pid %d: not a process id", pid)
+	}
+	if err := checkReadable(o, pid); err != nil {
+		return nil, err
+	}
+	s, err := newSession(o, schema.ModeAttach, pid, cmdline(o.FS, pid))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return nil, fmt.Errorf("attaching to pid %d: %w (it exited)", pid, ErrNoProcess)
+		}
+		return nil, fmt.Errorf("attaching to pid %d: %w", pid, err)
+	}
+	return s, nil
+}
+
+// checkReadable says, in one line, why pid cannot be watched: it does not
+// exist, or smaps (which needs ptrace read access) is not readable.
+func checkReadable(o Options, pid int) error {
+	dir := o.FS.Path(pid, "")
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("attaching to pid %d: %w", pid, ErrNoProcess)
+	}
+	path := o.FS.Path(pid, "smaps")
+	f, err := os.Open(path)
+	if err == nil {
+		var b [1]byte
+		_, err = f.Read(b[:])
+		f.Close()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		owner := ""
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			owner = userName(int(st.Uid))
+		}
+		return &PermissionError{PID: pid, Owner: owner, Self: userName(os.Geteuid()), Path: path}
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ESRCH):
+		return fmt.Errorf("attaching to pid %d: %w", pid, ErrNoProcess)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("attaching to pid %d: %w (it has exited and waits to be reaped)", pid, ErrNoProcess)
+	}
+	return fmt.Errorf("attaching to pid %d: %w", pid, err)
+}
+
+// userName is "name (uid N)", or "uid N" when the name is unknown.
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return fmt.Sprintf("%s (uid %d)", u.Username, uid)
+	}
+	return fmt.Sprintf("uid %d", uid)
+}
+
+// exitedCh is closed when the attached process exits: a pidfd becomes
+// readable then (Linux 5.3+); without one, /proc/PID is polled.
+func (s *Session) exitedCh() <-chan struct{} {
+	ch := make(chan struct{})
+	fd, err := unix.PidfdOpen(s.pid, 0)
+	if err == nil {
+		go func() {
+			defer close(ch)
+			defer unix.Close(fd)
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			for {
+				select {
+				case <-s.stop:
+					return
+				default:
+				}
+				n, err := unix.Poll(pfd, 100)
+				if n > 0 || err != nil && err != unix.EINTR {
+					return
+				}
+			}
+		}()
+		return ch
+	}
+	go func() {
+		defer close(ch)
+		t := time.NewTicker(s.tick())
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+			if gone(s.opts.FS.Path(s.pid, "stat")) {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// gone says whether the process of a stat file has exited: the file is
+// gone (reaped) or its state is Z (a zombie, not yet reaped) or X.
+func gone(statPath string) bool {
+	b, err := os.ReadFile(statPath)
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// waitAttach waits until the process exits or ctx ends (Ctrl-C, the
+// duration); it says whether the process exited.
+func (s *Session) waitAttach(ctx context.Context) bool {
+	select {
+	case <-s.exitedCh():
+		return true
+	case <-ctx.Done():
+		// Exited at the same moment? Then there is nothing to walk.
+		return gone(s.opts.FS.Path(s.pid, "stat"))
+	}
+}

@@ -1,0 +1,201 @@
+package outside
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"memprobe/probe/reconcile"
+	"memprobe/schema"
+)
+
+// diagnose says what the figures of p mean, a sentence each, with the
+// figure behind it. Thresholds: a part is worth a line when it is at
+// least 10 % of RSS (or, for address space, 64 MiB); growth when RSS rose
+// by 16 MiB and 20 % of its peak.
+func diagnose(p *schema.Process) []schema.Finding {
+	out := []schema.Finding{}
+	add := func(topic, metric string, value float64, format string, args ...any) {
+		out = append(out, schema.Finding{Topic: topic, Text: fmt.Sprintf(format, args...), Metric: metric, Value: value})
+	}
+	tl := p.Timeline
+
+	// The peak, two ways.
+	if p.PeakAgreementPct != nil {
+		d := *p.PeakAgreementPct
+		switch {
+		case forkImage(p):
+			add("peak", "vm_hwm_bytes", float64(p.VmHWMBytes), "peak RSS %s (VmHWM as last sampled); wait4's maxrss %s is the probe's own size when it started the program (Linux carries the replaced image's peak across exec), not the program's",
+				iec(int64(p.VmHWMBytes)), iec(int64(p.RusageMaxRSSBytes)))
+		case math.Abs(d) <= 2:
+			add("peak", "peak_agreement_pct", d, "peak RSS %s: VmHWM as last sampled and wait4's maxrss at exit agree (%+.2f %%)",
+				iec(int64(p.RusageMaxRSSBytes)), d)
+		default:
+			add("peak", "peak_agreement_pct", d, "peak RSS %s at exit (wait4's maxrss) but %s at the last sample (%+.1f %%): the peak came after the last sample, or in a descendant",
+				iec(int64(p.RusageMaxRSSBytes)), iec(int64(p.VmHWMBytes)), d)
+		}
+	}
+
+	// Growth.
+	if g := tl.GrowthBytes; g > 16<<20 && float64(g) > 0.2*float64(tl.PeakRSSBytes) {
+		secs := seconds(tl.PeakAtMs)
+		if tl.LastQuarterGrowthBytes > g/10 {
+			add("growth", "growth_bytes", float64(g), "RSS grew %s in %s with no plateau (%s of it in the last quarter of the run)",
+				iec(g), secs, iec(tl.LastQuarterGrowthBytes))
+		} else {
+			add("growth", "growth_bytes", float64(g), "RSS grew %s in %s, then levelled off at %s",
+				iec(g), secs, iec(int64(tl.PeakRSSBytes)))
+		}
+	}
+
+	if p.AtPeak != nil {
+		diagnoseWalk(p, p.AtPeak, add)
+	}
+
+	if tl.PeakSwapBytes > 0 {
+		add("swap", "peak_swap_bytes", float64(tl.PeakSwapBytes), "%s of it was swapped out at the most: RSS understates its memory by that much", iec(int64(tl.PeakSwapBytes)))
+	}
+	if len(p.Children) > 0 {
+		add("children", "tree_peak_rss_bytes", float64(p.TreePeakRSSBytes), "with its %d descendants, the tree's summed RSS peaked at %s (the process alone: %s)",
+			len(p.Children), iec(int64(p.TreePeakRSSBytes)), iec(int64(tl.PeakRSSBytes)))
+	}
+	return out
+}
+
+func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric string, value float64, format string, args ...any)) {
+	r := s.Reconciliation
+	part := func(name string) reconcile.Part {
+		for _, x := range r.Parts {
+			if x.Name == name {
+				return x
+			}
+		}
+		return reconcile.Part{}
+	}
+	share := func(b int64) float64 {
+		if r.RSSBytes == 0 {
+			return 0
+		}
+		return 100 * float64(b) / float64(r.RSSBytes)
+	}
+
+	// Thread stacks: address space against memory.
+	if n := r.PthreadStacks; n >= 2 {
+		res, resv := r.ThreadStackResidentBytes, r.ThreadStackReservedBytes
+		switch {
+		case resv >= 64<<20 && res*10 < resv:
+			add("stacks", "thread_stack_reserved_bytes", float64(resv),
+				"%d thread stacks reserve %s (VSZ) and hold %s resident: shrinking them saves address space, not memory", n, iec(resv), iec(res))
+		case res*4 >= resv && res > 16<<20:
+			add("stacks", "thread_stack_resident_bytes", float64(res),
+				"%d thread stacks hold %s resident of %s reserved: the threads use deep stacks (recursion, large locals)", n, iec(res), iec(resv))
+		default:
+			add("stacks", "thread_stack_reserved_bytes", float64(resv),
+				"%d thread stacks reserve %s and hold %s resident", n, iec(resv), iec(res))
+		}
+	}
+
+	// glibc's arenas.
+	if a := part("c.malloc.arenas"); a.Count > 0 {
+		limit := fmt.Sprintf("glibc's default limit on %d CPUs is %d with the main arena", s.CPUs, s.GlibcArenaLimit)
+		cap := "MALLOC_ARENA_MAX would cap them"
+		if s.MallocArenaMax != "" {
+			cap = "MALLOC_ARENA_MAX=" + s.MallocArenaMax + " is set"
+			limit = ""
+		}
+		text := fmt.Sprintf("%d malloc arenas reserve %s, %s resident", a.Count, iec(a.ReservedBytes), iec(a.Bytes))
+		if a.Count == 1 {
+			text = fmt.Sprintf("1 malloc arena reserves %s, %s resident", iec(a.ReservedBytes), iec(a.Bytes))
+		}
+		if limit != "" {
+			text += " (" + limit + ")"
+		}
+		if a.Count+1 >= s.GlibcArenaLimit && s.MallocArenaMax == "" {
+			text += ": at the limit, threads now share arenas"
+		}
+		add("arenas", "glibc_arenas", float64(a.Count), "%s: %s", text, cap)
+	}
+	if b := part("c.malloc.brk"); share(b.Bytes) >= 10 {
+		add("heap", "brk_resident_bytes", float64(b.Bytes), "the main malloc heap ([heap]) holds %s resident, %.0f %% of RSS", iec(b.Bytes), share(b.Bytes))
+	}
+
+	// A Go program.
+	if p.Go != nil {
+		g := part("go.runtime.anon")
+		add("go", "go_anon_resident_bytes", float64(g.Bytes),
+			"a Go program (%s, %s): %s resident in its anonymous mappings is Go's heap and runtime, which from outside cannot be split further; --pprof URL fetches its heap profile at the peak",
+			p.Go.GoVersion, p.Go.Path, iec(g.Bytes))
+	}
+
+	// What nothing names.
+	if u := r.UnexplainedBytes; u > 1<<20 && share(u) >= 5 {
+		where := ""
+		if len(r.UnexplainedMappings) > 0 {
+			m := r.UnexplainedMappings[0]
+			where = fmt.Sprintf(" (the largest: %#x-%#x, %s resident)", m.Start, m.End, iec(m.ResidentBytes))
+		}
+		add("unexplained", "unexplained_bytes", float64(u),
+			"%s resident (%.0f %% of RSS) is in anonymous mappings no source names%s: large malloc blocks (glibc mmaps blocks over 128 KiB), or another allocator's or runtime's heap",
+			iec(u), share(u), where)
+	}
+
+	if g := part("gpu.driver"); g.Count > 0 {
+		add("gpu", "gpu_driver_resident_bytes", float64(g.Bytes), "%d GPU driver mappings reserve %s, %s resident (pinned host memory and device apertures)",
+			g.Count, iec(g.ReservedBytes), iec(g.Bytes))
+	}
+	if f := part("file.mapped"); share(f.Bytes) >= 10 && len(r.Files) > 0 {
+		top := r.Files[0]
+		add("files", "file_resident_bytes", float64(f.Bytes), "files (code, libraries, mapped data) hold %s resident, %.0f %% of RSS; the largest is %s (%s)",
+			iec(f.Bytes), share(f.Bytes), top.Path, iec(top.ResidentBytes+top.COWBytes))
+	}
+	if sh := part("shmem"); share(sh.Bytes) >= 10 {
+		add("shmem", "shmem_resident_bytes", float64(sh.Bytes), "shared memory holds %s resident, %.0f %% of RSS (counted in every process that maps it; PSS divides it)",
+			iec(sh.Bytes), share(sh.Bytes))
+	}
+	if r.VSZBytes > 1<<30 && r.VSZBytes > 4*r.RSSBytes {
+		var big []string
+		for _, x := range r.Parts {
+			if x.ReservedBytes-x.Bytes > r.VSZBytes/10 {
+				big = append(big, fmt.Sprintf("%s %s", x.Name, iec(x.ReservedBytes)))
+			}
+		}
+		text := fmt.Sprintf("VSZ %s is %.0f× RSS %s: address space reserved, not memory used", iec(r.VSZBytes), float64(r.VSZBytes)/float64(max(r.RSSBytes, 1)), iec(r.RSSBytes))
+		if len(big) > 0 {
+			text += " (" + strings.Join(big, ", ") + ")"
+		}
+		add("vsz", "vsz_bytes", float64(r.VSZBytes), "%s", text)
+	}
+}
+
+// iec formats bytes with a binary prefix: "504 MiB", "1.9 MiB", "12 KiB".
+func iec(b int64) string {
+	neg := ""
+	if b < 0 {
+		neg, b = "-", -b
+	}
+	f := float64(b)
+	switch {
+	case b >= 1<<30:
+		return neg + trim(f/(1<<30)) + " GiB"
+	case b >= 1<<20:
+		return neg + trim(f/(1<<20)) + " MiB"
+	case b >= 1<<10:
+		return neg + trim(f/(1<<10)) + " KiB"
+	}
+	return fmt.Sprintf("%s%d B", neg, b)
+}
+
+func trim(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// seconds formats milliseconds as seconds: "0.05 s", "40 s".
+func seconds(ms float64) string {
+	if ms < 10000 {
+		return fmt.Sprintf("%.2f s", ms/1000)
+	}
+	return fmt.Sprintf("%.0f s", ms/1000)
+}

@@ -1,0 +1,126 @@
+package outside
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"memprobe/probe/procfs"
+	"memprobe/schema"
+)
+
+// ExecOptions is a program to start and watch.
+type ExecOptions struct {
+	Options
+	// Args is the program and its arguments; Args[0] is looked up in PATH.
+	Args []string
+	// Env is the program's environment; nil means the probe's.
+	Env []string
+	// Stdin, Stdout and Stderr are the program's; nil means the probe's
+	// own (os.Stdin, os.Stdout, os.Stderr).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Exec starts the program and watches it: the sampler's first sample is
+// taken before it returns. Call Wait for the result; Signal forwards a
+// signal to the program.
+func Exec(o ExecOptions) (*Session, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	if len(o.Args) == 0 {
+		return nil, errors.New("exec: no program to run")
+	}
+	cmd := exec.Command(o.Args[0], o.Args[1:]...)
+	cmd.Env = o.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
+	// A descendant that keeps the program's output open must not keep
+	// the probe waiting once the program has exited.
+	cmd.WaitDelay = 2 * time.Second
+	if cmd.Stdin == nil {
+		cmd.Stdin = os.Stdin
+	}
+	if cmd.Stdout == nil {
+		cmd.Stdout = os.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	var self procfs.Status
+	self, _ = procfs.ReadStatus(procfs.Self)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("exec %s: %w", o.Args[0], unwrapExec(err))
+	}
+	s, err := newSession(o.Options, schema.ModeExec, cmd.Process.Pid, o.Args)
+	if err != nil {
+		// The program may have exited before the first sample: let it
+		// be reaped, and say what happened.
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("exec %s: watching pid %d: %w (exit status %d)", o.Args[0], cmd.Process.Pid, err, exitCode(cmd.ProcessState))
+	}
+	s.cmd = cmd
+	s.probeHWM = self.VmHWMBytes
+	return s, nil
+}
+
+// Signal sends sig to the program (exec) or the process (attach).
+func (s *Session) Signal(sig os.Signal) error {
+	if s.cmd != nil {
+		return s.cmd.Process.Signal(sig)
+	}
+	p, err := os.FindProcess(s.pid)
+	if err != nil {
+		return err
+	}
+	return p.Signal(sig)
+}
+
+// waitExec waits for the program and fills the exit fields of p.
+func (s *Session) waitExec(p *schema.Process) {
+	err := s.cmd.Wait()
+	p.Exited = true
+	st := s.cmd.ProcessState
+	if st == nil {
+		s.warnf("waiting for pid %d: %v", s.pid, err)
+		return
+	}
+	code := exitCode(st)
+	p.ExitCode = &code
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		p.Signal = ws.Signal().String()
+	}
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		p.RusageMaxRSSBytes = uint64(ru.Maxrss) * 1024 // KiB on Linux
+		p.RusageUserMs = ms64(time.Duration(ru.Utime.Nano()))
+		p.RusageSystemMs = ms64(time.Duration(ru.Stime.Nano()))
+	}
+}
+
+// exitCode is the exit status, or 128 + the signal that killed it.
+func exitCode(st *os.ProcessState) int {
+	if st == nil {
+		return -1
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
+}
+
+// unwrapExec drops the "exec: " and path an exec error repeats.
+func unwrapExec(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,69 @@
+package outside
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"memprobe/probe/procfs"
+	"memprobe/probe/sampler"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterval   = sampler.DefaultInterval
+	DefaultSmapsEvery = time.Second
+	// walkBudget caps the share of wall time spent in full smaps walks:
+	// after a walk that took d, the next waits at least d/walkBudget.
+	walkBudget = 0.01
+)
+
+// Options configures a watch. The zero value samples every 10 ms and
+// walks smaps at most every second.
+type Options struct {
+	// Interval is the sampler's period; 0 means DefaultInterval, below
+	// sampler.MinInterval is an error.
+	Interval time.Duration
+	// SmapsEvery is the least time between two full smaps walks; 0 means
+	// DefaultSmapsEvery. A walk is taken when RSS has reached a new high
+	// (by 1 MiB and 0.5 %) or moved that much since the last walk.
+	SmapsEvery time.Duration
+	// Children watches the process's descendants too: their peaks, and
+	// the tree's summed RSS.
+	Children bool
+	// OutDir, when set, receives smaps-peak.txt and smaps-end.txt (the raw
+	// walks behind the reconciliations) and the heap profile of PprofURL.
+	OutDir string
+	// PprofURL is a Go program's net/http/pprof heap endpoint (e.g.
+	// http://127.0.0.1:6060/debug/pprof/heap): fetched at each new peak
+	// walk (at most once a second) into OutDir/heap-peak.pprof.
+	PprofURL string
+	// CommandLine is the probe's own command line, for the result.
+	CommandLine []string
+	// Progress, when set, gets one line per walk.
+	Progress io.Writer
+	// FS is where /proc is read; the zero FS is /proc.
+	FS procfs.FS
+}
+
+func (o *Options) defaults() error {
+	switch {
+	case o.Interval == 0:
+		o.Interval = DefaultInterval
+	case o.Interval < sampler.MinInterval:
+		return fmt.Errorf("interval %v is below the minimum %v", o.Interval, sampler.MinInterval)
+	}
+	switch {
+	case o.SmapsEvery == 0:
+		o.SmapsEvery = DefaultSmapsEvery
+	case o.SmapsEvery < o.Interval:
+		return fmt.Errorf("smaps-every %v is below the interval %v", o.SmapsEvery, o.Interval)
+	}
+	if o.PprofURL != "" && o.OutDir == "" {
+		return fmt.Errorf("pprof %s: needs an out-dir to write the heap profile to", o.PprofURL)
+	}
+	return nil
+}
+
+// Validate checks o as New would: for flag handling, before any work.
+func (o Options) Validate() error { return o.defaults() }

@@ -1,0 +1,487 @@
+package outside
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"memprobe/probe/reconcile"
+	"memprobe/schema"
+)
+
+// These tests watch real programs: C programs of testdata/cprogs compiled
+// at test time (skipped, saying so, without a C compiler). The programs
+// block on their standard input once they are in the state under test, so
+// that the test takes its walk there and then lets them go: nothing
+// depends on timing.
+
+var (
+	buildOnce sync.Map // name → *built
+	buildDir  string
+)
+
+type built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "outside-cprogs-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	buildDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cprog compiles testdata/cprogs/NAME.c once per test binary.
+func cprog(t testing.TB, name string) string {
+	t.Helper()
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		if cc, err = exec.LookPath("cc"); err != nil {
+			t.Skip("no C compiler (gcc or cc) on PATH: the outside view is tested on C programs compiled here")
+		}
+	}
+	v, _ := buildOnce.LoadOrStore(name, &built{})
+	b := v.(*built)
+	b.once.Do(func() {
+		b.path = filepath.Join(buildDir, name)
+		out, err := exec.Command(cc, "-O2", "-Wall", "-pthread", "-o", b.path, filepath.Join("testdata", "cprogs", name+".c")).CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("compiling %s.c: %v\n%s", name, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// held is a program started under Exec that blocks on its standard input.
+type held struct {
+	s     *Session
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// execHeld starts args under Exec with piped standard input and output.
+func execHeld(t *testing.T, o Options, env []string, args ...string) *held {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s, err := Exec(ExecOptions{Options: o, Args: args, Env: env, Stdin: inR, Stdout: outW, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inW.Close(); outW.Close(); outR.Close() })
+	return &held{s: s, stdin: inW, out: bufio.NewReader(outR)}
+}
+
+// waitLine reads the program's output up to a line equal to want.
+func (h *held) waitLine(t *testing.T, want string) {
+	t.Helper()
+	for {
+		line, err := h.out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("waiting for %q: %v", want, err)
+		}
+		if strings.TrimSpace(line) == want {
+			return
+		}
+	}
+}
+
+// release walks now (the state under test), lets the program finish and
+// returns the result.
+func (h *held) release(t *testing.T) *schema.Result {
+	t.Helper()
+	if err := h.s.Walk(); err != nil {
+		t.Fatal(err)
+	}
+	h.stdin.Close()
+	go io.Copy(io.Discard, h.out) // the program may still write
+	r, err := h.s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// cleanEnv is the test's environment without MALLOC_ARENA_MAX, so that
+// glibc's default arena limit applies.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MALLOC_ARENA_MAX=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// slowWalks keeps the session's own walks rare, so that the test's walk
+// is the one that sees the state under test.
+var slowWalks = Options{SmapsEvery: time.Hour}
+
+func runThreads(t *testing.T, stackMiB int) *schema.Result {
+	t.Helper()
+	h := execHeld(t, slowWalks, cleanEnv(), cprog(t, "threads"), "63", strconv.Itoa(stackMiB), "1024", "stdin")
+	h.waitLine(t, "ready")
+	r := h.release(t)
+	if r.Process.ExitCode == nil || *r.Process.ExitCode != 0 {
+		t.Fatalf("threads exited with %v, want 0", r.Process.ExitCode)
+	}
+	if r.Process.AtPeak == nil {
+		t.Fatalf("no walk at the peak; warnings %v", r.Warnings)
+	}
+	return r
+}
+
+func topics(p *schema.Process) map[string]string {
+	m := map[string]string{}
+	for _, d := range p.Diagnosis {
+		m[d.Topic] = d.Text
+	}
+	return m
+}
+
+// TestThreads63: the design notes' 63 pthreads with 8 MiB stacks, each
+// writing 16 KiB of its stack and 1 MiB through malloc, seen from outside:
+// 63 ± 2 stacks reserving about 504 MiB and holding under 10 MiB, glibc's
+// arenas counted against its limit, and a diagnosis that says so. With
+// 1 MiB stacks VSZ falls by 63 × 7 MiB = 441 MiB (malloc's reservations
+// apart) and RSS by under 5 MiB.
+func TestThreads63(t *testing.T) {
+	r := runThreads(t, 8)
+	p := r.Process
+	rec := p.AtPeak.Reconciliation
+	if rec.PthreadStacks < 61 || rec.PthreadStacks > 65 {
+		t.Errorf("%d thread stacks, want 63 ± 2\n%s", rec.PthreadStacks, render(t, r))
+	}
+	want := int64(63 * 8 << 20)
+	if d := rec.ThreadStackReservedBytes - want; d < -2*8<<20 || d > 2*8<<20 {
+		t.Errorf("stacks reserve %d B, want about %d B", rec.ThreadStackReservedBytes, want)
+	}
+	if rec.ThreadStackResidentBytes >= 10<<20 || rec.ThreadStackResidentBytes < 63*16<<10 {
+		t.Errorf("stacks hold %d B resident, want between 63 × 16 KiB and 10 MiB", rec.ThreadStackResidentBytes)
+	}
+	// glibc makes a new arena for each thread's first malloc until the
+	// limit, 8 × CPUs with the main arena, is reached.
+	limit := p.AtPeak.GlibcArenaLimit
+	if wantArenas := min(63, limit-1); rec.GlibcArenas != wantArenas {
+		t.Errorf("%d glibc arenas, want min(63, %d − 1) = %d\n%s", rec.GlibcArenas, limit, wantArenas, render(t, r))
+	}
+	tp := topics(p)
+	for _, topic := range []string{"stacks", "arenas", "peak"} {
+		if tp[topic] == "" {
+			t.Errorf("no %s line in the diagnosis: %v", topic, p.Diagnosis)
+		}
+	}
+	if !strings.Contains(tp["stacks"], "63 thread stacks reserve 504 MiB (VSZ)") && rec.PthreadStacks == 63 {
+		t.Errorf("stacks line %q", tp["stacks"])
+	}
+	if d := p.PeakAgreementPct; d == nil || *d < -2 || *d > 2 {
+		t.Errorf("VmHWM %d B against wait4's maxrss %d B: want within 2 %%", p.VmHWMBytes, p.RusageMaxRSSBytes)
+	}
+
+	// malloc's reservations move from run to run (which threads share
+	// the main arena, [heap], depends on timing: 3 to 30 MiB of brk), so
+	// VSZ is compared without them.
+	small := runThreads(t, 1)
+	sr := small.Process.AtPeak.Reconciliation
+	noMalloc := func(r reconcile.Reconciliation) int64 {
+		v := r.VSZBytes
+		for _, name := range []string{"c.malloc.brk", "c.malloc.arenas"} {
+			p, _ := part(r, name)
+			v -= p.ReservedBytes
+		}
+		return v
+	}
+	dVSZ := noMalloc(rec) - noMalloc(sr)
+	dRSS := rec.RSSBytes - sr.RSSBytes
+	t.Logf("8 MiB → 1 MiB stacks: VSZ %+d MiB (%+d MiB without malloc's reservations), RSS %+d KiB",
+		(sr.VSZBytes-rec.VSZBytes)>>20, -dVSZ>>20, -dRSS>>10)
+	if w := int64(441 << 20); dVSZ < w-4<<20 || dVSZ > w+4<<20 {
+		t.Errorf("VSZ without malloc's reservations fell by %d B with 1 MiB stacks, want about %d B (63 × 7 MiB)", dVSZ, w)
+	}
+	if dRSS > 5<<20 || dRSS < -5<<20 {
+		t.Errorf("RSS changed by %d B with 1 MiB stacks, want under 5 MiB", dRSS)
+	}
+}
+
+// TestArenas16: 16 threads that malloc and free: glibc's arenas are found
+// and counted.
+func TestArenas16(t *testing.T) {
+	h := execHeld(t, slowWalks, cleanEnv(), cprog(t, "threads"), "16", "1", "512", "stdin")
+	h.waitLine(t, "ready")
+	r := h.release(t)
+	s := r.Process.AtPeak
+	if s == nil {
+		t.Fatal("no walk")
+	}
+	if want := min(16, s.GlibcArenaLimit-1); s.Reconciliation.GlibcArenas != want {
+		t.Errorf("%d arenas, want %d\n%s", s.Reconciliation.GlibcArenas, want, render(t, r))
+	}
+	if s.Reconciliation.PthreadStacks != 16 {
+		t.Errorf("%d stacks, want 16", s.Reconciliation.PthreadStacks)
+	}
+}
+
+// TestGrowth: a program whose RSS grows steadily by 96 MiB: the timeline
+// and the diagnosis show the growth, and the peak equals the maximum
+// resident set size of /usr/bin/time -v (or of wait4 alone) within 2 %.
+func TestGrowth(t *testing.T) {
+	prog := cprog(t, "grow")
+	h := execHeld(t, Options{SmapsEvery: 50 * time.Millisecond}, nil, prog, "96", "2", "2000", "stdin")
+	h.waitLine(t, "done")
+	r := h.release(t)
+	p := r.Process
+	if p.Timeline.GrowthBytes < 90<<20 {
+		t.Errorf("timeline growth %d B, want at least 90 MiB", p.Timeline.GrowthBytes)
+	}
+	if topics(p)["growth"] == "" {
+		t.Errorf("no growth line in the diagnosis: %v", p.Diagnosis)
+	}
+	if d := p.PeakAgreementPct; d == nil || *d < -2 || *d > 2 {
+		t.Errorf("VmHWM %d B against wait4's maxrss %d B: want within 2 %%", p.VmHWMBytes, p.RusageMaxRSSBytes)
+	}
+
+	ref, how := maxRSS(t, prog, "96", "2", "0", "0")
+	for _, c := range []struct {
+		name string
+		v    uint64
+	}{{"peak_rss_bytes", r.PeakRSSBytes}, {"VmHWM", p.VmHWMBytes}} {
+		d := 100 * (float64(c.v) - float64(ref)) / float64(ref)
+		t.Logf("%s %d B against %s %d B: %+.2f %%", c.name, c.v, how, ref, d)
+		if d < -2 || d > 2 {
+			t.Errorf("%s %d B against %s %d B: %+.2f %%, want within 2 %%", c.name, c.v, how, ref, d)
+		}
+	}
+}
+
+var maxRSSLine = regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`)
+
+// maxRSS runs a program alone and returns its maximum resident set size:
+// /usr/bin/time -v's, or else wait4's.
+func maxRSS(t *testing.T, args ...string) (uint64, string) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/time"); err == nil {
+		out, err := exec.Command("/usr/bin/time", append([]string{"-v"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("/usr/bin/time -v: %v\n%s", err, out)
+		}
+		if m := maxRSSLine.FindSubmatch(out); m != nil {
+			kb, _ := strconv.ParseUint(string(m[1]), 10, 64)
+			return kb * 1024, "/usr/bin/time -v"
+		}
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024, "wait4"
+}
+
+// render is the result as text, for failure messages.
+func render(t *testing.T, r *schema.Result) string {
+	t.Helper()
+	var b strings.Builder
+	if err := Render(&b, r, "text"); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestResultSchema: a process result writes as memprobe.train/v3 JSON that
+// the schema's reader accepts back, with the common fields filled.
+func TestResultSchema(t *testing.T) {
+	h := execHeld(t, slowWalks, nil, cprog(t, "threads"), "2", "1", "64", "stdin")
+	h.waitLine(t, "ready")
+	r := h.release(t)
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := schema.WriteResult(path, r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := schema.ReadResult(path)
+	if err != nil {
+		t.Fatalf("the schema's reader refuses a process result: %v", err)
+	}
+	switch {
+	case back.Kind != schema.KindProcess || back.Process == nil || back.Process.PID != r.Process.PID:
+		t.Errorf("kind %q, process %+v", back.Kind, back.Process)
+	case back.PeakRSSBytes == 0 || back.FinalRSSBytes == 0 || back.FinalVSZBytes == 0 || back.OSThreads < 1:
+		t.Errorf("peak %d, final RSS %d, VSZ %d, threads %d", back.PeakRSSBytes, back.FinalRSSBytes, back.FinalVSZBytes, back.OSThreads)
+	case back.Warnings == nil || back.Ledger == nil || back.Sampler == nil || back.Process.Diagnosis == nil:
+		t.Error("warnings, ledger, sampler or diagnosis is null")
+	case back.RSSReconciliation == nil || back.RSSReconciliation.AtPeak.RSSBytes == 0:
+		t.Error("no rss_reconciliation")
+	}
+}
+
+// TestExecStatus: probe exec's result carries the program's exit status,
+// and 128 + the signal when a signal killed it; Signal forwards one.
+func TestExecStatus(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		code   int
+		sig    string
+	}{{"exit 3", 3, ""}, {"kill -KILL $$", 137, "killed"}} {
+		s, err := Exec(ExecOptions{Args: []string{"/bin/sh", "-c", c.script}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
+		if err != nil {
+			if strings.Contains(err.Error(), "watching pid") {
+				continue // it ended before the first sample: nothing to watch, said in the error
+			}
+			t.Fatal(err)
+		}
+		r, err := s.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := r.Process
+		if p.ExitCode == nil || *p.ExitCode != c.code || p.Signal != c.sig || !p.Exited {
+			t.Errorf("%q: exit %v signal %q exited %v, want %d %q", c.script, p.ExitCode, p.Signal, p.Exited, c.code, c.sig)
+		}
+	}
+
+	h := execHeld(t, Options{}, nil, cprog(t, "threads"), "1", "1", "64", "stdin")
+	h.waitLine(t, "ready")
+	if err := h.s.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	h.stdin.Close()
+	r, err := h.s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Process; p.ExitCode == nil || *p.ExitCode != 143 || p.Signal != "terminated" {
+		t.Errorf("after SIGTERM: exit %v signal %q, want 143 terminated", p.ExitCode, p.Signal)
+	}
+}
+
+// TestAttachNoProcess: a pid above pid_max never exists: one line, and
+// ErrNoProcess.
+func TestAttachNoProcess(t *testing.T) {
+	pid := 1 << 22 // PID_MAX_LIMIT on 64-bit: no pid reaches it
+	_, err := Attach(pid, Options{})
+	if !errors.Is(err, ErrNoProcess) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("got %v, want one line wrapping ErrNoProcess", err)
+	}
+	if want := fmt.Sprintf("attaching to pid %d: no such process", pid); err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}
+
+// startHeld starts a program outside the probe (for attach) that blocks on
+// its standard input after it printed want.
+func startHeld(t *testing.T, want string, args ...string) (*exec.Cmd, io.WriteCloser) {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != want {
+		t.Fatalf("program printed %q, %v; want %q", line, err, want)
+	}
+	return cmd, stdin
+}
+
+// TestAttachExitsMidRun: a process that exits while attached ends the
+// watch cleanly with what was measured: exited, no exit status (it is not
+// the probe's child), the walk taken while it lived.
+func TestAttachExitsMidRun(t *testing.T) {
+	cmd, stdin := startHeld(t, "ready", cprog(t, "threads"), "8", "1", "256", "stdin")
+	s, err := Attach(cmd.Process.Pid, slowWalks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Walk(); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close() // it exits; the cleanup reaps it (until then a zombie: exited all the same)
+	r, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Process
+	if !p.Exited || p.ExitCode != nil || r.Interrupted || p.Mode != schema.ModeAttach {
+		t.Errorf("exited %v, exit code %v, interrupted %v, mode %q", p.Exited, p.ExitCode, r.Interrupted, p.Mode)
+	}
+	if p.AtPeak == nil || p.AtPeak.Reconciliation.PthreadStacks != 8 {
+		t.Errorf("the walk taken while it lived is missing or wrong:\n%s", render(t, r))
+	}
+	if len(p.Command) == 0 || !strings.HasSuffix(p.Command[0], "threads") {
+		t.Errorf("command %q, want the program's cmdline", p.Command)
+	}
+}
+
+// TestAttachUntilCancel: when the watch ends first (a duration, Ctrl-C),
+// the process is still running: a last walk is taken and the result is
+// marked interrupted.
+func TestAttachUntilCancel(t *testing.T) {
+	cmd, _ := startHeld(t, "ready", cprog(t, "threads"), "4", "1", "256", "stdin")
+	s, err := Attach(cmd.Process.Pid, slowWalks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := s.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Process
+	if p.Exited || !r.Interrupted || p.End == nil || p.End.Reconciliation.PthreadStacks != 4 {
+		t.Errorf("exited %v, interrupted %v, end walk %v", p.Exited, r.Interrupted, p.End != nil)
+	}
+}
+
+// TestPermissionError: attaching to a process the probe may not inspect
+// says so in one line, naming the pid, the file, the users and the way
+// out. The error is built directly: a real case needs a process of
+// another user (or an undumpable one), which a test cannot count on
+// finding, and as root every ordinary process is readable.
+func TestPermissionError(t *testing.T) {
+	for _, c := range []struct {
+		e    PermissionError
+		want string
+	}{
+		{PermissionError{PID: 4242, Owner: "alice (uid 1001)", Self: "bob (uid 1002)", Path: "/proc/4242/smaps"},
+			"attaching to pid 4242: permission denied reading /proc/4242/smaps: the process belongs to alice (uid 1001) and the probe runs as bob (uid 1002); run the probe as alice (uid 1001), or as root (CAP_SYS_PTRACE)"},
+		{PermissionError{PID: 7, Owner: "root (uid 0)", Self: "root (uid 0)", Path: "/proc/7/smaps"},
+			"attaching to pid 7: permission denied reading /proc/7/smaps: the process is root (uid 0)'s, as the probe is, but may not be inspected (not dumpable, Yama's ptrace_scope, another namespace); run the probe with CAP_SYS_PTRACE"},
+	} {
+		if got := c.e.Error(); got != c.want {
+			t.Errorf("error\n%q, want\n%q", got, c.want)
+		}
+		if !errors.Is(&c.e, os.ErrPermission) {
+			t.Error("PermissionError does not wrap os.ErrPermission")
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package outside
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"memprobe/probe/sampler"
+	"memprobe/schema"
+)
+
+// Wait ends the watch and returns the result. For exec it waits for the
+// program to exit (ctx is not used: the caller forwards signals with
+// Signal); for attach, until the process exits or ctx ends (Ctrl-C, a
+// duration), and then takes a last walk of the still running process.
+func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
+	p := &schema.Process{
+		Mode: s.mode, Command: s.command, PID: s.pid, Go: s.goBuild,
+		IntervalMs: ms64(s.opts.Interval), SmapsEveryMs: ms64(s.opts.SmapsEvery),
+		Children: []schema.Child{}, Diagnosis: []schema.Finding{}, Files: []string{},
+	}
+	if p.Command == nil {
+		p.Command = []string{}
+	}
+	if s.cmd != nil {
+		s.waitExec(p)
+	} else {
+		p.Exited = s.waitAttach(ctx)
+	}
+	samp := s.finish(p.Exited)
+	end := time.Now()
+	p.DurationMs = ms64(end.Sub(s.start))
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writeRaw()
+	p.AtPeak, p.End, p.Walks = s.peak, s.end, s.walks
+	p.Timeline = summarize(samp)
+	// VmHWM ≥ VmRSS at every moment, and statm's RSS is sampled ten
+	// times as often as status: the largest RSS sampled bounds VmHWM
+	// from below when the peak came after the last status read.
+	p.VmHWMBytes = max(samp.Peaks.VmHWMBytes, s.hwm, samp.Peaks.RSSBytes)
+	p.ProbeVmHWMAtStartBytes = s.probeHWM
+	if p.RusageMaxRSSBytes > 0 && p.VmHWMBytes > 0 {
+		d := 100 * (float64(p.VmHWMBytes) - float64(p.RusageMaxRSSBytes)) / float64(p.RusageMaxRSSBytes)
+		p.PeakAgreementPct = &d
+	}
+	for _, c := range s.children {
+		p.Children = append(p.Children, *c)
+	}
+	slices.SortFunc(p.Children, func(a, b schema.Child) int { return a.PID - b.PID })
+	p.TreePeakRSSBytes = s.treePeak
+	if p.TreePeakRSSBytes > 0 {
+		p.TreePeakRSSBytes = max(p.TreePeakRSSBytes, p.Timeline.PeakRSSBytes)
+	}
+	cpu := selfCPU() - s.cpu0
+	p.Overhead = schema.Overhead{
+		SamplerCostMs: samp.CostMs, WalkCostMs: ms64(s.walkCost),
+		ProbeCPUMs: ms64(cpu), ProbeCPUPct: 100 * float64(cpu) / float64(max(end.Sub(s.start), 1)),
+	}
+	for f := range s.files {
+		p.Files = append(p.Files, f)
+	}
+	slices.Sort(p.Files)
+	if p.AtPeak == nil {
+		s.warnf("no smaps walk was taken: the process ended before the first (it lived %.0f ms; walks start after %v)", p.DurationMs, s.tick())
+	}
+	p.Diagnosis = diagnose(p)
+
+	r := &schema.Result{
+		Schema: schema.ResultVersion, Kind: schema.KindProcess, Process: p,
+		Environment: schema.CurrentEnvironment(), CommandLine: s.opts.CommandLine,
+		StartTime:     s.start.UTC().Format(time.RFC3339),
+		Interrupted:   !p.Exited,
+		GOMAXPROCS:    0,
+		Ledger:        []schema.LedgerRow{},
+		Warnings:      append([]string{}, s.warnings...),
+		Sampler:       &samp,
+		FinalRSSBytes: p.Timeline.FinalRSSBytes, FinalVSZBytes: p.Timeline.FinalVSZBytes,
+		PeakRSSBytes: peakRSS(p),
+	}
+	if r.CommandLine == nil {
+		r.CommandLine = []string{}
+	}
+	if pts := aliveTimeline(samp.Timeline); len(pts) > 0 {
+		r.OSThreads = pts[len(pts)-1].Threads
+	}
+	r.RSSAgreement = &schema.RSSAgreement{SamplerPeakRSSBytes: samp.Peaks.RSSBytes, VmHWMBytes: p.VmHWMBytes}
+	if p.VmHWMBytes > 0 {
+		r.RSSAgreement.DiffPct = 100 * (float64(samp.Peaks.RSSBytes) - float64(p.VmHWMBytes)) / float64(p.VmHWMBytes)
+	}
+	if p.AtPeak != nil {
+		rr := &schema.RSSReconciliation{
+			AtPeak: p.AtPeak.Reconciliation, AtPeakStep: 0, End: p.End.Reconciliation,
+			VmHWMBytes:               int64(r.PeakRSSBytes),
+			ExplainedBytes:           p.AtPeak.Reconciliation.RSSBytes - p.AtPeak.Reconciliation.UnexplainedBytes,
+			Residual:                 p.AtPeak.Reconciliation.UnexplainedMappings,
+			ThreadStackReservedBytes: p.AtPeak.Reconciliation.ThreadStackReservedBytes,
+			ThreadStackResidentBytes: p.AtPeak.Reconciliation.ThreadStackResidentBytes,
+		}
+		rr.ResidualBytes = rr.VmHWMBytes - rr.ExplainedBytes
+		if rr.VmHWMBytes > 0 {
+			rr.ResidualPct = 100 * float64(rr.ResidualBytes) / float64(rr.VmHWMBytes)
+		}
+		rr.Within10Pct = rr.ResidualPct <= 10 && rr.ResidualPct >= -10
+		r.RSSReconciliation = rr
+	}
+	if p.Exited && p.ExitCode == nil && s.mode == schema.ModeExec {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("pid %d: exit status unknown", s.pid))
+	}
+	return r, nil
+}
+
+// aliveTimeline is the timeline without the points sampled after the
+// process died (a zombie's statm reads 0 before it is reaped).
+func aliveTimeline(pts []sampler.Point) []sampler.Point {
+	n := len(pts)
+	for n > 0 && pts[n-1].VSZBytes == 0 {
+		n--
+	}
+	return pts[:n]
+}
+
+// summarize sums up the sampler's timeline.
+func summarize(r sampler.Result) schema.TimelineSummary {
+	t := schema.TimelineSummary{
+		Samples: r.Samples, PeakRSSBytes: r.Peaks.RSSBytes, PeakVSZBytes: r.Peaks.VSZBytes,
+		PeakPSSBytes: r.Peaks.PssBytes, PeakRssAnonBytes: r.Peaks.RssAnonBytes, PeakRssFileBytes: r.Peaks.RssFileBytes,
+		PeakRssShmemBytes: r.Peaks.RssShmemBytes, PeakSwapBytes: r.Peaks.SwapBytes, PeakThreads: r.Peaks.Threads,
+	}
+	pts := aliveTimeline(r.Timeline)
+	if len(pts) == 0 {
+		return t
+	}
+	first, last := pts[0], pts[len(pts)-1]
+	t.StartRSSBytes, t.FinalRSSBytes, t.FinalVSZBytes = first.RSSBytes, last.RSSBytes, last.VSZBytes
+	t.GrowthBytes = int64(r.Peaks.RSSBytes) - int64(first.RSSBytes)
+	for _, p := range pts {
+		if p.RSSBytes == r.Peaks.RSSBytes {
+			t.PeakAtMs = p.TMs
+			break
+		}
+	}
+	// Growth in the last quarter of the run: the highest point in it
+	// against the highest before it.
+	q := last.TMs - (last.TMs-first.TMs)/4
+	var before, in uint64
+	for _, p := range pts {
+		if p.TMs < q {
+			before = max(before, p.RSSBytes)
+		} else {
+			in = max(in, p.RSSBytes)
+		}
+	}
+	t.LastQuarterGrowthBytes = int64(in) - int64(before)
+	return t
+}
+
+// forkImage says whether wait4's maxrss is the probe's own image at the
+// start rather than the program's: no more than 1 % above the probe's
+// VmHWM then, and above what the program was seen to hold.
+func forkImage(p *schema.Process) bool {
+	return p.ProbeVmHWMAtStartBytes > 0 && p.RusageMaxRSSBytes > p.VmHWMBytes &&
+		float64(p.RusageMaxRSSBytes) <= 1.01*float64(p.ProbeVmHWMAtStartBytes)
+}
+
+// peakRSS is the result's peak_rss_bytes: the larger of the sampled
+// VmHWM and wait4's maxrss, unless the latter is the probe's own image.
+func peakRSS(p *schema.Process) uint64 {
+	if forkImage(p) {
+		return p.VmHWMBytes
+	}
+	return max(p.VmHWMBytes, p.RusageMaxRSSBytes)
+}

@@ -1,0 +1,317 @@
+package outside
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"memprobe/internal/atomicfile"
+	"memprobe/probe/procfs"
+	"memprobe/probe/sampler"
+	"memprobe/schema"
+)
+
+// Session watches one process: the sampler, and a loop that takes the
+// walks, reads the descendants and fetches heap profiles. Exec and Attach
+// make one; Wait ends it and returns the result.
+type Session struct {
+	opts    Options
+	mode    string
+	pid     int
+	command []string
+	goBuild *schema.GoBuild
+	start   time.Time
+	cpu0    time.Duration
+	smp     *sampler.Sampler
+	walker  *walker
+	status  *procfs.StatusReader
+	cmd     *exec.Cmd // exec only
+	// probeHWM is the probe's own VmHWM when it started the program.
+	probeHWM uint64
+
+	stop     chan struct{}
+	loopDone chan struct{}
+
+	mu        sync.Mutex // guards the fields below (the loop and Walk)
+	walks     int
+	walkCost  time.Duration
+	nextWalk  time.Time
+	lastRSS   uint64 // RSS at the last walk
+	peak, end *schema.Snapshot
+	peakRaw   []byte
+	endRaw    []byte
+	lastPprof time.Time
+	children  map[int]*schema.Child
+	treePeak  uint64
+	hwm       uint64 // the largest VmHWM read by the loop and the walks
+	warnings  []string
+	files     map[string]bool
+}
+
+// newSession starts watching pid: the sampler takes its first sample now.
+func newSession(opts Options, mode string, pid int, command []string) (*Session, error) {
+	s := &Session{
+		opts: opts, mode: mode, pid: pid, command: command,
+		start: time.Now(), cpu0: selfCPU(),
+		stop: make(chan struct{}), loopDone: make(chan struct{}),
+		children: map[int]*schema.Child{}, warnings: []string{}, files: map[string]bool{},
+	}
+	if bi, err := buildinfo.ReadFile(opts.FS.Path(pid, "exe")); err == nil {
+		g := &schema.GoBuild{GoVersion: bi.GoVersion, Path: bi.Path}
+		for _, kv := range bi.Settings {
+			if kv.Key == "CGO_ENABLED" {
+				g.Cgo = kv.Value
+			}
+		}
+		s.goBuild = g
+	}
+	smp, err := sampler.New(sampler.Options{PID: pid, Interval: opts.Interval, FS: opts.FS})
+	if err != nil {
+		return nil, err
+	}
+	if err := smp.Start(context.Background()); err != nil {
+		if mode != schema.ModeExec || !gone(opts.FS.Path(pid, "stat")) {
+			return nil, err
+		}
+		// The program was over before the first sample (a zombie has no
+		// memory to read): wait4 still has its peak and its status.
+		s.warnf("the program exited before the first sample: only wait4's figures (peak RSS, CPU time, status) are known")
+		smp = nil
+	}
+	s.smp = smp
+	if st, err := opts.FS.OpenStatus(pid); err == nil {
+		s.status = st
+	}
+	s.walker = newWalker(opts.FS, pid, s.goBuild != nil)
+	go s.loop()
+	return s, nil
+}
+
+// tick is the loop's period: often enough to catch a new high soon after
+// the walk budget allows one, rarely enough to cost nothing.
+func (s *Session) tick() time.Duration {
+	return max(s.opts.Interval, min(s.opts.SmapsEvery/4, 250*time.Millisecond))
+}
+
+func (s *Session) loop() {
+	defer close(s.loopDone)
+	t := time.NewTicker(s.tick())
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		// status, not statm: VmHWM too, so that the last peak read
+		// before the process exits is at most a tick old.
+		var st procfs.Status
+		if s.status == nil || s.status.Read(&st) != nil || st.VmSizeBytes == 0 {
+			continue // exited, or exiting: Wait will see it
+		}
+		if s.opts.Children {
+			s.readChildren(st.VmRSSBytes)
+		}
+		s.mu.Lock()
+		s.hwm = max(s.hwm, st.VmHWMBytes)
+		due := !time.Now().Before(s.nextWalk) && s.walkWanted(st.VmRSSBytes)
+		s.mu.Unlock()
+		if due {
+			s.Walk()
+		}
+	}
+}
+
+// walkWanted says whether RSS rss is worth a walk: the first, a new high,
+// or a move since the last walk, by 1 MiB and 0.5 %. Called with mu held.
+func (s *Session) walkWanted(rss uint64) bool {
+	if s.walks == 0 {
+		return true
+	}
+	moved := func(a, b uint64) bool {
+		d := max(a, b) - min(a, b)
+		return a > b && d > 1<<20 && d*200 > b
+	}
+	peakRSS := uint64(0)
+	if s.peak != nil {
+		peakRSS = uint64(s.peak.Reconciliation.RSSBytes)
+	}
+	return moved(rss, peakRSS) || moved(rss, s.lastRSS) || moved(s.lastRSS, rss)
+}
+
+// Walk takes a full walk now: it becomes the end view, and the peak view
+// if its RSS is the highest walked. It fails when the process has exited.
+// Exec and Attach take walks on their own; Walk is for a caller that
+// knows a moment matters (a test, before it lets the program go on).
+func (s *Session) Walk() error {
+	t := time.Since(s.start)
+	snap, raw, err := s.walker.walk()
+	if err != nil {
+		return fmt.Errorf("walking pid %d: %w", s.pid, err)
+	}
+	snap.TMs = ms64(t)
+	s.mu.Lock()
+	s.walks++
+	d := time.Duration(snap.WalkMs * float64(time.Millisecond))
+	s.walkCost += d
+	s.nextWalk = time.Now().Add(max(s.opts.SmapsEvery, time.Duration(float64(d)/walkBudget)))
+	s.lastRSS = uint64(snap.Reconciliation.RSSBytes)
+	s.hwm = max(s.hwm, snap.VmHWMBytes)
+	s.end, s.endRaw = snap, raw
+	newPeak := s.peak == nil || snap.Reconciliation.RSSBytes > s.peak.Reconciliation.RSSBytes
+	if newPeak {
+		s.peak, s.peakRaw = snap, raw
+	}
+	fetch := newPeak && s.opts.PprofURL != "" && time.Since(s.lastPprof) >= time.Second
+	if fetch {
+		s.lastPprof = time.Now()
+	}
+	s.mu.Unlock()
+	if s.opts.Progress != nil {
+		r := snap.Reconciliation
+		fmt.Fprintf(s.opts.Progress, "probe: walk %d at %.1f s: RSS %s, VSZ %s, %d threads, %d stacks, %d arenas (%.1f ms)\n",
+			s.walks, t.Seconds(), iec(r.RSSBytes), iec(r.VSZBytes), snap.Threads, r.PthreadStacks, r.GlibcArenas, snap.WalkMs)
+	}
+	if fetch {
+		s.fetchHeap()
+	}
+	return nil
+}
+
+// fetchHeap writes the pprof heap profile of the program to OutDir.
+func (s *Session) fetchHeap() {
+	path := filepath.Join(s.opts.OutDir, "heap-peak.pprof")
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(s.opts.PprofURL)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s", resp.Status)
+	}
+	var b []byte
+	if err == nil {
+		b, err = io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	if err == nil {
+		err = atomicfile.WriteBytes(path, b)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.warnf("pprof %s: fetching the heap profile at the peak: %v", s.opts.PprofURL, err)
+		return
+	}
+	s.files[path] = true
+}
+
+func (s *Session) warnf(format string, args ...any) {
+	w := fmt.Sprintf(format, args...)
+	for _, x := range s.warnings {
+		if x == w {
+			return
+		}
+	}
+	s.warnings = append(s.warnings, w)
+}
+
+// readChildren reads the descendants' memory and the tree's summed RSS.
+func (s *Session) readChildren(selfRSS uint64) {
+	desc := descendants(s.opts.FS, s.pid)
+	total := selfRSS
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range desc {
+		st, err := s.opts.FS.ReadStatus(d.pid)
+		if err != nil {
+			continue
+		}
+		c := s.children[d.pid]
+		if c == nil {
+			c = &schema.Child{PID: d.pid, PPID: d.ppid, Command: cmdline(s.opts.FS, d.pid)}
+			s.children[d.pid] = c
+		}
+		c.VmHWMBytes = max(c.VmHWMBytes, st.VmHWMBytes)
+		c.PeakRSSBytes = max(c.PeakRSSBytes, st.VmRSSBytes)
+		total += st.VmRSSBytes
+	}
+	s.treePeak = max(s.treePeak, total)
+}
+
+// finish ends the watch: the loop, then (if the process still lives, a
+// last walk and) the sampler; exited says whether it did.
+func (s *Session) finish(exited bool) sampler.Result {
+	close(s.stop)
+	<-s.loopDone
+	if !exited {
+		if err := s.Walk(); err != nil {
+			s.mu.Lock()
+			s.warnf("end walk: %v", err)
+			s.mu.Unlock()
+		}
+	}
+	res := sampler.Result{PID: s.pid, Timeline: []sampler.Point{}, Warnings: []string{}, IntervalMs: ms64(s.opts.Interval)}
+	if s.smp != nil {
+		res, _ = s.smp.Stop()
+	}
+	if s.status != nil {
+		s.status.Close()
+	}
+	if exited {
+		// The sampler's reads fail once the process is gone: expected.
+		res.Warnings = []string{}
+	}
+	return res
+}
+
+// writeRaw writes the walks behind the reconciliations to OutDir.
+func (s *Session) writeRaw() {
+	if s.opts.OutDir == "" {
+		return
+	}
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"smaps-peak.txt", s.peakRaw}, {"smaps-end.txt", s.endRaw}} {
+		if f.b == nil {
+			continue
+		}
+		path := filepath.Join(s.opts.OutDir, f.name)
+		if err := atomicfile.WriteBytes(path, f.b); err != nil {
+			s.warnf("out-dir: %v", err)
+			continue
+		}
+		s.files[path] = true
+	}
+}
+
+// cmdline reads /proc/PID/cmdline as arguments; nil when unreadable.
+func cmdline(fs procfs.FS, pid int) []string {
+	b, err := os.ReadFile(fs.Path(pid, "cmdline"))
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	var out []string
+	for _, a := range bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0}) {
+		out = append(out, string(a))
+	}
+	return out
+}
+
+// selfCPU is the probe's own CPU time so far (user + system).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

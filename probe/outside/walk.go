@@ -1,0 +1,323 @@
+package outside
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"memprobe/probe/procfs"
+	"memprobe/probe/reconcile"
+	"memprobe/schema"
+)
+
+// walker takes full walks of one process's address space.
+type walker struct {
+	fs   procfs.FS
+	pid  int
+	page int
+	// Read once, at the start: they do not change while it runs (a
+	// process cannot change another's limits or environment).
+	stackDefault int64
+	cpus         int
+	arenaMax     string
+	isGo         bool
+}
+
+func newWalker(fs procfs.FS, pid int, isGo bool) *walker {
+	w := &walker{fs: fs, pid: pid, page: os.Getpagesize(), isGo: isGo}
+	w.stackDefault = stackLimit(fs.Path(pid, "limits"))
+	w.cpus = onlineCPUs("/sys/devices/system/cpu/online")
+	w.arenaMax = environ(fs.Path(pid, "environ"), "MALLOC_ARENA_MAX")
+	return w
+}
+
+// walk reads the process now and reconciles it. raw is the smaps text.
+func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
+	t0 := time.Now()
+	path := w.fs.Path(w.pid, "smaps")
+	raw, err = os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading smaps: %w", err)
+	}
+	ms, err := procfs.ParseSmaps(raw, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ms) == 0 {
+		return nil, nil, fmt.Errorf("reading smaps: %s is empty (the process is exiting)", path)
+	}
+	sps := threadSPs(w.fs, w.pid)
+	st, err := w.fs.ReadStatus(w.pid)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := reconcile.Input{
+		Status: st, Mappings: ms, ThreadSPs: sps, ThreadStackBytes: w.stackDefault,
+		Resident: func(lo, hi uint64) (int64, error) { return w.fs.ResidentBytes(w.pid, lo, hi, w.page) },
+	}
+	rec := reconcile.Compute(in)
+	snap = &schema.Snapshot{
+		Threads: st.Threads, VmHWMBytes: st.VmHWMBytes, ThreadStackDefaultBytes: w.stackDefault,
+		CPUs: w.cpus, GlibcArenaLimit: 8 * w.cpus, MallocArenaMax: w.arenaMax,
+		AnonBySize: sizeClasses(ms),
+	}
+	for _, s := range sps {
+		if s.SP != 0 {
+			snap.StackPointers++
+		}
+	}
+	snap.GPUMappings = outsideParts(&rec, ms, w.isGo)
+	snap.Reconciliation = rec
+	snap.WalkMs = ms64(time.Since(t0))
+	return snap, raw, nil
+}
+
+// Parts that only the inside view can fill: Go's runtime/metrics classes
+// and the trainer's ledger. From outside they are 0 and are left out.
+var insideOnly = map[string]bool{
+	"go.heap.objects.ledger": true, "go.heap.objects.other": true, "go.heap.free": true,
+	"go.stacks.goroutines": true, "go.heap.released": true, "go.arena.other": true,
+	"go.runtime.metadata": true, "outside_go.ledger": true, "stacks.workers": true,
+}
+
+// GPU driver device files: NVIDIA's, DRM render nodes, AMD's KFD.
+var gpuPrefixes = []string{"/dev/nvidia", "/dev/dri/", "/dev/kfd"}
+
+func isGPU(path string) bool {
+	for _, p := range gpuPrefixes {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// outsideParts adjusts a reconciliation for the outside view: it drops
+// the inside-only parts that are empty, moves GPU driver mappings out of
+// file.mapped/file.cow into gpu.driver, and for a Go program counts the
+// anonymous memory no source claims as go.runtime.anon (Go's arenas and
+// metadata cannot be told apart from outside). It returns the number of
+// GPU mappings.
+func outsideParts(r *reconcile.Reconciliation, ms []procfs.Mapping, isGo bool) int {
+	parts := r.Parts[:0]
+	for _, p := range r.Parts {
+		if insideOnly[p.Name] && p.Bytes == 0 && p.ReservedBytes == 0 {
+			continue
+		}
+		parts = append(parts, p)
+	}
+	r.Parts = parts
+	find := func(name string) *reconcile.Part {
+		for i := range r.Parts {
+			if r.Parts[i].Name == name {
+				return &r.Parts[i]
+			}
+		}
+		return nil
+	}
+
+	var gpu reconcile.Part
+	gpuMaps := 0
+	for _, m := range ms {
+		if isGPU(m.Path) {
+			gpuMaps++
+		}
+	}
+	for _, f := range r.Files {
+		if !isGPU(f.Path) {
+			continue
+		}
+		gpu.Bytes += f.ResidentBytes + f.COWBytes
+		gpu.ReservedBytes += f.ReservedBytes
+		gpu.Count += f.Mappings
+		if p := find("file.mapped"); p != nil {
+			p.Bytes -= f.ResidentBytes
+			p.ReservedBytes -= f.ReservedBytes
+			p.Count -= f.Mappings
+		}
+		if p := find("file.cow"); p != nil {
+			p.Bytes -= f.COWBytes
+		}
+	}
+	if gpuMaps > 0 {
+		gpu.Name = "gpu.driver"
+		gpu.Note = "mappings of GPU driver devices (/dev/nvidia*, /dev/dri, /dev/kfd): pinned host memory, device apertures"
+		r.Parts = append(r.Parts, gpu)
+	}
+
+	if isGo && len(r.UnexplainedMappings) > 0 {
+		var g reconcile.Part
+		for _, p := range r.UnexplainedMappings {
+			g.Bytes += p.ResidentBytes
+			g.ReservedBytes += p.ReservedBytes
+			g.Count++
+		}
+		g.Name = "go.runtime.anon"
+		g.Note = "a Go program's anonymous mappings no other source claims: Go's heap arenas and runtime metadata (and any C memory), not told apart from outside; --pprof gives the heap"
+		r.Parts = append(r.Parts, g)
+		r.UnexplainedBytes -= g.Bytes
+		r.UnexplainedReservedBytes -= g.ReservedBytes
+		r.UnexplainedMappings = []reconcile.Piece{}
+		r.UnexplainedNote = "a Go program: its unclaimed anonymous mappings are go.runtime.anon; the rest is " + r.UnexplainedNote
+	}
+	return gpuMaps
+}
+
+// sizeClasses puts every anonymous mapping in a size class.
+func sizeClasses(ms []procfs.Mapping) []schema.SizeClass {
+	out := []schema.SizeClass{
+		{Class: "< 64 KiB", MinBytes: 0, MaxBytes: 64 << 10},
+		{Class: "64 KiB to 1 MiB", MinBytes: 64 << 10, MaxBytes: 1 << 20},
+		{Class: "1 to 8 MiB", MinBytes: 1 << 20, MaxBytes: 8 << 20},
+		{Class: "8 to 64 MiB", MinBytes: 8 << 20, MaxBytes: 64 << 20},
+		{Class: ">= 64 MiB", MinBytes: 64 << 20},
+	}
+	for _, m := range ms {
+		if m.Path != "" && !strings.HasPrefix(m.Path, "[anon:") {
+			continue
+		}
+		for i := range out {
+			c := &out[i]
+			if int64(m.SizeBytes) >= c.MinBytes && (c.MaxBytes == 0 || int64(m.SizeBytes) < c.MaxBytes) {
+				c.Mappings++
+				c.ReservedBytes += int64(m.SizeBytes)
+				c.ResidentBytes += int64(m.RssBytes)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// threadSPs reads every thread's stack pointer: task/TID/syscall (needs
+// ptrace access; a blocked thread's), else field 29 of task/TID/stat
+// (kstkesp: most kernels print 0 there unless the task is dumping core).
+func threadSPs(fs procfs.FS, pid int) []procfs.ThreadSP {
+	sps, err := fs.ReadThreadSPs(pid)
+	if err != nil {
+		// A malformed syscall file: fall back to stat alone.
+		ents, _ := os.ReadDir(fs.Path(pid, "task"))
+		sps = sps[:0]
+		for _, e := range ents {
+			if tid, err := strconv.Atoi(e.Name()); err == nil {
+				sps = append(sps, procfs.ThreadSP{TID: tid})
+			}
+		}
+	}
+	for i := range sps {
+		if sps[i].SP == 0 {
+			sps[i].SP = kstkesp(filepath.Join(fs.Path(pid, "task"), strconv.Itoa(sps[i].TID), "stat"))
+		}
+	}
+	return sps
+}
+
+// kstkesp reads field 29 of a stat file; 0 when unreadable.
+func kstkesp(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	const field = 29 - 3 // fields after the command start at 3 (state)
+	if len(f) <= field {
+		return 0
+	}
+	sp, _ := strconv.ParseUint(f[field], 10, 64)
+	return sp
+}
+
+// stackLimit is the default pthread stack size of the process: its
+// RLIMIT_STACK soft limit ("Max stack size" of /proc/PID/limits), 2 MiB
+// when unlimited (x86-64 glibc's ARCH_STACK_DEFAULT_SIZE), 8 MiB when
+// unreadable.
+func stackLimit(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return reconcile.DefaultThreadStackReserveBytes
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "Max stack size") {
+			continue
+		}
+		fields := strings.Fields(strings.TrimPrefix(line, "Max stack size"))
+		if len(fields) == 0 {
+			break
+		}
+		if fields[0] == "unlimited" {
+			return 2 << 20
+		}
+		if n, err := strconv.ParseInt(fields[0], 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return reconcile.DefaultThreadStackReserveBytes
+}
+
+// onlineCPUs counts the CPUs of a cpu list such as "0-3,5" (the
+// sysfs online file, which glibc reads for its arena limit);
+// runtime.NumCPU when unreadable.
+func onlineCPUs(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n, err := countCPUList(strings.TrimSpace(string(b)))
+	if err != nil || n == 0 {
+		return runtime.NumCPU()
+	}
+	return n
+}
+
+func countCPUList(s string) (int, error) {
+	n := 0
+	for _, r := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0, err
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return 0, err
+			}
+		}
+		if b < a {
+			return 0, errors.New("descending range")
+		}
+		n += b - a + 1
+	}
+	return n, nil
+}
+
+// environ returns the value of key in a NUL-separated environ file; ""
+// when unset or unreadable.
+func environ(path, key string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if k, v, ok := bytes.Cut(kv, []byte("=")); ok && string(k) == key {
+			return string(v)
+		}
+	}
+	return ""
+}
+
+func ms64(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
