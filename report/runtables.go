@@ -110,7 +110,11 @@ func writePlan(out *tableWriter, p *plan) {
 	if len(ran) == 0 {
 		out.line(fmt.Sprintf("%s: no component or RSS tables: %s", g.title(), strings.Join(missing, ", ")))
 	} else {
-		out.table(ledgerTable(g, ends))
+		// Processes watched from outside (probe exec) have no ledger:
+		// their resident set in parts is all there is to show.
+		if !allProcesses(ends) {
+			out.table(ledgerTable(g, ends))
+		}
 		out.table(reconcileTable(g, ends))
 	}
 	for _, axis := range sweptAxes(p) {
@@ -295,6 +299,16 @@ func stateNames(states []*runView) string {
 
 // ledgerTable puts the model against the ledger for each state, side by
 // side: one row per component, in the order the states list them.
+// allProcesses reports whether every state's detail is a process result.
+func allProcesses(states []*runView) bool {
+	for _, r := range detail(states) {
+		if r == nil || r.Kind != schema.KindProcess {
+			return false
+		}
+	}
+	return true
+}
+
 func ledgerTable(g *group, states []*runView) *table.Table {
 	cols := []table.Column{{Name: "component"}}
 	for _, v := range states {

@@ -118,7 +118,10 @@ func (v *runView) values(name string) []float64 {
 		}
 	}
 	var out []float64
-	for _, m := range v.reps {
+	for i, m := range v.reps {
+		if !v.Repetitions[i].Measures(name) {
+			continue
+		}
 		if x, ok := lookup(m, name); ok {
 			out = append(out, x)
 		}

@@ -1,6 +1,10 @@
 package schema
 
-import "memprobe/probe/reconcile"
+import (
+	"strings"
+
+	"memprobe/probe/reconcile"
+)
 
 // Modes of Process.
 const (
@@ -201,4 +205,29 @@ type Overhead struct {
 	// share of one core the probe took.
 	ProbeCPUMs  float64 `json:"probe_cpu_ms"`
 	ProbeCPUPct float64 `json:"probe_cpu_pct"`
+}
+
+// trainOnly are the result fields (JSON names) that only a training job
+// measures: a process result leaves them zero, which is not a measurement.
+var trainOnly = map[string]bool{
+	"params": true, "steps": true, "start_step": true, "tokens_per_step": true,
+	"tokens_per_sec": true, "step_ns_median": true, "step_ns": true,
+	"loss_first": true, "loss_last": true, "losses": true,
+	"gflop_per_step": true, "achieved_gflops": true,
+	"go_heap_alloc_bytes_per_step": true, "go_heap_allocs_per_step": true, "allocs_by_site": true,
+	"floor_bytes": true, "executor_bytes": true, "ledger_total_bytes": true, "expected_total_bytes": true,
+	"ledger": true, "ledger_findings": true, "counts": true, "decode_stats": true,
+	"data_tokens": true, "data_vocab": true, "threads": true, "executors": true,
+}
+
+// Measures reports whether r measured metric, a JSON field name or a
+// dotted path into one: every field for a training job, and for a process
+// result (probe exec, probe attach) all but the training figures, so that
+// summaries and diffs leave those out rather than compare zeros.
+func (r *Result) Measures(metric string) bool {
+	if r.Kind != KindProcess {
+		return true
+	}
+	top, _, _ := strings.Cut(metric, ".")
+	return !trainOnly[top]
 }

@@ -158,9 +158,9 @@ func schemaID(v string) string { id, _, _ := strings.Cut(v, "/"); return id }
 func describe(id string) string {
 	switch id {
 	case schemaID(ResultVersion):
-		return "a job result, read it with ReadResult"
+		return "a job result of probe train or probe exec"
 	case schemaID(ReportVersion):
-		return "a run report, read it with ReadReport"
+		return "a run report of probe run"
 	}
 	return "an unknown format"
 }

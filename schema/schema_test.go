@@ -70,7 +70,7 @@ func TestResultErrors(t *testing.T) {
 	}{
 		{"v2.json", swap(ResultVersion, "memprobe.train/v2"), `unsupported schema: schema "memprobe.train/v2", this build reads "memprobe.train/v3"`, true},
 		{"v4.json", swap(ResultVersion, "memprobe.train/v4"), `schema "memprobe.train/v4", this build reads "memprobe.train/v3"`, true},
-		{"a-report.json", `{"schema": "memprobe.report/v1"}`, "(not a result: a run report, read it with ReadReport)", true},
+		{"a-report.json", `{"schema": "memprobe.report/v1"}`, "(not a result: a run report of probe run)", true},
 		{"no-schema.json", `{"params": 3, "steps": 1}`, `no "schema" field`, true},
 		{"truncated.json", valid[:len(valid)/2], "unexpected end of JSON input", false},
 		{"syntax.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": 1,,\n}", "line 3: invalid character ','", false},
@@ -140,7 +140,7 @@ func TestReportErrors(t *testing.T) {
 		schema bool
 	}{
 		{"v0.json", func(r *Report) { r.Schema = "memprobe.report/v0" }, `schema "memprobe.report/v0", this build reads "memprobe.report/v1"`, true},
-		{"a-result.json", func(r *Report) { r.Schema = ResultVersion }, "(not a report: a job result, read it with ReadResult)", true},
+		{"a-result.json", func(r *Report) { r.Schema = ResultVersion }, "(not a report: a job result of probe train or probe exec)", true},
 		{"old-rep.json", func(r *Report) { r.Runs[0].Repetitions[1].Schema = "memprobe.train/v2" }, `run 0 (threads-P6), repetition 1: unsupported schema: schema "memprobe.train/v2"`, true},
 		{"status.json", func(r *Report) { r.Runs[1].Status = "lost" }, `run 1 (threads-before): unknown status "lost"`, false},
 		{"ok-empty.json", func(r *Report) { r.Runs[0].Repetitions = nil }, "status ok with no repetitions", false},

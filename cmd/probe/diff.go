@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"memprobe/report"
-	"memprobe/schema"
 )
 
 // diffCmdFlags are the command-line options of `probe diff`.
@@ -83,11 +82,11 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 	for _, t := range ths {
 		extra = append(extra, t.Metric) // a metric with a limit is compared even when --metric leaves it out
 	}
-	base, err := schema.ReadReport(basePath)
+	base, err := readReport(basePath)
 	if err != nil {
 		return err
 	}
-	head, err := schema.ReadReport(headPath)
+	head, err := readReport(headPath)
 	if err != nil {
 		return err
 	}

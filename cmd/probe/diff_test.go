@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,9 +79,13 @@ func TestDiffErrors(t *testing.T) {
 			t.Errorf("%v: got %v, want a usage error containing %q", c.args, err, c.want)
 		}
 	}
-	_, _, err := runProbe("diff", diffBase, "../../report/testdata/threads-P6.json")
+	future := filepath.Join(t.TempDir(), "future.json")
+	if err := os.WriteFile(future, []byte(`{"schema": "memprobe.train/v9"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runProbe("diff", diffBase, future)
 	var ue usageError
-	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "threads-P6.json") || !strings.Contains(err.Error(), "not a report") {
-		t.Errorf("a result as head: got %v", err)
+	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "future.json") || !strings.Contains(err.Error(), `this build reads "memprobe.train/v3"`) {
+		t.Errorf("a result of a future version as head: got %v", err)
 	}
 }

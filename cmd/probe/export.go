@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"memprobe/report"
-	"memprobe/schema"
 )
 
 func newExportCmd(stdout io.Writer) *cobra.Command {
@@ -34,7 +33,7 @@ ns/op is the median step time; the other units are ` + fmt.Sprint(report.BenchUn
 			if format != "bench" {
 				return usageError{fmt.Errorf("--format %q: the one format is bench", format)}
 			}
-			rep, err := schema.ReadReport(args[0])
+			rep, err := readReport(args[0])
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,6 @@ import (
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/report"
-	"memprobe/schema"
 )
 
 // historyCmdFlags are the command-line options of `probe history`.
@@ -81,7 +80,7 @@ func runHistory(stdout io.Writer, dir string, f historyCmdFlags) error {
 	}
 	var entries []report.HistoryEntry
 	for _, p := range paths {
-		rep, err := schema.ReadReport(p)
+		rep, err := readReport(p)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 	"memprobe/internal/table"
 	"memprobe/report"
 	"memprobe/report/htmlreport/profiles"
-	"memprobe/schema"
 )
 
 // reportCmdFlags are the command-line options of `probe report`.
@@ -75,7 +74,7 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 			return usageError{fmt.Errorf("--html: %w", err)}
 		}
 	}
-	rep, err := schema.ReadReport(path)
+	rep, err := readReport(path)
 	if err != nil {
 		return err
 	}

@@ -102,7 +102,7 @@ func TestReportErrors(t *testing.T) {
 		usage bool
 	}{
 		{[]string{"report", v2}, `reading report ` + v2 + `: unsupported schema: schema "memprobe.report/v2", this build reads "memprobe.report/v1"`, false},
-		{[]string{"report", result}, `(not a report: a job result, read it with ReadResult)`, false},
+		{[]string{"report", result}, `implausible result: 0 steps`, false},
 		{[]string{"report", filepath.Join(dir, "missing.json")}, "missing.json", false},
 		{[]string{"report"}, "report: want one report file", true},
 		{[]string{"report", v2, v2}, "report: want one report file", true},

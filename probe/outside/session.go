@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"debug/buildinfo"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -79,7 +80,9 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 		return nil, err
 	}
 	if err := smp.Start(context.Background()); err != nil {
-		if mode != schema.ModeExec || !gone(opts.FS.Path(pid, "stat")) {
+		// ESRCH: the task is exiting (its memory already released, not
+		// yet a zombie), a window in which stat still says running.
+		if mode != schema.ModeExec || !errors.Is(err, syscall.ESRCH) && !gone(opts.FS.Path(pid, "stat")) {
 			return nil, err
 		}
 		// The program was over before the first sample (a zombie has no

@@ -74,12 +74,17 @@ func Summarize(run *schema.Run, count int) {
 		switch {
 		case m.result != nil:
 			for i := range run.Repetitions {
-				vals = append(vals, m.result(&run.Repetitions[i]))
+				if r := &run.Repetitions[i]; r.Measures(m.name) {
+					vals = append(vals, m.result(r))
+				}
 			}
 		default:
 			for _, o := range okOutside {
 				vals = append(vals, m.outside(o))
 			}
+		}
+		if len(vals) == 0 {
+			continue // no repetition measures it (a process result's training figures)
 		}
 		mt := summarizeValues(m.name, vals)
 		if mt.N > 1 && mt.Median != 0 && (mt.Max-mt.Min)/math.Abs(mt.Median) > spreadWarn {
