@@ -19,7 +19,7 @@ type historyCmdFlags struct {
 	metric, plan, format, chart string
 }
 
-func newHistoryCmd(stdout io.Writer) *cobra.Command {
+func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f historyCmdFlags
 	cmd := &cobra.Command{
 		Use:   "history DIR",
@@ -48,7 +48,7 @@ the same arguments, or fails (exit 2) saying what to build.`,
 			if f.chart != "" && writeHistoryChart == nil {
 				return delegateToViz("probe history --chart", commandArgs(cmd, args))
 			}
-			return runHistory(stdout, args[0], f)
+			return runHistory(stdout, stderr, args[0], f)
 		},
 	}
 	cmd.Flags().StringVar(&f.metric, "metric", "peak_rss_bytes", "the metric to follow")
@@ -58,7 +58,7 @@ the same arguments, or fails (exit 2) saying what to build.`,
 	return cmd
 }
 
-func runHistory(stdout io.Writer, dir string, f historyCmdFlags) error {
+func runHistory(stdout, stderr io.Writer, dir string, f historyCmdFlags) error {
 	format, err := table.ParseFormat(f.format)
 	if err != nil {
 		return usageError{fmt.Errorf("--format: %w", err)}
@@ -99,5 +99,6 @@ func runHistory(stdout io.Writer, dir string, f historyCmdFlags) error {
 	if err := writeHistoryChart(f.chart, entries, f.metric, f.plan); err != nil {
 		return fmt.Errorf("--chart %s: %w", f.chart, err)
 	}
-	return nil
+	_, err = fmt.Fprintf(stderr, "probe history: wrote %s\n", f.chart)
+	return err
 }

@@ -42,7 +42,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.AddCommand(newDiffCmd(stdout, stderr))
 	root.AddCommand(newExportCmd(stdout))
-	root.AddCommand(newHistoryCmd(stdout))
+	root.AddCommand(newHistoryCmd(stdout, stderr))
 	root.AddCommand(newExecCmd(stdout, stderr))
 	root.AddCommand(newAttachCmd(stdout, stderr))
 	return root
