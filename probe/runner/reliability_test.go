@@ -112,12 +112,34 @@ func TestResume(t *testing.T) {
 		t.Errorf("merged report written: %v", err)
 	}
 
-	// Two repetitions asked, one measured: everything runs again.
+	// Three repetitions asked, one measured: it is kept, two more run.
+	firstRep, err := schema.ReadReport(first)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o3 := fakeOptions(t, "")
-	o3.Plans, o3.Phases, o3.Resume, o3.Count = []string{"decode"}, []string{"before"}, first, 2
+	o3.Plans, o3.Phases, o3.Resume, o3.Count = []string{"decode"}, []string{"before"}, first, 3
 	rep, err = Run(context.Background(), o3)
-	if err != nil || len(rep.Runs[0].Repetitions) != 2 || !strings.Contains(rep.Warnings[0], "0 of 1 configurations") {
+	if err != nil || !strings.Contains(rep.Warnings[0], "0 of 1 configurations") || !strings.Contains(rep.Warnings[0], "1 measured in part") {
 		t.Errorf("resume with more repetitions: %v, %+v", err, rep.Warnings)
+	}
+	if run := rep.Runs[0]; len(run.Repetitions) != 3 || len(run.Outside) != 3 || run.Summary.Completed != 3 || run.Status != schema.StatusOK {
+		t.Errorf("resumed run: %d repetitions, %d outside, %d completed, status %s; want 3, 3, 3, ok", len(run.Repetitions), len(run.Outside), run.Summary.Completed, run.Status)
+	} else {
+		// The child's command line names its result file in the run's
+		// own temporary directory: another run's differs.
+		kept, was := strings.Join(run.Repetitions[0].CommandLine, " "), strings.Join(firstRep.Runs[0].Repetitions[0].CommandLine, " ")
+		if kept != was || run.Outside[0].WallSeconds != firstRep.Runs[0].Outside[0].WallSeconds {
+			t.Errorf("the measured repetition was not kept: %q, want %q", kept, was)
+		}
+		if again := strings.Join(run.Repetitions[1].CommandLine, " "); again == was {
+			t.Errorf("repetition 2 has the first run's command line %q", again)
+		}
+		for i, o := range run.Outside {
+			if o.Repetition != i+1 {
+				t.Errorf("outside[%d] is repetition %d, want %d", i, o.Repetition, i+1)
+			}
+		}
 	}
 
 	bad := filepath.Join(t.TempDir(), "bad.json")

@@ -25,17 +25,50 @@ func measured(rep *schema.Report, count int) map[string]schema.Run {
 	return out
 }
 
+// started is the runs of rep that finished some repetitions but fewer
+// than count (a run interrupted between repetitions, or one asked for
+// fewer): a resumed run keeps those repetitions and runs only the rest.
+func started(rep *schema.Report, count int) map[string]schema.Run {
+	out := map[string]schema.Run{}
+	for _, r := range rep.Runs {
+		if n := len(r.Repetitions); n > 0 && n < count {
+			out[resumeKey(r.Name, r.Config)] = r
+		}
+	}
+	return out
+}
+
+// keptOutside is the parent's records of the repetitions of old that
+// finished, renumbered from 1 in the order they ran.
+func keptOutside(old schema.Run) []schema.Outside {
+	out := []schema.Outside{}
+	for _, o := range old.Outside {
+		if o.Status == schema.StatusOK && len(out) < len(old.Repetitions) {
+			o.Repetition = len(out) + 1
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // resumeWarnings say what a resumed run took from the earlier report and
 // what makes its figures less comparable (another commit or machine).
-func resumeWarnings(path string, old, rep *schema.Report, cs []Config, done map[string]schema.Run) []string {
-	n := 0
+func resumeWarnings(path string, old, rep *schema.Report, cs []Config, done, partial map[string]schema.Run) []string {
+	n, part := 0, 0
 	for _, c := range cs {
 		if _, ok := done[resumeKey(c.Name, c.Schema)]; ok {
 			n++
 		}
+		if _, ok := partial[resumeKey(c.Name, c.Schema)]; ok {
+			part++
+		}
 	}
-	w := []string{fmt.Sprintf("resumed from %s: %d of %d configurations measured there (started %s), not run again", path, n, len(cs), old.StartTime)}
-	if n == 0 {
+	msg := fmt.Sprintf("resumed from %s: %d of %d configurations measured there (started %s), not run again", path, n, len(cs), old.StartTime)
+	if part > 0 {
+		msg += fmt.Sprintf("; %d measured in part, their repetitions kept and the rest run", part)
+	}
+	w := []string{msg}
+	if n+part == 0 {
 		return w
 	}
 	e, f := old.Environment, rep.Environment

@@ -209,13 +209,13 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 			return nil, fmt.Errorf("finding the probe binary to re-execute: %w", err)
 		}
 	}
-	var done map[string]schema.Run
+	var done, partial map[string]schema.Run
 	var resumed *schema.Report
 	if o.Resume != "" {
 		if resumed, err = schema.ReadReport(o.Resume); err != nil {
 			return nil, fmt.Errorf("--resume: %w", err)
 		}
-		done = measured(resumed, o.Count)
+		done, partial = measured(resumed, o.Count), started(resumed, o.Count)
 	}
 	tmp, err := os.MkdirTemp("", "probe-run-")
 	if err != nil {
@@ -235,7 +235,7 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("shard %d/%d: %d configurations; merge the shards with probe merge", o.Shard, o.Shards, len(cs)))
 	}
 	if resumed != nil {
-		rep.Warnings = append(rep.Warnings, resumeWarnings(o.Resume, resumed, rep, cs, done)...)
+		rep.Warnings = append(rep.Warnings, resumeWarnings(o.Resume, resumed, rep, cs, done, partial)...)
 	}
 	prog := newProgress(o.Stderr, o.Terminal && !o.Verbose, cs, o.Count)
 	interrupted := false
@@ -252,13 +252,22 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 			continue
 		}
 		run := newRun(c, o.Count)
+		first := 1
+		if old, ok := partial[resumeKey(c.Name, c.Schema)]; ok {
+			run.Config = old.Config
+			run.Repetitions = append(run.Repetitions, old.Repetitions...)
+			run.Outside = keptOutside(old)
+			first = len(run.Repetitions) + 1
+			prog.note(fmt.Sprintf("%s: %d of %d repetitions measured in %s; running the rest", c.Name, first-1, o.Count, o.Resume))
+			prog.skipRest(c, first-1)
+		}
 		if c.Prediction.PeakRSSBytes > o.MemLimit {
 			run.Status = schema.StatusSkipped
 			run.Reason = fmt.Sprintf("predicted peak RSS %s is above --mem-limit %s; not started", iec(c.Prediction.PeakRSSBytes), iec(o.MemLimit))
 			prog.note(c.Name + ": skipped: " + run.Reason)
 			prog.skip(c)
 		} else {
-			for r := 1; r <= o.Count; r++ {
+			for r := first; r <= o.Count; r++ {
 				prog.start(i, c, r)
 				ch := &child{
 					exe: o.Executable, env: o.Env, timeout: o.Timeout, memLimit: o.MemLimit,
