@@ -30,7 +30,8 @@ func newDiffCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff BASE.json HEAD.json",
 		Short: "compare two run reports configuration by configuration; --fail-on makes it a CI gate",
-		Long: `diff compares two run reports (probe run's memprobe.report/v1 JSON), matching
+		Long: `diff compares two run reports (probe run's memprobe.report/v1 JSON; a job
+result of probe train or probe exec is read as a report of one run), matching
 configurations by plan, phase and sweep values. Per metric it prints the base
 and head medians with their 95 % intervals, the change in percent and the
 p-value of a Mann-Whitney U test (as benchstat does); "~" marks a change that

@@ -26,7 +26,8 @@ func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report REPORT.json [--markdown] [--html out.html] [--phases-md docs/phases.md]",
 		Short: "print a run report's before/after tables; --html draws them as one HTML page; --phases-md puts them into docs/phases.md",
-		Long: `report reads a run report (probe run's memprobe.report/v1 JSON) and prints,
+		Long: `report reads a run report (probe run's memprobe.report/v1 JSON), or a job
+result (probe train --json, probe exec --json: a report of one run), and prints,
 plan by plan: the phases with their peak RSS, the changes from the previous
 phase and from before, VSZ, Go heap, allocations, tokens/s, the note's
 claim and whether the measurement agrees with it (footnotes say by how
