@@ -31,16 +31,10 @@ func (e *HistoryEntry) When() time.Time {
 	return e.ModTime
 }
 
-// WriteHistory renders one row per report, oldest first (When, then start
-// time, then name): its commit and time and, for each configuration of
-// plan (all when ""), the metric's median with an arrow where it changed
-// significantly from the previous report that ran the configuration (↑
-// up, ↓ down; the test and alpha of Compare, exact for deterministic
-// metrics), "~" where it did not.
-func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f table.Format) error {
-	if _, err := table.ParseFormat(string(f)); err != nil {
-		return err
-	}
+// SortedHistory returns a copy of entries oldest first: by When, then
+// start time, then name. WriteHistory's rows and htmlreport's history
+// chart are in this order.
+func SortedHistory(entries []HistoryEntry) []HistoryEntry {
 	es := slices.Clone(entries)
 	slices.SortStableFunc(es, func(a, b HistoryEntry) int {
 		if c := a.When().Compare(b.When()); c != 0 {
@@ -51,6 +45,19 @@ func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f ta
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
+	return es
+}
+
+// WriteHistory renders one row per report, oldest first (SortedHistory): its commit and time and, for each configuration of
+// plan (all when ""), the metric's median with an arrow where it changed
+// significantly from the previous report that ran the configuration (↑
+// up, ↓ down; the test and alpha of Compare, exact for deterministic
+// metrics), "~" where it did not.
+func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f table.Format) error {
+	if _, err := table.ParseFormat(string(f)); err != nil {
+		return err
+	}
+	es := SortedHistory(entries)
 	var keys []string
 	for _, e := range es {
 		for i := range e.Report.Runs {

@@ -283,6 +283,25 @@ func FormatBytes(n float64) string {
 	if math.IsNaN(n) {
 		return Absent
 	}
+	return formatIEC(n, true, 2)
+}
+
+// FormatBytesShort writes a byte count in IEC units with at most one
+// decimal: "504 MiB", "12 KiB" (exact), "1.9 MiB", "2.0 MiB" (not exact),
+// "512 B". The diagnoses and notes of probe exec and the reconciliation
+// use it in running text.
+func FormatBytesShort(b int64) string { return formatIEC(float64(b), true, 1) }
+
+// FormatBytesFixed writes a byte count in IEC units with one decimal,
+// exact or not: "256.0 MiB", "1.2 GiB", "512 B". The memory-limit
+// messages of probe train and probe run use it, and tests and scripts
+// match them as written.
+func FormatBytesFixed(b int64) string { return formatIEC(float64(b), false, 1) }
+
+// formatIEC writes n in the largest IEC unit that keeps the value at 1 or
+// more: without decimals below 1024 B or, when whole, for an exact value;
+// otherwise with small decimals below 10 and one from 10 on.
+func formatIEC(n float64, whole bool, small int) string {
 	sign := ""
 	if n < 0 {
 		sign, n = "-", -n
@@ -296,19 +315,19 @@ func FormatBytes(n float64) string {
 		v /= 1024
 		k++
 	}
-	if v == math.Trunc(v) {
+	if whole && v == math.Trunc(v) {
 		return sign + strconv.FormatFloat(v, 'f', 0, 64) + " " + iec[k]
 	}
 	dec := 1
 	if v < 10 {
-		dec = 2
+		dec = small
 	}
 	s := strconv.FormatFloat(v, 'f', dec, 64)
 	if s == "10.00" {
 		s = "10.0"
 	}
 	if s == "1024.0" && k < len(iec)-1 { // rounded up to the next unit
-		s, k = "1.00", k+1
+		s, k = strconv.FormatFloat(1, 'f', small, 64), k+1
 	}
 	return sign + s + " " + iec[k]
 }

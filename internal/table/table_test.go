@@ -176,6 +176,27 @@ func TestFormatBytes(t *testing.T) {
 	}
 }
 
+// TestFormatBytesShortFixed: the two formats of running text, beside
+// FormatBytes.
+func TestFormatBytesShortFixed(t *testing.T) {
+	for _, c := range []struct {
+		n            int64
+		short, fixed string
+	}{
+		{0, "0 B", "0 B"}, {512, "512 B", "512 B"}, {40 << 10, "40 KiB", "40.0 KiB"},
+		{1500, "1.5 KiB", "1.5 KiB"}, {1<<20 + 60<<10, "1.1 MiB", "1.1 MiB"}, {2<<20 - 40<<10, "2.0 MiB", "2.0 MiB"},
+		{256 << 20, "256 MiB", "256.0 MiB"}, {1288490188, "1.2 GiB", "1.2 GiB"}, {1<<20 - 1, "1.0 MiB", "1.0 MiB"},
+		{-3 << 10, "-3 KiB", "-3.0 KiB"}, {5 << 40, "5 TiB", "5.0 TiB"},
+	} {
+		if got := FormatBytesShort(c.n); got != c.short {
+			t.Errorf("FormatBytesShort(%d) = %q, want %q", c.n, got, c.short)
+		}
+		if got := FormatBytesFixed(c.n); got != c.fixed {
+			t.Errorf("FormatBytesFixed(%d) = %q, want %q", c.n, got, c.fixed)
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
 	if _, err := ParseFormat("html"); err == nil || !strings.Contains(err.Error(), "html") {
 		t.Errorf("ParseFormat(html): %v", err)

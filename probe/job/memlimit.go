@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"memprobe/internal/table"
 	"memprobe/probe/procfs"
 )
 
@@ -161,16 +162,6 @@ func watchMemory(ctx context.Context, o *Options) (_ context.Context, stop func(
 	}
 }
 
-// iec formats bytes in binary units, one decimal.
-func iec(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := int64(unit), 0
-	for n := b / unit; n >= unit && exp < 4; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTP"[exp])
-}
+// iec formats bytes in the memory messages, one decimal ("256.0 MiB"):
+// table.FormatBytesFixed.
+func iec(b int64) string { return table.FormatBytesFixed(b) }

@@ -10,30 +10,13 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
-	"time"
 
+	"memprobe/internal/goroutines"
 	"memprobe/probe/procfs"
 	"memprobe/trainer"
 	"memprobe/trainer/model"
 	"memprobe/trainer/phase"
 )
-
-// settleGoroutines waits until the goroutine count is back to at most
-// want: goroutines that are ending may need a moment to be gone. It fails
-// with the stacks if they are still there after a generous deadline (the
-// deadline bounds a failure, it is not what passes).
-func settleGoroutines(t *testing.T, want int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > want {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, want at most %d:\n%s", runtime.NumGoroutine(), want, buf[:runtime.Stack(buf, true)])
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // TestRunStopped: a job whose context ends after its second step returns
 // the result of the two steps, marked interrupted with a warning, and a
@@ -69,7 +52,7 @@ func TestRunStopped(t *testing.T) {
 	if _, err := trainer.ReadCheckpointConfig(o.Checkpoint); err != nil {
 		t.Errorf("checkpoint of the interrupted job: %v", err)
 	}
-	settleGoroutines(t, before)
+	goroutines.Settle(t, before)
 
 	// Stopped before the first step: no result.
 	ctx, cancel2 := context.WithCancelCause(context.Background())
@@ -78,7 +61,7 @@ func TestRunStopped(t *testing.T) {
 	if r != nil || !errors.As(err, &st) || st.Steps != 0 || !strings.Contains(err.Error(), "before the first step") {
 		t.Errorf("stopped at once: result %v, %v", r != nil, err)
 	}
-	settleGoroutines(t, before)
+	goroutines.Settle(t, before)
 }
 
 // TestMemoryRefusal: a configuration predicted above --mem-limit or the
@@ -171,7 +154,7 @@ func TestWatchMemory(t *testing.T) {
 	if oldLimit == math.MaxInt64 {
 		debug.SetMemoryLimit(math.MaxInt64)
 	}
-	settleGoroutines(t, before)
+	goroutines.Settle(t, before)
 }
 
 // TestMemLimitValidate: a negative limit is an options error.

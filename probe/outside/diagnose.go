@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"memprobe/internal/table"
 	"memprobe/probe/reconcile"
 	"memprobe/schema"
 )
@@ -167,30 +168,9 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 	}
 }
 
-// iec formats bytes with a binary prefix: "504 MiB", "1.9 MiB", "12 KiB".
-func iec(b int64) string {
-	neg := ""
-	if b < 0 {
-		neg, b = "-", -b
-	}
-	f := float64(b)
-	switch {
-	case b >= 1<<30:
-		return neg + trim(f/(1<<30)) + " GiB"
-	case b >= 1<<20:
-		return neg + trim(f/(1<<20)) + " MiB"
-	case b >= 1<<10:
-		return neg + trim(f/(1<<10)) + " KiB"
-	}
-	return fmt.Sprintf("%s%d B", neg, b)
-}
-
-func trim(v float64) string {
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.1f", v)
-}
+// iec formats bytes in the report's text and the diagnosis: "504 MiB",
+// "1.9 MiB", "12 KiB" (table.FormatBytesShort).
+func iec(b int64) string { return table.FormatBytesShort(b) }
 
 // seconds formats milliseconds as seconds: "0.05 s", "40 s".
 func seconds(ms float64) string {

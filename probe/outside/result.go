@@ -27,6 +27,14 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		s.waitExec(p)
 	} else {
 		p.Exited = s.waitAttach(ctx)
+		if len(p.Command) == 0 && !p.Exited {
+			// Read too early: a process that has just called execve has
+			// its new memory but not yet its arguments' addresses, and
+			// its cmdline reads empty for that moment. Read it again.
+			if c := cmdline(s.opts.FS, s.pid); c != nil {
+				p.Command = c
+			}
+		}
 	}
 	samp := s.finish(p.Exited)
 	end := time.Now()

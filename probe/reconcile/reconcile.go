@@ -80,6 +80,7 @@ import (
 	"slices"
 	"strings"
 
+	"memprobe/internal/table"
 	"memprobe/probe/ledger"
 	"memprobe/probe/procfs"
 	"memprobe/probe/rtstats"
@@ -513,19 +514,11 @@ func large(b, total int64) bool {
 	return b > 1<<20 && b*100 > total
 }
 
-// iec formats bytes with a binary prefix, e.g. "8 MiB", "16 KiB", "1.5 MiB".
-func iec(b int64) string {
-	switch {
-	case b != 0 && b%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", b>>20)
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b != 0 && b%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", b>>10)
-	}
-	return fmt.Sprintf("%d B", b)
-}
+// iec formats bytes in the notes: "8 MiB", "16 KiB", "1.5 MiB"
+// (table.FormatBytesShort, as probe exec's diagnosis).
+func iec(b int64) string { return table.FormatBytesShort(b) }
 
+// iecSigned is iec with a minus sign (U+2212) for a negative drift.
 func iecSigned(b int64) string {
 	if b < 0 {
 		return "−" + iec(-b)

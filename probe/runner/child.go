@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"memprobe/internal/table"
 	"memprobe/probe/job"
 	"memprobe/probe/procfs"
 	"memprobe/probe/sampler"
@@ -270,16 +271,6 @@ func (t *tailWriter) reason() string {
 	return ""
 }
 
-// iec formats bytes in binary units, one decimal.
-func iec(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := int64(unit), 0
-	for n := b / unit; n >= unit && exp < 4; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTP"[exp])
-}
+// iec formats bytes in the runner's messages as probe train's do
+// ("256.0 MiB"): table.FormatBytesFixed.
+func iec(b int64) string { return table.FormatBytesFixed(b) }

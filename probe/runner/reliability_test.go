@@ -8,26 +8,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
+	"memprobe/internal/goroutines"
 	"memprobe/schema"
 )
-
-// settleGoroutines waits until the goroutine count is back to at most
-// want: goroutines that are ending may need a moment to be gone. The
-// deadline only bounds a failure, which prints every stack.
-func settleGoroutines(t *testing.T, want int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > want {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, want at most %d:\n%s", runtime.NumGoroutine(), want, buf[:runtime.Stack(buf, true)])
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // TestFaults: each kind of child fault is recorded per configuration
 // with its reason, the run goes on, no process and no goroutine is left
@@ -41,7 +25,7 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	noChildrenLeft(t)
-	settleGoroutines(t, before)
+	goroutines.Settle(t, before)
 	for _, c := range []struct {
 		status schema.Status
 		reason string
@@ -77,7 +61,7 @@ func TestInterruptNoLeak(t *testing.T) {
 		t.Fatalf("Run: %v, %d runs", err, len(rep.Runs))
 	}
 	noChildrenLeft(t)
-	settleGoroutines(t, before)
+	goroutines.Settle(t, before)
 }
 
 // TestResume: a run resumed from a report copies the configurations it

@@ -1,13 +1,11 @@
 package htmlreport
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -22,21 +20,12 @@ import (
 
 // HistoryChart draws `probe history --chart`: the median of metric for
 // each configuration (report.ConfigKey) of plan ("" for all) across the
-// reports, oldest first in report.WriteHistory's order, one line per
+// reports, oldest first (report.SortedHistory), one line per
 // configuration; the x axis names each report by its commit (else its
 // file). Bytes are drawn in MiB. A configuration missing from a report
 // (or that did not finish there) is a gap in its line.
 func HistoryChart(entries []report.HistoryEntry, metric, plan string) (*plot.Plot, error) {
-	es := slices.Clone(entries)
-	slices.SortStableFunc(es, func(a, b report.HistoryEntry) int {
-		if c := a.When().Compare(b.When()); c != 0 {
-			return c
-		}
-		if a.Report.StartTime != b.Report.StartTime {
-			return cmp.Compare(a.Report.StartTime, b.Report.StartTime)
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
+	es := report.SortedHistory(entries)
 	var keys []string
 	values := map[string][]float64{} // per key, per entry; NaN for none
 	for i, e := range es {

@@ -35,60 +35,16 @@ func init() {
 	}
 }
 
-// SmallProduct is the size (m·n·k multiply-adds) under which AVX2 hands a
-// whole product to its fallback. The trainer's attention blocks (32×32×128
-// and smaller) fall under it, its dense layers (128×256×128 and larger)
-// over it.
+// SmallProduct is the size (m·n·k multiply-adds) under which AVX2 and
+// AVX512 hand a whole product to their fallback. The trainer's attention
+// blocks (32×32×128 and smaller) fall under it, its dense layers
+// (128×256×128 and larger) over it.
 const SmallProduct = 1 << 20
-
-// fallbackAfter is the first backend compiled in that comes after name in
-// the preference list: what a kernel backend hands its leftovers to.
-func fallbackAfter(name string) string {
-	after := false
-	for _, n := range preference {
-		if _, ok := registry[n]; ok && after {
-			return n
-		}
-		after = after || n == name
-	}
-	return "naive"
-}
 
 // Name implements Backend.
 func (AVX2) Name() string { return "avx2" }
 
 // Sgemm implements Backend.
 func (x AVX2) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if prologue("avx2", transA, transB, m, n, k, a, lda, b, ldb, beta, c, ldc) {
-		return
-	}
-	var mc, nc int
-	if float64(m)*float64(n)*float64(k) >= SmallProduct {
-		mc, nc = avx2.AxpyForm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	}
-	if mc == 0 || nc == 0 {
-		x.Fallback.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
-	if mc < m { // the rows below the tiles, every column
-		x.Fallback.Sgemm(transA, transB, m-mc, n, k, alpha, a[aOffset(transA, mc, lda):], lda, b, ldb, beta, c[mc*ldc:], ldc)
-	}
-	if nc < n { // the columns right of the tiles, the tiles' rows
-		x.Fallback.Sgemm(transA, transB, mc, n-nc, k, alpha, a, lda, b[bOffset(transB, nc, ldb):], ldb, beta, c[nc:], ldc)
-	}
-}
-
-// aOffset is the index in a of row i of op(A); bOffset of column j of op(B).
-func aOffset(transA bool, i, lda int) int {
-	if transA {
-		return i
-	}
-	return i * lda
-}
-
-func bOffset(transB bool, j, ldb int) int {
-	if transB {
-		return j * ldb
-	}
-	return j
+	tiled("avx2", avx2.AxpyForm, x.Fallback, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }

@@ -38,21 +38,5 @@ func (AVX512) Name() string { return "avx512" }
 
 // Sgemm implements Backend.
 func (x AVX512) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if prologue("avx512", transA, transB, m, n, k, a, lda, b, ldb, beta, c, ldc) {
-		return
-	}
-	var mc, nc int
-	if float64(m)*float64(n)*float64(k) >= SmallProduct {
-		mc, nc = avx512.AxpyForm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	}
-	if mc == 0 || nc == 0 {
-		x.Fallback.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
-	if mc < m { // the rows below the tiles, every column
-		x.Fallback.Sgemm(transA, transB, m-mc, n, k, alpha, a[aOffset(transA, mc, lda):], lda, b, ldb, beta, c[mc*ldc:], ldc)
-	}
-	if nc < n { // the columns right of the tiles, the tiles' rows
-		x.Fallback.Sgemm(transA, transB, mc, n-nc, k, alpha, a, lda, b[bOffset(transB, nc, ldb):], ldb, beta, c[nc:], ldc)
-	}
+	tiled("avx512", avx512.AxpyForm, x.Fallback, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
