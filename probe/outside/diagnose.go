@@ -111,10 +111,17 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 		if limit != "" {
 			text += " (" + limit + ")"
 		}
-		if a.Count+1 >= s.GlibcArenaLimit && s.MallocArenaMax == "" {
+		atLimit := a.Count+1 >= s.GlibcArenaLimit && s.MallocArenaMax == ""
+		if atLimit {
 			text += ": at the limit, threads now share arenas"
 		}
-		add("arenas", "glibc_arenas", float64(a.Count), "%s: %s", text, cap)
+		// The cap is advice only where the arenas matter: at the limit,
+		// a quarter GiB of address space, or a tenth of the resident set.
+		if s.MallocArenaMax != "" || atLimit || a.ReservedBytes >= 256<<20 || share(a.Bytes) >= 10 {
+			add("arenas", "glibc_arenas", float64(a.Count), "%s: %s", text, cap)
+		} else {
+			add("arenas", "glibc_arenas", float64(a.Count), "%s", text)
+		}
 	}
 	if b := part("c.malloc.brk"); share(b.Bytes) >= 10 {
 		add("heap", "brk_resident_bytes", float64(b.Bytes), "the main malloc heap ([heap]) holds %s resident, %.0f %% of RSS", iec(b.Bytes), share(b.Bytes))

@@ -110,15 +110,15 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		}
 		render(at)
 
-		heading("Files by resident bytes (top 8)")
+		heading("Files by the memory they hold (top 8): clean pages, written pages, .bss")
 		ft := table.New("", table.Column{Name: "file"}, table.Column{Name: "resident", Kind: table.Bytes},
-			table.Column{Name: "written (cow)", Kind: table.Bytes}, table.Column{Name: "reserved", Kind: table.Bytes},
-			table.Column{Name: "mappings", Kind: table.Int})
+			table.Column{Name: "written (cow)", Kind: table.Bytes}, table.Column{Name: ".bss resident", Kind: table.Bytes},
+			table.Column{Name: "reserved", Kind: table.Bytes}, table.Column{Name: "mappings", Kind: table.Int})
 		for i, fs := range rec.Files {
 			if i == 8 {
 				break
 			}
-			ft.Add(fs.Path, fs.ResidentBytes, fs.COWBytes, fs.ReservedBytes, fs.Mappings)
+			ft.Add(fs.Path, fs.ResidentBytes, fs.COWBytes, fs.BSSResidentBytes, fs.ReservedBytes, fs.Mappings)
 		}
 		render(ft)
 		if end := p.End; end != nil && end != s {
