@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -165,6 +166,11 @@ interrupted, and the exit status is 130 (SIGINT) or 143 (SIGTERM). Past
 			if werr := report.WriteSummary(stderr, r); werr != nil && err == nil {
 				return werr
 			}
+			// The summary's tables are garbage now: returned to the
+			// system, their pages make room for the JSON's, so that
+			// writing it does not raise VmHWM past the peak_rss_bytes it
+			// reports (job.Run did the same before the summary).
+			debug.FreeOSMemory()
 			if werr := writeJSON(stdout, f.jsonPath, r); werr != nil {
 				return werr
 			}
