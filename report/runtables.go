@@ -429,9 +429,15 @@ func reconcileTable(g *group, states []*runView) *table.Table {
 		switch {
 		case has(i):
 			rec := res[i].RSSReconciliation
-			t.Note("%s: at step %d; named parts explain %s of VmHWM %s, residual %s (%.1f%%)", v.label(), rec.AtPeakStep,
+			at := fmt.Sprintf("at step %d", rec.AtPeakStep)
+			if p := res[i].Process; p != nil && p.AtPeak != nil {
+				at = fmt.Sprintf("at the peak walk, %.2f s", p.AtPeak.TMs/1000)
+			}
+			t.Note("%s: %s; named parts explain %s of VmHWM %s, residual %s (%.1f%%)", v.label(), at,
 				table.FormatBytes(float64(rec.ExplainedBytes)), table.FormatBytes(float64(rec.VmHWMBytes)),
 				table.FormatBytes(float64(rec.ResidualBytes)), rec.ResidualPct)
+		case res[i] != nil && res[i].Kind == schema.KindProcess:
+			t.Note("%s: no RSS reconciliation (the process exited before a walk of its smaps)", v.label())
 		case res[i] != nil:
 			t.Note("%s: no RSS reconciliation (instruments off)", v.label())
 		}

@@ -41,6 +41,9 @@ func TestResultsAsReports(t *testing.T) {
 	if !strings.Contains(stdout, "process sh") || !strings.Contains(stdout, "RSS at its peak in named parts") {
 		t.Errorf("report of a process result:\n%s", stdout)
 	}
+	if !strings.Contains(stdout, "process sh: at the peak walk") && !strings.Contains(stdout, "process sh: no RSS reconciliation (the process exited before a walk") {
+		t.Errorf("report of a process result does not say when its parts were taken:\n%s", stdout)
+	}
 	if strings.Contains(stdout, "expected vs measured") {
 		t.Errorf("report of a process result has a ledger table:\n%s", stdout)
 	}
