@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"memprobe/report"
+	"memprobe/schema"
 )
 
 // diffCmdFlags are the command-line options of `probe diff`.
@@ -17,6 +18,7 @@ type diffCmdFlags struct {
 	failOn  string
 	alpha   float64
 	format  string
+	reports string
 }
 
 // breachError is a --fail-on breach: exit status 1, the breaches already
@@ -28,7 +30,7 @@ func (b breachError) Error() string { return fmt.Sprintf("diff: %d regressions p
 func newDiffCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f diffCmdFlags
 	cmd := &cobra.Command{
-		Use:   "diff BASE.json HEAD.json",
+		Use:   "diff BASE HEAD | diff BASE..HEAD [--reports DIR]",
 		Short: "compare two run reports configuration by configuration; --fail-on makes it a CI gate",
 		Long: `diff compares two run reports (probe run's memprobe.report/v1 JSON; a job
 result of probe train or probe exec is read as a report of one run), matching
@@ -44,15 +46,26 @@ means an increase is a regression, "-" a decrease; a limit is a percentage of
 the base's median or an amount in the metric's unit. A significant change past
 a limit is written on stderr, one line each, and the exit status is 1.
 
+BASE and HEAD may be directories: the reports in each are pooled, every
+repetition of a configuration counting (repeated runs of one commit). One
+argument BASE..HEAD is a git range: the reports probe run wrote for those two
+commits (probe-<commit>.json) are read from --reports DIR.
+
 Reports of different schema versions, or whose matched configurations ran at
 different presets, are refused. Configurations only one report ran are listed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && isRange(args[0]) {
+				return nil
+			}
 			if err := cobra.ExactArgs(2)(cmd, args); err != nil {
-				return usageError{fmt.Errorf("diff: want two report files, BASE and HEAD: %w", err)}
+				return usageError{fmt.Errorf("diff: want two report files or directories, BASE and HEAD, or one git range BASE..HEAD: %w", err)}
 			}
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				return runDiff(stdout, stderr, args[0], "", f)
+			}
 			return runDiff(stdout, stderr, args[0], args[1], f)
 		},
 	}
@@ -60,6 +73,7 @@ different presets, are refused. Configurations only one report ran are listed.`,
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "regression limits, e.g. 'peak_rss_bytes:+5%,go_heap_allocs_per_step:+0': exit 1 past one")
 	cmd.Flags().Float64Var(&f.alpha, "alpha", report.DefaultAlpha, "significance level of the U test")
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: "+strings.Join(report.DiffFormats, ", "))
+	cmd.Flags().StringVar(&f.reports, "reports", ".", "with a range BASE..HEAD: the directory of the probe-<commit>.json reports")
 	return cmd
 }
 
@@ -83,11 +97,12 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 	for _, t := range ths {
 		extra = append(extra, t.Metric) // a metric with a limit is compared even when --metric leaves it out
 	}
-	base, err := readReport(basePath)
-	if err != nil {
-		return err
+	var base, head *schema.Report
+	if headPath == "" {
+		base, head, basePath, headPath, err = rangeReports(basePath, f.reports)
+	} else if base, err = readSide(basePath); err == nil {
+		head, err = readSide(headPath)
 	}
-	head, err := readReport(headPath)
 	if err != nil {
 		return err
 	}

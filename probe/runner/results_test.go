@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strings"
 	"testing"
 
 	"memprobe/schema"
@@ -54,5 +55,41 @@ func TestFromResults(t *testing.T) {
 	}
 	if _, err := FromResults(nil, nil); err == nil {
 		t.Error("no results: no error")
+	}
+}
+
+func TestPool(t *testing.T) {
+	rep := func(commit string, rss ...uint64) *schema.Report {
+		run := schema.Run{Name: "threads-P6", Plan: "threads", Phase: "P6", Status: schema.StatusOK,
+			Config: schema.Config{Preset: "seed", Threads: 63, Steps: 3}, Repetitions: []schema.Result{}, Outside: []schema.Outside{}}
+		for i, b := range rss {
+			run.Repetitions = append(run.Repetitions, schema.Result{Schema: schema.ResultVersion, PeakRSSBytes: b})
+			run.Outside = append(run.Outside, schema.Outside{Repetition: i + 1, Status: schema.StatusOK, MaxRSSBytes: int64(b)})
+		}
+		return &schema.Report{Schema: schema.ReportVersion, Environment: schema.Environment{VCSRevision: commit},
+			StartTime: "2026-01-01T00:00:00Z", EndTime: "2026-01-01T00:01:00Z", Runs: []schema.Run{run}}
+	}
+	out, err := Pool([]string{"a", "b"}, []*schema.Report{rep("c1", 100, 101, 102), rep("c1", 103, 104)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Runs) != 1 {
+		t.Fatalf("%d runs, want the one configuration", len(out.Runs))
+	}
+	r := out.Runs[0]
+	if len(r.Repetitions) != 5 || len(r.Outside) != 5 || r.Summary.Completed != 5 || r.Status != schema.StatusOK {
+		t.Errorf("pooled run: %d repetitions, %d outside, %d completed, %s", len(r.Repetitions), len(r.Outside), r.Summary.Completed, r.Status)
+	}
+	for i, o := range r.Outside {
+		if o.Repetition != i+1 {
+			t.Errorf("outside[%d] is repetition %d", i, o.Repetition)
+		}
+	}
+	if len(out.Warnings) != 0 {
+		t.Errorf("warnings for one commit: %q", out.Warnings)
+	}
+	out, _ = Pool([]string{"a", "b"}, []*schema.Report{rep("c1", 100), rep("c2", 100)})
+	if len(out.Warnings) != 1 || !strings.Contains(out.Warnings[0], `commit "c2"`) {
+		t.Errorf("two commits pooled without a warning: %q", out.Warnings)
 	}
 }

@@ -80,3 +80,65 @@ func resumeWarnings(path string, old, rep *schema.Report, cs []Config, done, par
 	}
 	return w
 }
+
+// Pool joins reports of the same configurations (repeated `probe run`s
+// of one commit, say) into one whose runs hold every finished repetition
+// of each configuration, summarised again: one side of a comparison with
+// more repetitions than any one report has. A configuration is the same
+// when its name and scale are (resumeKey); the first report's run gives
+// its description, claim and plan. names label the reports in warnings.
+func Pool(names []string, reps []*schema.Report) (*schema.Report, error) {
+	if len(reps) == 0 {
+		return nil, fmt.Errorf("pooling reports: none")
+	}
+	first := reps[0]
+	out := &schema.Report{
+		Schema: schema.ReportVersion, Environment: first.Environment,
+		CommandLine: append([]string{"(pooled)"}, names...), StartTime: first.StartTime, EndTime: first.EndTime,
+		Runs: []schema.Run{}, Warnings: []string{},
+	}
+	index := map[string]int{}
+	for i, rep := range reps {
+		if rep.StartTime < out.StartTime {
+			out.StartTime = rep.StartTime
+		}
+		if rep.EndTime > out.EndTime {
+			out.EndTime = rep.EndTime
+		}
+		e := rep.Environment
+		if e.VCSRevision != first.Environment.VCSRevision || e.VCSModified != first.Environment.VCSModified || e.CPUModel != first.Environment.CPUModel {
+			out.Warnings = appendOnce(out.Warnings, fmt.Sprintf("%s: commit %q on %s, %s: commit %q on %s: pooled all the same",
+				names[0], first.Environment.VCSRevision, first.Environment.CPUModel, names[i], e.VCSRevision, e.CPUModel))
+		}
+		for _, run := range rep.Runs {
+			k := resumeKey(run.Name, run.Config)
+			j, ok := index[k]
+			if !ok {
+				j = len(out.Runs)
+				index[k] = j
+				c := run
+				c.Repetitions = []schema.Result{}
+				c.Outside = []schema.Outside{}
+				c.Status, c.Reason = schema.StatusOK, ""
+				out.Runs = append(out.Runs, c)
+			}
+			dst := &out.Runs[j]
+			dst.Repetitions = append(dst.Repetitions, run.Repetitions...)
+			for _, o := range keptOutside(run) {
+				o.Repetition = len(dst.Outside) + 1
+				dst.Outside = append(dst.Outside, o)
+			}
+			if run.Status != schema.StatusOK {
+				out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %s %s (%s): its finished repetitions are pooled", names[i], run.Name, run.Status, run.Reason))
+			}
+		}
+	}
+	for i := range out.Runs {
+		run := &out.Runs[i]
+		if len(run.Repetitions) == 0 {
+			run.Status, run.Reason = schema.StatusFailed, "no repetition finished in any pooled report"
+		}
+		Summarize(run, len(run.Repetitions))
+	}
+	return out, nil
+}
