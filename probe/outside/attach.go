@@ -1,7 +1,6 @@
 package outside
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -153,15 +152,8 @@ func (s *Session) exitedCh() <-chan struct{} {
 // gone says whether the process of a stat file has exited: the file is
 // gone (reaped) or its state is Z (a zombie, not yet reaped) or X.
 func gone(statPath string) bool {
-	b, err := os.ReadFile(statPath)
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return true
-	}
-	return b[i+2] == 'Z' || b[i+2] == 'X'
+	f := statFields(statPath)
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }
 
 // waitAttach waits until the process exits or ctx ends (Ctrl-C, the

@@ -1,7 +1,6 @@
 package outside
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 
@@ -43,18 +42,10 @@ func descendants(fs procfs.FS, pid int) []proc {
 
 // ppid reads the parent pid (field 4) of a stat file; 0 when unreadable.
 func ppid(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := bytes.Fields(b[i+1:])
+	f := statFields(path)
 	if len(f) < 2 {
 		return 0
 	}
-	n, _ := strconv.Atoi(string(f[1]))
+	n, _ := strconv.Atoi(f[1])
 	return n
 }
