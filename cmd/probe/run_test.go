@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"memprobe/probe/procfs"
 	"memprobe/schema"
 )
 
@@ -29,24 +30,13 @@ func TestMain(m *testing.M) {
 // included.
 func childProcesses(t *testing.T) []int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
-			out = append(out, pid)
+	for _, p := range (procfs.FS{}).Descendants(os.Getpid()) {
+		if p.PPID == os.Getpid() {
+			out = append(out, p.PID)
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"memprobe/probe/procfs"
 	"memprobe/schema"
 )
 
@@ -152,7 +153,7 @@ func (s *Session) exitedCh() <-chan struct{} {
 // gone says whether the process of a stat file has exited: the file is
 // gone (reaped) or its state is Z (a zombie, not yet reaped) or X.
 func gone(statPath string) bool {
-	f := statFields(statPath)
+	f := procfs.StatFields(statPath)
 	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }
 

@@ -140,8 +140,8 @@ func TestProcParsers(t *testing.T) {
 	if sp := kstkesp(write("stat", stat)); sp != 140737488346112 {
 		t.Errorf("kstkesp = %d, want 140737488346112", sp)
 	}
-	if pp := ppid(write("stat2", stat)); pp != 1 {
-		t.Errorf("ppid = %d, want 1", pp)
+	if f := procfs.StatFields(write("stat2", stat)); len(f) < 2 || f[0] != "S" || f[1] != "1" {
+		t.Errorf("StatFields = %q, want state S and parent 1 after a command holding parentheses", f)
 	}
 	if v := environ(write("environ", "A=1\x00MALLOC_ARENA_MAX=2\x00B=3\x00"), "MALLOC_ARENA_MAX"); v != "2" {
 		t.Errorf("MALLOC_ARENA_MAX = %q, want 2", v)

@@ -229,19 +229,19 @@ func (s *Session) warnf(format string, args ...any) {
 
 // readChildren reads the descendants' memory and the tree's summed RSS.
 func (s *Session) readChildren(selfRSS uint64) {
-	desc := descendants(s.opts.FS, s.pid)
+	desc := s.opts.FS.Descendants(s.pid)
 	total := selfRSS
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range desc {
-		st, err := s.opts.FS.ReadStatus(d.pid)
+		st, err := s.opts.FS.ReadStatus(d.PID)
 		if err != nil {
 			continue
 		}
-		c := s.children[d.pid]
+		c := s.children[d.PID]
 		if c == nil {
-			c = &schema.Child{PID: d.pid, PPID: d.ppid, Command: cmdline(s.opts.FS, d.pid)}
-			s.children[d.pid] = c
+			c = &schema.Child{PID: d.PID, PPID: d.PPID, Command: cmdline(s.opts.FS, d.PID)}
+			s.children[d.PID] = c
 		}
 		c.VmHWMBytes = max(c.VmHWMBytes, st.VmHWMBytes)
 		c.PeakRSSBytes = max(c.PeakRSSBytes, st.VmRSSBytes)

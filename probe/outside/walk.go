@@ -221,28 +221,13 @@ func threadSPs(fs procfs.FS, pid int) []procfs.ThreadSP {
 
 // kstkesp reads field 29 of a stat file; 0 when unreadable.
 func kstkesp(path string) uint64 {
-	f := statFields(path)
-	const field = 29 - 3 // statFields starts at field 3 (state)
+	f := procfs.StatFields(path)
+	const field = 29 - 3 // StatFields starts at field 3 (state)
 	if len(f) <= field {
 		return 0
 	}
 	sp, _ := strconv.ParseUint(f[field], 10, 64)
 	return sp
-}
-
-// statFields are the fields of a /proc stat file after the command name,
-// which is in parentheses and may hold spaces and parentheses itself:
-// statFields(p)[0] is field 3, the state. nil when unreadable.
-func statFields(path string) []string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
 }
 
 // stackLimit is the default pthread stack size of the process: its

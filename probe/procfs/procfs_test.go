@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -171,4 +172,26 @@ func FuzzParseStatus(f *testing.F) {
 
 func readFixture(p string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(fixtures.Root(), p))
+}
+
+// TestDescendants: the live tree below this process holds a child it
+// started, with this process as its parent.
+func TestDescendants(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep:", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for _, p := range (FS{}).Descendants(os.Getpid()) {
+		if p.PID == cmd.Process.Pid {
+			if p.PPID != os.Getpid() {
+				t.Errorf("child %d has parent %d, want %d", p.PID, p.PPID, os.Getpid())
+			}
+			return
+		}
+	}
+	t.Errorf("child %d not among the descendants of %d", cmd.Process.Pid, os.Getpid())
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"memprobe/probe/procfs"
 	"memprobe/schema"
 )
 
@@ -151,28 +152,13 @@ func fakeOptions(t *testing.T, modes string) Options {
 // included: a child the runner did not reap is one).
 func children(t *testing.T) []int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
 	var out []int
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces; cut at the last ')'.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 {
-			if ppid, _ := strconv.Atoi(f[1]); ppid == self {
-				out = append(out, pid)
-			}
+	for _, p := range (procfs.FS{}).Descendants(os.Getpid()) {
+		if p.PPID == os.Getpid() {
+			out = append(out, p.PID)
 		}
 	}
 	return out
