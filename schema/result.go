@@ -181,13 +181,15 @@ type Counts struct {
 // summed over the executors' decode heads.
 type DecodeStats struct {
 	Launches         int64 `json:"launches"` // kernels enqueued
-	Syncs            int64 `json:"syncs"`    // stream synchronisations
+	Syncs            int64 `json:"syncs"`    // host waits: Sync calls and ImplicitWaits
 	H2DCopies        int64 `json:"h2d_copies"`
 	D2HCopies        int64 `json:"d2h_copies"`
 	H2DBytes         int64 `json:"h2d_bytes"`
 	D2HBytes         int64 `json:"d2h_bytes"`
 	DeviceBytesInUse int64 `json:"device_bytes_in_use"` // allocated and not freed
 	DeviceBytesPeak  int64 `json:"device_bytes_peak"`
+	ImplicitWaits    int64 `json:"implicit_waits"`    // waits no Sync asked for (cuda: staging full, free)
+	PinnedHostBytes  int64 `json:"pinned_host_bytes"` // page-locked host staging (cuda)
 }
 
 // LedgerRow is one line of the model-vs-ledger table (probe/memmodel
@@ -326,7 +328,74 @@ type DecodeRecord struct {
 	HostAllocsPerToken float64 `json:"host_allocs_per_token"`
 	H2DBytes           int64   `json:"h2d_bytes"` // per pass over the B sequences
 	D2HBytes           int64   `json:"d2h_bytes"` // per pass over the B sequences
-	DevicePeakBytes    int64   `json:"device_peak_bytes"`
-	Decode             string  `json:"decode"`
-	Device             string  `json:"device"`
+	// DevicePeakBytes is the device memory's peak: on cuda, the process's
+	// as NVML saw it over the mode's run (context and library workspaces
+	// included), falling back to the ledger's where NVML is not available;
+	// on cpu, the ledger's (its buffers are the device's memory).
+	DevicePeakBytes int64 `json:"device_peak_bytes"`
+	// DevicePeakSource says which: "nvml" or "ledger".
+	DevicePeakSource string `json:"device_peak_source,omitempty"`
+	// LedgerPeakBytes is the peak of the bytes allocated through the
+	// device's allocator (the device ledger), whatever the device.
+	LedgerPeakBytes int64 `json:"ledger_peak_bytes"`
+	// Buffers is the device ledger at its fullest: bytes by buffer name.
+	Buffers []DeviceBuffer `json:"buffers,omitempty"`
+	// DeviceMemory reconciles the process's device memory (cuda only).
+	DeviceMemory *DeviceMemory `json:"device_memory,omitempty"`
+	// Check is the comparison with the cpu device (probe decode --check cpu).
+	Check  *DecodeCheck `json:"check,omitempty"`
+	Decode string       `json:"decode"`
+	Device string       `json:"device"`
+}
+
+// DecodeCheck compares one decode mode's output on a device with the cpu
+// device's on the same hidden states: the first Sequences sequences, every
+// position, probabilities and losses copied back.
+type DecodeCheck struct {
+	Against       string  `json:"against"`
+	Sequences     int     `json:"sequences"`
+	MaxProbDiff   float64 `json:"max_prob_diff"`     // max |p_device − p_cpu|
+	MaxLossDiff   float64 `json:"max_loss_rel_diff"` // max |Δloss| / max(1, |loss_cpu|)
+	TokensDiffer  int     `json:"tokens_differ"`     // positions whose chosen token differs
+	TokensNearTie int     `json:"tokens_near_tie"`   // of those, where the cpu's top two probabilities nearly tie
+	Pass          bool    `json:"pass"`
+}
+
+// DeviceBuffer is one line of the device ledger.
+type DeviceBuffer struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+// DeviceMemory is the reconciliation of a cuda decode's device memory:
+// what NVML charges to the process, split into what the device can name,
+// each part measured, not estimated. Parts come from cuMemGetInfo deltas
+// between stages that allocate only that part; ContextBytes from the
+// GPU's used memory (NVML) before the process's first CUDA context.
+// Every figure is bytes.
+type DeviceMemory struct {
+	GPU        string `json:"gpu"`
+	TotalBytes int64  `json:"total_bytes"`
+	// ProcessPeakBytes and ProcessBytes are NVML's per-process figures:
+	// the peak over the mode's run (sampled every 10 ms, NVMLSamples
+	// samples) and the value at its end with the device still open.
+	ProcessPeakBytes int64 `json:"process_peak_bytes"`
+	ProcessBytes     int64 `json:"process_bytes"`
+	NVMLSamples      int   `json:"nvml_samples"`
+	// ContextBytes: the primary context and the kernel module.
+	ContextBytes int64 `json:"context_bytes"`
+	// StreamHandleBytes: this device's stream and cuBLAS handle.
+	StreamHandleBytes int64 `json:"stream_handle_bytes"`
+	// LedgerBytes: the decoder's buffers as allocated (the device ledger).
+	LedgerBytes int64 `json:"ledger_bytes"`
+	// AllocRoundingBytes: what cuMemAlloc took beyond the ledger (its
+	// allocation granularity).
+	AllocRoundingBytes int64 `json:"alloc_rounding_bytes"`
+	// CuBLASWorkspaceBytes: what the first GEMMs allocated (cuBLAS's lazy
+	// workspace).
+	CuBLASWorkspaceBytes int64 `json:"cublas_workspace_bytes"`
+	// UnexplainedBytes: ProcessBytes less every named part.
+	UnexplainedBytes int64 `json:"unexplained_bytes"`
+	// NVMLNote says why NVML's figures are missing, if they are.
+	NVMLNote string `json:"nvml_note,omitempty"`
 }

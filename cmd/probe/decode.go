@@ -30,10 +30,11 @@ type decodeCmdFlags struct {
 	jsonPath   string
 	format     string
 	cpuprofile string
+	check      string
 }
 
 func (f *decodeCmdFlags) register(fs *pflag.FlagSet) {
-	f.shape.register(fs, "model preset: seed, tiny or micro (not with --checkpoint)",
+	f.shape.register(fs, "model preset: seed, tiny, micro or gpt2-head (not with --checkpoint)",
 		"context length T: positions per sequence (0: preset or checkpoint)", "sequences B to decode per pass (0: preset or checkpoint)")
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "decode with the parameters of this checkpoint (default: fresh weights from --seed)")
 	fs.Uint64Var(&f.seed, "seed", 1337, "seed of the parameter initialisation without --checkpoint")
@@ -41,12 +42,13 @@ func (f *decodeCmdFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.dataSeed, "data-seed", 1, "seed of the synthetic corpus")
 	fs.StringVar(&f.gemm, "gemm", "auto", "GEMM backend of the model body and the cpu device: auto, openblas, gonum or naive")
 	fs.StringVar(&f.mode, "decode", "all", "decode mode: per-token-copy, per-token-view, per-token-prealloc, batch, or all (each in turn)")
-	fs.StringVar(&f.device, "device", "cpu", "device: cpu, or cuda in a build with -tags cuda")
+	fs.StringVar(&f.device, "device", "cpu", "device: cpu, or cuda (needs the NVIDIA driver and a GPU)")
 	fs.IntVar(&f.passes, "passes", 3, "timed passes over the B sequences, after one warm-up pass")
 	fs.BoolVar(&f.probs, "probs", true, "copy each position's V probabilities back, as training does (false: tokens and losses only)")
 	fs.StringVar(&f.jsonPath, "json", "", "also write the figures as JSON to this file (one object, or an array for --decode all)")
 	fs.StringVar(&f.format, "format", "text", "table format on stdout: text, markdown or csv")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed decoding to this file")
+	fs.StringVar(&f.check, "check", "", "also decode the first sequences of each mode on this reference device (cpu) and compare probabilities, losses and tokens within stated tolerances; exit 1 if they disagree")
 }
 
 // decodeOptions is a checked `probe decode` command line.
@@ -62,8 +64,11 @@ type decodeOptions struct {
 func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 	o := decodeOptions{jsonPath: f.jsonPath, bench: decodebench.Options{
 		Checkpoint: f.checkpoint, Seed: f.seed, Data: f.data, DataSeed: f.dataSeed, GEMM: f.gemm,
-		Device: f.device, Passes: f.passes, Probs: f.probs, CPUProfile: f.cpuprofile,
+		Device: f.device, Passes: f.passes, Probs: f.probs, CPUProfile: f.cpuprofile, Check: f.check,
 	}}
+	if f.check != "" && f.check != "cpu" {
+		return o, fmt.Errorf("--check %s: the only reference device is cpu", f.check)
+	}
 	if err := f.shape.checkSigns(); err != nil {
 		return o, err
 	}
@@ -150,6 +155,27 @@ func runDecode(stdout, stderr io.Writer, o decodeOptions) error {
 	if err := decodebench.WriteTable(stdout, ms, o.bench.Probs, o.format); err != nil {
 		return err
 	}
+	if err := decodebench.WriteDeviceMemory(stdout, ms, o.format); err != nil {
+		return err
+	}
+	if err := decodebench.WriteChecks(stdout, ms, o.format); err != nil {
+		return err
+	}
+	if err := writeDecodeJSON(o, ms); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if c := m.Check; c != nil && !c.Pass {
+			return fmt.Errorf("decode check: %s on %s disagrees with cpu: max |Δp| %.3g (tolerance %g), max |Δloss| rel %.3g (%g), %d tokens differ (%d at near-ties)",
+				m.Mode, m.Device, c.MaxProbDiff, decodebench.CheckProbTol, c.MaxLossDiff, decodebench.CheckLossTol, c.TokensDiffer, c.TokensNearTie)
+		}
+	}
+	return nil
+}
+
+// writeDecodeJSON writes --json, if asked: one record, or an array for
+// --decode all.
+func writeDecodeJSON(o decodeOptions, ms []decodebench.Measurement) error {
 	if o.jsonPath == "" {
 		return nil
 	}

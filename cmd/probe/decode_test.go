@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"memprobe/trainer/device/cudadrv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,11 +117,9 @@ func TestDecodeErrors(t *testing.T) {
 			t.Errorf("%v: error %q, want one line containing %q", c.args, err, c.want)
 		}
 	}
-	if !slices.Contains(device.Names(), "cuda") {
-		_, _, err := runProbe("decode", "--preset", "micro", "--device", "cuda", "--json", out)
-		if err == nil || !strings.Contains(err.Error(), "built without the cuda build tag; rebuild with -tags cuda") {
-			t.Errorf("--device cuda without the tag: %v, want the rebuild hint", err)
-		}
+	t.Setenv(cudadrv.EnvLibCUDA, "/nonexistent/libcuda.so.1")
+	if _, _, err := runProbe("decode", "--preset", "micro", "--device", "cuda", "--json", out); err == nil || !strings.Contains(err.Error(), "no CUDA driver: /nonexistent/libcuda.so.1 not found") {
+		t.Errorf("--device cuda without a driver: %v, want \"no CUDA driver: ... not found\"", err)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a failed run left %s behind", out)
@@ -139,8 +138,8 @@ func trainMicroCheckpoint(t *testing.T, dir string) string {
 	return ck
 }
 
-var decodeJSONKeys = []string{"d2h_bytes", "decode", "device", "device_peak_bytes", "h2d_bytes",
-	"host_allocs_per_token", "launches_per_token", "syncs_per_token", "tokens_per_sec"}
+var decodeJSONKeys = []string{"buffers", "d2h_bytes", "decode", "device", "device_peak_bytes", "device_peak_source", "h2d_bytes",
+	"host_allocs_per_token", "launches_per_token", "ledger_peak_bytes", "syncs_per_token", "tokens_per_sec"}
 
 func checkRecord(t *testing.T, r map[string]any, mode string) {
 	t.Helper()
@@ -154,6 +153,16 @@ func checkRecord(t *testing.T, r map[string]any, mode string) {
 	}
 	if r["decode"] != mode || r["device"] != "cpu" || r["tokens_per_sec"].(float64) <= 0 {
 		t.Errorf("%s: implausible record %v", mode, r)
+	}
+	// On cpu the device's memory is its buffers: the peak is the ledger's,
+	// and the ledger's lines add up to it (nothing is freed mid-run).
+	var sum float64
+	for _, b := range r["buffers"].([]any) {
+		sum += b.(map[string]any)["bytes"].(float64)
+	}
+	if r["device_peak_source"] != "ledger" || r["device_peak_bytes"] != r["ledger_peak_bytes"] || sum != r["ledger_peak_bytes"] {
+		t.Errorf("%s: device peak %v (%v), ledger peak %v, buffers summing to %v: want the ledger's, equal", mode,
+			r["device_peak_bytes"], r["device_peak_source"], r["ledger_peak_bytes"], sum)
 	}
 }
 
@@ -241,12 +250,11 @@ func TestTrainDecodeFlags(t *testing.T) {
 		{[]string{"--device", "cpu"}, "--device cpu: a device runs only the decode head; add --decode MODE"},
 		{[]string{"--decode", "batch", "--device", "tpu"}, `--device: device "tpu" is not available in this build`},
 	}
-	if !slices.Contains(device.Names(), "cuda") {
-		cases = append(cases, struct {
-			args []string
-			want string
-		}{[]string{"--decode", "batch", "--device", "cuda"}, "rebuild with -tags cuda"})
-	}
+	t.Setenv(cudadrv.EnvLibCUDA, "/nonexistent/libcuda.so.1")
+	cases = append(cases, struct {
+		args []string
+		want string
+	}{[]string{"--decode", "batch", "--device", "cuda"}, "--device: device cuda: no CUDA driver: /nonexistent/libcuda.so.1 not found"})
 	for _, c := range cases {
 		_, _, err := runProbe(append([]string{"train", "--steps", "1"}, c.args...)...)
 		var ue usageError

@@ -23,7 +23,7 @@ type decodeFlags struct {
 func (f *decodeFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.mode, "decode", "", "run the LM head on a device in this decode mode: per-token-copy, per-token-view, per-token-prealloc or batch (default: on the host)")
-	fs.StringVar(&f.device, "device", "cpu", "device of the --decode head: cpu, or cuda in a build with -tags cuda")
+	fs.StringVar(&f.device, "device", "cpu", "device of the --decode head: cpu, or cuda (needs the NVIDIA driver and a GPU)")
 }
 
 // apply sets Decode and Device. --device without --decode is an error: the

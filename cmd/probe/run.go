@@ -48,7 +48,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.plans, "plan", "all", "plans to run: threads, arena, embedding, decode or all (comma-separated)")
 	fs.StringVar(&f.phases, "phases", "", "phases to run, comma-separated: before, P1, ... (each plan runs those it has), or after (each plan's fixed state); default every phase, or before,after with --sweep")
 	fs.StringVar(&f.data, "data", "", "training data of every plan (default: each plan's scale, see --dry-run)")
-	fs.StringVar(&f.preset, "preset", "", "model preset of every plan: seed, tiny or micro (default: each plan's scale)")
+	fs.StringVar(&f.preset, "preset", "", "model preset of every plan: seed, tiny, micro or gpt2-head (default: each plan's scale)")
 	fs.IntVar(&f.steps, "steps", 0, "optimizer steps of every plan (0: each plan's scale)")
 	fs.IntVar(&f.count, "count", 0, fmt.Sprintf("repetitions of each configuration, each in a fresh process (0: %d, or 1 with --quick)", runner.DefaultCount))
 	fs.StringArrayVar(&f.sweeps, "sweep", nil, "sweep a knob: AXIS=V1,V2,... with AXIS threads, cache-scale, decode or batch-alloc; repeat for a grid")

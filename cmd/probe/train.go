@@ -52,7 +52,7 @@ type trainFlags struct {
 }
 
 func (f *trainFlags) register(fs *pflag.FlagSet) {
-	f.shape.register(fs, "model preset: seed, tiny or micro", "context length T (0: preset)", "sequences per step B (0: preset)")
+	f.shape.register(fs, "model preset: seed, tiny, micro or gpt2-head", "context length T (0: preset)", "sequences per step B (0: preset)")
 	fs.IntVar(&f.threads, "threads", 2, "logical worker threads, 1 to 1024")
 	fs.IntVar(&f.execs, "executors", 0, "executors holding one sequence's workspace each (0: min(threads, GOMAXPROCS, batch))")
 	fs.StringVar(&f.data, "data", "synthetic:24MB", "training data: synthetic:SIZE or a text file")

@@ -52,12 +52,15 @@ type Options struct {
 	DataSeed   uint64 // seed of the synthetic corpus
 	GEMM       string // GEMM backend of the model body and the cpu device: auto, openblas, gonum or naive
 	Modes      []decode.Mode
-	Device     string // device name: cpu, or cuda in a build with -tags cuda
+	Device     string // device name: cpu or cuda
 	Passes     int    // timed passes over the B sequences, after one warm-up pass
 	// Probs copies each position's V probabilities back, as training
 	// does; without it only tokens and losses come back.
 	Probs      bool
 	CPUProfile string // write a CPU profile of the timed decoding here ("": none)
+	// Check "cpu" decodes the first sequences of each mode on the cpu
+	// device too and compares (CheckResult); "" does not.
+	Check string
 }
 
 // Run builds the model and the hidden states and measures each mode in
@@ -72,6 +75,8 @@ func Run(o Options, progress io.Writer) ([]Measurement, error) {
 		return nil, errors.New("measuring decode: no modes")
 	case o.Passes < 1:
 		return nil, fmt.Errorf("measuring decode: %d passes is not positive", o.Passes)
+	case o.Check != "" && o.Check != "cpu":
+		return nil, fmt.Errorf("measuring decode: check against %q: only cpu is a reference", o.Check)
 	}
 	if err := device.Available(o.Device); err != nil {
 		return nil, err
@@ -121,13 +126,26 @@ func Run(o Options, progress io.Writer) ([]Measurement, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var watch *gpuWatch
+	if o.Device == "cuda" {
+		// Before the first device: the GPU's memory without our context.
+		watch = newGPUWatch()
+		defer watch.close()
+	}
 	ms := make([]Measurement, 0, len(o.Modes))
 	for _, m := range o.Modes {
-		meas, err := measureMode(o.Device, g, m, cfg, params.WTE, hidden, targets, o.Probs, o.Passes)
+		meas, err := measureMode(o.Device, g, m, cfg, params.WTE, hidden, targets, o.Probs, o.Passes, watch)
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(progress, "%s: %.0f tokens/s over %d tokens (%.2f s)\n", m, meas.TokensPerSecond, meas.Tokens, meas.Seconds)
+		if o.Check == "cpu" {
+			c, err := checkMode(o.Device, g, m, cfg.Vocab, cfg.Dim, cfg.Context, params.WTE, hidden, targets, cfg.Batch)
+			if err != nil {
+				return nil, fmt.Errorf("checking %s against cpu: %w", m, err)
+			}
+			meas.Check = &c
+		}
 		ms = append(ms, meas)
 	}
 	return ms, nil
@@ -164,11 +182,21 @@ func loadModel(o Options) (model.Config, *model.Params, error) {
 }
 
 // measureMode opens the device, makes a decoder in mode m, measures it and
-// closes both.
-func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config, wte, hidden []float32, targets []uint16, probs bool, passes int) (meas Measurement, err error) {
+// closes both. With watch (cuda), the device memory is sampled from NVML
+// during the mode and reconciled at its end.
+func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config, wte, hidden []float32, targets []uint16, probs bool, passes int, watch *gpuWatch) (meas Measurement, err error) {
+	if watch != nil {
+		watch.start()
+	}
 	dev, err := device.Open(devName, g, ledger.New().Account(ledger.DeviceBuffers))
 	if err != nil {
+		if watch != nil {
+			watch.finish(nil, 0)
+		}
 		return meas, err
+	}
+	if watch != nil {
+		watch.stage(dev)
 	}
 	defer func() {
 		if cerr := dev.Close(); err == nil && cerr != nil {
@@ -177,6 +205,9 @@ func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config
 	}()
 	d, err := decode.New(dev, m, cfg.Vocab, cfg.Dim, cfg.Context, wte)
 	if err != nil {
+		if watch != nil {
+			watch.finish(nil, 0)
+		}
 		return meas, err
 	}
 	defer func() {
@@ -184,7 +215,18 @@ func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config
 			err = cerr
 		}
 	}()
-	return MeasureBatch(dev, d, hidden, cfg.Batch, cfg.Context, targets, probs, passes)
+	if watch != nil {
+		watch.stage(dev)
+	}
+	meas, err = MeasureBatch(dev, d, hidden, cfg.Batch, cfg.Context, targets, probs, passes)
+	if watch != nil {
+		var ledgerBytes int64
+		for _, b := range meas.Buffers {
+			ledgerBytes += b.Bytes
+		}
+		meas.DeviceMemory = watch.finish(dev, ledgerBytes)
+	}
+	return meas, err
 }
 
 // WriteTable prints one row per measurement in format f, the first row's
@@ -218,7 +260,7 @@ func WriteTable(w io.Writer, ms []Measurement, probs bool, f table.Format) error
 			speedup = m.TokensPerSecond / m0.TokensPerSecond
 		}
 		t.Add(m.Mode, m.TokensPerSecond, speedup, m.SyncsPerToken, m.LaunchesPerToken,
-			m.HostAllocsPerToken, m.H2DBytesPerPass, m.D2HBytesPerPass, m.DeviceBytesPeak)
+			m.HostAllocsPerToken, m.H2DBytesPerPass, m.D2HBytesPerPass, Record(m).DevicePeakBytes)
 	}
 	return t.Render(w, f)
 }
@@ -226,9 +268,17 @@ func WriteTable(w io.Writer, ms []Measurement, probs bool, f table.Format) error
 // Record is the JSON record of one mode's measurement (`probe decode
 // --json`); package schema owns the format.
 func Record(m Measurement) schema.DecodeRecord {
-	return schema.DecodeRecord{
+	r := schema.DecodeRecord{
 		TokensPerSec: m.TokensPerSecond, SyncsPerToken: m.SyncsPerToken, LaunchesPerToken: m.LaunchesPerToken,
 		HostAllocsPerToken: m.HostAllocsPerToken, H2DBytes: m.H2DBytesPerPass, D2HBytes: m.D2HBytesPerPass,
-		DevicePeakBytes: m.DeviceBytesPeak, Decode: m.Mode, Device: m.Device,
+		DevicePeakBytes: m.DeviceBytesPeak, DevicePeakSource: "ledger", LedgerPeakBytes: m.DeviceBytesPeak,
+		DeviceMemory: m.DeviceMemory, Check: m.Check, Decode: m.Mode, Device: m.Device,
 	}
+	if dm := m.DeviceMemory; dm != nil && dm.ProcessPeakBytes > 0 {
+		r.DevicePeakBytes, r.DevicePeakSource = dm.ProcessPeakBytes, "nvml"
+	}
+	for _, b := range m.Buffers {
+		r.Buffers = append(r.Buffers, schema.DeviceBuffer{Name: b.Name, Bytes: b.Bytes})
+	}
+	return r
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"memprobe/probe/allocsite"
+	"memprobe/schema"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
 )
@@ -41,8 +42,17 @@ type Measurement struct {
 	// decode the B sequences once (timed bytes / Passes).
 	H2DBytesPerPass int64 `json:"h2d_bytes_per_pass"`
 	D2HBytesPerPass int64 `json:"d2h_bytes_per_pass"`
-	// DeviceBytesPeak is the device's peak since it was opened.
+	// DeviceBytesPeak is the device ledger's peak since it was opened:
+	// the bytes allocated through the device's allocator.
 	DeviceBytesPeak int64 `json:"device_bytes_peak"`
+	// Buffers is the device ledger once the decoder is made: bytes by
+	// buffer name.
+	Buffers []device.BufferUse `json:"buffers"`
+	// DeviceMemory reconciles the process's device memory (cuda only;
+	// nil on cpu).
+	DeviceMemory *schema.DeviceMemory `json:"device_memory,omitempty"`
+	// Check compares the mode's output with the cpu device's (Options.Check).
+	Check *schema.DecodeCheck `json:"check,omitempty"`
 	// Loss is the mean loss of the last pass (0 without targets).
 	Loss float32 `json:"loss"`
 }
@@ -121,6 +131,7 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 		H2DBytesPerPass:       h2d / int64(passes),
 		D2HBytesPerPass:       d2h / int64(passes),
 		DeviceBytesPeak:       after.DeviceBytesPeak,
+		Buffers:               dev.Buffers(),
 		Loss:                  loss,
 	}, nil
 }

@@ -108,10 +108,14 @@ func New(dev device.Device, mode Mode, V, C, maxRows int, lmHead []float32) (*De
 		rows = maxRows
 	}
 	for _, a := range []struct {
-		b *device.Buffer
-		n int
-	}{{&d.dW, V * C}, {&d.dIn, rows * C}, {&d.dLogits, rows * V}, {&d.dTgt, rows}, {&d.dOut, rows * device.OutStride}} {
-		b, err := dev.Alloc(a.n)
+		b    *device.Buffer
+		name string
+		n    int
+	}{
+		{&d.dW, "decode.lm_head", V * C}, {&d.dIn, "decode.hidden", rows * C}, {&d.dLogits, "decode.logits", rows * V},
+		{&d.dTgt, "decode.targets", rows}, {&d.dOut, "decode.out", rows * device.OutStride},
+	} {
+		b, err := dev.Alloc(a.name, a.n)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("decode: allocating device buffers: %w", err)

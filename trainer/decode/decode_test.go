@@ -204,7 +204,7 @@ func TestDeviceMemoryReturns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep, _ := dev.Alloc(3) // something of the caller's, to make the baseline nonzero
+	keep, _ := dev.Alloc("caller", 3) // something of the caller's, to make the baseline nonzero
 	base := dev.Stats().DeviceBytesInUse
 	in := newInputs(4, tT, tC, tV)
 	for _, m := range Modes() {

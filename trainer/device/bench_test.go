@@ -40,7 +40,7 @@ func BenchmarkSync(b *testing.B) {
 func BenchmarkCommandsAndSync(b *testing.B) {
 	d := NewCPU(nil, nil)
 	defer d.Close()
-	buf, _ := d.Alloc(1)
+	buf, _ := d.Alloc("test", 1)
 	host := make([]float32, 1)
 	for i := 0; i < b.N; i++ {
 		for j := 0; j < 3; j++ {

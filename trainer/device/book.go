@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -17,16 +18,18 @@ type book struct {
 	acct   *ledger.Account
 	closed bool
 	live   map[uint64]Buffer
+	names  map[uint64]string // the name each live buffer was allocated under
 
 	errMu sync.Mutex
 	err   error // first error met on the stream (sticky)
 
 	launches, syncs, h2dCopies, d2hCopies, h2dBytes, d2hBytes atomic.Int64
 	inUse, peak                                               atomic.Int64
+	implicitWaits, pinned                                     atomic.Int64
 }
 
 func newBook(name string, acct *ledger.Account) book {
-	return book{name: name, acct: acct, live: map[uint64]Buffer{}}
+	return book{name: name, acct: acct, live: map[uint64]Buffer{}, names: map[uint64]string{}}
 }
 
 // check returns an error unless b is live here and holds n values from off.
@@ -43,10 +46,23 @@ func (k *book) check(what string, b Buffer, off, n int) error {
 	return nil
 }
 
-// added records a new allocation. The ledger account is charged by the
-// caller where it makes the memory (cpu: acct.Float32s) or here (cuda).
-func (k *book) added(b Buffer) {
+// checkAlloc validates an Alloc call.
+func (k *book) checkAlloc(name string, n int) error {
+	if k.closed {
+		return ErrClosed
+	}
+	if n <= 0 {
+		return fmt.Errorf("%s alloc %s: %d floats is not a positive size", k.name, name, n)
+	}
+	return nil
+}
+
+// added records a new allocation under name. The ledger account is
+// charged by the caller where it makes the memory (cpu: acct.Float32s) or
+// by the cuda device.
+func (k *book) added(name string, b Buffer) {
 	k.live[b.id] = b
+	k.names[b.id] = name
 	cur := k.inUse.Add(int64(b.n) * 4)
 	if cur > k.peak.Load() {
 		k.peak.Store(cur) // only the driving goroutine writes peak
@@ -59,6 +75,7 @@ func (k *book) removed(b Buffer) error {
 		return fmt.Errorf("%s free: buffer is not allocated on this device (double free?)", k.name)
 	}
 	delete(k.live, b.id)
+	delete(k.names, b.id)
 	k.inUse.Add(-int64(b.n) * 4)
 	return nil
 }
@@ -93,7 +110,29 @@ func (k *book) stats() Stats {
 		D2HBytes:         k.d2hBytes.Load(),
 		DeviceBytesInUse: k.inUse.Load(),
 		DeviceBytesPeak:  k.peak.Load(),
+		ImplicitWaits:    k.implicitWaits.Load(),
+		PinnedHostBytes:  k.pinned.Load(),
 	}
+}
+
+// buffers lists the live buffers, by name, largest first: the device
+// ledger.
+func (k *book) buffers() []BufferUse {
+	byName := map[string]int64{}
+	for id, b := range k.live {
+		byName[k.names[id]] += int64(b.n) * 4
+	}
+	out := make([]BufferUse, 0, len(byName))
+	for n, v := range byName {
+		out = append(out, BufferUse{Name: n, Bytes: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Bytes != out[j].Bytes {
+			return out[i].Bytes > out[j].Bytes
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
 }
 
 // checkLogits validates a Logits call and counts the launch.

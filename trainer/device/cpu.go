@@ -130,16 +130,13 @@ func (d *CPU) exec(cmd *command) (err error) {
 }
 
 // Alloc implements Device.
-func (d *CPU) Alloc(n int) (Buffer, error) {
-	if d.closed {
-		return Buffer{}, ErrClosed
-	}
-	if n <= 0 {
-		return Buffer{}, fmt.Errorf("cpu alloc: %d floats is not a positive size", n)
+func (d *CPU) Alloc(name string, n int) (Buffer, error) {
+	if err := d.checkAlloc(name, n); err != nil {
+		return Buffer{}, err
 	}
 	d.nextID++
 	b := Buffer{id: d.nextID, n: n, mem: d.acct.Float32s(n)}
-	d.added(b)
+	d.added(name, b)
 	return b, nil
 }
 
@@ -205,6 +202,9 @@ func (d *CPU) Sync() error {
 
 // Stats implements Device.
 func (d *CPU) Stats() Stats { return d.stats() }
+
+// Buffers implements Device.
+func (d *CPU) Buffers() []BufferUse { return d.buffers() }
 
 // Close implements Device.
 func (d *CPU) Close() error {

@@ -1,35 +1,48 @@
-//go:build cuda
-
 package device
 
-// The cuda device: gorgonia.org/cu v0.9.6 (driver API), its cuBLAS binding
-// for the logits product, and a softmax/sample kernel written in CUDA C,
-// compiled at Open by NVRTC and loaded with cu.LoadData. The kernel runs one
-// thread per row with a serial loop over V: simple, not fast for large V.
+// The cuda device: the CUDA driver API and cuBLAS bound at run time
+// (package cudadrv: no CUDA header, toolkit or driver is needed to build),
+// and the SoftmaxSample kernel as PTX that the driver JIT-compiles
+// (package kernels, made from CUDA C by kernels/gen.sh).
 //
-// Everything runs on one goroutine locked to the OS thread that holds the
-// context current (the driver API needs that); the host-facing methods send
-// it commands, as the cpu device does. All work goes to the legacy default
-// stream, because the cuBLAS binding in v0.9.6 has no cublasSetStream: that
-// keeps copies, GEMMs and kernels in order. Copies use pageable Go memory,
-// so the driver stages them: the stream thread blocks in a DtoH copy until
-// it is done, never the caller, and no Go pointer is kept by C after a call.
+// What it shares and what it owns, and why:
+//   - One primary context per process and GPU (cuDevicePrimaryCtxRetain),
+//     and the kernel module loaded into it once: a context costs hundreds
+//     of MiB of device memory and a module a JIT compilation, so the
+//     executors of one process must not each make their own.
+//   - A stream per Device (an executor), non-blocking, so executors'
+//     work overlaps and a Sync waits for this executor's work only.
+//   - A cuBLAS handle per Device, bound to its stream: a handle's
+//     workspace is not safe to use from two streams at once, and binding
+//     it once keeps cublasSetStream off the per-token path.
+//   - Pinned (page-locked) staging buffers per Device, one for each
+//     direction: CopyToDevice copies the caller's slice into pinned memory
+//     and enqueues an asynchronous copy from there; CopyToHost enqueues a
+//     copy into pinned memory and Sync moves it into the caller's slice
+//     once the stream is idle. A copy from pageable memory would make the
+//     driver stage it and block the host, a wait the counters would miss.
+//   - Every host wait is counted in Stats.Syncs: Sync itself, and the
+//     waits the device makes on its own (Stats.ImplicitWaits): when the
+//     staging between two Syncs outgrows its buffer (the buffer then
+//     grows, up to maxStaging, so a repeated pattern stops waiting after
+//     its first round), and before cuMemFree.
 //
-// This file is untested: it was written against the v0.9.6 sources on a
-// machine without CUDA.
+// The methods run on the caller's goroutine (as a C++ host thread calls
+// the driver): each locks the OS thread and makes the context current for
+// the duration of its driver calls. There is no stream goroutine in
+// between, so per-token host overhead is what the driver costs.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 	"unsafe"
 
-	"gonum.org/v1/gonum/blas"
-	"gorgonia.org/cu"
-	cublas "gorgonia.org/cu/blas"
-	"gorgonia.org/cu/nvrtc"
-
 	"memprobe/probe/ledger"
+	"memprobe/trainer/device/cudadrv"
+	"memprobe/trainer/device/kernels"
 	"memprobe/trainer/gemm"
 )
 
@@ -37,258 +50,322 @@ func init() {
 	register("cuda", func(_ gemm.Backend, acct *ledger.Account) (Device, error) { return NewCUDA(0, acct) })
 }
 
-// softmaxSource is the SoftmaxSample kernel; it follows softmaxSampleRows
-// (CUDA's expf/logf and a serial sum instead of nn's vector exp and 8-lane
-// sums: a few float32 ulps apart).
-const softmaxSource = `
-extern "C" __global__ void softmax_sample(float* out, float* logits, const float* targets,
-		int rows, int V, float temperature, unsigned long long seed, unsigned long long pos) {
-	int r = blockIdx.x * blockDim.x + threadIdx.x;
-	if (r >= rows) return;
-	float* row = logits + (size_t)r * V;
-	float maxv = row[0];
-	int tok = 0;
-	for (int i = 1; i < V; i++) { if (row[i] > maxv) { maxv = row[i]; tok = i; } }
-	if (temperature > 0.0f) {
-		float invT = 1.0f / temperature, sum = 0.0f;
-		for (int i = 0; i < V; i++) sum += expf((row[i] - maxv) * invT);
-		unsigned long long z = seed + (pos + (unsigned long long)r + 1ULL) * 0x9E3779B97F4A7C15ULL;
-		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-		z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-		z ^= z >> 31;
-		float u = (float)((double)(z >> 11) / 9007199254740992.0) * sum;
-		float cum = 0.0f;
-		tok = V - 1;
-		for (int i = 0; i < V; i++) {
-			cum += expf((row[i] - maxv) * invT);
-			if (u < cum) { tok = i; break; }
-		}
-	}
-	int t = targets != 0 ? (int)targets[r] : -1;
-	float lt = (t >= 0 && t < V) ? row[t] : 0.0f;
-	float sum = 0.0f;
-	for (int i = 0; i < V; i++) { float e = expf(row[i] - maxv); row[i] = e; sum += e; }
-	float inv = 1.0f / sum;
-	for (int i = 0; i < V; i++) row[i] *= inv;
-	float loss = 0.0f;
-	if (targets != 0) {
-		loss = (t >= 0 && t < V) ? logf(sum) + (maxv - lt) : __int_as_float(0x7fc00000);
-	}
-	out[2 * r] = (float)tok;
-	out[2 * r + 1] = loss;
-}
-`
+// Staging sizes: a Device starts with minStaging bytes of pinned memory per
+// direction and grows to the bytes moved between two Syncs, at most
+// maxStaging (larger copies go in maxStaging chunks, with a wait each).
+const (
+	minStaging = 1 << 20
+	maxStaging = 64 << 20
+)
 
-const softmaxBlock = 128
-
-type allocReply struct {
-	b   Buffer
-	err error
+// cudaGPU is the process's hold on one GPU: driver, primary context and
+// the kernel module, made once and kept for the process's life (a primary
+// context released by its last user is destroyed, and remaking it for
+// each decode head would cost what sharing it saves).
+type cudaGPU struct {
+	drv     *cudadrv.Driver
+	blas    *cudadrv.BLAS
+	ordinal int
+	dev     cudadrv.Device
+	ctx     cudadrv.Context
+	mod     cudadrv.Module
+	softmax cudadrv.Function
+	info    GPUInfo
 }
+
+// GPUInfo describes the GPU and what making the process's context cost.
+type GPUInfo struct {
+	Name          string `json:"name"`
+	Ordinal       int    `json:"ordinal"`
+	DriverVersion int    `json:"driver_version"` // 13000 for CUDA 13.0
+	BLASVersion   int    `json:"cublas_version"`
+	BLASLibrary   string `json:"cublas_library"`
+	TotalBytes    uint64 `json:"total_bytes"`
+	// FreeAfterContextBytes is cuMemGetInfo's free memory once the primary
+	// context and the kernel module exist, before any buffer: the baseline
+	// of the device's own memory reconciliation.
+	FreeAfterContextBytes uint64 `json:"free_after_context_bytes"`
+}
+
+// gpuKey names a GPU as seen through one opened driver library (tests
+// open stand-in libraries beside the real one).
+type gpuKey struct {
+	drv     *cudadrv.Driver
+	ordinal int
+}
+
+var (
+	gpusMu sync.Mutex
+	gpus   = map[gpuKey]*cudaGPU{}
+)
+
+// Available for cuda: the driver library opens, cuInit succeeds and there
+// is at least one GPU. Cheap after the first call.
+func cudaAvailable() error {
+	drv, err := cudadrv.Load()
+	if err != nil {
+		return fmt.Errorf("device cuda: %w", err)
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return fmt.Errorf("device cuda: %w", err)
+	}
+	if n == 0 {
+		return errors.New("device cuda: the CUDA driver sees no GPU")
+	}
+	return nil
+}
+
+// openGPU returns the process's hold on GPU ordinal, making it on first use.
+func openGPU(ordinal int) (*cudaGPU, error) {
+	drv, err := cudadrv.Load()
+	if err != nil {
+		return nil, err
+	}
+	gpusMu.Lock()
+	defer gpusMu.Unlock()
+	if g, ok := gpus[gpuKey{drv, ordinal}]; ok {
+		return g, nil
+	}
+	blas, err := cudadrv.LoadBLAS()
+	if err != nil {
+		return nil, err
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("no GPU %d (the driver sees %d)", ordinal, n)
+	}
+	g := &cudaGPU{drv: drv, blas: blas, ordinal: ordinal, info: GPUInfo{Ordinal: ordinal, BLASLibrary: blas.Library}}
+	if g.dev, err = drv.Device(ordinal); err != nil {
+		return nil, err
+	}
+	if g.info.Name, err = drv.DeviceName(g.dev); err != nil {
+		return nil, err
+	}
+	if g.info.TotalBytes, err = drv.DeviceTotalMem(g.dev); err != nil {
+		return nil, err
+	}
+	if g.info.DriverVersion, err = drv.Version(); err != nil {
+		return nil, err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if g.ctx, err = drv.PrimaryCtxRetain(g.dev); err != nil {
+		return nil, err
+	}
+	if err := drv.CtxSetCurrent(g.ctx); err != nil {
+		drv.PrimaryCtxRelease(g.dev)
+		return nil, err
+	}
+	ptx := append([]byte(kernels.SoftmaxSamplePTX), 0)
+	if g.mod, err = drv.ModuleLoadData(uintptr(unsafe.Pointer(&ptx[0]))); err != nil {
+		drv.PrimaryCtxRelease(g.dev)
+		return nil, fmt.Errorf("loading the softmax_sample PTX: %w", err)
+	}
+	runtime.KeepAlive(ptx)
+	if g.softmax, err = drv.ModuleGetFunction(g.mod, kernels.SoftmaxSampleName); err != nil {
+		drv.ModuleUnload(g.mod)
+		drv.PrimaryCtxRelease(g.dev)
+		return nil, err
+	}
+	if g.info.FreeAfterContextBytes, _, err = drv.MemGetInfo(); err != nil {
+		return nil, err
+	}
+	gpus[gpuKey{drv, ordinal}] = g
+	return g, nil
+}
+
+// stagingBuf is pinned host memory used as a bump allocator between waits.
+type stagingBuf struct {
+	base uintptr // from cuMemHostAlloc; 0 until first use
+	size int     // bytes
+	used int     // bytes handed out since the last wait
+	high int     // most bytes wanted between two waits: the size to grow to
+}
+
+func (s *stagingBuf) floats(off, n int) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(nil), s.base+uintptr(off))), n)
+}
+
+// pendingD2H is a copy the stream makes into staging, which the host moves
+// to dst after the next wait.
+type pendingD2H struct {
+	dst []float32
+	off int // into the d2h staging, bytes
+}
+
+// paramBlock is the layout of the pinned block that holds kernel
+// arguments and GEMM scalars, so no Go pointer is passed to the driver:
+// slots, then pointers to the slots (cuLaunchKernel's kernelParams), then
+// alpha and beta.
+const (
+	paramSlots   = 8
+	paramPtrsOff = paramSlots * 8
+	paramAlpha   = paramPtrsOff + paramSlots*8
+	paramBeta    = paramAlpha + 4
+	paramBytes   = paramBeta + 4
+)
 
 // CUDA is the "cuda" device.
 type CUDA struct {
 	book
-	ordinal int
-	queue   chan command
-	fence   chan struct{}
-	reply   chan allocReply
-	done    chan struct{}
+	gpu    *cudaGPU
+	stream cudadrv.Stream
+	handle cudadrv.BLASHandle
+	params uintptr // pinned paramBlock
 
-	// Owned by the stream thread.
-	ctx     cu.CUContext
-	mod     cu.Module
-	softmax cu.Function
-	blas    *cublas.Standard
-	args    [8]uint64         // kernel arguments, each widened to 8 bytes
-	argp    [8]unsafe.Pointer // pointers to args, as cuLaunchKernel wants
+	h2d, d2h stagingBuf
+	pending  []pendingD2H
+
+	memAfterOpen uint64 // cuMemGetInfo free bytes when the device was ready
 }
 
-// NewCUDA opens GPU ordinal, creates a context, compiles the softmax kernel
-// and a cuBLAS handle, all on the device's own locked OS thread.
+// NewCUDA opens GPU ordinal (the primary context, shared by the process),
+// and makes this device's stream, cuBLAS handle and pinned blocks.
+// Device memory is counted in acct.
 func NewCUDA(ordinal int, acct *ledger.Account) (*CUDA, error) {
-	d := &CUDA{
-		book:    newBook("cuda", acct),
-		ordinal: ordinal,
-		queue:   make(chan command, QueueDepth),
-		fence:   make(chan struct{}, 1),
-		reply:   make(chan allocReply, 1),
-		done:    make(chan struct{}),
+	g, err := openGPU(ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("device cuda: %w", err)
 	}
-	for i := range d.argp {
-		d.argp[i] = unsafe.Pointer(&d.args[i])
-	}
-	started := make(chan error, 1)
-	go d.stream(started)
-	if err := <-started; err != nil {
-		return nil, err
+	d := &CUDA{book: newBook("cuda", acct), gpu: g}
+	if err := d.open(); err != nil {
+		d.release()
+		return nil, fmt.Errorf("device cuda: %w", err)
 	}
 	return d, nil
+}
+
+func (d *CUDA) open() (err error) {
+	defer d.enter()()
+	drv := d.gpu.drv
+	if d.stream, err = drv.StreamCreate(cudadrv.StreamNonBlocking); err != nil {
+		return err
+	}
+	if d.handle, err = d.gpu.blas.Create(); err != nil {
+		return err
+	}
+	if err = d.gpu.blas.SetStream(d.handle, d.stream); err != nil {
+		return err
+	}
+	if d.gpu.info.BLASVersion == 0 {
+		d.gpu.info.BLASVersion, _ = d.gpu.blas.Version(d.handle)
+	}
+	if d.params, err = drv.MemHostAlloc(paramBytes); err != nil {
+		return err
+	}
+	d.pinned.Add(paramBytes)
+	for i := 0; i < paramSlots; i++ {
+		*(*uintptr)(d.paramAddr(paramPtrsOff + 8*i)) = d.params + uintptr(8*i)
+	}
+	*(*float32)(d.paramAddr(paramAlpha)) = 1
+	*(*float32)(d.paramAddr(paramBeta)) = 0
+	d.pending = make([]pendingD2H, 0, 16)
+	d.memAfterOpen, _, err = drv.MemGetInfo()
+	return err
+}
+
+func (d *CUDA) paramAddr(off int) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(nil), d.params+uintptr(off))
+}
+
+// enter locks the OS thread and makes the context current on it; the
+// returned func unlocks. Every method that calls the driver brackets its
+// calls with it: a goroutine may move between threads between two calls.
+func (d *CUDA) enter() func() {
+	runtime.LockOSThread()
+	if err := d.gpu.drv.CtxSetCurrent(d.gpu.ctx); err != nil {
+		d.setErr(err)
+	}
+	return runtime.UnlockOSThread
+}
+
+// release frees what open made; the context and module stay (the process's).
+func (d *CUDA) release() {
+	defer d.enter()()
+	drv := d.gpu.drv
+	if d.stream != 0 {
+		drv.StreamSynchronize(d.stream)
+	}
+	if d.handle != 0 {
+		d.gpu.blas.Destroy(d.handle)
+		d.handle = 0
+	}
+	for _, s := range []*stagingBuf{&d.h2d, &d.d2h} {
+		if s.base != 0 {
+			drv.MemFreeHost(s.base)
+			d.pinned.Add(-int64(s.size))
+			*s = stagingBuf{}
+		}
+	}
+	if d.params != 0 {
+		drv.MemFreeHost(d.params)
+		d.pinned.Add(-paramBytes)
+		d.params = 0
+	}
+	if d.stream != 0 {
+		drv.StreamDestroy(d.stream)
+		d.stream = 0
+	}
 }
 
 // Name implements Device.
 func (d *CUDA) Name() string { return "cuda" }
 
-func (d *CUDA) setup() error {
-	n, err := cu.NumDevices()
-	if err != nil {
-		return fmt.Errorf("device cuda: counting devices: %w", err)
-	}
-	if d.ordinal >= n {
-		return fmt.Errorf("device cuda: no GPU %d (have %d)", d.ordinal, n)
-	}
-	dev, err := cu.GetDevice(d.ordinal)
-	if err != nil {
-		return fmt.Errorf("device cuda: getting GPU %d: %w", d.ordinal, err)
-	}
-	if d.ctx, err = dev.MakeContext(cu.SchedAuto); err != nil { // current on this thread
-		return fmt.Errorf("device cuda: creating context: %w", err)
-	}
-	prog, err := nvrtc.CreateProgram(softmaxSource, "softmax_sample.cu")
-	if err != nil {
-		return fmt.Errorf("device cuda: nvrtc: %w", err)
-	}
-	defer prog.Destroy()
-	if err := prog.Compile(); err != nil {
-		log, _ := prog.GetLog()
-		return fmt.Errorf("device cuda: compiling softmax kernel: %w\n%s", err, log)
-	}
-	ptx, err := prog.GetPTX()
-	if err != nil {
-		return fmt.Errorf("device cuda: nvrtc ptx: %w", err)
-	}
-	if d.mod, err = cu.LoadData(ptx); err != nil {
-		return fmt.Errorf("device cuda: loading softmax module: %w", err)
-	}
-	if d.softmax, err = d.mod.Function("softmax_sample"); err != nil {
-		return fmt.Errorf("device cuda: softmax_sample: %w", err)
-	}
-	d.blas = cublas.New() // panics if cublasCreate fails; recovered in stream
-	return nil
+// GPU describes the GPU this device runs on.
+func (d *CUDA) GPU() GPUInfo { return d.gpu.info }
+
+// MemoryInfo is the device's view of GPU memory for the reconciliation
+// in probe/decodebench: cuMemGetInfo now, and at two earlier points.
+type MemoryInfo struct {
+	GPU GPUInfo `json:"gpu"`
+	// Free bytes (cuMemGetInfo, the whole GPU) once the process's context
+	// existed, once this device's stream and cuBLAS handle did, and now.
+	FreeAfterContextBytes uint64 `json:"free_after_context_bytes"`
+	FreeAfterOpenBytes    uint64 `json:"free_after_open_bytes"`
+	FreeNowBytes          uint64 `json:"free_now_bytes"`
 }
 
-func (d *CUDA) teardown() {
-	if d.blas != nil {
-		d.blas.Close()
-	}
-	var zero cu.Module
-	if d.mod != zero {
-		d.mod.Unload()
-	}
-	var none cu.CUContext
-	if d.ctx != none {
-		d.ctx.Destroy()
-	}
+// MemoryInfo reads cuMemGetInfo now; it does not wait for the stream.
+func (d *CUDA) MemoryInfo() (MemoryInfo, error) {
+	defer d.enter()()
+	free, _, err := d.gpu.drv.MemGetInfo()
+	return MemoryInfo{GPU: d.gpu.info, FreeAfterContextBytes: d.gpu.info.FreeAfterContextBytes,
+		FreeAfterOpenBytes: d.memAfterOpen, FreeNowBytes: free}, err
 }
 
-func (d *CUDA) stream(started chan<- error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	defer close(d.done)
-	err := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("device cuda: setup: %v", r)
-			}
-		}()
-		return d.setup()
-	}()
+// fail records err as the stream's sticky error and returns it.
+func (d *CUDA) fail(err error) error {
+	err = fmt.Errorf("device cuda: %w", err)
+	d.setErr(err)
+	return err
+}
+
+// Alloc implements Device: cuMemAlloc, then a zero fill on the stream.
+func (d *CUDA) Alloc(name string, n int) (Buffer, error) {
+	if err := d.checkAlloc(name, n); err != nil {
+		return Buffer{}, err
+	}
+	defer d.enter()()
+	p, err := d.gpu.drv.MemAlloc(n * 4)
 	if err != nil {
-		d.teardown()
-		started <- err
-		return
+		return Buffer{}, fmt.Errorf("device cuda: alloc %s: %d floats: %w", name, n, err)
 	}
-	started <- nil
-	defer d.teardown()
-	for {
-		cmd := <-d.queue
-		switch cmd.op {
-		case opFence:
-			if err := cu.Synchronize(); err != nil {
-				d.setErr(fmt.Errorf("cuda sync: %w", err))
-			}
-			d.fence <- struct{}{}
-		case opStop:
-			return
-		case opAlloc:
-			p, err := cu.MemAlloc(int64(cmd.n) * 4)
-			if err == nil {
-				err = cu.MemsetD32(p, 0, int64(cmd.n))
-			}
-			d.reply <- allocReply{Buffer{id: uint64(p), n: cmd.n}, err}
-		case opFree:
-			d.reply <- allocReply{err: cu.MemFree(cu.DevicePtr(cmd.a.id))}
-		default:
-			if d.failed() {
-				continue
-			}
-			if err := d.exec(&cmd); err != nil {
-				d.setErr(err)
-			}
-		}
+	if err := d.gpu.drv.MemsetD32Async(p, 0, n, d.stream); err != nil {
+		d.gpu.drv.MemFree(p)
+		return Buffer{}, d.fail(err)
 	}
-}
-
-// devSlice presents device memory as a slice for the cuBLAS binding, which
-// only takes &s[0]; it is never read or written from Go.
-func devSlice(b Buffer) []float32 {
-	p := uintptr(b.id)
-	return unsafe.Slice(*(**float32)(unsafe.Pointer(&p)), b.n)
-}
-
-func (d *CUDA) exec(cmd *command) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("cuda stream: %v", r)
-		}
-	}()
-	var def cu.Stream // the legacy default stream
-	switch cmd.op {
-	case opH2D:
-		return cu.MemcpyHtoDAsync(cu.DevicePtr(cmd.a.id+uint64(cmd.off)*4), unsafe.Pointer(&cmd.host[0]), int64(len(cmd.host))*4, def)
-	case opD2H:
-		return cu.MemcpyDtoHAsync(unsafe.Pointer(&cmd.host[0]), cu.DevicePtr(cmd.b.id+uint64(cmd.off)*4), int64(len(cmd.host))*4, def)
-	case opLogits:
-		// cuBLAS is column-major: the row-major out (rows,V) is the
-		// column-major outᵀ (V,rows) = weight (V,C) · hiddenᵀ (C,rows), and
-		// the row-major weight (V,C) read column-major is weightᵀ, so
-		// transpose it back: Sgemm(T, N, m=V, n=rows, k=C).
-		rows, V, C := cmd.rows, cmd.n, cmd.k
-		d.blas.Sgemm(blas.Trans, blas.NoTrans, V, rows, C, 1, devSlice(cmd.c), C, devSlice(cmd.b), C, 0, devSlice(cmd.a), V)
-		return d.blas.Err()
-	case opSoftmax:
-		var targets uint64 // NULL: no loss
-		if cmd.c.Valid() {
-			targets = cmd.c.id
-		}
-		d.args = [8]uint64{cmd.a.id, cmd.b.id, targets, uint64(uint32(int32(cmd.rows))), uint64(uint32(int32(cmd.n))),
-			uint64(math.Float32bits(cmd.s.Temperature)), cmd.s.Seed, cmd.s.Pos}
-		grid := (cmd.rows + softmaxBlock - 1) / softmaxBlock
-		return d.softmax.Launch(grid, 1, 1, softmaxBlock, 1, 1, 0, def, d.argp[:])
-	}
-	return nil
-}
-
-// Alloc implements Device. It waits for the stream thread (cuMemAlloc is
-// synchronous), but not for queued work.
-func (d *CUDA) Alloc(n int) (Buffer, error) {
-	if d.closed {
-		return Buffer{}, ErrClosed
-	}
-	if n <= 0 {
-		return Buffer{}, fmt.Errorf("cuda alloc: %d floats is not a positive size", n)
-	}
-	d.queue <- command{op: opAlloc, n: n}
-	r := <-d.reply
-	if r.err != nil {
-		return Buffer{}, fmt.Errorf("cuda alloc: %d floats: %w", n, r.err)
-	}
-	d.added(r.b)
+	b := Buffer{id: uint64(p), n: n}
+	d.added(name, b)
 	d.acct.Alloc(int64(n) * 4)
-	return r.b, nil
+	return b, nil
 }
 
-// Free implements Device. cuMemFree waits for work using the memory.
+// Free implements Device. It waits for the stream first (counted), since
+// work queued before may still use b.
 func (d *CUDA) Free(b Buffer) error {
 	if d.closed {
 		return ErrClosed
@@ -297,74 +374,212 @@ func (d *CUDA) Free(b Buffer) error {
 		return err
 	}
 	d.acct.Free(int64(b.n) * 4)
-	d.queue <- command{op: opFree, a: b}
-	if r := <-d.reply; r.err != nil {
-		return fmt.Errorf("cuda free: %w", r.err)
+	defer d.enter()()
+	if err := d.wait(true); err != nil {
+		return err
+	}
+	if err := d.gpu.drv.MemFree(cudadrv.DevicePtr(b.id)); err != nil {
+		return d.fail(err)
 	}
 	return nil
 }
 
-// CopyToDevice implements Device.
+// wait blocks until the stream is idle, moves pending device-to-host copies
+// into their destinations and empties the staging buffers; implicit says
+// it was not a Sync call. The context must be current.
+func (d *CUDA) wait(implicit bool) error {
+	d.syncs.Add(1)
+	if implicit {
+		d.implicitWaits.Add(1)
+	}
+	if err := d.gpu.drv.StreamSynchronize(d.stream); err != nil {
+		d.pending = d.pending[:0]
+		return d.fail(err)
+	}
+	for i, p := range d.pending {
+		copy(p.dst, d.d2h.floats(p.off, len(p.dst)))
+		d.pending[i] = pendingD2H{}
+	}
+	d.pending = d.pending[:0]
+	d.h2d.used, d.d2h.used = 0, 0
+	return d.stickyErr()
+}
+
+// reserve returns the offset of bytes in s, waiting (and, while the stream
+// is idle, growing s to the most bytes asked for between two waits) when
+// they do not fit. bytes is at most maxStaging.
+func (d *CUDA) reserve(s *stagingBuf, bytes int) (int, error) {
+	s.high = max(s.high, s.used+bytes)
+	if s.base != 0 && s.used+bytes <= s.size {
+		off := s.used
+		s.used += bytes
+		return off, nil
+	}
+	if s.base != 0 {
+		if err := d.wait(true); err != nil {
+			return 0, err
+		}
+	}
+	if want := min(maxStaging, max(minStaging, roundPow2(s.high))); want > s.size {
+		if s.base != 0 {
+			d.gpu.drv.MemFreeHost(s.base)
+			d.pinned.Add(-int64(s.size))
+			s.base, s.size = 0, 0
+		}
+		p, err := d.gpu.drv.MemHostAlloc(want)
+		if err != nil {
+			return 0, d.fail(err)
+		}
+		s.base, s.size = p, want
+		d.pinned.Add(int64(want))
+	}
+	s.used = bytes
+	return 0, nil
+}
+
+func roundPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// CopyToDevice implements Device: src is copied into pinned staging now,
+// and from there to the device on the stream.
 func (d *CUDA) CopyToDevice(dst Buffer, dstOff int, src []float32) error {
 	if err := d.checkH2D(dst, dstOff, src); err != nil || len(src) == 0 {
 		return err
 	}
-	d.queue <- command{op: opH2D, a: dst, host: src, off: dstOff}
+	if d.failed() {
+		return d.stickyErr()
+	}
+	defer d.enter()()
+	const chunk = maxStaging / 4
+	for len(src) > 0 {
+		n := min(len(src), chunk)
+		off, err := d.reserve(&d.h2d, n*4)
+		if err != nil {
+			return err
+		}
+		copy(d.h2d.floats(off, n), src[:n])
+		if err := d.gpu.drv.MemcpyHtoDAsync(cudadrv.DevicePtr(dst.id+uint64(dstOff)*4), d.h2d.base+uintptr(off), n*4, d.stream); err != nil {
+			return d.fail(err)
+		}
+		src, dstOff = src[n:], dstOff+n
+	}
 	return nil
 }
 
-// CopyToHost implements Device.
+// CopyToHost implements Device: the stream copies into pinned staging, and
+// the next Sync (or implicit wait) moves the values into dst.
 func (d *CUDA) CopyToHost(dst []float32, src Buffer, srcOff int) error {
 	if err := d.checkD2H(dst, src, srcOff); err != nil || len(dst) == 0 {
 		return err
 	}
-	d.queue <- command{op: opD2H, b: src, host: dst, off: srcOff}
+	if d.failed() {
+		return d.stickyErr()
+	}
+	defer d.enter()()
+	const chunk = maxStaging / 4
+	for len(dst) > 0 {
+		n := min(len(dst), chunk)
+		off, err := d.reserve(&d.d2h, n*4)
+		if err != nil {
+			return err
+		}
+		if err := d.gpu.drv.MemcpyDtoHAsync(d.d2h.base+uintptr(off), cudadrv.DevicePtr(src.id+uint64(srcOff)*4), n*4, d.stream); err != nil {
+			return d.fail(err)
+		}
+		d.pending = append(d.pending, pendingD2H{dst: dst[:n], off: off})
+		dst, srcOff = dst[n:], srcOff+n
+	}
 	return nil
 }
 
-// Logits implements Device (cuBLAS Sgemm).
+// Logits implements Device with cublasSgemm_v2 on the device's stream.
+// cuBLAS is column-major: the row-major out (rows, V) is the column-major
+// outᵀ (V, rows) = weight (V, C) · hiddenᵀ (C, rows), and the row-major
+// weight read column-major is weightᵀ (C, V), so: Sgemm(T, N, m=V,
+// n=rows, k=C, A=weight lda=C, B=hidden ldb=C, C=out ldc=V).
 func (d *CUDA) Logits(out, hidden, weight Buffer, rows, C, V int) error {
 	if err := d.checkLogits(out, hidden, weight, rows, C, V); err != nil {
 		return err
 	}
-	d.queue <- command{op: opLogits, a: out, b: hidden, c: weight, rows: rows, k: C, n: V}
+	if d.failed() {
+		return d.stickyErr()
+	}
+	defer d.enter()()
+	err := d.gpu.blas.Sgemm(d.handle, cudadrv.OpT, cudadrv.OpN, V, rows, C,
+		d.params+paramAlpha, cudadrv.DevicePtr(weight.id), C, cudadrv.DevicePtr(hidden.id), C,
+		d.params+paramBeta, cudadrv.DevicePtr(out.id), V)
+	if err != nil {
+		return d.fail(err)
+	}
 	return nil
 }
 
-// SoftmaxSample implements Device (the NVRTC kernel). A target outside
-// [0, V) gives a NaN loss rather than an error.
+// SoftmaxSample implements Device with the softmax_sample kernel: a block
+// of kernels.SoftmaxSampleBlock threads per row. A target outside [0, V)
+// gives a NaN loss rather than an error (the kernel cannot return one).
 func (d *CUDA) SoftmaxSample(out, logits, targets Buffer, rows, V int, s Sampling) error {
 	if err := d.checkSoftmax(out, logits, targets, rows, V, s); err != nil {
 		return err
 	}
-	d.queue <- command{op: opSoftmax, a: out, b: logits, c: targets, rows: rows, n: V, s: s}
+	if d.failed() {
+		return d.stickyErr()
+	}
+	defer d.enter()()
+	var tg uint64 // NULL: no targets, no loss
+	if targets.Valid() {
+		tg = targets.id
+	}
+	slots := (*[paramSlots]uint64)(d.paramAddr(0))
+	*slots = [paramSlots]uint64{out.id, logits.id, tg, uint64(uint32(int32(rows))), uint64(uint32(int32(V))),
+		uint64(math.Float32bits(s.Temperature)), s.Seed, s.Pos}
+	err := d.gpu.drv.LaunchKernel(d.gpu.softmax, [3]uint32{uint32(rows), 1, 1}, [3]uint32{kernels.SoftmaxSampleBlock, 1, 1},
+		0, d.stream, d.params+paramPtrsOff)
+	if err != nil {
+		return d.fail(err)
+	}
 	return nil
 }
 
-// Sync implements Device (cuCtxSynchronize on the stream thread).
+// Sync implements Device: cuStreamSynchronize on this device's stream,
+// then the staged device-to-host copies land in their slices.
 func (d *CUDA) Sync() error {
 	if d.closed {
 		return ErrClosed
 	}
-	d.syncs.Add(1)
-	d.queue <- command{op: opFence}
-	<-d.fence
-	return d.stickyErr()
+	defer d.enter()()
+	return d.wait(false)
 }
 
 // Stats implements Device.
 func (d *CUDA) Stats() Stats { return d.stats() }
 
-// Close implements Device: it frees what is left and destroys the context.
+// Buffers implements Device.
+func (d *CUDA) Buffers() []BufferUse { return d.buffers() }
+
+// Close implements Device: it waits for the stream, frees every buffer
+// still allocated, and destroys the stream, handle and pinned memory. The
+// process's context stays for the next device.
 func (d *CUDA) Close() error {
 	if d.closed {
 		return nil
 	}
-	for _, b := range d.live {
-		d.Free(b)
-	}
-	d.queue <- command{op: opStop}
-	<-d.done
+	func() {
+		defer d.enter()()
+		d.wait(true)
+		for id, b := range d.live {
+			d.removed(b)
+			d.acct.Free(int64(b.n) * 4)
+			if err := d.gpu.drv.MemFree(cudadrv.DevicePtr(id)); err != nil {
+				d.setErr(err)
+			}
+		}
+	}()
+	d.release()
 	d.closed = true
 	return d.stickyErr()
 }

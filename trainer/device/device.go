@@ -11,8 +11,9 @@
 // commands run on their own locked OS thread, over device memory that is its
 // own allocation, with the logits product done by a gemm.Backend and the
 // softmax and loss by nn.SoftmaxCrossEntropyForward, so that its results
-// equal the host LM head's. "cuda" is built with the cuda build tag
-// (gorgonia.org/cu, cuBLAS, NVRTC).
+// equal the host LM head's. "cuda" is
+// always built too: it binds the CUDA driver and cuBLAS at run time
+// (package cudadrv) and runs on any machine with the NVIDIA driver.
 //
 // Shapes use the trainer's short names: rows positions, C channels, V
 // vocabulary. Token ids travel on the device as float32 values, which are
@@ -75,10 +76,10 @@ type Device interface {
 	// Name is the registry name ("cpu", "cuda").
 	Name() string
 
-	// Alloc returns a buffer of n float32 values (zeroed on cpu; unspecified
-	// on cuda), counted in Stats and in the ledger account given to Open.
-	// It does not wait for queued work.
-	Alloc(n int) (Buffer, error)
+	// Alloc returns a buffer of n float32 values, zeroed, counted in Stats,
+	// in Buffers under name (what it holds: "decode.lm_head") and in the
+	// ledger account given to Open. It does not wait for queued work.
+	Alloc(name string, n int) (Buffer, error)
 	// Free releases b. Work already queued that uses b still completes.
 	Free(b Buffer) error
 
@@ -108,6 +109,9 @@ type Device interface {
 	Sync() error
 	// Stats returns the counters so far.
 	Stats() Stats
+	// Buffers is the device ledger: the bytes of the live buffers by the
+	// name they were allocated under, largest first.
+	Buffers() []BufferUse
 	// Close waits for queued work, frees every buffer still allocated and
 	// stops the stream. Calls after Close return ErrClosed.
 	Close() error
@@ -115,14 +119,30 @@ type Device interface {
 
 // Stats are a device's cumulative counters. Byte counts are bytes.
 type Stats struct {
-	Launches         int64 `json:"launches"` // kernels enqueued (Logits, SoftmaxSample)
-	Syncs            int64 `json:"syncs"`    // Sync calls
+	Launches int64 `json:"launches"` // kernels enqueued (Logits, SoftmaxSample)
+	// Syncs counts every time the host waited for the device: Sync calls
+	// and the waits a device makes on its own (ImplicitWaits), so that
+	// syncs per token is the real number of waits.
+	Syncs            int64 `json:"syncs"`
 	H2DCopies        int64 `json:"h2d_copies"`
 	D2HCopies        int64 `json:"d2h_copies"`
 	H2DBytes         int64 `json:"h2d_bytes"`
 	D2HBytes         int64 `json:"d2h_bytes"`
 	DeviceBytesInUse int64 `json:"device_bytes_in_use"` // allocated and not freed
 	DeviceBytesPeak  int64 `json:"device_bytes_peak"`
+	// ImplicitWaits are the waits, counted in Syncs too, that no Sync call
+	// asked for: cuda waits when its pinned staging is full between two
+	// Syncs and before freeing memory the stream may still use.
+	ImplicitWaits int64 `json:"implicit_waits"`
+	// PinnedHostBytes is the page-locked host memory the device holds for
+	// staging copies (cuda; 0 on cpu): host memory, part of RSS.
+	PinnedHostBytes int64 `json:"pinned_host_bytes"`
+}
+
+// BufferUse is one line of the device ledger.
+type BufferUse struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
 }
 
 // ErrClosed is returned by calls on a closed Device.
@@ -148,15 +168,17 @@ func Names() []string {
 	return names
 }
 
-// Available returns nil if the named device is compiled into this binary,
-// else the error Open would return, without opening anything: commands
-// check their flags with it before doing any work.
+// Available returns nil if the named device can be opened here, else the
+// error Open would return, without allocating anything: commands check
+// their flags with it before doing any work. Every device is compiled into
+// every binary; cuda also needs the NVIDIA driver (libcuda.so.1) and a GPU,
+// and is refused in one line where they are missing.
 func Available(name string) error {
+	if name == "cuda" {
+		return cudaAvailable()
+	}
 	if _, ok := registry[name]; ok {
 		return nil
-	}
-	if name == "cuda" {
-		return errors.New("device cuda: this binary was built without the cuda build tag; rebuild with -tags cuda")
 	}
 	return fmt.Errorf("device %q is not available in this build (have: %s)", name, strings.Join(Names(), ", "))
 }

@@ -3,6 +3,7 @@ package device
 import (
 	"math"
 	"math/rand"
+	"memprobe/trainer/device/cudadrv"
 	"strings"
 	"testing"
 
@@ -28,10 +29,11 @@ func openCPU(t *testing.T, acct *ledger.Account) Device {
 }
 
 func TestOpenErrors(t *testing.T) {
-	if _, ok := registry["cuda"]; !ok {
-		_, err := Open("cuda", nil, nil)
-		if err == nil || !strings.Contains(err.Error(), "rebuild with -tags cuda") {
-			t.Errorf("Open(cuda) = %v, want the build-tag hint", err)
+	// cuda is in every build; with no driver it is refused in one line.
+	t.Setenv(cudadrv.EnvLibCUDA, "/nonexistent/libcuda.so.1")
+	for _, err := range []error{Available("cuda"), func() error { _, err := Open("cuda", nil, nil); return err }()} {
+		if err == nil || !strings.HasPrefix(err.Error(), "device cuda: no CUDA driver: /nonexistent/libcuda.so.1 not found") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("cuda without a driver: %v, want one line starting \"device cuda: no CUDA driver: /nonexistent/libcuda.so.1 not found\"", err)
 		}
 	}
 	_, err := Open("tpu", nil, nil)
@@ -49,7 +51,7 @@ func TestOpenErrors(t *testing.T) {
 func TestCopyRoundTripAndStats(t *testing.T) {
 	acct := ledger.New().Account(ledger.DeviceBuffers)
 	d := openCPU(t, acct)
-	b, err := d.Alloc(10)
+	b, err := d.Alloc("test", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func TestCopyRoundTripAndStats(t *testing.T) {
 	if got := d.Stats().DeviceBytesInUse; got != 0 {
 		t.Errorf("in use after free = %d", got)
 	}
-	if _, err := d.Alloc(5); err != nil {
+	if _, err := d.Alloc("test", 5); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Close(); err != nil {
@@ -118,11 +120,11 @@ func TestKernels(t *testing.T) {
 	}
 	d := openCPU(t, nil)
 	defer d.Close()
-	bh, _ := d.Alloc(rows * C)
-	bw, _ := d.Alloc(V * C)
-	bl, _ := d.Alloc(rows * V)
-	bt, _ := d.Alloc(rows)
-	bo, _ := d.Alloc(rows * OutStride)
+	bh, _ := d.Alloc("test", rows*C)
+	bw, _ := d.Alloc("test", V*C)
+	bl, _ := d.Alloc("test", rows*V)
+	bt, _ := d.Alloc("test", rows)
+	bo, _ := d.Alloc("test", rows*OutStride)
 	d.CopyToDevice(bh, 0, hidden)
 	d.CopyToDevice(bw, 0, weight)
 	d.CopyToDevice(bt, 0, targets)
@@ -178,9 +180,9 @@ func TestKernels(t *testing.T) {
 func TestStickyError(t *testing.T) {
 	d := openCPU(t, nil)
 	defer d.Close()
-	bl, _ := d.Alloc(4)
-	bo, _ := d.Alloc(OutStride)
-	bt, _ := d.Alloc(1)
+	bl, _ := d.Alloc("test", 4)
+	bo, _ := d.Alloc("test", OutStride)
+	bt, _ := d.Alloc("test", 1)
 	d.CopyToDevice(bt, 0, []float32{9}) // not below V=4
 	if err := d.SoftmaxSample(bo, bl, bt, 1, 4, Sampling{}); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,12 @@ var Presets = map[string]Config{
 	"tiny": {Vocab: 788, Dim: 64, Layers: 2, Heads: 4, FF: 256, Context: 64, Batch: 32},
 	// micro is for finite-difference gradient checks: every tensor small.
 	"micro": {Vocab: 13, Dim: 8, Layers: 2, Heads: 2, FF: 16, Context: 5, Batch: 3},
+	// gpt2-head is GPT-2 small's LM head (C 768, V 50257) on a one-layer
+	// body, for `probe decode`: the head is what the decode modes measure,
+	// and at this V the logits product and the copies back are 64 times
+	// the seed's, which is where per-token syncs dominate on a GPU (design
+	// note 003). It trains, slowly: the embedding alone is 38.6 M values.
+	"gpt2-head": {Vocab: 50257, Dim: 768, Layers: 1, Heads: 12, FF: 3072, Context: 128, Batch: 8},
 }
 
 // Preset returns the named preset or an error listing the known ones.

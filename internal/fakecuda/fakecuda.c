@@ -1,0 +1,1325 @@
+// fakecuda: a host-only test double of the CUDA driver API (libcuda.so.1)
+// and of cuBLAS, for the run-time binding in trainer/device/cudadrv and the
+// cuda device built on it. One shared object serves as both libraries
+// (MEMPROBE_LIBCUDA and MEMPROBE_LIBCUBLAS point at it). Build and use it
+// through package memprobe/internal/fakecuda; see its doc comment for what
+// the double checks and what it cannot.
+//
+// Every entry point has the real C signature (CUresult is int, CUdeviceptr
+// unsigned long long, handles are pointers, sizes size_t), so the Go side
+// calls it exactly as it calls the driver. The behaviour that matters:
+//
+//   - Streams defer: an enqueued copy, memset, kernel or GEMM does nothing
+//     until cuStreamSynchronize, cuStreamDestroy_v2, cuMemFree_v2 or
+//     cuMemFreeHost runs it. Reading a device-to-host result before the
+//     sync, or reusing a staging buffer a queued copy still has to read,
+//     gives wrong values.
+//   - The current context is thread-local, and every memory, stream,
+//     module, launch and cuBLAS call needs one (CUDA_ERROR_INVALID_CONTEXT).
+//   - Device memory is not host memory: a CUdeviceptr is an address in a
+//     range no host allocation uses (dereferencing it on the host faults),
+//     addresses are never reused (a stale pointer is refused), and a fresh
+//     allocation holds 0xff bytes (float NaN), not zeros.
+//   - Copies from or to host memory that cuMemHostAlloc did not return are
+//     counted (fakecuda_pageable_copies): the real driver makes them
+//     synchronous.
+//   - cuLaunchKernel reads the kernel's parameters at launch, as the driver
+//     copies them; the kernel runs later.
+//
+// State is global and guarded by one mutex. Environment, read at each use:
+// FAKECUDA_INIT_ERROR (cuInit's result), FAKECUDA_DEVICES (default 1),
+// FAKECUDA_TOTAL_BYTES (default 80 GiB per device), FAKECUDA_FAIL_LAUNCH
+// (the n-th accepted cuLaunchKernel of the process fails when it runs).
+// Compile with -DFAKECUDA_OMIT_DTOH to leave cuMemcpyDtoHAsync_v2 out.
+
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef int cublasStatus_t;
+typedef struct fake_ctx *CUcontext;
+typedef struct fake_stream *CUstream;
+typedef struct fake_module *CUmodule;
+typedef struct fake_function *CUfunction;
+typedef struct fake_handle *cublasHandle_t;
+
+enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_INVALID_VALUE = 1,
+	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_NOT_INITIALIZED = 3,
+	CUDA_ERROR_NO_DEVICE = 100,
+	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_CONTEXT = 201,
+	CUDA_ERROR_INVALID_PTX = 218,
+	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_NOT_FOUND = 500,
+	CUDA_ERROR_LAUNCH_FAILED = 719,
+};
+
+enum {
+	CUBLAS_STATUS_SUCCESS = 0,
+	CUBLAS_STATUS_NOT_INITIALIZED = 1,
+	CUBLAS_STATUS_ALLOC_FAILED = 3,
+	CUBLAS_STATUS_INVALID_VALUE = 7,
+	CUBLAS_STATUS_EXECUTION_FAILED = 13,
+};
+
+#define MIB (1ULL << 20)
+#define GIB (1ULL << 30)
+#define MAX_DEVICES 16
+#define CONTEXT_BYTES (500 * MIB)  /* a primary context's own use */
+#define MODULE_BYTES (2 * MIB)     /* a loaded module */
+#define WORKSPACE_BYTES (32 * MIB) /* a cuBLAS handle's lazy workspace */
+#define GRANULE (2 * MIB)          /* cuMemAlloc's granularity */
+#define SOFTMAX_BLOCK 256          /* kernels.SoftmaxSampleBlock */
+#define DRIVER_VERSION 13000
+#define CUBLAS_VERSION 130100
+#define DEVICE_NAME "Fake GPU (memprobe test double)"
+/* Device addresses start here: canonical, but far from the host's heap,
+ * its mmap area and the Go and race runtimes' reservations. */
+#define VA_BASE 0x00000a0000000000ULL
+
+/* ---- error texts ---- */
+
+struct code_text {
+	int code;
+	const char *name, *desc;
+};
+
+static const struct code_text cu_errors[] = {
+	{0, "CUDA_SUCCESS", "no error"},
+	{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+	{2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+	{4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+	{34, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
+	{46, "CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or unavailable"},
+	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+	{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+	{201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+	{218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+	{222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
+	{400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{600, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+	{701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+	{702, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
+	{709, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+	{719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+	{999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static const struct code_text cublas_statuses[] = {
+	{0, "CUBLAS_STATUS_SUCCESS", "success"},
+	{1, "CUBLAS_STATUS_NOT_INITIALIZED", "library not initialized"},
+	{3, "CUBLAS_STATUS_ALLOC_FAILED", "resource allocation failed"},
+	{7, "CUBLAS_STATUS_INVALID_VALUE", "an invalid numeric value was used as an argument"},
+	{8, "CUBLAS_STATUS_ARCH_MISMATCH", "an absent device architectural feature is required"},
+	{11, "CUBLAS_STATUS_MAPPING_ERROR", "an access to GPU memory space failed"},
+	{13, "CUBLAS_STATUS_EXECUTION_FAILED", "the GPU program failed to execute"},
+	{14, "CUBLAS_STATUS_INTERNAL_ERROR", "an internal operation failed"},
+	{15, "CUBLAS_STATUS_NOT_SUPPORTED", "the functionality requested is not supported"},
+	{16, "CUBLAS_STATUS_LICENSE_ERROR", "the functionality requested requires some license"},
+};
+
+static const struct code_text *find_code(const struct code_text *t, size_t n, int code) {
+	for (size_t i = 0; i < n; i++) {
+		if (t[i].code == code) {
+			return &t[i];
+		}
+	}
+	return NULL;
+}
+
+/* ---- state ---- */
+
+struct fake_ctx {
+	int dev;
+	int refs; /* primary context retains; active while > 0 */
+};
+
+struct alloc {
+	CUdeviceptr dptr;
+	size_t size;
+	unsigned char *host; /* the backing store */
+	int dev;
+};
+
+struct pinned {
+	uintptr_t p;
+	size_t size;
+};
+
+enum op_kind { OP_HTOD, OP_DTOH, OP_MEMSET32, OP_SOFTMAX, OP_SGEMM };
+
+struct op {
+	struct op *next;
+	enum op_kind kind;
+	int fail; /* FAKECUDA_FAIL_LAUNCH chose this launch */
+	union {
+		struct {
+			void *dst;
+			const void *src;
+			size_t n;
+		} copy;
+		struct {
+			uint32_t *dst;
+			uint32_t v;
+			size_t n;
+		} memset;
+		struct {
+			float *out, *logits;
+			const float *targets;
+			int rows, V;
+			float temperature;
+			unsigned long long seed, pos;
+		} softmax;
+		struct {
+			int ta, tb, m, n, k, lda, ldb, ldc;
+			float alpha, beta;
+			const float *A, *B;
+			float *C;
+		} gemm;
+	} u;
+};
+
+struct fake_stream {
+	struct fake_stream *next;
+	int dev;
+	unsigned flags;
+	struct op *head, *tail;
+	CUresult err; /* sticky: set when a failing launch runs */
+};
+
+struct fake_function {
+	struct fake_module *mod;
+};
+
+struct fake_module {
+	struct fake_module *next;
+	int dev;
+	struct fake_function fn;
+};
+
+struct fake_handle {
+	struct fake_handle *next;
+	int dev;
+	struct fake_stream *stream; /* NULL: none set, work runs at once */
+	int stream_gone;            /* the stream set was destroyed since */
+	int has_workspace;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int initialized;
+static struct fake_ctx ctxs[MAX_DEVICES];
+static __thread struct fake_ctx *current; /* cuCtxSetCurrent: per thread */
+
+static struct alloc *allocs;
+static size_t nallocs, capallocs;
+static CUdeviceptr next_va = VA_BASE;
+static struct pinned *pins;
+static size_t npins, cappins;
+
+static struct fake_stream default_streams[MAX_DEVICES]; /* stream 0 */
+static struct fake_stream *streams;                      /* cuStreamCreate's */
+static struct fake_module *modules;
+static struct fake_handle *handles;
+
+static unsigned long long used_alloc[MAX_DEVICES], used_modules[MAX_DEVICES], used_workspace[MAX_DEVICES];
+
+static int pageable_copies;
+static int launches; /* accepted cuLaunchKernel calls, for FAKECUDA_FAIL_LAUNCH */
+
+#define LOCK() pthread_mutex_lock(&mu)
+#define UNLOCK() pthread_mutex_unlock(&mu)
+
+static int env_int(const char *name, int def) {
+	const char *s = getenv(name);
+	if (s == NULL || *s == 0) {
+		return def;
+	}
+	return atoi(s);
+}
+
+static int ndevices(void) {
+	int n = env_int("FAKECUDA_DEVICES", 1);
+	if (n < 0) {
+		n = 0;
+	}
+	if (n > MAX_DEVICES) {
+		n = MAX_DEVICES;
+	}
+	return n;
+}
+
+static unsigned long long total_bytes(void) {
+	const char *s = getenv("FAKECUDA_TOTAL_BYTES");
+	if (s == NULL || *s == 0) {
+		return 80 * GIB;
+	}
+	return strtoull(s, NULL, 0);
+}
+
+static unsigned long long round_up(unsigned long long n, unsigned long long to) {
+	return (n + to - 1) / to * to;
+}
+
+static unsigned long long used_bytes(int dev) {
+	return (ctxs[dev].refs > 0 ? CONTEXT_BYTES : 0) + used_alloc[dev] + used_modules[dev] + used_workspace[dev];
+}
+
+static int fits(int dev, unsigned long long bytes) {
+	unsigned long long total = total_bytes(), used = used_bytes(dev);
+	return used <= total && bytes <= total - used;
+}
+
+/* need_ctx is the check at the top of every call that needs a context. */
+static CUresult need_ctx(void) {
+	if (!initialized) {
+		return CUDA_ERROR_NOT_INITIALIZED;
+	}
+	if (current == NULL || current->refs <= 0) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* find_range returns the allocation holding [p, p+n), n >= 1, or NULL. */
+static struct alloc *find_range(CUdeviceptr p, unsigned long long n) {
+	if (n == 0) {
+		n = 1;
+	}
+	for (size_t i = 0; i < nallocs; i++) {
+		struct alloc *a = &allocs[i];
+		if (p >= a->dptr && p - a->dptr < a->size && n <= a->size - (p - a->dptr)) {
+			return a;
+		}
+	}
+	return NULL;
+}
+
+static void *host_of(CUdeviceptr p, unsigned long long n) {
+	struct alloc *a = find_range(p, n);
+	return a ? a->host + (p - a->dptr) : NULL;
+}
+
+static int is_pinned(const void *p, size_t n) {
+	uintptr_t q = (uintptr_t)p;
+	for (size_t i = 0; i < npins; i++) {
+		if (q >= pins[i].p && q - pins[i].p < pins[i].size && n <= pins[i].size - (q - pins[i].p)) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- streams ---- */
+
+static struct fake_stream *live_stream(CUstream s) {
+	for (struct fake_stream *t = streams; t; t = t->next) {
+		if (t == s) {
+			return t;
+		}
+	}
+	return NULL;
+}
+
+/* get_stream resolves a handle for an enqueue in the current context:
+ * NULL is the device's default stream. */
+static CUresult get_stream(CUstream h, struct fake_stream **out) {
+	struct fake_stream *s = h == NULL ? &default_streams[current->dev] : live_stream(h);
+	if (s == NULL || s->dev != current->dev) {
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	if (s->err != CUDA_SUCCESS) {
+		return s->err;
+	}
+	*out = s;
+	return CUDA_SUCCESS;
+}
+
+static void enqueue(struct fake_stream *s, struct op *o) {
+	o->next = NULL;
+	if (s->tail) {
+		s->tail->next = o;
+	} else {
+		s->head = o;
+	}
+	s->tail = o;
+}
+
+static double uniform01(unsigned long long seed, unsigned long long pos) {
+	unsigned long long z = seed + (pos + 1ULL) * 0x9E3779B97F4A7C15ULL;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	z ^= z >> 31;
+	return (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* run_softmax is softmaxSampleRows of trainer/device/device.go, with the
+ * CUDA kernel's answer (NaN loss) for a target that is not a token id. */
+static void run_softmax(float *out, float *logits, const float *targets, int rows, int V, float temperature,
+			unsigned long long seed, unsigned long long pos) {
+	if (V <= 0) {
+		return;
+	}
+	for (int r = 0; r < rows; r++) {
+		float *row = logits + (size_t)r * (size_t)V;
+		int tgood = 0;
+		float tlogit = 0.0f;
+		if (targets != NULL) {
+			float tf = targets[r];
+			if (tf >= 0.0f && tf < (float)V && tf == truncf(tf)) {
+				tgood = 1;
+				tlogit = row[(int)tf];
+			}
+		}
+		float maxv = row[0];
+		int arg = 0;
+		for (int i = 0; i < V; i++) {
+			if (row[i] > maxv) {
+				maxv = row[i];
+				arg = i;
+			}
+		}
+		int tok = arg;
+		if (temperature > 0.0f) {
+			float invT = 1.0f / temperature;
+			float sum = 0.0f;
+			for (int i = 0; i < V; i++) {
+				sum += expf((row[i] - maxv) * invT);
+			}
+			float u = (float)uniform01(seed, pos + (unsigned long long)r) * sum;
+			float cum = 0.0f;
+			tok = V - 1;
+			for (int i = 0; i < V; i++) {
+				cum += expf((row[i] - maxv) * invT);
+				if (u < cum) {
+					tok = i;
+					break;
+				}
+			}
+		}
+		float sum = 0.0f;
+		for (int i = 0; i < V; i++) {
+			float e = expf(row[i] - maxv);
+			row[i] = e;
+			sum += e;
+		}
+		float inv = 1.0f / sum;
+		for (int i = 0; i < V; i++) {
+			row[i] *= inv;
+		}
+		float loss = 0.0f;
+		if (targets != NULL) {
+			loss = tgood ? logf(sum) + (maxv - tlogit) : NAN;
+		}
+		out[2 * (size_t)r] = (float)tok;
+		out[2 * (size_t)r + 1] = loss;
+	}
+}
+
+/* run_sgemm: C = alpha·op(A)·op(B) + beta·C, column-major; C is not read
+ * when beta is 0 (BLAS semantics). */
+static void run_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *A, int lda, const float *B, int ldb,
+		      float beta, float *C, int ldc) {
+	for (int j = 0; j < n; j++) {
+		for (int i = 0; i < m; i++) {
+			float acc = 0.0f;
+			for (int l = 0; l < k; l++) {
+				float a = ta ? A[l + (size_t)i * lda] : A[i + (size_t)l * lda];
+				float b = tb ? B[j + (size_t)l * ldb] : B[l + (size_t)j * ldb];
+				acc += a * b;
+			}
+			float *c = &C[i + (size_t)j * ldc];
+			*c = beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
+		}
+	}
+}
+
+static void run_op(struct fake_stream *s, struct op *o) {
+	if (s->err != CUDA_SUCCESS) {
+		return; /* the stream failed: later work does not run */
+	}
+	if (o->fail) {
+		s->err = CUDA_ERROR_LAUNCH_FAILED;
+		return;
+	}
+	switch (o->kind) {
+	case OP_HTOD:
+	case OP_DTOH:
+		memcpy(o->u.copy.dst, o->u.copy.src, o->u.copy.n);
+		break;
+	case OP_MEMSET32:
+		for (size_t i = 0; i < o->u.memset.n; i++) {
+			o->u.memset.dst[i] = o->u.memset.v;
+		}
+		break;
+	case OP_SOFTMAX:
+		run_softmax(o->u.softmax.out, o->u.softmax.logits, o->u.softmax.targets, o->u.softmax.rows, o->u.softmax.V,
+			    o->u.softmax.temperature, o->u.softmax.seed, o->u.softmax.pos);
+		break;
+	case OP_SGEMM:
+		run_sgemm(o->u.gemm.ta, o->u.gemm.tb, o->u.gemm.m, o->u.gemm.n, o->u.gemm.k, o->u.gemm.alpha, o->u.gemm.A,
+			  o->u.gemm.lda, o->u.gemm.B, o->u.gemm.ldb, o->u.gemm.beta, o->u.gemm.C, o->u.gemm.ldc);
+		break;
+	}
+}
+
+static void drain(struct fake_stream *s) {
+	while (s->head) {
+		struct op *o = s->head;
+		s->head = o->next;
+		if (s->head == NULL) {
+			s->tail = NULL;
+		}
+		run_op(s, o);
+		free(o);
+	}
+}
+
+static void drain_all(void) {
+	for (int i = 0; i < MAX_DEVICES; i++) {
+		drain(&default_streams[i]);
+	}
+	for (struct fake_stream *s = streams; s; s = s->next) {
+		drain(s);
+	}
+}
+
+static struct op *new_op(enum op_kind kind) {
+	struct op *o = calloc(1, sizeof *o);
+	if (o) {
+		o->kind = kind;
+	}
+	return o;
+}
+
+__attribute__((constructor)) static void fakecuda_init(void) {
+	for (int i = 0; i < MAX_DEVICES; i++) {
+		ctxs[i].dev = i;
+		default_streams[i].dev = i;
+	}
+}
+
+/* ---- driver API: init, errors, devices ---- */
+
+EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {
+	if (pStr == NULL) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	const struct code_text *c = find_code(cu_errors, sizeof cu_errors / sizeof cu_errors[0], error);
+	*pStr = c ? c->name : NULL;
+	return c ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr) {
+	if (pStr == NULL) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	const struct code_text *c = find_code(cu_errors, sizeof cu_errors / sizeof cu_errors[0], error);
+	*pStr = c ? c->desc : NULL;
+	return c ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuInit(unsigned int flags) {
+	if (flags != 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	LOCK();
+	CUresult r = env_int("FAKECUDA_INIT_ERROR", 0);
+	if (r == CUDA_SUCCESS && ndevices() == 0) {
+		r = CUDA_ERROR_NO_DEVICE;
+	}
+	if (r == CUDA_SUCCESS) {
+		initialized = 1;
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *version) {
+	if (version == NULL) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*version = DRIVER_VERSION;
+	return CUDA_SUCCESS;
+}
+
+static CUresult need_init(void) { return initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
+
+static int valid_device(CUdevice dev) { return dev >= 0 && dev < ndevices(); }
+
+EXPORT CUresult cuDeviceGetCount(int *count) {
+	LOCK();
+	CUresult r = need_init();
+	if (r == CUDA_SUCCESS) {
+		if (count == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			*count = ndevices();
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+	LOCK();
+	CUresult r = need_init();
+	if (r == CUDA_SUCCESS) {
+		if (device == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (!valid_device(ordinal)) {
+			r = CUDA_ERROR_INVALID_DEVICE;
+		} else {
+			*device = ordinal;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+	LOCK();
+	CUresult r = need_init();
+	if (r == CUDA_SUCCESS) {
+		if (name == NULL || len <= 0) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (!valid_device(dev)) {
+			r = CUDA_ERROR_INVALID_DEVICE;
+		} else {
+			strncpy(name, DEVICE_NAME, (size_t)len - 1);
+			name[len - 1] = 0;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+	LOCK();
+	CUresult r = need_init();
+	if (r == CUDA_SUCCESS) {
+		if (bytes == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (!valid_device(dev)) {
+			r = CUDA_ERROR_INVALID_DEVICE;
+		} else {
+			*bytes = total_bytes();
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+/* ---- contexts ---- */
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+	LOCK();
+	CUresult r = need_init();
+	if (r == CUDA_SUCCESS) {
+		if (pctx == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (!valid_device(dev)) {
+			r = CUDA_ERROR_INVALID_DEVICE;
+		} else if (ctxs[dev].refs == 0 && !fits(dev, CONTEXT_BYTES)) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			ctxs[dev].refs++;
+			*pctx = &ctxs[dev];
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+	LOCK();
+	CUresult r = need_init();
+	if (r == CUDA_SUCCESS) {
+		if (!valid_device(dev)) {
+			r = CUDA_ERROR_INVALID_DEVICE;
+		} else if (ctxs[dev].refs <= 0) {
+			r = CUDA_ERROR_INVALID_CONTEXT;
+		} else {
+			ctxs[dev].refs--;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+	LOCK();
+	CUresult r = need_init();
+	if (r == CUDA_SUCCESS) {
+		if (ctx == NULL) {
+			current = NULL;
+		} else if (ctx >= &ctxs[0] && ctx < &ctxs[MAX_DEVICES] && valid_device(ctx->dev)) {
+			current = ctx; /* an inactive (released) context fails at use */
+		} else {
+			r = CUDA_ERROR_INVALID_CONTEXT;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+/* ---- memory ---- */
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		int dev = current->dev;
+		unsigned long long charged = round_up(bytes, GRANULE);
+		if (dptr == NULL || bytes == 0) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (!fits(dev, charged)) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			unsigned char *host = aligned_alloc(256, round_up(bytes, 256));
+			if (nallocs == capallocs) {
+				size_t c = capallocs ? 2 * capallocs : 64;
+				struct alloc *a = realloc(allocs, c * sizeof *a);
+				if (a) {
+					allocs = a;
+					capallocs = c;
+				}
+			}
+			if (host == NULL || nallocs == capallocs) {
+				free(host);
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+			} else {
+				memset(host, 0xff, round_up(bytes, 256)); /* not zeroed: NaN */
+				allocs[nallocs++] = (struct alloc){next_va, bytes, host, dev};
+				*dptr = next_va;
+				next_va += charged + GRANULE; /* a guard gap; never reused */
+				used_alloc[dev] += charged;
+			}
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		size_t i = 0;
+		while (i < nallocs && allocs[i].dptr != dptr) {
+			i++;
+		}
+		if (i == nallocs) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			drain_all(); /* cuMemFree synchronises */
+			used_alloc[allocs[i].dev] -= round_up(allocs[i].size, GRANULE);
+			free(allocs[i].host);
+			allocs[i] = allocs[--nallocs];
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		if (free_bytes == NULL || total == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			unsigned long long t = total_bytes(), u = used_bytes(current->dev);
+			*total = t;
+			*free_bytes = u < t ? t - u : 0;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		void *p = NULL;
+		if (pp == NULL || bytes == 0 || (flags & ~0xfu) != 0) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			if (npins == cappins) {
+				size_t c = cappins ? 2 * cappins : 64;
+				struct pinned *q = realloc(pins, c * sizeof *q);
+				if (q) {
+					pins = q;
+					cappins = c;
+				}
+			}
+			if (npins == cappins || posix_memalign(&p, 4096, bytes) != 0) {
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+			} else {
+				memset(p, 0, bytes);
+				pins[npins++] = (struct pinned){(uintptr_t)p, bytes};
+				*pp = p;
+			}
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		size_t i = 0;
+		while (i < npins && pins[i].p != (uintptr_t)p) {
+			i++;
+		}
+		if (p == NULL || i == npins) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			drain_all(); /* as cudaFreeHost, it waits for the device */
+			free(p);
+			pins[i] = pins[--npins];
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int ui, size_t n, CUstream h) {
+	LOCK();
+	struct fake_stream *s = NULL;
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		r = get_stream(h, &s);
+	}
+	if (r == CUDA_SUCCESS && n > 0) {
+		void *d = NULL;
+		struct op *o = NULL;
+		if (dst % 4 != 0 || n > SIZE_MAX / 4 || (d = host_of(dst, (unsigned long long)n * 4)) == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if ((o = new_op(OP_MEMSET32)) == NULL) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			o->u.memset.dst = d;
+			o->u.memset.v = ui;
+			o->u.memset.n = n;
+			enqueue(s, o);
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+/* copy_async enqueues a copy between host and device: dev is the device
+ * range, host the host side; to_device gives the direction. */
+static CUresult copy_async(int to_device, CUdeviceptr dev, void *host, size_t n, CUstream h) {
+	LOCK();
+	struct fake_stream *s = NULL;
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		r = get_stream(h, &s);
+	}
+	if (r == CUDA_SUCCESS && n > 0) {
+		void *d = NULL;
+		struct op *o = NULL;
+		if (host == NULL || (d = host_of(dev, n)) == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if ((o = new_op(to_device ? OP_HTOD : OP_DTOH)) == NULL) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			if (!is_pinned(host, n)) {
+				pageable_copies++; /* the real driver would block here */
+			}
+			o->u.copy.dst = to_device ? d : host;
+			o->u.copy.src = to_device ? (const void *)host : d;
+			o->u.copy.n = n;
+			enqueue(s, o);
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream h) {
+	return copy_async(1, dst, (void *)src, n, h);
+}
+
+#ifndef FAKECUDA_OMIT_DTOH
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream h) {
+	return copy_async(0, src, dst, n, h);
+}
+#endif
+
+/* ---- streams ---- */
+
+EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_stream *s = NULL;
+		if (ph == NULL || (flags & ~1u) != 0) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if ((s = calloc(1, sizeof *s)) == NULL) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			s->dev = current->dev;
+			s->flags = flags;
+			s->next = streams;
+			streams = s;
+			*ph = s;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_stream **pp = &streams;
+		while (*pp && *pp != h) {
+			pp = &(*pp)->next;
+		}
+		if (h == NULL || *pp == NULL) {
+			r = CUDA_ERROR_INVALID_HANDLE;
+		} else {
+			struct fake_stream *s = *pp;
+			drain(s); /* queued work completes first */
+			*pp = s->next;
+			for (struct fake_handle *b = handles; b; b = b->next) {
+				if (b->stream == s) {
+					b->stream = NULL; /* dangling in cuBLAS: refused at use */
+					b->stream_gone = 1;
+				}
+			}
+			free(s);
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream h) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_stream *s = h == NULL ? &default_streams[current->dev] : live_stream(h);
+		if (s == NULL) {
+			r = CUDA_ERROR_INVALID_HANDLE;
+		} else {
+			drain(s);
+			r = s->err;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+/* ---- modules and launches ---- */
+
+static struct fake_module *live_module(CUmodule m) {
+	for (struct fake_module *t = modules; t; t = t->next) {
+		if (t == m) {
+			return t;
+		}
+	}
+	return NULL;
+}
+
+EXPORT CUresult cuModuleLoadData(CUmodule *pm, const void *image) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_module *m = NULL;
+		int dev = current->dev;
+		if (pm == NULL || image == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (strstr((const char *)image, ".entry softmax_sample") == NULL) {
+			r = CUDA_ERROR_INVALID_PTX;
+		} else if (!fits(dev, MODULE_BYTES)) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else if ((m = calloc(1, sizeof *m)) == NULL) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			m->dev = dev;
+			m->fn.mod = m;
+			m->next = modules;
+			modules = m;
+			used_modules[dev] += MODULE_BYTES;
+			*pm = m;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule h) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_module **pp = &modules;
+		while (*pp && *pp != h) {
+			pp = &(*pp)->next;
+		}
+		if (h == NULL || *pp == NULL) {
+			r = CUDA_ERROR_INVALID_HANDLE;
+		} else {
+			struct fake_module *m = *pp;
+			*pp = m->next;
+			used_modules[m->dev] -= MODULE_BYTES;
+			free(m);
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *pf, CUmodule h, const char *name) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_module *m = live_module(h);
+		if (m == NULL) {
+			r = CUDA_ERROR_INVALID_HANDLE;
+		} else if (pf == NULL || name == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (strcmp(name, "softmax_sample") != 0) {
+			r = CUDA_ERROR_NOT_FOUND;
+		} else {
+			*pf = &m->fn;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+			       unsigned int by, unsigned int bz, unsigned int shared, CUstream h, void **kernelParams,
+			       void **extra) {
+	LOCK();
+	struct fake_stream *s = NULL;
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_module *m = NULL;
+		for (m = modules; m && &m->fn != f; m = m->next) {
+		}
+		if (m == NULL || m->dev != current->dev) {
+			r = CUDA_ERROR_INVALID_HANDLE;
+		}
+	}
+	if (r == CUDA_SUCCESS) {
+		r = get_stream(h, &s);
+	}
+	if (r == CUDA_SUCCESS && (kernelParams == NULL || extra != NULL || shared > 48 * 1024)) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS) {
+		/* The driver copies the parameters now: so does the fake. */
+		CUdeviceptr out = *(const CUdeviceptr *)kernelParams[0];
+		CUdeviceptr logits = *(const CUdeviceptr *)kernelParams[1];
+		CUdeviceptr targets = *(const CUdeviceptr *)kernelParams[2];
+		int rows = *(const int *)kernelParams[3];
+		int V = *(const int *)kernelParams[4];
+		float temperature = *(const float *)kernelParams[5];
+		unsigned long long seed = *(const unsigned long long *)kernelParams[6];
+		unsigned long long pos = *(const unsigned long long *)kernelParams[7];
+		void *hout = NULL, *hlogits = NULL, *htargets = NULL;
+		if (rows <= 0 || gx != (unsigned)rows || gy != 1 || gz != 1 || bx != SOFTMAX_BLOCK || by != 1 || bz != 1) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if ((hout = host_of(out, 2ULL * 4 * (unsigned)rows)) == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (V > 0 && (hlogits = host_of(logits, 4ULL * (unsigned)rows * (unsigned)V)) == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (targets != 0 && (htargets = host_of(targets, 4ULL * (unsigned)rows)) == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			struct op *o = new_op(OP_SOFTMAX);
+			if (o == NULL) {
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+			} else {
+				launches++;
+				int fail_at = env_int("FAKECUDA_FAIL_LAUNCH", 0);
+				o->fail = fail_at > 0 && launches == fail_at;
+				o->u.softmax.out = hout;
+				o->u.softmax.logits = hlogits;
+				o->u.softmax.targets = htargets;
+				o->u.softmax.rows = rows;
+				o->u.softmax.V = V;
+				o->u.softmax.temperature = temperature;
+				o->u.softmax.seed = seed;
+				o->u.softmax.pos = pos;
+				enqueue(s, o);
+			}
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+/* ---- cuBLAS ---- */
+
+static struct fake_handle *live_handle(cublasHandle_t h) {
+	for (struct fake_handle *t = handles; t; t = t->next) {
+		if (t == h) {
+			return t;
+		}
+	}
+	return NULL;
+}
+
+EXPORT const char *cublasGetStatusName(cublasStatus_t status) {
+	const struct code_text *c = find_code(cublas_statuses, sizeof cublas_statuses / sizeof cublas_statuses[0], status);
+	return c ? c->name : "<unknown>";
+}
+
+EXPORT const char *cublasGetStatusString(cublasStatus_t status) {
+	const struct code_text *c = find_code(cublas_statuses, sizeof cublas_statuses / sizeof cublas_statuses[0], status);
+	return c ? c->desc : "<unknown>";
+}
+
+EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *ph) {
+	if (ph == NULL) {
+		return CUBLAS_STATUS_INVALID_VALUE;
+	}
+	LOCK();
+	cublasStatus_t r = CUBLAS_STATUS_SUCCESS;
+	struct fake_handle *b = NULL;
+	if (need_ctx() != CUDA_SUCCESS) {
+		r = CUBLAS_STATUS_NOT_INITIALIZED;
+	} else if ((b = calloc(1, sizeof *b)) == NULL) {
+		r = CUBLAS_STATUS_ALLOC_FAILED;
+	} else {
+		b->dev = current->dev;
+		b->next = handles;
+		handles = b;
+		*ph = b;
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
+	LOCK();
+	cublasStatus_t r = CUBLAS_STATUS_SUCCESS;
+	struct fake_handle **pp = &handles;
+	while (*pp && *pp != h) {
+		pp = &(*pp)->next;
+	}
+	if (h == NULL || *pp == NULL || need_ctx() != CUDA_SUCCESS) {
+		r = CUBLAS_STATUS_NOT_INITIALIZED;
+	} else {
+		struct fake_handle *b = *pp;
+		*pp = b->next;
+		if (b->has_workspace) {
+			used_workspace[b->dev] -= WORKSPACE_BYTES;
+		}
+		free(b);
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT cublasStatus_t cublasSetStream_v2(cublasHandle_t h, CUstream stream) {
+	LOCK();
+	cublasStatus_t r = CUBLAS_STATUS_SUCCESS;
+	struct fake_handle *b = live_handle(h);
+	if (b == NULL || need_ctx() != CUDA_SUCCESS) {
+		r = CUBLAS_STATUS_NOT_INITIALIZED;
+	} else if (stream == NULL) {
+		b->stream = NULL;
+		b->stream_gone = 0;
+	} else {
+		struct fake_stream *s = live_stream(stream);
+		if (s == NULL || s->dev != b->dev) {
+			r = CUBLAS_STATUS_INVALID_VALUE;
+		} else {
+			b->stream = s;
+			b->stream_gone = 0;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT cublasStatus_t cublasGetVersion_v2(cublasHandle_t h, int *version) {
+	LOCK();
+	cublasStatus_t r = CUBLAS_STATUS_SUCCESS;
+	if (live_handle(h) == NULL) {
+		r = CUBLAS_STATUS_NOT_INITIALIZED;
+	} else if (version == NULL) {
+		r = CUBLAS_STATUS_INVALID_VALUE;
+	} else {
+		*version = CUBLAS_VERSION;
+	}
+	UNLOCK();
+	return r;
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* operand returns the host address of a cols×ld column-major operand whose
+ * rows × cols part is used, or NULL when it does not lie in one allocation. */
+static const float *operand(const float *p, int rows, int cols, int ld) {
+	unsigned long long elems = (unsigned long long)ld * (unsigned long long)(cols - 1) + (unsigned long long)rows;
+	return host_of((CUdeviceptr)(uintptr_t)p, elems * 4);
+}
+
+EXPORT cublasStatus_t cublasSgemm_v2(cublasHandle_t h, int transa, int transb, int m, int n, int k, const float *alpha,
+				     const float *A, int lda, const float *B, int ldb, const float *beta, float *C,
+				     int ldc) {
+	LOCK();
+	cublasStatus_t r = CUBLAS_STATUS_SUCCESS;
+	struct fake_handle *b = live_handle(h);
+	const float *hA = NULL, *hB = NULL;
+	float *hC = NULL;
+	if (b == NULL) {
+		r = CUBLAS_STATUS_NOT_INITIALIZED;
+	} else if (need_ctx() != CUDA_SUCCESS || current->dev != b->dev) {
+		r = CUBLAS_STATUS_EXECUTION_FAILED; /* no context to launch in */
+	} else if (transa < 0 || transa > 2 || transb < 0 || transb > 2 || m < 0 || n < 0 || k < 0 ||
+		   lda < imax(1, transa == 0 ? m : k) || ldb < imax(1, transb == 0 ? k : n) || ldc < imax(1, m) ||
+		   alpha == NULL || beta == NULL) {
+		r = CUBLAS_STATUS_INVALID_VALUE;
+	} else if (m > 0 && n > 0) {
+		int ta = transa != 0, tb = transb != 0;
+		if (k > 0) {
+			hA = ta ? operand(A, k, m, lda) : operand(A, m, k, lda);
+			hB = tb ? operand(B, n, k, ldb) : operand(B, k, n, ldb);
+		}
+		hC = (float *)operand(C, m, n, ldc);
+		if (hC == NULL || (k > 0 && (hA == NULL || hB == NULL))) {
+			r = CUBLAS_STATUS_INVALID_VALUE;
+		} else if (!b->has_workspace && !fits(b->dev, WORKSPACE_BYTES)) {
+			r = CUBLAS_STATUS_ALLOC_FAILED;
+		} else if (b->stream_gone || (b->stream != NULL && b->stream->err != CUDA_SUCCESS)) {
+			r = CUBLAS_STATUS_EXECUTION_FAILED;
+		} else {
+			if (!b->has_workspace) {
+				b->has_workspace = 1;
+				used_workspace[b->dev] += WORKSPACE_BYTES;
+			}
+			struct op *o = new_op(OP_SGEMM);
+			if (o == NULL) {
+				r = CUBLAS_STATUS_ALLOC_FAILED;
+			} else {
+				/* alpha and beta: host pointers, read now */
+				o->u.gemm.ta = ta;
+				o->u.gemm.tb = tb;
+				o->u.gemm.m = m;
+				o->u.gemm.n = n;
+				o->u.gemm.k = k;
+				o->u.gemm.alpha = *alpha;
+				o->u.gemm.beta = *beta;
+				o->u.gemm.A = hA;
+				o->u.gemm.lda = lda;
+				o->u.gemm.B = hB;
+				o->u.gemm.ldb = ldb;
+				o->u.gemm.C = hC;
+				o->u.gemm.ldc = ldc;
+				if (b->stream != NULL) {
+					enqueue(b->stream, o);
+				} else {
+					struct fake_stream now = {0};
+					run_op(&now, o);
+					free(o);
+				}
+			}
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+/* ---- queries for tests (not CUDA API) ---- */
+
+EXPORT int fakecuda_pageable_copies(void) {
+	LOCK();
+	int n = pageable_copies;
+	UNLOCK();
+	return n;
+}
+
+EXPORT int fakecuda_live_allocs(void) {
+	LOCK();
+	int n = (int)nallocs;
+	UNLOCK();
+	return n;
+}
+
+EXPORT int fakecuda_live_pinned(void) {
+	LOCK();
+	int n = (int)npins;
+	UNLOCK();
+	return n;
+}
+
+EXPORT int fakecuda_live_streams(void) {
+	LOCK();
+	int n = 0;
+	for (struct fake_stream *s = streams; s; s = s->next) {
+		n++;
+	}
+	UNLOCK();
+	return n;
+}
+
+EXPORT int fakecuda_live_handles(void) {
+	LOCK();
+	int n = 0;
+	for (struct fake_handle *b = handles; b; b = b->next) {
+		n++;
+	}
+	UNLOCK();
+	return n;
+}
+
+EXPORT int fakecuda_live_modules(void) {
+	LOCK();
+	int n = 0;
+	for (struct fake_module *m = modules; m; m = m->next) {
+		n++;
+	}
+	UNLOCK();
+	return n;
+}
+
+EXPORT int fakecuda_ctx_refs(int dev) {
+	if (dev < 0 || dev >= MAX_DEVICES) {
+		return -1;
+	}
+	LOCK();
+	int n = ctxs[dev].refs;
+	UNLOCK();
+	return n;
+}
+
+EXPORT int fakecuda_launches(void) {
+	LOCK();
+	int n = launches;
+	UNLOCK();
+	return n;
+}
+
+EXPORT void fakecuda_reset_counters(void) {
+	LOCK();
+	pageable_copies = 0;
+	UNLOCK();
+}

@@ -1,0 +1,299 @@
+// Package gpumem reads the process's GPU memory as NVML sees it, once or
+// over time: the GPU counterpart of the RSS sampler in probe/sampler. It
+// goes through github.com/NVIDIA/go-nvml, which opens libnvidia-ml.so.1
+// with dlopen at run time (it carries its own nvml.h), so building needs a
+// C compiler for cgo but no NVIDIA toolkit or driver, and on a machine
+// without the driver Open fails with
+// a one-line error ("no NVML: libnvidia-ml.so.1 not found: ...") that the
+// caller can print and carry on. go-nvml is a cgo package: a binary built
+// with CGO_ENABLED=0 still compiles, but its Open says "NVML needs a cgo
+// build".
+//
+// # What the figure is
+//
+// ProcessBytes is what NVML charges to a process in its compute-process
+// list (nvmlDeviceGetComputeRunningProcesses, usedGpuMemory), summed over
+// every GPU. That is the device memory the driver has mapped for the
+// process, not what the program asked for: it includes the CUDA context
+// itself (a few hundred MiB on recent GPUs: kernel images of every loaded
+// module, the local-memory reservation for the device's threads, the
+// printf and malloc heaps), the workspaces that libraries such as cuBLAS
+// and cuDNN allocate on first use, and the slack of any caching allocator.
+// It is therefore larger than the sum of the program's cuMemAlloc calls,
+// and the difference is a cost of running on the GPU, not a leak. The
+// figure is sampled from outside the allocator, so a short spike between
+// two samples can be missed: PeakBytes is a lower bound on the true peak.
+//
+// # When NVML has no figure
+//
+// NVML lists processes by the PID that the driver sees, which is the PID
+// in the host's namespace. In a container with its own PID namespace the
+// list holds host PIDs that match nothing in the container, and on some
+// drivers and container runtimes it is empty for processes outside the
+// caller's namespace. A process that has not created a CUDA context yet is
+// not listed either. From inside the process these cases cannot be told
+// apart, so this package does not guess: whenever no entry with a figure
+// carries pid, on any GPU, ProcessBytes returns 0 with an error wrapping
+// ErrNoProcessEntry (whose text says how many other processes were
+// listed, the hint for the namespace case), never a silent 0. A caller
+// that knows the process holds a CUDA context should report the GPU
+// figure as "not available", not as zero. The Sampler counts such samples
+// apart from errors (Timeline.NoEntry) and Timeline.Available says whether
+// any figure was seen at all.
+//
+// # Concurrency
+//
+// go-nvml keeps package-level state (the error-string function and the
+// versioned entry points it picks when a library loads) that it updates
+// without a lock shared between instances, so this package serialises
+// every go-nvml call behind one mutex. An NVML and its Samplers may be used
+// from any goroutine.
+package gpumem
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// EnvLibNVML names the variable that points Open at a particular
+// libnvidia-ml file when its caller passes "": a driver installed outside
+// the loader's search path, or a test's stand-in library.
+const EnvLibNVML = "MEMPROBE_LIBNVML"
+
+// DefaultLibrary is the soname NVML is loaded by when neither the caller
+// nor EnvLibNVML names a file. It is the name the driver installs (the
+// unversioned libnvidia-ml.so comes only with development packages).
+const DefaultLibrary = "libnvidia-ml.so.1"
+
+// DefaultInterval is the sampling interval used when Sample is given a
+// non-positive one. One sample is one NVML query per GPU, tens of
+// microseconds to about a millisecond, so 100 ms costs the measured
+// process well under 1% while still catching allocations that live for a
+// few batches.
+const DefaultInterval = 100 * time.Millisecond
+
+// ErrNoLibrary is wrapped by Open's error when libnvidia-ml cannot be
+// loaded, so callers can tell "no NVML on this machine" (print it, carry
+// on without GPU figures) from NVML failing on a machine that has it.
+// The wrapped error's text adds the dlopen reason after a colon.
+var ErrNoLibrary = errors.New("no NVML: " + DefaultLibrary + " not found")
+
+// ErrNoCgo is what Open returns in a binary built without cgo, which
+// go-nvml needs. It starts "no NVML:" like ErrNoLibrary so that callers
+// that print either get the same one-line shape.
+var ErrNoCgo = errors.New("no NVML: NVML needs a cgo build (this binary was built with CGO_ENABLED=0)")
+
+// ErrNoProcessEntry is wrapped by ProcessBytes's error when no GPU's
+// compute-process list gives a figure for the pid: it is not listed, or it
+// is listed with NVML_VALUE_NOT_AVAILABLE instead of a size. The process
+// may have no CUDA context yet, or NVML may list it under a PID from
+// another namespace (see the package doc); the wrapping text says how
+// many other processes were listed. Callers should report "not available"
+// rather than a zero.
+var ErrNoProcessEntry = errors.New("NVML lists no memory figure for the process")
+
+// errClosed is returned by calls on an NVML after Close (or on a nil one).
+var errClosed = errors.New("gpumem: NVML is closed")
+
+// Device describes one GPU as NVML reports it, so that a record of a run
+// says which card it ran on and how full the card was, other processes
+// included.
+type Device struct {
+	// Index is NVML's index of the device (nvmlDeviceGetHandleByIndex),
+	// which need not match CUDA's device ordinal unless
+	// CUDA_DEVICE_ORDER=PCI_BUS_ID.
+	Index int `json:"index"`
+	// Name is the product name, e.g. "NVIDIA H100 80GB HBM3".
+	Name string `json:"name"`
+	// TotalBytes and UsedBytes come from nvmlDeviceGetMemoryInfo: the
+	// card's memory and what every process (plus the driver's own
+	// reservation) holds of it.
+	TotalBytes uint64 `json:"total_bytes"`
+	UsedBytes  uint64 `json:"used_bytes"`
+}
+
+// libPathOrDefault resolves Open's libPath argument: the caller's path,
+// else EnvLibNVML, else DefaultLibrary.
+func libPathOrDefault(libPath string) string {
+	if libPath != "" {
+		return libPath
+	}
+	if p := os.Getenv(EnvLibNVML); p != "" {
+		return p
+	}
+	return DefaultLibrary
+}
+
+// ProcessBytes is the device memory NVML charges to pid, summed over every
+// GPU: the figure to set beside the process's RSS. When NVML gives no
+// figure for pid on any GPU it returns 0 and an error wrapping
+// ErrNoProcessEntry; other errors name the NVML call that failed.
+func (n *NVML) ProcessBytes(pid int) (int64, error) {
+	per, err := n.ProcessBytesPerDevice(pid)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, b := range per {
+		sum += b
+	}
+	return sum, nil
+}
+
+// Sample is one reading of ProcessBytes.
+type Sample struct {
+	// Seconds is the time of the reading since Sample was called.
+	Seconds float64 `json:"t_seconds"`
+	// Bytes is ProcessBytes at that time.
+	Bytes int64 `json:"bytes"`
+}
+
+// Timeline is what a Sampler saw, in a shape that goes into a JSON record
+// as it is.
+type Timeline struct {
+	// PID is the process sampled.
+	PID int `json:"pid"`
+	// IntervalSeconds is the interval asked for.
+	IntervalSeconds float64 `json:"interval_seconds"`
+	// Samples are the readings that gave a figure, in time order. Readings
+	// without one (NoEntry, Errors) are left out rather than recorded as
+	// zero, so a plot shows a gap, not a false drop. Never nil.
+	Samples []Sample `json:"samples"`
+	// PeakBytes is the largest Bytes in Samples (0 if none): a lower bound
+	// on the true peak, since a spike between samples goes unseen.
+	PeakBytes int64 `json:"peak_bytes"`
+	// NoEntry counts readings for which NVML listed no figure for the pid
+	// (ErrNoProcessEntry), and NoEntryReason is the last such error's
+	// text. They are kept apart from Errors because before the process
+	// creates its CUDA context they are expected, and in a PID namespace
+	// NVML cannot see into they are all there is.
+	NoEntry       int    `json:"no_entry_samples"`
+	NoEntryReason string `json:"no_entry_reason,omitempty"`
+	// Errors counts readings that failed for any other reason, and
+	// FirstErr is the first one's text: usually one cause repeated, and
+	// the first is the one that explains the rest.
+	Errors   int    `json:"errors"`
+	FirstErr string `json:"first_error,omitempty"`
+}
+
+// Available reports whether NVML gave any figure for the process. When it
+// did not (only NoEntry or Errors readings), a record should say "not
+// available" rather than report PeakBytes as 0.
+func (t Timeline) Available() bool { return len(t.Samples) > 0 }
+
+// Sampler reads ProcessBytes in the background so that a run can record
+// how its GPU memory moved, not just where it ended. Create it with
+// NVML.Sample and end it with Stop.
+type Sampler struct {
+	n     *NVML
+	every time.Duration
+	start time.Time
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+
+	mu   sync.Mutex // guards tl while the goroutine runs
+	tl   Timeline
+	last Sample
+	seen bool
+}
+
+// Sample starts a goroutine that reads ProcessBytes(pid) at once, then
+// every interval (DefaultInterval if every <= 0), and once more when Stop
+// is called, so even a run shorter than one interval has a first and a
+// last reading. Stop every Sampler before closing n: readings after Close
+// fail and count as errors.
+func (n *NVML) Sample(pid int, every time.Duration) *Sampler {
+	if every <= 0 {
+		every = DefaultInterval
+	}
+	s := &Sampler{
+		n:     n,
+		every: every,
+		start: time.Now(),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+		tl: Timeline{
+			PID:             pid,
+			IntervalSeconds: every.Seconds(),
+			Samples:         []Sample{},
+		},
+	}
+	go s.run()
+	return s
+}
+
+func (s *Sampler) run() {
+	defer close(s.done)
+	s.read()
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			s.read()
+			return
+		case <-t.C:
+			s.read()
+		}
+	}
+}
+
+// read takes one reading and adds it to the timeline.
+func (s *Sampler) read() {
+	b, err := s.n.ProcessBytes(s.tl.PID)
+	at := time.Since(s.start).Seconds()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		smp := Sample{Seconds: at, Bytes: b}
+		s.tl.Samples = append(s.tl.Samples, smp)
+		s.tl.PeakBytes = max(s.tl.PeakBytes, b)
+		s.last, s.seen = smp, true
+	case errors.Is(err, ErrNoProcessEntry):
+		s.tl.NoEntry++
+		s.tl.NoEntryReason = err.Error()
+	default:
+		if s.tl.Errors == 0 {
+			s.tl.FirstErr = err.Error()
+		}
+		s.tl.Errors++
+	}
+}
+
+// Latest returns the most recent reading that gave a figure, and false if
+// there has been none yet: for a live display, or a test that waits for
+// the sampler to have seen a change, without stopping it.
+func (s *Sampler) Latest() (Sample, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last, s.seen
+}
+
+// Stop takes a last reading, ends the goroutine and returns the timeline.
+// It may be called more than once; later calls return the same timeline.
+func (s *Sampler) Stop() Timeline {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tl := s.tl
+	tl.Samples = append([]Sample(nil), s.tl.Samples...)
+	if tl.Samples == nil {
+		tl.Samples = []Sample{}
+	}
+	return tl
+}
+
+// checkPID rejects pids NVML cannot hold (it stores them as unsigned
+// 32-bit), so a caller's mistake is an error rather than a silent miss.
+func checkPID(pid int) error {
+	if pid <= 0 || int64(pid) > int64(^uint32(0)) {
+		return fmt.Errorf("gpumem: pid %d out of range", pid)
+	}
+	return nil
+}

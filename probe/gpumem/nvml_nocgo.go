@@ -1,0 +1,32 @@
+//go:build !cgo
+
+package gpumem
+
+// NVML is an initialised NVML library. In a binary built without cgo there
+// is none: Open always fails with ErrNoCgo, and the methods, which exist
+// so that callers compile the same way in both builds, return errors.
+type NVML struct{}
+
+// Open always fails without cgo, because go-nvml calls NVML through cgo.
+// The error is ErrNoCgo, "no NVML: NVML needs a cgo build ...", so that a
+// CGO_ENABLED=0 binary explains its missing GPU figures in one line.
+func Open(libPath string) (*NVML, error) {
+	_ = libPathOrDefault(libPath)
+	return nil, ErrNoCgo
+}
+
+// Close is a no-op: nothing was opened.
+func (n *NVML) Close() error { return nil }
+
+// Devices fails: there is no NVML without cgo.
+func (n *NVML) Devices() ([]Device, error) { return nil, ErrNoCgo }
+
+// ProcessBytesPerDevice fails: there is no NVML without cgo.
+func (n *NVML) ProcessBytesPerDevice(pid int) ([]int64, error) {
+	if err := checkPID(pid); err != nil {
+		return nil, err
+	}
+	return nil, ErrNoCgo
+}
+
+var _ = errClosed // used by the cgo build only

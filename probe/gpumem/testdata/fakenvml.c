@@ -1,0 +1,266 @@
+/*
+ * fakenvml.c: a stand-in for libnvidia-ml.so.1, so that probe/gpumem's
+ * tests run through go-nvml on a machine with no GPU and no driver.
+ *
+ * Build: gcc -shared -fPIC -o libnvidia-ml.so.1 fakenvml.c
+ *
+ * It exports exactly the entry points gpumem reaches through go-nvml.
+ * go-nvml calls NVML through symbols left undefined in the Go binary and
+ * resolved against the dlopen'ed library (RTLD_GLOBAL), so calling one that
+ * is missing here would abort the test binary; when the library loads it
+ * probes for the versioned names with dlsym and uses the newest it finds,
+ * so exporting the _v2/_v3 names (and not nvmlInit, nvmlDeviceGetCount, ...)
+ * is what makes go-nvml take the same paths as against a current driver:
+ *
+ *   nvmlInit_v2, nvmlShutdown, nvmlErrorString,
+ *   nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2,
+ *   nvmlDeviceGetName, nvmlDeviceGetMemoryInfo,
+ *   nvmlDeviceGetComputeRunningProcesses_v3
+ *
+ * Behaviour comes from the environment, read at nvmlInit_v2 (so set it
+ * before gpumem.Open):
+ *
+ *   FAKENVML_INIT_ERROR=code   nvmlInit_v2 fails with this nvmlReturn_t.
+ *   FAKENVML_DEVICES=n         number of GPUs (default 1, at most 8).
+ *   FAKENVML_TOTAL_BYTES=n     memory of each GPU (default 80 GiB).
+ *   FAKENVML_PROC_ERROR=code   nvmlDeviceGetComputeRunningProcesses_v3
+ *                              fails with this code.
+ *   FAKENVML_PROC_BYTES_FILE=path
+ *       the compute processes, re-read on every process query so a test
+ *       can change them over time (replace the file by rename to keep each
+ *       read whole). One process per line: "pid bytes [gpu]", gpu 0 if
+ *       left out; bytes "na" means NVML_VALUE_NOT_AVAILABLE. A missing
+ *       file means no processes.
+ *
+ * Each GPU's used memory (nvmlDeviceGetMemoryInfo) is a fixed 256 MiB
+ * driver reservation plus its processes' bytes. Error strings end in
+ * "(fakenvml)" so tests can tell them from go-nvml's built-in names.
+ * Not thread-safe: gpumem serialises its NVML calls.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+enum {
+	NVML_SUCCESS = 0,
+	NVML_ERROR_UNINITIALIZED = 1,
+	NVML_ERROR_INVALID_ARGUMENT = 2,
+	NVML_ERROR_NOT_SUPPORTED = 3,
+	NVML_ERROR_NO_PERMISSION = 4,
+	NVML_ERROR_ALREADY_INITIALIZED = 5,
+	NVML_ERROR_NOT_FOUND = 6,
+	NVML_ERROR_INSUFFICIENT_SIZE = 7,
+	NVML_ERROR_DRIVER_NOT_LOADED = 9,
+	NVML_ERROR_GPU_IS_LOST = 15,
+	NVML_ERROR_UNKNOWN = 999,
+};
+
+#define MAX_DEVICES 8
+#define MAX_PROCS 64
+#define RESERVED_BYTES (256ULL << 20)
+#define NOT_AVAILABLE (~0ULL)
+
+/* The layouts of nvml.h's nvmlMemory_t and nvmlProcessInfo_t (v2/v3). */
+typedef struct {
+	unsigned long long total;
+	unsigned long long free;
+	unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+	unsigned int gpuInstanceId;
+	unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+struct fake_device {
+	unsigned int index;
+};
+typedef struct fake_device *nvmlDevice_t;
+
+static struct fake_device devices[MAX_DEVICES];
+static int init_count;
+static unsigned int device_count;
+static unsigned long long total_bytes;
+static nvmlReturn_t proc_error;
+static char proc_file[4096];
+
+struct proc {
+	unsigned int pid;
+	unsigned long long bytes;
+	unsigned int gpu;
+};
+
+static long env_long(const char *name, long def)
+{
+	const char *v = getenv(name);
+	return (v && *v) ? strtol(v, NULL, 0) : def;
+}
+
+/* read_procs fills out (at most MAX_PROCS) from FAKENVML_PROC_BYTES_FILE. */
+static int read_procs(struct proc *out)
+{
+	FILE *f;
+	char line[256], bytes[64];
+	int n = 0;
+
+	if (!proc_file[0] || !(f = fopen(proc_file, "r")))
+		return 0;
+	while (n < MAX_PROCS && fgets(line, sizeof line, f)) {
+		struct proc p = {0};
+		int k = sscanf(line, "%u %63s %u", &p.pid, bytes, &p.gpu);
+		if (k < 2)
+			continue;
+		p.bytes = strcmp(bytes, "na") == 0 ? NOT_AVAILABLE : strtoull(bytes, NULL, 0);
+		out[n++] = p;
+	}
+	fclose(f);
+	return n;
+}
+
+static int valid(nvmlDevice_t d)
+{
+	return d >= devices && d < devices + device_count;
+}
+
+const char *nvmlErrorString(nvmlReturn_t r)
+{
+	switch (r) {
+	case NVML_SUCCESS: return "Success (fakenvml)";
+	case NVML_ERROR_UNINITIALIZED: return "Uninitialized (fakenvml)";
+	case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument (fakenvml)";
+	case NVML_ERROR_NOT_SUPPORTED: return "Not Supported (fakenvml)";
+	case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions (fakenvml)";
+	case NVML_ERROR_NOT_FOUND: return "Not Found (fakenvml)";
+	case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size (fakenvml)";
+	case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded (fakenvml)";
+	case NVML_ERROR_GPU_IS_LOST: return "GPU is lost (fakenvml)";
+	default: return "Unknown Error (fakenvml)";
+	}
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+	nvmlReturn_t e = (nvmlReturn_t)env_long("FAKENVML_INIT_ERROR", 0);
+	const char *pf;
+	long n;
+	unsigned int i;
+
+	if (e != NVML_SUCCESS)
+		return e;
+	if (init_count++ > 0) /* NVML's init is reference counted */
+		return NVML_SUCCESS;
+	n = env_long("FAKENVML_DEVICES", 1);
+	device_count = n < 0 ? 0 : n > MAX_DEVICES ? MAX_DEVICES : (unsigned int)n;
+	for (i = 0; i < MAX_DEVICES; i++)
+		devices[i].index = i;
+	total_bytes = (unsigned long long)env_long("FAKENVML_TOTAL_BYTES", 80L << 30);
+	proc_error = (nvmlReturn_t)env_long("FAKENVML_PROC_ERROR", 0);
+	pf = getenv("FAKENVML_PROC_BYTES_FILE");
+	snprintf(proc_file, sizeof proc_file, "%s", pf ? pf : "");
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+	if (init_count == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	init_count--;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
+{
+	if (init_count == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!count)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*count = device_count;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+	if (init_count == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!device || index >= device_count)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*device = &devices[index];
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+	char buf[96];
+	int n;
+
+	if (init_count == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!valid(device) || !name)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	n = snprintf(buf, sizeof buf, "FakeNVML GPU %u", device->index);
+	if ((unsigned int)n + 1 > length)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(name, buf, (size_t)n + 1);
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+	struct proc procs[MAX_PROCS];
+	int i, n;
+	unsigned long long used = RESERVED_BYTES;
+
+	if (init_count == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!valid(device) || !memory)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	n = read_procs(procs);
+	for (i = 0; i < n; i++)
+		if (procs[i].gpu == device->index && procs[i].bytes != NOT_AVAILABLE)
+			used += procs[i].bytes;
+	memory->total = total_bytes;
+	memory->used = used < total_bytes ? used : total_bytes;
+	memory->free = total_bytes - memory->used;
+	return NVML_SUCCESS;
+}
+
+/*
+ * Like NVML: if *infoCount is too small for the list (or infos is NULL and
+ * there are processes), set *infoCount to the size needed and return
+ * NVML_ERROR_INSUFFICIENT_SIZE; go-nvml retries with a larger buffer.
+ */
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
+{
+	struct proc procs[MAX_PROCS];
+	unsigned int i, k = 0, mine = 0;
+	int n;
+
+	if (init_count == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!valid(device) || !infoCount)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (proc_error != NVML_SUCCESS)
+		return proc_error;
+	n = read_procs(procs);
+	for (i = 0; i < (unsigned int)n; i++)
+		if (procs[i].gpu == device->index)
+			mine++;
+	if (mine > *infoCount || (mine > 0 && !infos)) {
+		*infoCount = mine;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	for (i = 0; i < (unsigned int)n; i++) {
+		if (procs[i].gpu != device->index)
+			continue;
+		infos[k].pid = procs[i].pid;
+		infos[k].usedGpuMemory = procs[i].bytes;
+		infos[k].gpuInstanceId = 0xFFFFFFFFu;
+		infos[k].computeInstanceId = 0xFFFFFFFFu;
+		k++;
+	}
+	*infoCount = k;
+	return NVML_SUCCESS;
+}

@@ -1,0 +1,121 @@
+#!/bin/sh
+# gpu-check.sh: the cuda device on a real GPU (docs/phases.md, decode plan).
+#
+#   scripts/gpu-check.sh build   here, with Go: builds bin/probe-gpu for the
+#                                GPU machine (linux/amd64, pure-Go GEMM, no
+#                                OpenBLAS; cgo only for NVML's dlopen, so it
+#                                links libc alone)
+#   scripts/gpu-check.sh run     there, from the repository root: checks the
+#                                PTX with ptxas when the toolkit has it, then
+#                                runs probe decode --device cuda --decode all
+#                                --check cpu at the seed's head and GPT-2
+#                                small's (preset gpt2-head), writing the
+#                                tables, JSON and a summary under $OUT (else
+#                                ./gpu-out)
+#   scripts/gpu-check.sh         both: build when Go is here, then run
+#
+# The GPU machine has the NVIDIA driver, CUDA 13 libraries and PyTorch but
+# no Go: carry bin/probe-gpu there (the device tool's `carry`). The run
+# half needs no network and finishes in well under 5 minutes; each probe
+# command has a 200 s limit of its own. Exit status: 0 when every command
+# and every check against the cpu device passed; otherwise the first
+# failure's.
+set -eu
+cd "$(dirname "$0")/.."
+BIN=bin/probe-gpu
+
+build() {
+	mkdir -p bin
+	CGO_ENABLED=1 GOOS=linux GOARCH=amd64 go build -trimpath -buildvcs=auto -o "$BIN" ./cmd/probe
+	echo "built $BIN ($(du -h "$BIN" | cut -f1)); needs:" >&2
+	if command -v ldd >/dev/null 2>&1; then ldd "$BIN" | sed 's/^/  /' >&2 || true; fi
+	if command -v objdump >/dev/null 2>&1; then
+		echo "  newest glibc symbol version: $(objdump -T "$BIN" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)" >&2
+	fi
+}
+
+# find_cublas sets MEMPROBE_LIBCUBLAS to a cuBLAS the loader can open when
+# the default names are not on its path (a toolkit in /usr/local/cuda, or
+# the one a PyTorch wheel carries), and puts its directory on
+# LD_LIBRARY_PATH for its own dependency, cuBLASLt.
+find_cublas() {
+	[ -n "${MEMPROBE_LIBCUBLAS:-}" ] && return 0
+	if ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.1[1-3] '; then return 0; fi
+	for f in $(find /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu \
+		/usr/local/lib/python3*/dist-packages /usr/local/lib/python3*/site-packages \
+		/usr/lib/python3/dist-packages /opt /root/.local -name 'libcublas.so.1[1-3]' 2>/dev/null | sort -r); do
+		MEMPROBE_LIBCUBLAS=$f
+		LD_LIBRARY_PATH=$(dirname "$f")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+		export MEMPROBE_LIBCUBLAS LD_LIBRARY_PATH
+		return 0
+	done
+	return 0
+}
+
+run() {
+	OUT=${OUT:-./gpu-out}
+	mkdir -p "$OUT"
+	[ -x "$BIN" ] || { echo "gpu-check: $BIN is missing: run scripts/gpu-check.sh build where Go is, and carry it here" >&2; exit 2; }
+	S=$OUT/summary.txt
+	: >"$S"
+	say() { echo "$*" | tee -a "$S"; }
+	say "== gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)"
+	if command -v nvidia-smi >/dev/null 2>&1; then
+		nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv 2>&1 | tee -a "$S"
+	else
+		say "nvidia-smi: not found"
+	fi
+	find_cublas
+	say "MEMPROBE_LIBCUBLAS=${MEMPROBE_LIBCUBLAS:-(default names)}"
+	PTXAS=$(command -v ptxas || ls /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1 || true)
+	if [ -n "$PTXAS" ]; then
+		say "ptxas ($PTXAS) on trainer/device/kernels/softmax_sample.ptx for sm_90:"
+		if "$PTXAS" -arch=sm_90 -v trainer/device/kernels/softmax_sample.ptx -o "$OUT/softmax_sample.sm_90.cubin" >>"$S" 2>&1; then
+			say "  ptxas: ok"
+		else
+			say "  ptxas: FAILED (see above)"
+		fi
+	else
+		say "ptxas: not found (the driver JIT-compiles the PTX at load time anyway)"
+	fi
+	status=0
+	for preset in seed gpt2-head; do
+		say "== probe decode --device cuda --decode all --preset $preset --check cpu"
+		if timeout 200 "$BIN" decode --device cuda --decode all --preset "$preset" --check cpu --passes 3 \
+			--json "$OUT/decode-$preset.json" --format markdown >"$OUT/decode-$preset.md" 2>"$OUT/decode-$preset.err"; then
+			say "  ok"
+		else
+			rc=$?
+			say "  FAILED: exit $rc"
+			[ "$status" = 0 ] && status=$rc
+		fi
+		cat "$OUT/decode-$preset.err" "$OUT/decode-$preset.md" | tee -a "$S"
+	done
+	# Without the probabilities (tokens and losses only): the copy back
+	# shrinks from V floats per position to two.
+	say "== probe decode --device cuda --decode all --preset gpt2-head --probs=false"
+	if timeout 200 "$BIN" decode --device cuda --decode all --preset gpt2-head --probs=false --passes 3 \
+		--json "$OUT/decode-gpt2-head-noprobs.json" --format markdown >"$OUT/decode-gpt2-head-noprobs.md" 2>"$OUT/decode-gpt2-head-noprobs.err"; then
+		say "  ok"
+	else
+		rc=$?
+		say "  FAILED: exit $rc"
+		[ "$status" = 0 ] && status=$rc
+	fi
+	cat "$OUT/decode-gpt2-head-noprobs.err" "$OUT/decode-gpt2-head-noprobs.md" | tee -a "$S"
+	say "== gpu-check: exit $status"
+	exit "$status"
+}
+
+case "${1:-}" in
+build) build ;;
+run) run ;;
+"")
+	if command -v go >/dev/null 2>&1; then build; fi
+	run
+	;;
+*)
+	echo "usage: scripts/gpu-check.sh [build|run]" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,234 @@
+// Package cudadrv binds the CUDA driver API (libcuda.so.1) and cuBLAS
+// (libcublas.so.N) at run time, so that the cuda device builds, vets and
+// tests on every machine: no CUDA header, toolkit or driver is needed to
+// compile, and a binary built here runs on a GPU machine that has the
+// driver. The libraries are opened with dlopen through
+// github.com/ebitengine/purego and each entry point is resolved by its
+// versioned name (cuMemAlloc_v2, not the cuda.h macro cuMemAlloc), which
+// is the driver's stable ABI: the same approach as NVIDIA's go-nvml for NVML.
+//
+// Calls go through purego.SyscallN, which allocates nothing once warm, so
+// a decode loop through this package shows no host allocations of its own.
+// Arguments are integers, device pointers or pointers to C memory (pinned
+// host memory from MemHostAlloc): no Go pointer is handed to the driver
+// on the hot path, where purego would have to move it to the heap.
+//
+// Every function returns an *Error naming the call, the driver's code, its
+// name and its description (cuGetErrorName, cuGetErrorString), so that a
+// failure reads "cuInit: CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device
+// is detected".
+package cudadrv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// Env names the variables that point the binding at a particular library
+// file (a driver in a non-standard place, or a test's stand-in).
+const (
+	EnvLibCUDA   = "MEMPROBE_LIBCUDA"
+	EnvLibCUBLAS = "MEMPROBE_LIBCUBLAS"
+)
+
+// DriverLibrary is the soname the NVIDIA driver installs; it is part of the
+// driver, not of the toolkit, so every GPU machine has it.
+const DriverLibrary = "libcuda.so.1"
+
+// cuBLASLibraries are the sonames tried, newest first: cuBLAS ships with
+// the toolkit or a framework, not the driver, and its major version
+// follows CUDA's.
+var cuBLASLibraries = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}
+
+// Result is a CUresult or cublasStatus_t.
+type Result int32
+
+// Driver API codes the binding tests for.
+const (
+	Success           Result = 0
+	ErrNotInitialized Result = 3
+	ErrNoDevice       Result = 100
+	ErrInvalidDevice  Result = 101
+	ErrNotReady       Result = 600
+)
+
+// Error is a failed driver or cuBLAS call.
+type Error struct {
+	Call string // the entry point, e.g. "cuMemAlloc_v2"
+	Code Result
+	Name string // e.g. "CUDA_ERROR_OUT_OF_MEMORY"; "" if the library gave none
+	Desc string // the library's description; "" if none
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: ", e.Call)
+	if e.Name != "" {
+		fmt.Fprintf(&b, "%s (%d)", e.Name, int(e.Code))
+	} else {
+		fmt.Fprintf(&b, "error %d", int(e.Code))
+	}
+	if e.Desc != "" {
+		fmt.Fprintf(&b, ": %s", e.Desc)
+	}
+	return b.String()
+}
+
+// LibraryError says a library could not be opened or lacks an entry point.
+type LibraryError struct {
+	Library string // what was asked for: a soname or a path
+	Symbol  string // "" when the library itself was not found
+	Reason  string // dlopen's or dlsym's message
+}
+
+func (e *LibraryError) Error() string {
+	if e.Symbol != "" {
+		return fmt.Sprintf("%s lacks %s (a driver or library older than this binary needs?): %s", e.Library, e.Symbol, e.Reason)
+	}
+	if strings.Contains(e.Library, "libcuda") {
+		return fmt.Sprintf("no CUDA driver: %s not found (%s)", e.Library, e.Reason)
+	}
+	return fmt.Sprintf("%s not found (%s)", e.Library, e.Reason)
+}
+
+// ErrNoDriver matches (errors.Is) a LibraryError for a missing driver
+// library, so callers and tests can tell "no GPU stack here" from a broken
+// one.
+var ErrNoDriver = errors.New("no CUDA driver")
+
+// Is reports whether target is ErrNoDriver and e is a missing library.
+func (e *LibraryError) Is(target error) bool {
+	return target == ErrNoDriver && e.Symbol == "" && strings.Contains(e.Library, "libcuda")
+}
+
+// library is an opened shared object.
+type library struct {
+	name   string
+	handle uintptr
+}
+
+func openLibrary(names []string) (library, error) {
+	var first error
+	for _, n := range names {
+		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		if err == nil {
+			return library{name: n, handle: h}, nil
+		}
+		if first == nil {
+			first = &LibraryError{Library: n, Reason: strings.TrimSpace(err.Error())}
+		}
+	}
+	return library{}, first
+}
+
+// resolve fills each *uintptr in syms with the address of its symbol.
+func (l library) resolve(syms map[string]*uintptr) error {
+	for name, p := range syms {
+		a, err := purego.Dlsym(l.handle, name)
+		if err != nil || a == 0 {
+			reason := "undefined symbol"
+			if err != nil {
+				reason = strings.TrimSpace(err.Error())
+			}
+			return &LibraryError{Library: l.name, Symbol: name, Reason: reason}
+		}
+		*p = a
+	}
+	return nil
+}
+
+// call invokes fn with args and returns its int32 result.
+func call(fn uintptr, args ...uintptr) Result {
+	r, _, _ := purego.SyscallN(fn, args...)
+	return Result(int32(r))
+}
+
+// cString returns a Go string from a NUL-terminated C string.
+func cString(p uintptr) string {
+	if p == 0 {
+		return ""
+	}
+	var n int
+	for *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+uintptr(n))) != 0 {
+		n++
+	}
+	return string(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), n))
+}
+
+// libraryNames returns the names to try: the environment's file, else the
+// defaults, each also looked for under $CUDA_HOME/lib64 and
+// /usr/local/cuda/lib64 (where a toolkit installs cuBLAS without adding
+// it to the loader's path).
+func libraryNames(env string, defaults []string, searchToolkit bool) []string {
+	if p := os.Getenv(env); p != "" {
+		return []string{p}
+	}
+	names := append([]string(nil), defaults...)
+	if searchToolkit {
+		var dirs []string
+		if h := os.Getenv("CUDA_HOME"); h != "" {
+			dirs = append(dirs, filepath.Join(h, "lib64"))
+		}
+		dirs = append(dirs, "/usr/local/cuda/lib64")
+		for _, d := range dirs {
+			for _, n := range defaults {
+				names = append(names, filepath.Join(d, n))
+			}
+		}
+	}
+	return names
+}
+
+// loaded caches Load and LoadBLAS by library path.
+type loaded[T any] struct {
+	mu   sync.Mutex
+	byAt map[string]result[T]
+}
+
+type result[T any] struct {
+	v   T
+	err error
+}
+
+func (l *loaded[T]) get(path string, open func(string) (T, error)) (T, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.byAt[path]; ok {
+		return r.v, r.err
+	}
+	v, err := open(path)
+	if l.byAt == nil {
+		l.byAt = map[string]result[T]{}
+	}
+	l.byAt[path] = result[T]{v, err}
+	return v, err
+}
+
+var (
+	drivers loaded[*Driver]
+	blases  loaded[*BLAS]
+)
+
+// Load opens the driver library ($MEMPROBE_LIBCUDA, else libcuda.so.1),
+// resolves every entry point the cuda device uses and calls cuInit, once
+// per library path for the process: its result, success or error, is
+// kept, as a process has one driver.
+func Load() (*Driver, error) {
+	return drivers.get(os.Getenv(EnvLibCUDA), OpenDriver)
+}
+
+// LoadBLAS is OpenBLAS, once per $MEMPROBE_LIBCUBLAS value for the process.
+func LoadBLAS() (*BLAS, error) {
+	return blases.get(os.Getenv(EnvLibCUBLAS), func(string) (*BLAS, error) { return OpenBLAS() })
+}
+
+func puregoCall(fn uintptr, args ...uintptr) (uintptr, uintptr, uintptr) {
+	return purego.SyscallN(fn, args...)
+}
