@@ -3,7 +3,6 @@ package trainer
 import (
 	"math"
 	"math/rand/v2"
-	"memprobe/trainer/device/cudadrv"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"memprobe/trainer/data"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
+	"memprobe/trainer/device/cudadrv"
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 )

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"memprobe/trainer/device/cudadrv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"memprobe/probe/decodebench"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
+	"memprobe/trainer/device/cudadrv"
 )
 
 // fakeMeasurements are the seed preset's shape with made-up speeds: every

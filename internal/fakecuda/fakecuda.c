@@ -1,3 +1,8 @@
+//go:build ignore
+
+// (The constraint above keeps the go command from treating this file as a
+// cgo source of package fakecuda, which embeds it and compiles it with gcc.)
+
 // fakecuda: a host-only test double of the CUDA driver API (libcuda.so.1)
 // and of cuBLAS, for the run-time binding in trainer/device/cudadrv and the
 // cuda device built on it. One shared object serves as both libraries

@@ -69,13 +69,13 @@ func (b *BLAS) check(callName string, r Result) error {
 	}
 	e := &Error{Call: callName, Code: r, Name: cublasStatusNames[r]}
 	if b.statusName != 0 {
-		r1, _, _ := puregoCall(b.statusName, uintptr(uint32(r)))
+		r1 := callRaw(b.statusName, uintptr(uint32(r)))
 		if s := cString(r1); s != "" {
 			e.Name = s
 		}
 	}
 	if b.statusString != 0 {
-		r1, _, _ := puregoCall(b.statusString, uintptr(uint32(r)))
+		r1 := callRaw(b.statusString, uintptr(uint32(r)))
 		e.Desc = cString(r1)
 	}
 	return e
@@ -84,7 +84,7 @@ func (b *BLAS) check(callName string, r Result) error {
 // Create makes a cuBLAS handle in the calling thread's current context.
 func (b *BLAS) Create() (BLASHandle, error) {
 	var h uintptr
-	err := b.check("cublasCreate_v2", call(b.create, uintptr(unsafe.Pointer(&h))))
+	err := b.check("cublasCreate_v2", callOut(b.create, uintptr(unsafe.Pointer(&h))))
 	return BLASHandle(h), err
 }
 
@@ -101,7 +101,7 @@ func (b *BLAS) SetStream(h BLASHandle, s Stream) error {
 // Version is cuBLAS's version number (e.g. 130001).
 func (b *BLAS) Version(h BLASHandle) (int, error) {
 	var v int32
-	err := b.check("cublasGetVersion_v2", call(b.getVersion, uintptr(h), uintptr(unsafe.Pointer(&v))))
+	err := b.check("cublasGetVersion_v2", callOut(b.getVersion, uintptr(h), uintptr(unsafe.Pointer(&v))))
 	return int(v), err
 }
 

@@ -2,16 +2,19 @@
 // (libcublas.so.N) at run time, so that the cuda device builds, vets and
 // tests on every machine: no CUDA header, toolkit or driver is needed to
 // compile, and a binary built here runs on a GPU machine that has the
-// driver. The libraries are opened with dlopen through
-// github.com/ebitengine/purego and each entry point is resolved by its
-// versioned name (cuMemAlloc_v2, not the cuda.h macro cuMemAlloc), which
+// driver. Each entry point is resolved by its versioned name (cuMemAlloc_v2, not the cuda.h macro cuMemAlloc), which
 // is the driver's stable ABI: the same approach as NVIDIA's go-nvml for NVML.
 //
-// Calls go through purego.SyscallN, which allocates nothing once warm, so
-// a decode loop through this package shows no host allocations of its own.
-// Arguments are integers, device pointers or pointers to C memory (pinned
-// host memory from MemHostAlloc): no Go pointer is handed to the driver
-// on the hot path, where purego would have to move it to the heap.
+// The libraries are opened with dlopen and called through one small cgo
+// trampoline that takes the entry point and up to 14 integer-class
+// arguments (every argument of these APIs is an integer, a handle or a
+// pointer), so no CUDA declaration is needed. A cgo call with scalar
+// arguments allocates nothing, so a decode loop through this package shows
+// no host allocations of its own (purego.SyscallN, tried first, allocates
+// its argument slice on every call). On the hot path the arguments are
+// integers, device pointers or pointers to C memory (pinned host memory
+// from MemHostAlloc); calls with Go out-parameters go through callOut. A
+// build without cgo compiles and refuses the device in one line.
 //
 // Every function returns an *Error naming the call, the driver's code, its
 // name and its description (cuGetErrorName, cuGetErrorString), so that a
@@ -27,8 +30,6 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // Env names the variables that point the binding at a particular library
@@ -98,6 +99,9 @@ func (e *LibraryError) Error() string {
 	return fmt.Sprintf("%s not found (%s)", e.Library, e.Reason)
 }
 
+// ErrNoCgo is returned where this binary was built without cgo.
+var ErrNoCgo = errors.New("the cuda device needs a cgo build (this binary was built with CGO_ENABLED=0)")
+
 // ErrNoDriver matches (errors.Is) a LibraryError for a missing driver
 // library, so callers and tests can tell "no GPU stack here" from a broken
 // one.
@@ -117,9 +121,12 @@ type library struct {
 func openLibrary(names []string) (library, error) {
 	var first error
 	for _, n := range names {
-		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		h, err := dlopen(n)
 		if err == nil {
 			return library{name: n, handle: h}, nil
+		}
+		if err == ErrNoCgo {
+			return library{}, err
 		}
 		if first == nil {
 			first = &LibraryError{Library: n, Reason: strings.TrimSpace(err.Error())}
@@ -131,23 +138,30 @@ func openLibrary(names []string) (library, error) {
 // resolve fills each *uintptr in syms with the address of its symbol.
 func (l library) resolve(syms map[string]*uintptr) error {
 	for name, p := range syms {
-		a, err := purego.Dlsym(l.handle, name)
-		if err != nil || a == 0 {
-			reason := "undefined symbol"
-			if err != nil {
-				reason = strings.TrimSpace(err.Error())
-			}
-			return &LibraryError{Library: l.name, Symbol: name, Reason: reason}
+		a, err := dlsym(l.handle, name)
+		if err != nil {
+			return &LibraryError{Library: l.name, Symbol: name, Reason: strings.TrimSpace(err.Error())}
 		}
 		*p = a
 	}
 	return nil
 }
 
-// call invokes fn with args and returns its int32 result.
+// callOut is call for calls that pass Go pointers (out-parameters and
+// names) as uintptr: go:uintptrescapes moves what they point to to the
+// heap and keeps it alive for the call, so a stack that grows before the
+// C call cannot leave the library writing to the old copy. Not for the
+// per-token path, which passes only integers, device pointers and C
+// memory through call, allocation-free.
+//
+//go:uintptrescapes
+func callOut(fn uintptr, args ...uintptr) Result {
+	return Result(int32(callRaw(fn, args...)))
+}
+
+// call invokes fn with integer arguments and returns its int32 result.
 func call(fn uintptr, args ...uintptr) Result {
-	r, _, _ := purego.SyscallN(fn, args...)
-	return Result(int32(r))
+	return Result(int32(callRaw(fn, args...)))
 }
 
 // cString returns a Go string from a NUL-terminated C string.
@@ -227,8 +241,4 @@ func Load() (*Driver, error) {
 // LoadBLAS is OpenBLAS, once per $MEMPROBE_LIBCUBLAS value for the process.
 func LoadBLAS() (*BLAS, error) {
 	return blases.get(os.Getenv(EnvLibCUBLAS), func(string) (*BLAS, error) { return OpenBLAS() })
-}
-
-func puregoCall(fn uintptr, args ...uintptr) (uintptr, uintptr, uintptr) {
-	return purego.SyscallN(fn, args...)
 }

@@ -92,11 +92,11 @@ func (d *Driver) check(callName string, r Result) error {
 	}
 	e := &Error{Call: callName, Code: r}
 	var p uintptr
-	if call(d.cuGetErrorName, uintptr(uint32(r)), uintptr(unsafe.Pointer(&p))) == Success {
+	if callOut(d.cuGetErrorName, uintptr(uint32(r)), uintptr(unsafe.Pointer(&p))) == Success {
 		e.Name = cString(p)
 	}
 	p = 0
-	if call(d.cuGetErrorString, uintptr(uint32(r)), uintptr(unsafe.Pointer(&p))) == Success {
+	if callOut(d.cuGetErrorString, uintptr(uint32(r)), uintptr(unsafe.Pointer(&p))) == Success {
 		e.Desc = cString(p)
 	}
 	return e
@@ -106,14 +106,14 @@ func (d *Driver) check(callName string, r Result) error {
 // (1000*major + 10*minor: 13000 for CUDA 13.0).
 func (d *Driver) Version() (int, error) {
 	var v int32
-	err := d.check("cuDriverGetVersion", call(d.cuDriverGetVersion, uintptr(unsafe.Pointer(&v))))
+	err := d.check("cuDriverGetVersion", callOut(d.cuDriverGetVersion, uintptr(unsafe.Pointer(&v))))
 	return int(v), err
 }
 
 // DeviceCount is the number of GPUs the driver sees.
 func (d *Driver) DeviceCount() (int, error) {
 	var n int32
-	err := d.check("cuDeviceGetCount", call(d.cuDeviceGetCount, uintptr(unsafe.Pointer(&n))))
+	err := d.check("cuDeviceGetCount", callOut(d.cuDeviceGetCount, uintptr(unsafe.Pointer(&n))))
 	return int(n), err
 }
 
@@ -123,23 +123,27 @@ type Device int32
 // Device returns the handle of GPU ordinal.
 func (d *Driver) Device(ordinal int) (Device, error) {
 	var dev int32
-	err := d.check("cuDeviceGet", call(d.cuDeviceGet, uintptr(unsafe.Pointer(&dev)), uintptr(ordinal)))
+	err := d.check("cuDeviceGet", callOut(d.cuDeviceGet, uintptr(unsafe.Pointer(&dev)), uintptr(ordinal)))
 	return Device(dev), err
 }
 
 // DeviceName is the GPU's marketing name ("NVIDIA H100 80GB HBM3").
 func (d *Driver) DeviceName(dev Device) (string, error) {
 	buf := make([]byte, 256)
-	if err := d.check("cuDeviceGetName", call(d.cuDeviceGetName, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(dev))); err != nil {
+	if err := d.check("cuDeviceGetName", callOut(d.cuDeviceGetName, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(dev))); err != nil {
 		return "", err
 	}
-	return cString(uintptr(unsafe.Pointer(&buf[0]))), nil
+	n := 0
+	for n < len(buf) && buf[n] != 0 {
+		n++
+	}
+	return string(buf[:n]), nil
 }
 
 // DeviceTotalMem is the GPU's memory in bytes.
 func (d *Driver) DeviceTotalMem(dev Device) (uint64, error) {
 	var n uint64
-	err := d.check("cuDeviceTotalMem_v2", call(d.cuDeviceTotalMem, uintptr(unsafe.Pointer(&n)), uintptr(dev)))
+	err := d.check("cuDeviceTotalMem_v2", callOut(d.cuDeviceTotalMem, uintptr(unsafe.Pointer(&n)), uintptr(dev)))
 	return n, err
 }
 
@@ -148,7 +152,7 @@ func (d *Driver) DeviceTotalMem(dev Device) (uint64, error) {
 // share; each Retain is balanced by a PrimaryCtxRelease.
 func (d *Driver) PrimaryCtxRetain(dev Device) (Context, error) {
 	var c uintptr
-	err := d.check("cuDevicePrimaryCtxRetain", call(d.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&c)), uintptr(dev)))
+	err := d.check("cuDevicePrimaryCtxRetain", callOut(d.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&c)), uintptr(dev)))
 	return Context(c), err
 }
 
@@ -166,7 +170,7 @@ func (d *Driver) CtxSetCurrent(c Context) error {
 // MemAlloc allocates bytes of device memory.
 func (d *Driver) MemAlloc(bytes int) (DevicePtr, error) {
 	var p uint64
-	err := d.check("cuMemAlloc_v2", call(d.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes)))
+	err := d.check("cuMemAlloc_v2", callOut(d.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes)))
 	return DevicePtr(p), err
 }
 
@@ -185,7 +189,7 @@ func (d *Driver) MemsetD32Async(p DevicePtr, v uint32, n int, s Stream) error {
 // where one from pageable memory is staged and blocks the host.
 func (d *Driver) MemHostAlloc(bytes int) (uintptr, error) {
 	var p uintptr
-	err := d.check("cuMemHostAlloc", call(d.cuMemHostAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes), MemHostAllocPortable))
+	err := d.check("cuMemHostAlloc", callOut(d.cuMemHostAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes), MemHostAllocPortable))
 	return p, err
 }
 
@@ -209,14 +213,14 @@ func (d *Driver) MemcpyDtoHAsync(dst uintptr, src DevicePtr, bytes int, s Stream
 // MemGetInfo returns the free and total memory of the current context's
 // GPU, in bytes, as the driver counts it (every process's use included).
 func (d *Driver) MemGetInfo() (free, total uint64, err error) {
-	err = d.check("cuMemGetInfo_v2", call(d.cuMemGetInfo, uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total))))
+	err = d.check("cuMemGetInfo_v2", callOut(d.cuMemGetInfo, uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total))))
 	return free, total, err
 }
 
 // StreamCreate makes a stream with flags (StreamNonBlocking).
 func (d *Driver) StreamCreate(flags uint32) (Stream, error) {
 	var s uintptr
-	err := d.check("cuStreamCreate", call(d.cuStreamCreate, uintptr(unsafe.Pointer(&s)), uintptr(flags)))
+	err := d.check("cuStreamCreate", callOut(d.cuStreamCreate, uintptr(unsafe.Pointer(&s)), uintptr(flags)))
 	return Stream(s), err
 }
 
@@ -235,7 +239,7 @@ func (d *Driver) StreamSynchronize(s Stream) error {
 // the driver JIT-compiles for the GPU) or a cubin, in C memory.
 func (d *Driver) ModuleLoadData(image uintptr) (Module, error) {
 	var m uintptr
-	err := d.check("cuModuleLoadData", call(d.cuModuleLoadData, uintptr(unsafe.Pointer(&m)), image))
+	err := d.check("cuModuleLoadData", callOut(d.cuModuleLoadData, uintptr(unsafe.Pointer(&m)), image))
 	return Module(m), err
 }
 
@@ -248,7 +252,7 @@ func (d *Driver) ModuleUnload(m Module) error {
 func (d *Driver) ModuleGetFunction(m Module, name string) (Function, error) {
 	cname := append([]byte(name), 0)
 	var f uintptr
-	err := d.check("cuModuleGetFunction", call(d.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), uintptr(m), uintptr(unsafe.Pointer(&cname[0]))))
+	err := d.check("cuModuleGetFunction", callOut(d.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), uintptr(m), uintptr(unsafe.Pointer(&cname[0]))))
 	return Function(f), err
 }
 

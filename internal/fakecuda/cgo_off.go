@@ -1,0 +1,5 @@
+//go:build !cgo
+
+package fakecuda
+
+const cgoEnabled = false

@@ -1,0 +1,296 @@
+// Package fakecuda is a test double of the CUDA driver API and cuBLAS: a C
+// shared library (fakecuda.c, compiled with gcc by Build) that exports the
+// entry points trainer/device/cudadrv resolves, with their real C
+// signatures, and implements them on the host. One file serves as both
+// libcuda and libcublas: Use points MEMPROBE_LIBCUDA and MEMPROBE_LIBCUBLAS
+// at it, so that the binding and the cuda device run their real code paths
+// on a machine with no GPU, driver or toolkit (CI, a laptop).
+//
+// It is faithful where a bug in the Go side would otherwise hide:
+//
+//   - Streams are deferred: a copy, memset, kernel launch or GEMM enqueued on
+//     a stream runs only at cuStreamSynchronize (or cuStreamDestroy_v2, or
+//     cuMemFree_v2 and cuMemFreeHost, which wait for every stream as the
+//     driver's do). Reading a device-to-host result before the sync, or
+//     overwriting a staging buffer that a queued host-to-device copy has yet
+//     to read, gives wrong values, as on a GPU.
+//   - The current context is thread-local (cuCtxSetCurrent), and every
+//     memory, stream, module, launch and cuBLAS call needs one: a call from
+//     an OS thread the context was not made current on fails with
+//     CUDA_ERROR_INVALID_CONTEXT, so a missing runtime.LockOSThread or
+//     CtxSetCurrent shows up.
+//   - Pinned and pageable host memory differ: a copy whose host side is not
+//     inside a cuMemHostAlloc block is done, but counted
+//     (Counters.PageableCopies), since the real driver would stage it and
+//     block the host.
+//   - cuLaunchKernel reads the kernel's parameters at launch, as the driver
+//     copies them; changing the parameter block after the launch does not
+//     change what runs. The softmax_sample kernel is computed on the host as
+//     trainer/device's softmaxSampleRows defines it (expf/logf in float, a
+//     NaN loss for a target that is not a token id, as the CUDA kernel).
+//   - Device memory is not host memory: a CUdeviceptr lies in an address
+//     range no host allocation uses, addresses are never reused (a stale
+//     pointer is refused), and fresh device memory holds NaNs, not zeros.
+//     Copies, memsets, launches and GEMMs must stay inside one allocation.
+//   - cuMemGetInfo counts what the driver would: the primary context (500
+//     MiB), each loaded module (2 MiB), allocations rounded up to 2 MiB, and
+//     each cuBLAS handle's workspace (32 MiB, made by its first Sgemm).
+//   - Errors carry the real codes, names and descriptions; FAKECUDA_*
+//     variables (EnvInitError, EnvFailLaunch, ...) make cuInit fail, a
+//     launch fail when it runs (sticky, CUDA_ERROR_LAUNCH_FAILED), or the
+//     device small enough to run out of memory.
+//
+// What it cannot check is the PTX itself: the kernel's code, its launch
+// bounds and its arithmetic run only on a GPU (scripts/gpu-check.sh). Nor
+// does it model concurrency between streams: a stream's work runs on the
+// host thread that waits for it, under one lock.
+//
+// Each path returned by Build is one library instance: the state (contexts,
+// allocations, counters) is shared by everything that opens that path in
+// the process, and Build with other defines gives a separate instance.
+package fakecuda
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/ebitengine/purego"
+)
+
+//go:embed fakecuda.c
+var source []byte
+
+// The variables that point trainer/device/cudadrv at a library; equal to
+// cudadrv.EnvLibCUDA and cudadrv.EnvLibCUBLAS (not imported, so that
+// cudadrv's own tests can use this package).
+const (
+	EnvLibCUDA   = "MEMPROBE_LIBCUDA"
+	EnvLibCUBLAS = "MEMPROBE_LIBCUBLAS"
+)
+
+// Variables the fake reads at each use.
+const (
+	// EnvInitError is the CUresult cuInit returns (e.g. "100").
+	EnvInitError = "FAKECUDA_INIT_ERROR"
+	// EnvDevices is the number of GPUs (default 1; 0 makes cuInit return
+	// CUDA_ERROR_NO_DEVICE).
+	EnvDevices = "FAKECUDA_DEVICES"
+	// EnvTotalBytes is each GPU's memory in bytes (default TotalBytes).
+	EnvTotalBytes = "FAKECUDA_TOTAL_BYTES"
+	// EnvFailLaunch = n: the n-th cuLaunchKernel the process makes (1-based,
+	// see Counters.Launches) is accepted, and when it runs its stream
+	// fails: that stream's syncs return CUDA_ERROR_LAUNCH_FAILED from then
+	// on, and so do later enqueues on it.
+	EnvFailLaunch = "FAKECUDA_FAIL_LAUNCH"
+)
+
+// OmitDtoH is a define for Build: the library then lacks
+// cuMemcpyDtoHAsync_v2, as a driver too old for the binding would.
+const OmitDtoH = "FAKECUDA_OMIT_DTOH"
+
+// What the fake reports and charges.
+const (
+	DeviceName     = "Fake GPU (memprobe test double)"
+	DriverVersion  = 13000
+	BLASVersion    = 130100
+	TotalBytes     = 80 << 30 // default memory per GPU
+	ContextBytes   = 500 << 20
+	ModuleBytes    = 2 << 20
+	WorkspaceBytes = 32 << 20 // per cuBLAS handle, from its first Sgemm
+	Granularity    = 2 << 20  // allocations are charged rounded up to this
+)
+
+var (
+	buildMu   sync.Mutex
+	builds    = map[string]string{} // normalised defines → .so path
+	buildRoot string
+)
+
+// Build compiles the fake (once per set of defines in the test process) and
+// returns the path of the shared library. defines are preprocessor
+// definitions, "NAME" or "NAME=VALUE" (a leading -D is accepted): OmitDtoH,
+// or any otherwise unused name to get a separate library instance with its
+// own state. Build skips the test when gcc is not installed, and in a
+// build without cgo (where the binding refuses every library).
+func Build(t testing.TB, defines ...string) string {
+	t.Helper()
+	if !cgoEnabled {
+		t.Skip("CGO_ENABLED=0: the cuda device's binding (trainer/device/cudadrv) needs cgo, so there is nothing to test on the fake driver")
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found: the fake CUDA driver (internal/fakecuda) cannot be built")
+	}
+	flags := make([]string, 0, len(defines))
+	for _, d := range defines {
+		d = strings.TrimPrefix(d, "-D")
+		name, _, _ := strings.Cut(d, "=")
+		if !isIdent(name) {
+			t.Fatalf("fakecuda.Build: %q is not a preprocessor definition", d)
+		}
+		flags = append(flags, "-D"+d)
+	}
+	sort.Strings(flags)
+	key := strings.Join(flags, " ")
+
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := builds[key]; ok {
+		return p
+	}
+	if buildRoot == "" {
+		removeStale()
+		root := filepath.Join(os.TempDir(), fmt.Sprintf("memprobe-fakecuda-%d", os.Getpid()))
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			t.Fatalf("fakecuda.Build: %v", err)
+		}
+		buildRoot = root
+	}
+	dir, err := os.MkdirTemp(buildRoot, "build-")
+	if err != nil {
+		t.Fatalf("fakecuda.Build: %v", err)
+	}
+	src := filepath.Join(dir, "fakecuda.c")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
+		t.Fatalf("fakecuda.Build: %v", err)
+	}
+	lib := filepath.Join(dir, "libfakecuda.so")
+	args := []string{"-O2", "-shared", "-fPIC", "-pthread", "-ffp-contract=off"}
+	args = append(args, flags...)
+	args = append(args, "-o", lib, src, "-lm")
+	cmd := exec.Command(gcc, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fakecuda.Build: gcc %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	builds[key] = lib
+	return lib
+}
+
+// Use builds the fake (Build) and points the binding at it for the test:
+// t.Setenv of EnvLibCUDA and EnvLibCUBLAS (so the test must not be
+// parallel). It returns the library's path. cudadrv.Load and LoadBLAS
+// open a library once per process: tests that need a fresh instance call
+// cudadrv.OpenDriver(path) directly.
+func Use(t testing.TB, defines ...string) string {
+	t.Helper()
+	p := Build(t, defines...)
+	t.Setenv(EnvLibCUDA, p)
+	t.Setenv(EnvLibCUBLAS, p)
+	return p
+}
+
+// Counters are the fake's state as the test queries see it.
+type Counters struct {
+	PageableCopies int // copies whose host side was not pinned (since ResetCounters)
+	LiveAllocs     int // cuMemAlloc_v2 not yet freed
+	LivePinned     int // cuMemHostAlloc not yet freed
+	LiveStreams    int // cuStreamCreate not yet destroyed
+	LiveHandles    int // cuBLAS handles not yet destroyed
+	LiveModules    int // modules loaded and not unloaded
+	CtxRefs        int // retains of GPU 0's primary context
+	Launches       int // cuLaunchKernel calls accepted by the process
+}
+
+// ReadCounters reads the counters of the library instance at path (a path
+// from Build). The loader returns the instance the binding opened, so
+// the counters are those of the library the code under test used.
+func ReadCounters(path string) (Counters, error) {
+	var c Counters
+	err := withLibrary(path, func(call func(string, ...uintptr) int) {
+		c = Counters{
+			PageableCopies: call("fakecuda_pageable_copies"),
+			LiveAllocs:     call("fakecuda_live_allocs"),
+			LivePinned:     call("fakecuda_live_pinned"),
+			LiveStreams:    call("fakecuda_live_streams"),
+			LiveHandles:    call("fakecuda_live_handles"),
+			LiveModules:    call("fakecuda_live_modules"),
+			CtxRefs:        call("fakecuda_ctx_refs", 0),
+			Launches:       call("fakecuda_launches"),
+		}
+	})
+	return c, err
+}
+
+// CtxRefs returns the reference count of GPU dev's primary context, -1 for
+// a device the fake cannot have.
+func CtxRefs(path string, dev int) (int, error) {
+	var n int
+	err := withLibrary(path, func(call func(string, ...uintptr) int) { n = call("fakecuda_ctx_refs", uintptr(dev)) })
+	return n, err
+}
+
+// ResetCounters sets the counters that count events (PageableCopies) to 0.
+func ResetCounters(path string) error {
+	return withLibrary(path, func(call func(string, ...uintptr) int) { call("fakecuda_reset_counters") })
+}
+
+// withLibrary opens path and hands f a caller of its int-returning
+// functions.
+func withLibrary(path string, f func(call func(name string, args ...uintptr) int)) (err error) {
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return fmt.Errorf("fakecuda: %s: %w", path, err)
+	}
+	defer func() {
+		if cerr := purego.Dlclose(h); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	var missing error
+	f(func(name string, args ...uintptr) int {
+		sym, err := purego.Dlsym(h, name)
+		if err != nil {
+			missing = errors.Join(missing, fmt.Errorf("fakecuda: %s: %w", path, err))
+			return 0
+		}
+		r, _, _ := purego.SyscallN(sym, args...)
+		return int(int32(r))
+	})
+	return missing
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// removeStale deletes the build directories of test processes that have
+// exited (a process cannot remove its own: the library stays mapped until
+// it exits).
+func removeStale() {
+	ents, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "memprobe-fakecuda-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(rest)
+		if err != nil || pid == os.Getpid() || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+		}
+	}
+}

@@ -1,0 +1,582 @@
+package fakecuda_test
+
+import (
+	"errors"
+	"math"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"memprobe/internal/fakecuda"
+	"memprobe/trainer/device/cudadrv"
+)
+
+// gpu is the fake opened through the binding, with GPU 0's primary context
+// current on the test's locked OS thread.
+type gpu struct {
+	t    *testing.T
+	path string
+	d    *cudadrv.Driver
+	dev  cudadrv.Device
+	s    cudadrv.Stream
+}
+
+// open locks the OS thread and makes the context current; close (deferred by
+// the caller, on the same goroutine) undoes it and checks nothing leaked.
+func open(t *testing.T, defines ...string) *gpu {
+	t.Helper()
+	path := fakecuda.Build(t, defines...)
+	d, err := cudadrv.OpenDriver(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gpu{t: t, path: path, d: d}
+	runtime.LockOSThread()
+	if g.dev, err = d.Device(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := d.PrimaryCtxRetain(g.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.must(d.CtxSetCurrent(ctx))
+	if g.s, err = d.StreamCreate(cudadrv.StreamNonBlocking); err != nil {
+		t.Fatal(err)
+	}
+	g.must(fakecuda.ResetCounters(path))
+	return g
+}
+
+func (g *gpu) close() {
+	g.t.Helper()
+	g.must(g.d.StreamDestroy(g.s))
+	g.must(g.d.CtxSetCurrent(0))
+	g.must(g.d.PrimaryCtxRelease(g.dev))
+	runtime.UnlockOSThread()
+	c := g.counters()
+	if c.LiveAllocs != 0 || c.LivePinned != 0 || c.LiveStreams != 0 || c.LiveHandles != 0 || c.LiveModules != 0 || c.CtxRefs != 0 {
+		g.t.Errorf("leaked: %+v", c)
+	}
+}
+
+func (g *gpu) must(err error) {
+	g.t.Helper()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *gpu) counters() fakecuda.Counters {
+	g.t.Helper()
+	c, err := fakecuda.ReadCounters(g.path)
+	g.must(err)
+	return c
+}
+
+func (g *gpu) alloc(n int) cudadrv.DevicePtr {
+	g.t.Helper()
+	p, err := g.d.MemAlloc(n * 4)
+	g.must(err)
+	return p
+}
+
+// pinned returns n floats of pinned host memory and its address.
+func (g *gpu) pinned(n int) ([]float32, uintptr) {
+	g.t.Helper()
+	p, err := g.d.MemHostAlloc(n * 4)
+	g.must(err)
+	return floats(p, n), p
+}
+
+func floats(p uintptr, n int) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(nil), p)), n)
+}
+
+// wantCode checks that err is the driver's code.
+func wantCode(t *testing.T, err error, code cudadrv.Result) {
+	t.Helper()
+	var e *cudadrv.Error
+	if !errors.As(err, &e) || e.Code != code {
+		t.Fatalf("error %v, want code %d", err, code)
+	}
+}
+
+func TestEnvNamesMatchBinding(t *testing.T) {
+	if fakecuda.EnvLibCUDA != cudadrv.EnvLibCUDA || fakecuda.EnvLibCUBLAS != cudadrv.EnvLibCUBLAS {
+		t.Fatal("fakecuda's variable names differ from cudadrv's")
+	}
+}
+
+func TestBuildCachesByDefines(t *testing.T) {
+	a, b := fakecuda.Build(t), fakecuda.Build(t)
+	if a != b {
+		t.Errorf("two builds without defines: %s, %s", a, b)
+	}
+	c := fakecuda.Build(t, fakecuda.OmitDtoH)
+	if d := fakecuda.Build(t, "-D"+fakecuda.OmitDtoH); c != d || c == a {
+		t.Errorf("builds with %s: %s, %s (plain %s)", fakecuda.OmitDtoH, c, d, a)
+	}
+	if p := fakecuda.Use(t); p != a {
+		t.Errorf("Use = %s, Build = %s", p, a)
+	}
+}
+
+// TestDeferredCopies: copies run at the sync, reading their source then.
+func TestDeferredCopies(t *testing.T) {
+	g := open(t)
+	defer g.close()
+	src, srcP := g.pinned(4)
+	dst, dstP := g.pinned(4)
+	buf := g.alloc(4)
+	copy(src, []float32{1, 2, 3, 4})
+	g.must(g.d.MemcpyHtoDAsync(buf, srcP, 16, g.s))
+	g.must(g.d.MemcpyDtoHAsync(dstP, buf, 16, g.s))
+	copy(src, []float32{5, 6, 7, 8}) // before the queued copy reads it
+	if dst[0] != 0 {
+		t.Fatalf("device-to-host copy landed before the sync: %v", dst)
+	}
+	g.must(g.d.StreamSynchronize(g.s))
+	if want := []float32{5, 6, 7, 8}; !equal(dst, want) {
+		t.Fatalf("after sync %v, want %v (the source as it was at the sync)", dst, want)
+	}
+	if c := g.counters(); c.PageableCopies != 0 {
+		t.Errorf("pageable copies %d from pinned memory", c.PageableCopies)
+	}
+	g.must(g.d.MemFree(buf))
+	g.must(g.d.MemFreeHost(srcP))
+	g.must(g.d.MemFreeHost(dstP))
+}
+
+var pageable [8]float32 // Go memory that does not move
+
+func TestPageableCopiesCounted(t *testing.T) {
+	g := open(t)
+	defer g.close()
+	buf := g.alloc(8)
+	pageable = [8]float32{1, 2, 3, 4, 5, 6, 7, 8}
+	addr := uintptr(unsafe.Pointer(&pageable[0]))
+	g.must(g.d.MemcpyHtoDAsync(buf, addr, 16, g.s))
+	g.must(g.d.MemcpyDtoHAsync(addr+16, buf, 16, g.s))
+	g.must(g.d.StreamSynchronize(g.s))
+	if want := [8]float32{1, 2, 3, 4, 1, 2, 3, 4}; pageable != want {
+		t.Errorf("after sync %v, want %v", pageable, want)
+	}
+	if c := g.counters(); c.PageableCopies != 2 {
+		t.Errorf("pageable copies %d, want 2", c.PageableCopies)
+	}
+	g.must(g.d.MemFree(buf))
+}
+
+func TestDeviceMemory(t *testing.T) {
+	g := open(t)
+	defer g.close()
+	h, hp := g.pinned(4)
+	buf := g.alloc(4)
+	g.must(g.d.MemcpyDtoHAsync(hp, buf, 16, g.s))
+	g.must(g.d.StreamSynchronize(g.s))
+	for _, v := range h {
+		if !math.IsNaN(float64(v)) {
+			t.Fatalf("fresh device memory %v, want NaNs", h)
+		}
+	}
+	g.must(g.d.MemsetD32Async(buf, math.Float32bits(1.5), 4, g.s))
+	g.must(g.d.MemcpyDtoHAsync(hp, buf, 16, g.s))
+	g.must(g.d.StreamSynchronize(g.s))
+	if !equal(h, []float32{1.5, 1.5, 1.5, 1.5}) {
+		t.Fatalf("after memset %v", h)
+	}
+	// Outside the allocation, across its end, misaligned memset.
+	wantCode(t, g.d.MemcpyHtoDAsync(buf+4, hp, 16, g.s), 1)
+	wantCode(t, g.d.MemcpyDtoHAsync(hp, buf+16, 4, g.s), 1)
+	wantCode(t, g.d.MemsetD32Async(buf+2, 0, 1, g.s), 1)
+	// A queued copy lands when another buffer is freed: cuMemFree waits.
+	other := g.alloc(1)
+	g.must(g.d.MemsetD32Async(buf, math.Float32bits(2), 4, g.s))
+	g.must(g.d.MemcpyDtoHAsync(hp, buf, 16, g.s))
+	g.must(g.d.MemFree(other))
+	if h[0] != 2 {
+		t.Errorf("cuMemFree did not run the queued copy: %v", h)
+	}
+	g.must(g.d.MemFree(buf))
+	// Freed and stale pointers are refused; addresses are not reused.
+	wantCode(t, g.d.MemFree(buf), 1)
+	wantCode(t, g.d.MemcpyHtoDAsync(buf, hp, 4, g.s), 1)
+	again := g.alloc(4)
+	if again == buf {
+		t.Errorf("a freed device address was handed out again")
+	}
+	g.must(g.d.MemFree(again))
+	wantCode(t, g.d.MemFreeHost(hp+4), 1)
+	g.must(g.d.MemFreeHost(hp))
+}
+
+func TestContextIsPerThread(t *testing.T) {
+	g := open(t)
+	defer g.close()
+	errc := make(chan error, 2)
+	go func() {
+		runtime.LockOSThread() // another thread than the test's, which stays locked
+		defer runtime.UnlockOSThread()
+		_, err := g.d.MemAlloc(4)
+		errc <- err
+		errc <- g.d.StreamSynchronize(g.s)
+	}()
+	for i := 0; i < 2; i++ {
+		err := <-errc
+		wantCode(t, err, 201)
+		if want := "CUDA_ERROR_INVALID_CONTEXT (201): invalid device context"; !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+// ptx is enough of a PTX module for the fake: it looks for the entry.
+const ptx = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry softmax_sample(\n)\n{\n\tret;\n}\n\x00"
+
+// The images live in package variables: memory that does not move, as
+// the driver reads it through a uintptr.
+var (
+	ptxImage = []byte(ptx)
+	badImage = []byte(".version 8.0\n.visible .entry other()\n{\n}\n\x00")
+)
+
+// kernel loads the module and returns the function and a pinned parameter
+// block: 8 value slots, then 8 pointers to them (kernelParams).
+func (g *gpu) kernel() (cudadrv.Module, cudadrv.Function, *[8]uint64, uintptr) {
+	g.t.Helper()
+	m, err := g.d.ModuleLoadData(uintptr(unsafe.Pointer(&ptxImage[0])))
+	g.must(err)
+	f, err := g.d.ModuleGetFunction(m, "softmax_sample")
+	g.must(err)
+	p, err := g.d.MemHostAlloc(128)
+	g.must(err)
+	ptrs := unsafe.Slice((*uintptr)(unsafe.Add(unsafe.Pointer(nil), p+64)), 8)
+	for i := range ptrs {
+		ptrs[i] = p + uintptr(8*i)
+	}
+	return m, f, (*[8]uint64)(unsafe.Add(unsafe.Pointer(nil), p)), p
+}
+
+func setParams(slots *[8]uint64, out, logits, targets cudadrv.DevicePtr, rows, V int, temp float32, seed, pos uint64) {
+	*slots = [8]uint64{uint64(out), uint64(logits), uint64(targets), uint64(uint32(int32(rows))), uint64(uint32(int32(V))),
+		uint64(math.Float32bits(temp)), seed, pos}
+}
+
+// uniform is trainer/device.Uniform.
+func uniform(seed, pos uint64) float64 {
+	z := seed + (pos+1)*0x9E3779B97F4A7C15
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
+}
+
+// reference is trainer/device's softmaxSampleRows, with the kernel's NaN
+// loss for a target that is not a token id.
+func reference(out, logits, targets []float32, rows, V int, temp float32, seed, pos uint64) {
+	exp := func(x float32) float32 { return float32(math.Exp(float64(x))) }
+	for r := 0; r < rows; r++ {
+		row := logits[r*V : (r+1)*V]
+		maxv, arg := row[0], 0
+		for i, v := range row {
+			if v > maxv {
+				maxv, arg = v, i
+			}
+		}
+		tok := arg
+		if temp > 0 {
+			invT := 1 / temp
+			var sum float32
+			for _, v := range row {
+				sum += exp((v - maxv) * invT)
+			}
+			u := float32(uniform(seed, pos+uint64(r))) * sum
+			var cum float32
+			tok = V - 1
+			for i, v := range row {
+				cum += exp((v - maxv) * invT)
+				if u < cum {
+					tok = i
+					break
+				}
+			}
+		}
+		tgood, tlogit := false, float32(0)
+		if targets != nil {
+			if t := targets[r]; t >= 0 && t < float32(V) && t == float32(int(t)) {
+				tgood, tlogit = true, row[int(t)]
+			}
+		}
+		var sum float32
+		for i, v := range row {
+			row[i] = exp(v - maxv)
+			sum += row[i]
+		}
+		for i := range row {
+			row[i] *= 1 / sum
+		}
+		loss := float32(0)
+		if targets != nil {
+			loss = float32(math.NaN())
+			if tgood {
+				loss = float32(math.Log(float64(sum))) + (maxv - tlogit)
+			}
+		}
+		out[2*r], out[2*r+1] = float32(tok), loss
+	}
+}
+
+func TestSoftmaxSampleLaunch(t *testing.T) {
+	g := open(t)
+	defer g.close()
+	const rows, V = 4, 7
+	logits := []float32{
+		0.5, -1, 2, 2, 0.25, -3, 1, // tie: first max
+		-4, -4, -4, -4, -4, -4, -4, // all equal
+		10, 9.5, 9, -20, 3, 2, 9.99,
+		-1, 0, 1, 2, 3, 4, 5,
+	}
+	targets := []float32{2, 0, 7, 2.5} // in range, in range, = V (NaN), not integral (NaN)
+	host, hp := g.pinned(rows*V + rows + 2*rows)
+	dLogits, dTargets, dOut := g.alloc(rows*V), g.alloc(rows), g.alloc(2*rows)
+	m, f, slots, params := g.kernel()
+	for _, temp := range []float32{0, 0.8, 1.5} {
+		for _, withTargets := range []bool{true, false} {
+			copy(host, logits)
+			copy(host[rows*V:], targets)
+			g.must(g.d.MemcpyHtoDAsync(dLogits, hp, rows*V*4, g.s))
+			g.must(g.d.MemcpyHtoDAsync(dTargets, hp+uintptr(rows*V*4), rows*4, g.s))
+			var tg cudadrv.DevicePtr
+			var refTargets []float32
+			if withTargets {
+				tg, refTargets = dTargets, targets
+			}
+			setParams(slots, dOut, dLogits, tg, rows, V, temp, 42, 1000)
+			g.must(g.d.LaunchKernel(f, [3]uint32{rows, 1, 1}, [3]uint32{256, 1, 1}, 0, g.s, params+64))
+			// The driver took the parameters at the launch: changing them
+			// now must not change what runs.
+			setParams(slots, dOut, dLogits, 0, 1, 1, 0, 0, 0)
+			outOff := rows*V + rows
+			g.must(g.d.MemcpyDtoHAsync(hp+uintptr(outOff*4), dOut, 2*rows*4, g.s))
+			g.must(g.d.MemcpyDtoHAsync(hp, dLogits, rows*V*4, g.s))
+			g.must(g.d.StreamSynchronize(g.s))
+
+			wantProbs := append([]float32(nil), logits...)
+			wantOut := make([]float32, 2*rows)
+			reference(wantOut, wantProbs, refTargets, rows, V, temp, 42, 1000)
+			gotOut := host[outOff : outOff+2*rows]
+			for r := 0; r < rows; r++ {
+				if gotOut[2*r] != wantOut[2*r] {
+					t.Errorf("T=%v targets=%v row %d: token %v, want %v", temp, withTargets, r, gotOut[2*r], wantOut[2*r])
+				}
+				if !close32(gotOut[2*r+1], wantOut[2*r+1]) {
+					t.Errorf("T=%v targets=%v row %d: loss %v, want %v", temp, withTargets, r, gotOut[2*r+1], wantOut[2*r+1])
+				}
+			}
+			for i := range wantProbs {
+				if !close32(host[i], wantProbs[i]) {
+					t.Fatalf("T=%v: probability %d = %v, want %v", temp, i, host[i], wantProbs[i])
+				}
+			}
+		}
+	}
+	if got := host[rows*V+rows : rows*V+rows+2]; got[0] != 2 {
+		t.Errorf("row 0 token %v: want 2, the first of two maxima", got[0])
+	}
+
+	// Refused launches.
+	setParams(slots, dOut, dLogits, dTargets, rows, V, 0, 0, 0)
+	launch := func(f cudadrv.Function, grid, block uint32) error {
+		return g.d.LaunchKernel(f, [3]uint32{grid, 1, 1}, [3]uint32{block, 1, 1}, 0, g.s, params+64)
+	}
+	wantCode(t, launch(f+1, rows, 256), 400)
+	wantCode(t, launch(f, rows+1, 256), 1)
+	wantCode(t, launch(f, rows, 128), 1)
+	setParams(slots, dOut, dLogits, dTargets, rows+1, V, 0, 0, 0) // logits too short
+	wantCode(t, launch(f, rows+1, 256), 1)
+	setParams(slots, dOut+4, dLogits, dTargets, rows, V, 0, 0, 0) // out runs past its end
+	wantCode(t, launch(f, rows, 256), 1)
+
+	_, err := g.d.ModuleGetFunction(m, "softmax")
+	wantCode(t, err, 500)
+	_, err = g.d.ModuleLoadData(uintptr(unsafe.Pointer(&badImage[0])))
+	wantCode(t, err, 218)
+	if want := "cuModuleLoadData: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+
+	g.must(g.d.ModuleUnload(m))
+	wantCode(t, g.d.ModuleUnload(m), 400)
+	wantCode(t, launch(f, rows, 256), 400) // its module is gone
+	g.must(g.d.MemFreeHost(params))
+	g.must(g.d.MemFreeHost(hp))
+	for _, p := range []cudadrv.DevicePtr{dLogits, dTargets, dOut} {
+		g.must(g.d.MemFree(p))
+	}
+}
+
+func TestFailLaunchIsSticky(t *testing.T) {
+	g := open(t)
+	defer g.close()
+	m, f, slots, params := g.kernel()
+	out, logits := g.alloc(2), g.alloc(3)
+	setParams(slots, out, logits, 0, 1, 3, 0, 0, 0)
+	launch := func() error {
+		return g.d.LaunchKernel(f, [3]uint32{1, 1, 1}, [3]uint32{256, 1, 1}, 0, g.s, params+64)
+	}
+	t.Setenv(fakecuda.EnvFailLaunch, strconv.Itoa(g.counters().Launches+2))
+	g.must(launch())
+	g.must(g.d.StreamSynchronize(g.s))
+	g.must(launch()) // accepted: it fails when it runs
+	other, err := g.d.StreamCreate(0)
+	g.must(err)
+	for i := 0; i < 2; i++ {
+		err := g.d.StreamSynchronize(g.s)
+		if want := "cuStreamSynchronize: CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure"; err == nil || err.Error() != want {
+			t.Fatalf("sync %d after the failing launch: %v, want %q", i, err, want)
+		}
+	}
+	wantCode(t, g.d.MemsetD32Async(out, 0, 1, g.s), 719)
+	g.must(g.d.StreamSynchronize(other)) // another stream is unaffected
+	g.must(g.d.MemsetD32Async(out, 0, 1, other))
+	g.must(g.d.StreamDestroy(other))
+	g.must(g.d.StreamDestroy(g.s))
+	g.s, err = g.d.StreamCreate(0) // for close
+	g.must(err)
+	g.must(g.d.MemFree(out))
+	g.must(g.d.MemFree(logits))
+	g.must(g.d.ModuleUnload(m))
+	g.must(g.d.MemFreeHost(params))
+}
+
+// TestMemoryAccounting follows cuMemGetInfo through the context, a module,
+// allocations and a cuBLAS workspace.
+func TestMemoryAccounting(t *testing.T) {
+	fakecuda.Use(t)
+	t.Setenv(fakecuda.EnvTotalBytes, strconv.Itoa(1<<30))
+	g := open(t)
+	defer g.close()
+	free := func() uint64 {
+		f, total, err := g.d.MemGetInfo()
+		g.must(err)
+		if total != 1<<30 {
+			t.Fatalf("total %d", total)
+		}
+		return f
+	}
+	base := free()
+	if base != 1<<30-fakecuda.ContextBytes {
+		t.Fatalf("free with the context alone %d, want total - %d", base, fakecuda.ContextBytes)
+	}
+	m, _, _, params := g.kernel()
+	if got := base - free(); got != fakecuda.ModuleBytes {
+		t.Errorf("a module uses %d", got)
+	}
+	p := g.alloc(1)
+	if got := base - free(); got != fakecuda.ModuleBytes+fakecuda.Granularity {
+		t.Errorf("module + 4-byte alloc use %d", got)
+	}
+	_, err := g.d.MemAlloc(600 << 20)
+	if want := "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"; err == nil || err.Error() != want {
+		t.Errorf("alloc beyond free memory: %v, want %q", err, want)
+	}
+
+	blas, err := cudadrv.OpenBLAS()
+	g.must(err)
+	h, err := blas.Create()
+	g.must(err)
+	g.must(blas.SetStream(h, g.s))
+	one, onep := g.pinned(2)
+	one[0], one[1] = 1, 0
+	g.must(blas.Sgemm(h, cudadrv.OpN, cudadrv.OpN, 1, 1, 1, onep, p, 1, p, 1, onep+4, p, 1))
+	g.must(blas.Sgemm(h, cudadrv.OpN, cudadrv.OpN, 1, 1, 1, onep, p, 1, p, 1, onep+4, p, 1))
+	if got := base - free(); got != fakecuda.ModuleBytes+fakecuda.Granularity+fakecuda.WorkspaceBytes {
+		t.Errorf("after two Sgemm on one handle: %d used", got)
+	}
+	g.must(g.d.StreamSynchronize(g.s))
+	g.must(blas.Destroy(h))
+	g.must(g.d.MemFree(p))
+	g.must(g.d.ModuleUnload(m))
+	if got := free(); got != base {
+		t.Errorf("after freeing everything: free %d, want %d", got, base)
+	}
+	g.must(g.d.MemFreeHost(onep))
+	g.must(g.d.MemFreeHost(params))
+}
+
+// TestNotInitialized uses an instance of its own, on which cuInit never
+// succeeds.
+func TestNotInitialized(t *testing.T) {
+	path := fakecuda.Build(t, "FAKECUDA_INSTANCE_NOT_INITIALIZED")
+	t.Setenv(fakecuda.EnvInitError, "3")
+	_, err := cudadrv.OpenDriver(path)
+	if want := "cuInit: CUDA_ERROR_NOT_INITIALIZED (3): initialization error"; err == nil || err.Error() != want {
+		t.Fatalf("OpenDriver: %v, want %q", err, want)
+	}
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer purego.Dlclose(h)
+	sym := func(name string) uintptr {
+		p, err := purego.Dlsym(h, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var n, v int32
+	if r, _, _ := purego.SyscallN(sym("cuDeviceGetCount"), uintptr(unsafe.Pointer(&n))); int32(r) != 3 {
+		t.Errorf("cuDeviceGetCount before cuInit: %d, want 3", int32(r))
+	}
+	if r, _, _ := purego.SyscallN(sym("cuDriverGetVersion"), uintptr(unsafe.Pointer(&v))); r != 0 || v != fakecuda.DriverVersion {
+		t.Errorf("cuDriverGetVersion before cuInit: %d, %d", r, v)
+	}
+	var s uintptr
+	if r, _, _ := purego.SyscallN(sym("cuGetErrorName"), 9999, uintptr(unsafe.Pointer(&s))); r != 1 || s != 0 {
+		t.Errorf("cuGetErrorName(9999): %d, %#x; want 1 and NULL", r, s)
+	}
+}
+
+func TestNoDevices(t *testing.T) {
+	path := fakecuda.Build(t)
+	t.Setenv(fakecuda.EnvDevices, "0")
+	_, err := cudadrv.OpenDriver(path)
+	wantCode(t, err, cudadrv.ErrNoDevice)
+	t.Setenv(fakecuda.EnvDevices, "2")
+	d, err := cudadrv.OpenDriver(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.DeviceCount(); n != 2 || err != nil {
+		t.Errorf("DeviceCount %d, %v", n, err)
+	}
+	if _, err := d.Device(2); err == nil {
+		t.Error("Device(2) of 2")
+	} else {
+		wantCode(t, err, cudadrv.ErrInvalidDevice)
+	}
+}
+
+func equal(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func close32(a, b float32) bool {
+	if math.IsNaN(float64(a)) || math.IsNaN(float64(b)) {
+		return math.IsNaN(float64(a)) && math.IsNaN(float64(b))
+	}
+	return math.Abs(float64(a-b)) <= 1e-5*math.Max(1, math.Abs(float64(b)))
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package decodebench
+
+const raceEnabled = false

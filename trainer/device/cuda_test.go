@@ -1,0 +1,283 @@
+package device
+
+import (
+	"errors"
+	"math/rand"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"memprobe/internal/fakecuda"
+	"memprobe/probe/ledger"
+)
+
+// The cuda device's tests run on internal/fakecuda, a C stand-in for the
+// driver and cuBLAS whose streams defer work to the next synchronize and
+// whose contexts are thread-local: what they check is the device's side
+// (staging, waits, ordering, threads, errors, leaks), not the GPU.
+
+func openFakeCUDA(t *testing.T, acct *ledger.Account) (*CUDA, string) {
+	t.Helper()
+	lib := fakecuda.Use(t)
+	if err := Available("cuda"); err != nil {
+		t.Fatalf("Available(cuda) on the fake driver: %v", err)
+	}
+	d, err := Open("cuda", nil, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.(*CUDA), lib
+}
+
+func counters(t *testing.T, lib string) fakecuda.Counters {
+	t.Helper()
+	c, err := fakecuda.ReadCounters(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCUDARoundTrip: values come back only at Sync, from pinned staging;
+// the ledger and the fake agree on what is live; Close leaves nothing.
+func TestCUDARoundTrip(t *testing.T) {
+	acct := ledger.New().Account(ledger.DeviceBuffers)
+	d, lib := openFakeCUDA(t, acct)
+	fakecuda.ResetCounters(lib)
+	b, err := d.Alloc("test.buf", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []float32{1, 2, 3, 4}
+	if err := d.CopyToDevice(b, 3, src); err != nil {
+		t.Fatal(err)
+	}
+	src[0] = 99 // the device copied src into staging at the call: no effect
+	dst := make([]float32, 5)
+	if err := d.CopyToHost(dst, b, 2); err != nil {
+		t.Fatal(err)
+	}
+	if dst[1] != 0 {
+		t.Fatalf("dst written before Sync: %v", dst)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{0, 1, 2, 3, 4}; !equal(dst, want) {
+		t.Fatalf("round trip: got %v, want %v", dst, want)
+	}
+	s := d.Stats()
+	if s.Syncs != 1 || s.ImplicitWaits != 0 || s.H2DBytes != 16 || s.D2HBytes != 20 || s.DeviceBytesInUse != 40 || s.PinnedHostBytes < 2*minStaging {
+		t.Errorf("stats = %+v", s)
+	}
+	if bu := d.Buffers(); len(bu) != 1 || bu[0] != (BufferUse{"test.buf", 40}) || acct.Current() != 40 {
+		t.Errorf("ledger %v, account %d; want test.buf 40 B", bu, acct.Current())
+	}
+	if c := counters(t, lib); c.PageableCopies != 0 || c.LiveAllocs != 1 || c.LiveStreams != 1 || c.LiveHandles != 1 || c.LivePinned != 3 {
+		t.Errorf("fake driver: %+v; want no pageable copy, 1 allocation, 1 stream, 1 cuBLAS handle, 3 pinned blocks", c)
+	}
+	if err := d.Free(b); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Stats(); s.Syncs != 2 || s.ImplicitWaits != 1 {
+		t.Errorf("Free: syncs %d, implicit %d; want the wait before cuMemFree counted", s.Syncs, s.ImplicitWaits)
+	}
+	if _, err := d.Alloc("test.left", 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := counters(t, lib); c.LiveAllocs != 0 || c.LivePinned != 0 || c.LiveStreams != 0 || c.LiveHandles != 0 || c.CtxRefs != 1 || c.LiveModules != 1 {
+		t.Errorf("after Close: %+v; want nothing of the device left, the process's context and module kept", c)
+	}
+	if acct.Current() != 0 || d.Stats().PinnedHostBytes != 0 {
+		t.Errorf("after Close: ledger %d, pinned %d", acct.Current(), d.Stats().PinnedHostBytes)
+	}
+	if err := d.Sync(); err != ErrClosed {
+		t.Errorf("Sync after Close = %v, want ErrClosed", err)
+	}
+}
+
+func equal(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCUDAStaging: more bytes between two Syncs than the staging holds
+// costs a counted wait and grows it, once; a copy above maxStaging goes in
+// chunks, a wait each; the values survive both.
+func TestCUDAStaging(t *testing.T) {
+	d, _ := openFakeCUDA(t, nil)
+	defer d.Close()
+	const n = 3 << 20 // 12 MiB of floats
+	r := rand.New(rand.NewSource(2))
+	a, b := randSlice(r, n), randSlice(r, n)
+	ba, _ := d.Alloc("a", n)
+	bb, _ := d.Alloc("b", n)
+	back := make([]float32, 2*n)
+	round := func() Stats {
+		before := d.Stats()
+		for _, c := range []struct {
+			buf Buffer
+			src []float32
+		}{{ba, a}, {bb, b}} {
+			if err := d.CopyToDevice(c.buf, 0, c.src); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.CopyToHost(back[:n], ba, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.CopyToHost(back[n:], bb, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if !equal(back[:n], a) || !equal(back[n:], b) {
+			t.Fatal("staged copies: values differ")
+		}
+		after := d.Stats()
+		return Stats{Syncs: after.Syncs - before.Syncs, ImplicitWaits: after.ImplicitWaits - before.ImplicitWaits, PinnedHostBytes: after.PinnedHostBytes}
+	}
+	first := round()
+	second := round()
+	t.Logf("24 MiB each way between Syncs: first round %d waits (%d implicit), second %d (%d); pinned %d B",
+		first.Syncs, first.ImplicitWaits, second.Syncs, second.ImplicitWaits, second.PinnedHostBytes)
+	if first.ImplicitWaits < 1 || second.ImplicitWaits != 0 || second.Syncs != 1 {
+		t.Errorf("first round %+v, second %+v: want the staging to outgrow itself once, then one wait per Sync", first, second)
+	}
+
+	// Above maxStaging: chunks, a wait between each.
+	big := randSlice(r, maxStaging/4+1000)
+	bg, err := d.Alloc("big", len(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, len(big))
+	if err := d.CopyToDevice(bg, 0, big); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CopyToHost(out, bg, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !equal(out, big) {
+		t.Fatal("chunked copy: values differ")
+	}
+	if p := d.Stats().PinnedHostBytes; p > 2*maxStaging+paramBytes {
+		t.Errorf("pinned %d B, above two staging buffers of %d B", p, maxStaging)
+	}
+}
+
+// TestCUDAStickyError: a kernel that fails on the device fails the next
+// Sync, and every call after it, with the driver's name for the error.
+func TestCUDAStickyError(t *testing.T) {
+	d, lib := openFakeCUDA(t, nil)
+	const rows, V = 2, 5
+	bl, _ := d.Alloc("logits", rows*V)
+	bo, _ := d.Alloc("out", rows*OutStride)
+	t.Setenv("FAKECUDA_FAIL_LAUNCH", strconv.Itoa(counters(t, lib).Launches+1))
+	if err := d.SoftmaxSample(bo, bl, Buffer{}, rows, V, Sampling{}); err != nil {
+		t.Fatalf("enqueue: %v (the failure belongs to the Sync)", err)
+	}
+	err := d.Sync()
+	const want = "cuStreamSynchronize: CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Sync = %v, want %q", err, want)
+	}
+	os.Unsetenv("FAKECUDA_FAIL_LAUNCH")
+	if err2 := d.SoftmaxSample(bo, bl, Buffer{}, rows, V, Sampling{}); err2 == nil || !strings.Contains(err2.Error(), want) {
+		t.Errorf("after the failure: %v, want the sticky error", err2)
+	}
+	if err2 := d.Close(); err2 == nil {
+		t.Error("Close after a failure: no error")
+	}
+	if c := counters(t, lib); c.LiveAllocs != 0 || c.LiveStreams != 0 || c.LivePinned != 0 {
+		t.Errorf("after Close of a failed device: %+v, want nothing left", c)
+	}
+}
+
+// TestCUDAThreads: devices driven from goroutines that move between OS
+// threads (each call on a fresh goroutine) and several devices at once: the
+// fake's contexts are thread-local, so a call that did not make the context
+// current on its thread fails.
+func TestCUDAThreads(t *testing.T) {
+	fakecuda.Use(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := Open("cuda", nil, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer d.Close()
+			b, err := d.Alloc("t", 64)
+			if err != nil {
+				errs <- err
+				return
+			}
+			src := make([]float32, 64)
+			dst := make([]float32, 64)
+			for i := 0; i < 20; i++ {
+				for j := range src {
+					src[j] = float32(i*64 + j)
+				}
+				done := make(chan error)
+				go func() { done <- d.CopyToDevice(b, 0, src) }()
+				if err := <-done; err != nil {
+					errs <- err
+					return
+				}
+				go func() { runtime.Gosched(); done <- d.CopyToHost(dst, b, 0) }()
+				if err := <-done; err != nil {
+					errs <- err
+					return
+				}
+				go func() { done <- d.Sync() }()
+				if err := <-done; err != nil {
+					errs <- err
+					return
+				}
+				if !equal(dst, src) {
+					errs <- errBadValues
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+var errBadValues = errors.New("values differ after a round trip")
+
+// TestCUDAMissingSymbol: a driver without an entry point the device needs
+// is refused in one line naming it.
+func TestCUDAMissingSymbol(t *testing.T) {
+	fakecuda.Use(t, "-DFAKECUDA_OMIT_DTOH")
+	err := Available("cuda")
+	if err == nil || !strings.Contains(err.Error(), "lacks cuMemcpyDtoHAsync_v2") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Available(cuda) = %v, want one line naming cuMemcpyDtoHAsync_v2", err)
+	}
+}
