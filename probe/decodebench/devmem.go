@@ -171,8 +171,14 @@ func WriteDeviceMemory(w io.Writer, ms []Measurement, f table.Format) error {
 	)
 	for _, m := range rows {
 		d := m.DeviceMemory
-		t.Add(m.Mode, d.ProcessPeakBytes, d.ProcessBytes, d.ContextBytes, d.StreamHandleBytes, d.LedgerBytes,
-			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes, d.UnexplainedBytes)
+		// Without NVML there is no process figure, no baseline for the
+		// context and so no remainder: blank, not 0.
+		var peak, end, ctx, unexplained any
+		if d.NVMLNote == "" {
+			peak, end, ctx, unexplained = d.ProcessPeakBytes, d.ProcessBytes, d.ContextBytes, d.UnexplainedBytes
+		}
+		t.Add(m.Mode, peak, end, ctx, d.StreamHandleBytes, d.LedgerBytes,
+			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes, unexplained)
 	}
 	return t.Render(w, f)
 }
