@@ -7,8 +7,9 @@
 # -nocudalib keep it from looking for CUDA headers and libdevice (the .cu
 # needs neither), and --cuda-path=/nonexistent keeps an installed CUDA, if
 # any, from raising the PTX ISA version clang targets, so the output is the
-# same on every machine with the same clang. sm_70 with clang-14's default
-# PTX ISA 6.0: the driver JIT-compiles it for the GPU it runs on (Volta and
+# same on every machine with the same clang. sm_75 with clang-14's default
+# PTX ISA 6.3: the oldest GPU CUDA 13 still supports is Turing (sm_75); the
+# driver JIT-compiles the PTX for the GPU it runs on (Turing and
 # later). -ffp-contract=off: no mul+add fusion beyond the fmaf the .cu writes.
 set -eu
 cd "$(dirname "$0")"
@@ -22,7 +23,7 @@ fi
 
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-"$CLANG" -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 \
+"$CLANG" -x cuda --cuda-device-only --cuda-gpu-arch=sm_75 \
 	-nocudainc -nocudalib --cuda-path=/nonexistent \
 	-O3 -ffp-contract=off -Wall -Wextra -Werror \
 	-S softmax_sample.cu -o "$tmp"

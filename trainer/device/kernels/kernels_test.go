@@ -61,11 +61,12 @@ func TestPTXModule(t *testing.T) {
 	}
 	if !strings.HasPrefix(target, "sm_") {
 		t.Errorf(".target %q, want sm_NN", target)
-	} else if n, err := strconv.Atoi(strings.TrimPrefix(target, "sm_")); err != nil || n < 70 {
-		// sm_70 and later: the driver JIT-compiles forward, never back.
-		t.Errorf(".target %s: want sm_70 or later, found %q", target, target)
+	} else if n, err := strconv.Atoi(strings.TrimPrefix(target, "sm_")); err != nil || n < 75 {
+		// sm_75 (Turing, the oldest GPU CUDA 13 supports) and later: the
+		// driver JIT-compiles forward, never back.
+		t.Errorf(".target %s: want sm_75 or later, found %q", target, target)
 	}
-	// Any PTX ISA a CUDA 12 or 13 driver JIT-compiles: 6.0 (sm_70's
+	// Any PTX ISA a CUDA 12 or 13 driver JIT-compiles: 6.3 (sm_75's
 	// minimum) to 9.x.
 	major, minor, ok := strings.Cut(version, ".")
 	maj, err1 := strconv.Atoi(major)
