@@ -375,13 +375,11 @@ func (d *CUDA) Free(b Buffer) error {
 	}
 	d.acct.Free(int64(b.n) * 4)
 	defer d.enter()()
-	if err := d.wait(true); err != nil {
-		return err
-	}
+	werr := d.wait(true) // a failed stream still frees: nothing would free b later
 	if err := d.gpu.drv.MemFree(cudadrv.DevicePtr(b.id)); err != nil {
 		return d.fail(err)
 	}
-	return nil
+	return werr
 }
 
 // wait blocks until the stream is idle, moves pending device-to-host copies
