@@ -22,9 +22,16 @@
 # modes at V 50257 is the slowest part). Exit status: 0 when every command
 # and every check against the cpu device passed; otherwise the first
 # failure's.
+#
+# Tests run the run half on internal/fakecuda (cmd/probe/gpucheck_test.go)
+# with PROBE_BIN (the binary; default bin/probe-gpu), GPU_CHECK_PRESETS
+# (default "seed gpt2-head") and GPU_CHECK_NOPROBS_PRESET (default
+# gpt2-head) set to something a stand-in driver decodes in seconds.
 set -eu
 cd "$(dirname "$0")/.."
-BIN=bin/probe-gpu
+BIN=${PROBE_BIN:-bin/probe-gpu}
+PRESETS=${GPU_CHECK_PRESETS:-seed gpt2-head}
+NOPROBS=${GPU_CHECK_NOPROBS_PRESET:-gpt2-head}
 
 build() {
 	mkdir -p bin
@@ -81,7 +88,7 @@ run() {
 		say "ptxas: not found (the driver JIT-compiles the PTX at load time anyway)"
 	fi
 	status=0
-	for preset in seed gpt2-head; do
+	for preset in $PRESETS; do
 		limit=80
 		[ "$preset" = gpt2-head ] && limit=130
 		say "== probe decode --device cuda --decode all --preset $preset --check cpu"
@@ -97,16 +104,16 @@ run() {
 	done
 	# Without the probabilities (tokens and losses only): the copy back
 	# shrinks from V floats per position to two.
-	say "== probe decode --device cuda --decode all --preset gpt2-head --probs=false"
-	if timeout 80 "$BIN" decode --device cuda --decode all --preset gpt2-head --probs=false --passes 3 \
-		--json "$OUT/decode-gpt2-head-noprobs.json" --format markdown >"$OUT/decode-gpt2-head-noprobs.md" 2>"$OUT/decode-gpt2-head-noprobs.err"; then
+	say "== probe decode --device cuda --decode all --preset $NOPROBS --probs=false"
+	if timeout 80 "$BIN" decode --device cuda --decode all --preset "$NOPROBS" --probs=false --passes 3 \
+		--json "$OUT/decode-$NOPROBS-noprobs.json" --format markdown >"$OUT/decode-$NOPROBS-noprobs.md" 2>"$OUT/decode-$NOPROBS-noprobs.err"; then
 		say "  ok"
 	else
 		rc=$?
 		say "  FAILED: exit $rc"
 		[ "$status" = 0 ] && status=$rc
 	fi
-	cat "$OUT/decode-gpt2-head-noprobs.err" "$OUT/decode-gpt2-head-noprobs.md" | tee -a "$S"
+	cat "$OUT/decode-$NOPROBS-noprobs.err" "$OUT/decode-$NOPROBS-noprobs.md" | tee -a "$S"
 	say "== gpu-check: exit $status"
 	exit "$status"
 }
