@@ -3,8 +3,6 @@ module memprobe
 go 1.26.0
 
 require (
-	github.com/NVIDIA/go-nvml v0.13.4-1
-	github.com/ebitengine/purego v0.11.2
 	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/shirou/gopsutil/v4 v4.26.10
@@ -26,6 +24,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/clipperhouse/displaywidth v0.10.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.6.0 // indirect
+	github.com/ebitengine/purego v0.11.2 // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/go-ole/go-ole v1.2.6 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect

@@ -64,7 +64,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ebitengine/purego"
+	"memprobe/internal/dl"
 )
 
 //go:embed fakecuda.c
@@ -238,24 +238,23 @@ func ResetCounters(path string) error {
 // withLibrary opens path and hands f a caller of its int-returning
 // functions.
 func withLibrary(path string, f func(call func(name string, args ...uintptr) int)) (err error) {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	lib, err := dl.Open(path)
 	if err != nil {
 		return fmt.Errorf("fakecuda: %s: %w", path, err)
 	}
 	defer func() {
-		if cerr := purego.Dlclose(h); err == nil && cerr != nil {
+		if cerr := lib.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}()
 	var missing error
 	f(func(name string, args ...uintptr) int {
-		sym, err := purego.Dlsym(h, name)
+		sym, err := lib.Sym(name)
 		if err != nil {
 			missing = errors.Join(missing, fmt.Errorf("fakecuda: %s: %w", path, err))
 			return 0
 		}
-		r, _, _ := purego.SyscallN(sym, args...)
-		return int(int32(r))
+		return int(int32(dl.Call(sym, args...)))
 	})
 	return missing
 }

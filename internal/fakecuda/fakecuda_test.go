@@ -9,8 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
+	"memprobe/internal/dl"
 	"memprobe/internal/fakecuda"
 	"memprobe/trainer/device/cudadrv"
 )
@@ -517,27 +516,27 @@ func TestNotInitialized(t *testing.T) {
 	if want := "cuInit: CUDA_ERROR_NOT_INITIALIZED (3): initialization error"; err == nil || err.Error() != want {
 		t.Fatalf("OpenDriver: %v, want %q", err, want)
 	}
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	lib, err := dl.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer purego.Dlclose(h)
+	defer lib.Close()
 	sym := func(name string) uintptr {
-		p, err := purego.Dlsym(h, name)
+		p, err := lib.Sym(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
 	var n, v int32
-	if r, _, _ := purego.SyscallN(sym("cuDeviceGetCount"), uintptr(unsafe.Pointer(&n))); int32(r) != 3 {
+	if r := dl.CallOut(sym("cuDeviceGetCount"), uintptr(unsafe.Pointer(&n))); int32(r) != 3 {
 		t.Errorf("cuDeviceGetCount before cuInit: %d, want 3", int32(r))
 	}
-	if r, _, _ := purego.SyscallN(sym("cuDriverGetVersion"), uintptr(unsafe.Pointer(&v))); r != 0 || v != fakecuda.DriverVersion {
+	if r := dl.CallOut(sym("cuDriverGetVersion"), uintptr(unsafe.Pointer(&v))); int32(r) != 0 || v != fakecuda.DriverVersion {
 		t.Errorf("cuDriverGetVersion before cuInit: %d, %d", r, v)
 	}
 	var s uintptr
-	if r, _, _ := purego.SyscallN(sym("cuGetErrorName"), 9999, uintptr(unsafe.Pointer(&s))); r != 1 || s != 0 {
+	if r := dl.CallOut(sym("cuGetErrorName"), 9999, uintptr(unsafe.Pointer(&s))); int32(r) != 1 || s != 0 {
 		t.Errorf("cuGetErrorName(9999): %d, %#x; want 1 and NULL", r, s)
 	}
 }

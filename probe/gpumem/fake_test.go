@@ -16,10 +16,8 @@ import (
 
 // fakeLib is the path of testdata/fakenvml.c built as a shared library,
 // or "" with fakeSkip saying why not. It is built once per test binary and
-// every test loads this one file: once go-nvml has called into a library,
-// the dynamic linker has bound the binary's NVML symbols to it and keeps it
-// mapped for good, so a second copy at another path would be loaded but
-// never called.
+// every test loads this one file (the library's state, its process list
+// and its init count, is then one for the whole test binary).
 var fakeLib, fakeSkip string
 
 func TestMain(m *testing.M) {

@@ -4,30 +4,53 @@ package gpumem
 
 import (
 	"fmt"
+	"strings"
 	"sync"
+	"unsafe"
 
-	"github.com/NVIDIA/go-nvml/pkg/dl"
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"memprobe/internal/dl"
 )
 
-// callMu serialises every go-nvml call in the process. go-nvml swaps
-// package-level function variables (the error-string function, the
-// versioned entry points) when any instance loads or unloads its library,
-// under a lock of that instance only, and reads them on every call; one
-// lock around all calls makes that safe across NVML values and samplers.
-var callMu sync.Mutex
+// NVML's result codes that the binding tests for (nvml.h).
+const (
+	nvmlSuccess          = 0
+	nvmlInsufficientSize = 7
+)
 
 // notAvailable is NVML_VALUE_NOT_AVAILABLE as an unsigned long long: what
 // NVML puts in usedGpuMemory when it cannot attribute memory (WDDM,
 // missing permission).
 const notAvailable = ^uint64(0)
 
-// NVML is an initialised NVML library. Close it when done: NVML keeps the
-// driver's state for the process until the last nvmlShutdown.
+// nvmlMemory is nvml.h's nvmlMemory_t.
+type nvmlMemory struct{ total, free, used uint64 }
+
+// nvmlProcessInfo is nvml.h's nvmlProcessInfo_t of the _v2 and _v3 process
+// queries (24 bytes: pid, padding, usedGpuMemory, the MIG instance ids).
+type nvmlProcessInfo struct {
+	pid               uint32
+	_                 uint32
+	usedGPUMemory     uint64
+	gpuInstanceID     uint32
+	computeInstanceID uint32
+}
+
+// NVML is an initialised NVML library, bound at run time through
+// internal/dl (dlopen and a cgo trampoline: no NVML header, and no
+// whole-program linker flags; NVIDIA's go-nvml links every binary that
+// imports it with --export-dynamic, 1.1 MiB more RSS at start in each
+// probe child). Close it when done: NVML keeps the driver's state for the
+// process until the last nvmlShutdown. mu guards closed.
 type NVML struct {
-	lib    nvml.Interface
-	devs   []nvml.Device // handles by index, taken at Open
-	closed bool          // guarded by callMu
+	lib  *dl.Library
+	path string
+
+	initV2, shutdown, errorString, getCount, getHandle, getName, getMemory, getProcs uintptr
+	procsCall                                                                        string // the process query resolved (_v3, else _v2)
+
+	devs   []uintptr // nvmlDevice_t handles by index, taken at Open
+	mu     sync.Mutex
+	closed bool
 }
 
 // Open loads NVML from libPath ("" = $MEMPROBE_LIBNVML if set, else
@@ -37,102 +60,170 @@ type NVML struct {
 // file); any other failure names the NVML call and NVML's error string,
 // e.g. "nvmlInit: Driver Not Loaded". The device handles are taken once
 // here, so that each sample costs only the per-GPU process query.
-//
-// A failed nvmlInit leaves go-nvml's reference to the library loaded
-// (go-nvml unloads it only on a successful nvmlShutdown); that costs one
-// mapping of the library per failed Open, nothing more.
 func Open(libPath string) (*NVML, error) {
 	path := libPathOrDefault(libPath)
-	callMu.Lock()
-	defer callMu.Unlock()
-
-	// go-nvml's Init reports a failed dlopen only as
-	// NVML_ERROR_LIBRARY_NOT_FOUND and drops dlerror's reason (which file,
-	// missing or of the wrong architecture), so open the library once
-	// ourselves to get it. Holding this handle until Init is done also
-	// keeps the library from being unloaded and reloaded in between.
-	pre := dl.New(path, dl.RTLD_LAZY|dl.RTLD_GLOBAL)
-	if err := pre.Open(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoLibrary, err)
-	}
-	defer func() { _ = pre.Close() }()
-
-	lib := nvml.New(nvml.WithLibraryPath(path))
-	if ret := lib.Init(); ret != nvml.SUCCESS {
-		if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
-			return nil, fmt.Errorf("%w: %s (go-nvml could not open it)", ErrNoLibrary, path)
+	lib, err := dl.Open(path)
+	if err != nil {
+		if err == dl.ErrNoCgo {
+			return nil, ErrNoCgo
 		}
-		return nil, callErr("nvmlInit", -1, ret)
+		return nil, fmt.Errorf("%w: %v", ErrNoLibrary, strings.TrimSpace(err.Error()))
 	}
-	n := &NVML{lib: lib}
-	count, ret := lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		err := callErr("nvmlDeviceGetCount", -1, ret)
-		_ = lib.Shutdown()
+	n := &NVML{lib: lib, path: path}
+	for _, s := range []struct {
+		p     *uintptr
+		names []string
+	}{
+		{&n.initV2, []string{"nvmlInit_v2"}},
+		{&n.shutdown, []string{"nvmlShutdown"}},
+		{&n.errorString, []string{"nvmlErrorString"}},
+		{&n.getCount, []string{"nvmlDeviceGetCount_v2"}},
+		{&n.getHandle, []string{"nvmlDeviceGetHandleByIndex_v2"}},
+		{&n.getName, []string{"nvmlDeviceGetName"}},
+		{&n.getMemory, []string{"nvmlDeviceGetMemoryInfo"}},
+		{&n.getProcs, []string{"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"}},
+	} {
+		for _, name := range s.names {
+			if a, err := lib.Sym(name); err == nil {
+				*s.p = a
+				if s.p == &n.getProcs {
+					n.procsCall = name
+				}
+				break
+			}
+		}
+		if *s.p == 0 {
+			return nil, fmt.Errorf("NVML %s lacks %s (a driver older than R470?)", path, strings.Join(s.names, " and "))
+		}
+	}
+	if ret := n.call(n.initV2); ret != nvmlSuccess {
+		return nil, n.callErr("nvmlInit", -1, ret)
+	}
+	var count uint32
+	if ret := n.callOut(n.getCount, uintptr(unsafe.Pointer(&count))); ret != nvmlSuccess {
+		err := n.callErr("nvmlDeviceGetCount", -1, ret)
+		n.call(n.shutdown)
 		return nil, err
 	}
-	for i := range count {
-		d, ret := lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			err := callErr("nvmlDeviceGetHandleByIndex", i, ret)
-			_ = lib.Shutdown()
+	for i := range int(count) {
+		var h uintptr
+		if ret := n.callOut(n.getHandle, uintptr(i), uintptr(unsafe.Pointer(&h))); ret != nvmlSuccess {
+			err := n.callErr("nvmlDeviceGetHandleByIndex", i, ret)
+			n.call(n.shutdown)
 			return nil, err
 		}
-		n.devs = append(n.devs, d)
+		n.devs = append(n.devs, h)
 	}
 	return n, nil
 }
 
-// callErr names the NVML call (and the GPU, if gpu >= 0) with NVML's own
-// error string, which go-nvml takes from nvmlErrorString once the library
-// is loaded. Callers hold callMu.
-func callErr(call string, gpu int, ret nvml.Return) error {
-	if gpu >= 0 {
-		return fmt.Errorf("%s(GPU %d): %s", call, gpu, ret.Error())
-	}
-	return fmt.Errorf("%s: %s", call, ret.Error())
+// callMu serialises the NVML calls of the process: NVML is thread-safe,
+// but the calls are few (a sample every few milliseconds at most) and one
+// at a time keeps any stand-in library (the tests') simple.
+var callMu sync.Mutex
+
+func (n *NVML) call(fn uintptr, args ...uintptr) int32 {
+	callMu.Lock()
+	defer callMu.Unlock()
+	return int32(dl.Call(fn, args...))
 }
 
-// Close shuts NVML down (nvmlShutdown) and unloads the library once no
-// other NVML holds it. Closing twice, or a nil NVML, is a no-op.
+//go:uintptrescapes
+func (n *NVML) callOut(fn uintptr, args ...uintptr) int32 {
+	callMu.Lock()
+	defer callMu.Unlock()
+	return int32(dl.CallOut(fn, args...))
+}
+
+// callErr names the NVML call (and the GPU, if gpu >= 0) with NVML's own
+// error string (nvmlErrorString).
+func (n *NVML) callErr(call string, gpu int, ret int32) error {
+	callMu.Lock()
+	msg := dl.GoString(dl.Call(n.errorString, uintptr(uint32(ret))))
+	callMu.Unlock()
+	if msg == "" {
+		msg = fmt.Sprintf("NVML error %d", ret)
+	}
+	if gpu >= 0 {
+		return fmt.Errorf("%s(GPU %d): %s", call, gpu, msg)
+	}
+	return fmt.Errorf("%s: %s", call, msg)
+}
+
+// Close shuts NVML down (nvmlShutdown). Closing twice, or a nil NVML, is a
+// no-op. The library stays mapped (NVML keeps threads of its own).
 func (n *NVML) Close() error {
 	if n == nil {
 		return nil
 	}
-	callMu.Lock()
-	defer callMu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.closed {
 		return nil
 	}
 	n.closed = true
 	n.devs = nil
-	if ret := n.lib.Shutdown(); ret != nvml.SUCCESS {
-		return callErr("nvmlShutdown", -1, ret)
+	if ret := n.call(n.shutdown); ret != nvmlSuccess {
+		return n.callErr("nvmlShutdown", -1, ret)
 	}
 	return nil
+}
+
+// open returns the device handles, or errClosed.
+func (n *NVML) open() ([]uintptr, error) {
+	if n == nil {
+		return nil, errClosed
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, errClosed
+	}
+	return n.devs, nil
 }
 
 // Devices lists every GPU with its name and memory, read now (the totals
 // are fixed, the used figures are not).
 func (n *NVML) Devices() ([]Device, error) {
-	callMu.Lock()
-	defer callMu.Unlock()
-	if n == nil || n.closed {
-		return nil, errClosed
+	devs, err := n.open()
+	if err != nil {
+		return nil, err
 	}
-	out := make([]Device, 0, len(n.devs))
-	for i, d := range n.devs {
-		name, ret := d.GetName()
-		if ret != nvml.SUCCESS {
-			return nil, callErr("nvmlDeviceGetName", i, ret)
+	out := make([]Device, 0, len(devs))
+	for i, d := range devs {
+		name := make([]byte, 96) // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+		if ret := n.callOut(n.getName, d, uintptr(unsafe.Pointer(&name[0])), uintptr(len(name))); ret != nvmlSuccess {
+			return nil, n.callErr("nvmlDeviceGetName", i, ret)
 		}
-		mem, ret := d.GetMemoryInfo()
-		if ret != nvml.SUCCESS {
-			return nil, callErr("nvmlDeviceGetMemoryInfo", i, ret)
+		var mem nvmlMemory
+		if ret := n.callOut(n.getMemory, d, uintptr(unsafe.Pointer(&mem))); ret != nvmlSuccess {
+			return nil, n.callErr("nvmlDeviceGetMemoryInfo", i, ret)
 		}
-		out = append(out, Device{Index: i, Name: name, TotalBytes: mem.Total, UsedBytes: mem.Used})
+		end := 0
+		for end < len(name) && name[end] != 0 {
+			end++
+		}
+		out = append(out, Device{Index: i, Name: string(name[:end]), TotalBytes: mem.total, UsedBytes: mem.used})
 	}
 	return out, nil
+}
+
+// processes reads GPU d's compute processes, growing the buffer while NVML
+// says it is too small (processes come and go between the calls).
+func (n *NVML) processes(i int, d uintptr) ([]nvmlProcessInfo, error) {
+	buf := make([]nvmlProcessInfo, 16)
+	for {
+		count := uint32(len(buf))
+		ret := n.callOut(n.getProcs, d, uintptr(unsafe.Pointer(&count)), uintptr(unsafe.Pointer(&buf[0])))
+		switch {
+		case ret == nvmlSuccess:
+			return buf[:min(int(count), len(buf))], nil
+		case ret == nvmlInsufficientSize && int(count) >= len(buf):
+			buf = make([]nvmlProcessInfo, int(count)+8)
+		default:
+			return nil, n.callErr(strings.TrimSuffix(strings.TrimSuffix(n.procsCall, "_v3"), "_v2"), i, ret)
+		}
+	}
 }
 
 // ProcessBytesPerDevice is ProcessBytes split by GPU: element i is what
@@ -145,32 +236,31 @@ func (n *NVML) ProcessBytesPerDevice(pid int) ([]int64, error) {
 	if err := checkPID(pid); err != nil {
 		return nil, err
 	}
-	callMu.Lock()
-	defer callMu.Unlock()
-	if n == nil || n.closed {
-		return nil, errClosed
+	devs, err := n.open()
+	if err != nil {
+		return nil, err
 	}
-	per := make([]int64, len(n.devs))
+	per := make([]int64, len(devs))
 	found, others, unavailable := false, 0, 0
-	for i, d := range n.devs {
-		procs, ret := d.GetComputeRunningProcesses()
-		if ret != nvml.SUCCESS {
-			return nil, callErr("nvmlDeviceGetComputeRunningProcesses", i, ret)
+	for i, d := range devs {
+		procs, err := n.processes(i, d)
+		if err != nil {
+			return nil, err
 		}
 		for _, p := range procs {
 			switch {
-			case int64(p.Pid) != int64(pid):
+			case int64(p.pid) != int64(pid):
 				others++
-			case p.UsedGpuMemory == notAvailable:
+			case p.usedGPUMemory == notAvailable:
 				unavailable++
 			default:
-				per[i] += int64(p.UsedGpuMemory)
+				per[i] += int64(p.usedGPUMemory)
 				found = true
 			}
 		}
 	}
 	if !found {
-		return per, noEntry(pid, len(n.devs), others, unavailable)
+		return per, noEntry(pid, len(devs), others, unavailable)
 	}
 	return per, nil
 }

@@ -7,7 +7,7 @@ package gpumem
 // so that callers compile the same way in both builds, return errors.
 type NVML struct{}
 
-// Open always fails without cgo, because go-nvml calls NVML through cgo.
+// Open always fails without cgo, which loading a library needs.
 // The error is ErrNoCgo, "no NVML: NVML needs a cgo build ...", so that a
 // CGO_ENABLED=0 binary explains its missing GPU figures in one line.
 func Open(libPath string) (*NVML, error) {

@@ -1,16 +1,11 @@
 /*
  * fakenvml.c: a stand-in for libnvidia-ml.so.1, so that probe/gpumem's
- * tests run through go-nvml on a machine with no GPU and no driver.
+ * tests run on a machine with no GPU and no driver.
  *
  * Build: gcc -shared -fPIC -o libnvidia-ml.so.1 fakenvml.c
  *
- * It exports exactly the entry points gpumem reaches through go-nvml.
- * go-nvml calls NVML through symbols left undefined in the Go binary and
- * resolved against the dlopen'ed library (RTLD_GLOBAL), so calling one that
- * is missing here would abort the test binary; when the library loads it
- * probes for the versioned names with dlsym and uses the newest it finds,
- * so exporting the _v2/_v3 names (and not nvmlInit, nvmlDeviceGetCount, ...)
- * is what makes go-nvml take the same paths as against a current driver:
+ * It exports exactly the entry points gpumem resolves (the versioned
+ * names a current driver has):
  *
  *   nvmlInit_v2, nvmlShutdown, nvmlErrorString,
  *   nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2,
@@ -34,7 +29,7 @@
  *
  * Each GPU's used memory (nvmlDeviceGetMemoryInfo) is a fixed 256 MiB
  * driver reservation plus its processes' bytes. Error strings end in
- * "(fakenvml)" so tests can tell them from go-nvml's built-in names.
+ * "(fakenvml)" so tests can tell them from any built-in text.
  * Not thread-safe: gpumem serialises its NVML calls.
  */
 #include <stdio.h>
@@ -230,7 +225,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 /*
  * Like NVML: if *infoCount is too small for the list (or infos is NULL and
  * there are processes), set *infoCount to the size needed and return
- * NVML_ERROR_INSUFFICIENT_SIZE; go-nvml retries with a larger buffer.
+ * NVML_ERROR_INSUFFICIENT_SIZE; gpumem retries with a larger buffer.
  */
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
 {

@@ -3,18 +3,16 @@
 // tests on every machine: no CUDA header, toolkit or driver is needed to
 // compile, and a binary built here runs on a GPU machine that has the
 // driver. Each entry point is resolved by its versioned name (cuMemAlloc_v2, not the cuda.h macro cuMemAlloc), which
-// is the driver's stable ABI: the same approach as NVIDIA's go-nvml for NVML.
+// is the driver's stable ABI (probe/gpumem binds NVML the same way).
 //
-// The libraries are opened with dlopen and called through one small cgo
-// trampoline that takes the entry point and up to 14 integer-class
-// arguments (every argument of these APIs is an integer, a handle or a
-// pointer), so no CUDA declaration is needed. A cgo call with scalar
-// arguments allocates nothing, so a decode loop through this package shows
-// no host allocations of its own (purego.SyscallN, tried first, allocates
-// its argument slice on every call). On the hot path the arguments are
-// integers, device pointers or pointers to C memory (pinned host memory
-// from MemHostAlloc); calls with Go out-parameters go through callOut. A
-// build without cgo compiles and refuses the device in one line.
+// The libraries are opened and called through internal/dl (dlopen and
+// one cgo trampoline for functions of integer-class arguments), so no
+// CUDA declaration is needed and a call allocates nothing: a decode loop
+// through this package shows no host allocations of its own. On the hot
+// path the arguments are integers, device pointers or pointers to C
+// memory (pinned host memory from MemHostAlloc); calls with Go
+// out-parameters go through callOut. A build without cgo compiles and
+// refuses the device in one line.
 //
 // Every function returns an *Error naming the call, the driver's code, its
 // name and its description (cuGetErrorName, cuGetErrorString), so that a
@@ -29,7 +27,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"unsafe"
+
+	"memprobe/internal/dl"
 )
 
 // Env names the variables that point the binding at a particular library
@@ -114,19 +113,19 @@ func (e *LibraryError) Is(target error) bool {
 
 // library is an opened shared object.
 type library struct {
-	name   string
-	handle uintptr
+	name string
+	lib  *dl.Library
 }
 
 func openLibrary(names []string) (library, error) {
 	var first error
 	for _, n := range names {
-		h, err := dlopen(n)
+		l, err := dl.Open(n)
 		if err == nil {
-			return library{name: n, handle: h}, nil
+			return library{name: n, lib: l}, nil
 		}
-		if err == ErrNoCgo {
-			return library{}, err
+		if err == dl.ErrNoCgo {
+			return library{}, ErrNoCgo
 		}
 		if first == nil {
 			first = &LibraryError{Library: n, Reason: strings.TrimSpace(err.Error())}
@@ -138,7 +137,7 @@ func openLibrary(names []string) (library, error) {
 // resolve fills each *uintptr in syms with the address of its symbol.
 func (l library) resolve(syms map[string]*uintptr) error {
 	for name, p := range syms {
-		a, err := dlsym(l.handle, name)
+		a, err := l.lib.Sym(name)
 		if err != nil {
 			return &LibraryError{Library: l.name, Symbol: name, Reason: strings.TrimSpace(err.Error())}
 		}
@@ -147,34 +146,22 @@ func (l library) resolve(syms map[string]*uintptr) error {
 	return nil
 }
 
-// callOut is call for calls that pass Go pointers (out-parameters and
-// names) as uintptr: go:uintptrescapes moves what they point to to the
-// heap and keeps it alive for the call, so a stack that grows before the
-// C call cannot leave the library writing to the old copy. Not for the
-// per-token path, which passes only integers, device pointers and C
-// memory through call, allocation-free.
+// call invokes fn with integer arguments (no Go pointers) and returns its
+// int32 result, allocation-free: the per-token path.
+func call(fn uintptr, args ...uintptr) Result { return Result(int32(dl.Call(fn, args...))) }
+
+// callOut is call for calls that pass Go pointers (out-parameters, names)
+// as uintptr, through dl.CallOut (go:uintptrescapes). The directive must be
+// on this function too: the pointers travel through its arguments.
 //
 //go:uintptrescapes
-func callOut(fn uintptr, args ...uintptr) Result {
-	return Result(int32(callRaw(fn, args...)))
-}
+func callOut(fn uintptr, args ...uintptr) Result { return Result(int32(dl.CallOut(fn, args...))) }
 
-// call invokes fn with integer arguments and returns its int32 result.
-func call(fn uintptr, args ...uintptr) Result {
-	return Result(int32(callRaw(fn, args...)))
-}
+// callRaw returns fn's whole result register (a pointer result).
+func callRaw(fn uintptr, args ...uintptr) uintptr { return dl.Call(fn, args...) }
 
 // cString returns a Go string from a NUL-terminated C string.
-func cString(p uintptr) string {
-	if p == 0 {
-		return ""
-	}
-	var n int
-	for *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+uintptr(n))) != 0 {
-		n++
-	}
-	return string(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), n))
-}
+func cString(p uintptr) string { return dl.GoString(p) }
 
 // libraryNames returns the names to try: the environment's file, else the
 // defaults, each also looked for under $CUDA_HOME/lib64 and

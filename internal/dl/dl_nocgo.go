@@ -1,11 +1,13 @@
 //go:build !cgo
 
-package cudadrv
+package dl
 
-// Without cgo there is no dlopen: the device is compiled and refused.
+// Without cgo there is no dlopen: callers compile and are refused.
 
 func dlopen(string) (uintptr, error) { return 0, ErrNoCgo }
 
 func dlsym(uintptr, string) (uintptr, error) { return 0, ErrNoCgo }
 
 func callRaw(uintptr, ...uintptr) uintptr { panic(ErrNoCgo) }
+
+func dlclose(uintptr) error { return ErrNoCgo }

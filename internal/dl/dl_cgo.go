@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cudadrv
+package dl
 
 /*
 #cgo LDFLAGS: -ldl
@@ -11,9 +11,9 @@ package cudadrv
 typedef uintptr_t u;
 typedef u (*fn14)(u, u, u, u, u, u, u, u, u, u, u, u, u, u);
 
-// memprobe_call14 calls f with 14 integer-class arguments. The CUDA driver
-// and cuBLAS functions bound here take at most 14, all integers, handles or
-// pointers; a callee with fewer parameters ignores the rest (they travel in
+// memprobe_call14 calls f with 14 integer-class arguments. The functions
+// called this way take at most 14, all integers, handles or pointers; a
+// callee with fewer parameters ignores the rest (they travel in
 // registers and on the caller's stack, which the caller cleans up: the
 // System V x86-64 and AAPCS64 conventions). An int result is the low 32
 // bits of the returned register.
@@ -24,6 +24,7 @@ static u memprobe_call14(u f, u a1, u a2, u a3, u a4, u a5, u a6, u a7, u a8, u 
 static u memprobe_dlopen(const char *name) { return (u)dlopen(name, RTLD_NOW | RTLD_LOCAL); }
 static u memprobe_dlsym(u h, const char *name) { dlerror(); return (u)dlsym((void *)h, name); }
 static const char *memprobe_dlerror(void) { return dlerror(); }
+static int memprobe_dlclose(u h) { return dlclose((void *)h); }
 */
 import "C"
 
@@ -55,11 +56,18 @@ func dlsym(h uintptr, name string) (uintptr, error) {
 	return uintptr(a), nil
 }
 
+func dlclose(h uintptr) error {
+	if C.memprobe_dlclose(C.u(h)) != 0 {
+		return errors.New(C.GoString(C.memprobe_dlerror()))
+	}
+	return nil
+}
+
 // callRaw calls fn with up to 14 arguments and returns its result register.
 func callRaw(fn uintptr, args ...uintptr) uintptr {
-	var a [14]uintptr
+	var a [MaxArgs]uintptr
 	if len(args) > len(a) {
-		panic("cudadrv: more than 14 arguments")
+		panic("dl: more than 14 arguments")
 	}
 	copy(a[:], args)
 	return uintptr(C.memprobe_call14(C.u(fn), C.u(a[0]), C.u(a[1]), C.u(a[2]), C.u(a[3]), C.u(a[4]), C.u(a[5]), C.u(a[6]),
