@@ -371,7 +371,8 @@ type DeviceBuffer struct {
 // what NVML charges to the process, split into what the device can name,
 // each part measured, not estimated. Parts come from cuMemGetInfo deltas
 // between stages that allocate only that part; ContextBytes from the
-// GPU's used memory (NVML) before the process's first CUDA context.
+// GPU's memory in use (cuMemGetInfo, when the context was made) less what
+// NVML says everything but this process uses.
 // Every figure is bytes.
 type DeviceMemory struct {
 	GPU        string `json:"gpu"`

@@ -281,8 +281,16 @@ static unsigned long long round_up(unsigned long long n, unsigned long long to) 
 	return (n + to - 1) / to * to;
 }
 
-static unsigned long long used_bytes(int dev) {
+/* process_bytes is this process's device memory: what NVML would list. */
+static unsigned long long process_bytes(int dev) {
 	return (ctxs[dev].refs > 0 ? CONTEXT_BYTES : 0) + used_alloc[dev] + used_modules[dev] + used_workspace[dev];
+}
+
+/* used_bytes adds FAKECUDA_RESERVED_BYTES (default 0): the driver's own
+ * reservation that a real GPU shows as used before any process. */
+static unsigned long long used_bytes(int dev) {
+	const char *s = getenv("FAKECUDA_RESERVED_BYTES");
+	return process_bytes(dev) + (s != NULL && *s != 0 ? strtoull(s, NULL, 0) : 0);
 }
 
 static int fits(int dev, unsigned long long bytes) {
@@ -1302,6 +1310,20 @@ EXPORT int fakecuda_live_modules(void) {
 	for (struct fake_module *m = modules; m; m = m->next) {
 		n++;
 	}
+	UNLOCK();
+	return n;
+}
+
+/* fakecuda_process_bytes is the device memory of this process on GPU dev
+ * (context, modules, allocations at 2 MiB granularity, cuBLAS workspaces),
+ * for a stand-in NVML to list (probe/gpumem/testdata/fakenvml.c,
+ * FAKENVML_FAKECUDA). */
+EXPORT unsigned long long fakecuda_process_bytes(int dev) {
+	if (dev < 0 || dev >= MAX_DEVICES) {
+		return 0;
+	}
+	LOCK();
+	unsigned long long n = process_bytes(dev);
 	UNLOCK();
 	return n;
 }

@@ -2,6 +2,9 @@ package decodebench
 
 import (
 	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,6 +84,61 @@ func TestRunCUDA(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("tables lack %q:\n%s", want, out.String())
 		}
+	}
+	t.Logf("\n%s", out.String())
+}
+
+// TestRunCUDAWithNVML: the reconciliation with NVML present, on the two
+// stand-ins wired together (the fake NVML lists this process with the
+// memory the fake driver has handed it, and both count the same 256 MiB
+// driver reservation): the context and module, the ledger, the allocation
+// rounding and the cuBLAS workspace add up to NVML's figure exactly,
+// leaving nothing unexplained, and the decode record's device peak is
+// NVML's.
+func TestRunCUDAWithNVML(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found: the fake NVML cannot be built")
+	}
+	lib := fakecuda.Use(t, "NVML_RECONCILE") // its own instance: no context from other tests
+	nvml := filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
+	if out, err := exec.Command(gcc, "-O2", "-shared", "-fPIC", "-o", nvml, "../gpumem/testdata/fakenvml.c").CombinedOutput(); err != nil {
+		t.Fatalf("building the fake NVML: %v\n%s", err, out)
+	}
+	t.Setenv("MEMPROBE_LIBNVML", nvml)
+	t.Setenv("FAKENVML_FAKECUDA", lib)
+	t.Setenv("FAKECUDA_RESERVED_BYTES", strconv.Itoa(256<<20))
+	cfg, err := model.Preset("micro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Config: cfg, Seed: 1337, Data: "synthetic:4KB", DataSeed: 1, GEMM: "naive",
+		Modes: []decode.Mode{decode.PerTokenPrealloc, decode.Batch}, Device: "cuda", Passes: 2, Probs: true}
+	ms, err := Run(o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		dm := m.DeviceMemory
+		if dm == nil || dm.NVMLNote != "" {
+			t.Fatalf("%s: device memory %+v, want NVML's figures", m.Mode, dm)
+		}
+		want := dm.ContextBytes + dm.StreamHandleBytes + dm.LedgerBytes + dm.AllocRoundingBytes + dm.CuBLASWorkspaceBytes
+		if dm.UnexplainedBytes != 0 || dm.ProcessBytes != want || dm.ProcessPeakBytes < dm.ProcessBytes || dm.NVMLSamples < 1 {
+			t.Errorf("%s: %+v: want NVML's %d B = the named parts %d B, nothing unexplained, a peak at least that", m.Mode, *dm, dm.ProcessBytes, want)
+		}
+		// Whether this run made the context or an earlier one in this
+		// process did (-count=N), it is named.
+		if ctx := int64(fakecuda.ContextBytes + fakecuda.ModuleBytes); dm.ContextBytes != ctx {
+			t.Errorf("%s: context and module %d B, want the fake's %d B", m.Mode, dm.ContextBytes, ctx)
+		}
+		if r := Record(m); r.DevicePeakSource != "nvml" || r.DevicePeakBytes != dm.ProcessPeakBytes || r.LedgerPeakBytes >= r.DevicePeakBytes {
+			t.Errorf("%s: record peak %d B from %s, ledger %d B: want NVML's peak, above the ledger's", m.Mode, r.DevicePeakBytes, r.DevicePeakSource, r.LedgerPeakBytes)
+		}
+	}
+	var out bytes.Buffer
+	if err := WriteDeviceMemory(&out, ms, table.Text); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("\n%s", out.String())
 }

@@ -49,8 +49,14 @@ func newGPUWatch() *gpuWatch {
 	// NVML numbers GPUs in PCI order, CUDA fastest first unless
 	// CUDA_DEVICE_ORDER=PCI_BUS_ID: the same GPU only on a one-GPU machine
 	// (the GPU machines this is run on), so the baseline is taken only there.
+	// The baseline is the GPU's use by everything but this process (the
+	// driver's reservation, other processes): this process may already
+	// hold its context from an earlier run in the same process, and
+	// ContextBytes compares against the free memory recorded when the
+	// context was made.
 	if devs, err := n.Devices(); err == nil && len(devs) == 1 {
-		w.baseUsed, w.baseTaken = devs[0].UsedBytes, true
+		own, _ := n.ProcessBytes(os.Getpid()) // 0 with ErrNoProcessEntry: no context yet
+		w.baseUsed, w.baseTaken = devs[0].UsedBytes-uint64(own), true
 	}
 	return w
 }

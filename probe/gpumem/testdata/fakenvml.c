@@ -26,13 +26,18 @@
  *       read whole). One process per line: "pid bytes [gpu]", gpu 0 if
  *       left out; bytes "na" means NVML_VALUE_NOT_AVAILABLE. A missing
  *       file means no processes.
+ *   FAKENVML_FAKECUDA=path
+ *       internal/fakecuda's library, if this process has loaded it: the
+ *       process is listed on GPU 0 with fakecuda_process_bytes(0).
  *
  * Each GPU's used memory (nvmlDeviceGetMemoryInfo) is a fixed 256 MiB
  * driver reservation plus its processes' bytes. Error strings end in
  * "(fakenvml)" so tests can tell them from any built-in text.
  * Not thread-safe: gpumem serialises its NVML calls.
  */
+#include <dlfcn.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,15 +99,31 @@ static long env_long(const char *name, long def)
 	return (v && *v) ? strtol(v, NULL, 0) : def;
 }
 
-/* read_procs fills out (at most MAX_PROCS) from FAKENVML_PROC_BYTES_FILE. */
+/* from_fakecuda is fakecuda_process_bytes of the stand-in CUDA driver
+ * named by FAKENVML_FAKECUDA, when that library is loaded in this process:
+ * this process is then listed on GPU 0 with the memory the stand-in
+ * driver has handed it, as NVML lists a process with a CUDA context. */
+static unsigned long long (*from_fakecuda)(int);
+
+/* read_procs fills out (at most MAX_PROCS) from FAKENVML_PROC_BYTES_FILE
+ * and FAKENVML_FAKECUDA. */
 static int read_procs(struct proc *out)
 {
 	FILE *f;
 	char line[256], bytes[64];
 	int n = 0;
 
+	if (from_fakecuda) {
+		unsigned long long b = from_fakecuda(0);
+		if (b > 0) {
+			out[n].pid = (unsigned int)getpid();
+			out[n].bytes = b;
+			out[n].gpu = 0;
+			n++;
+		}
+	}
 	if (!proc_file[0] || !(f = fopen(proc_file, "r")))
-		return 0;
+		return n;
 	while (n < MAX_PROCS && fgets(line, sizeof line, f)) {
 		struct proc p = {0};
 		int k = sscanf(line, "%u %63s %u", &p.pid, bytes, &p.gpu);
@@ -155,6 +176,13 @@ nvmlReturn_t nvmlInit_v2(void)
 	proc_error = (nvmlReturn_t)env_long("FAKENVML_PROC_ERROR", 0);
 	pf = getenv("FAKENVML_PROC_BYTES_FILE");
 	snprintf(proc_file, sizeof proc_file, "%s", pf ? pf : "");
+	from_fakecuda = NULL;
+	pf = getenv("FAKENVML_FAKECUDA");
+	if (pf && *pf) {
+		void *h = dlopen(pf, RTLD_NOW | RTLD_NOLOAD);
+		if (h)
+			from_fakecuda = (unsigned long long (*)(int))dlsym(h, "fakecuda_process_bytes");
+	}
 	return NVML_SUCCESS;
 }
 
