@@ -361,6 +361,12 @@ type DecodeCheck struct {
 	Pass          bool    `json:"pass"`
 }
 
+// DeviceSample is one NVML reading of the process's device memory.
+type DeviceSample struct {
+	Seconds float64 `json:"t_seconds"`
+	Bytes   int64   `json:"bytes"`
+}
+
 // DeviceBuffer is one line of the device ledger.
 type DeviceBuffer struct {
 	Name  string `json:"name"`
@@ -383,6 +389,9 @@ type DeviceMemory struct {
 	ProcessPeakBytes int64 `json:"process_peak_bytes"`
 	ProcessBytes     int64 `json:"process_bytes"`
 	NVMLSamples      int   `json:"nvml_samples"`
+	// NVMLTimeline is the process's device memory over the mode's run, as
+	// sampled: seconds since the mode started and bytes.
+	NVMLTimeline []DeviceSample `json:"nvml_timeline,omitempty"`
 	// ContextBytes: the primary context and the kernel module.
 	ContextBytes int64 `json:"context_bytes"`
 	// StreamHandleBytes: this device's stream and cuBLAS handle.

@@ -124,7 +124,7 @@ func TestRunCUDAWithNVML(t *testing.T) {
 			t.Fatalf("%s: device memory %+v, want NVML's figures", m.Mode, dm)
 		}
 		want := dm.ContextBytes + dm.StreamHandleBytes + dm.LedgerBytes + dm.AllocRoundingBytes + dm.CuBLASWorkspaceBytes
-		if dm.UnexplainedBytes != 0 || dm.ProcessBytes != want || dm.ProcessPeakBytes < dm.ProcessBytes || dm.NVMLSamples < 1 {
+		if dm.UnexplainedBytes != 0 || dm.ProcessBytes != want || dm.ProcessPeakBytes < dm.ProcessBytes || dm.NVMLSamples < 1 || len(dm.NVMLTimeline) != dm.NVMLSamples {
 			t.Errorf("%s: %+v: want NVML's %d B = the named parts %d B, nothing unexplained, a peak at least that", m.Mode, *dm, dm.ProcessBytes, want)
 		}
 		// Whether this run made the context or an earlier one in this

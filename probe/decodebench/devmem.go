@@ -134,6 +134,9 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 	tl := w.sampler.Stop()
 	w.sampler = nil
 	dm.ProcessPeakBytes, dm.NVMLSamples = tl.PeakBytes, len(tl.Samples)
+	for _, x := range tl.Samples {
+		dm.NVMLTimeline = append(dm.NVMLTimeline, schema.DeviceSample{Seconds: x.Seconds, Bytes: x.Bytes})
+	}
 	switch {
 	case dm.NVMLNote != "":
 	case !tl.Available() && tl.NoEntryReason != "":
