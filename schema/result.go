@@ -406,6 +406,9 @@ type DeviceMemory struct {
 	CuBLASWorkspaceBytes int64 `json:"cublas_workspace_bytes"`
 	// UnexplainedBytes: ProcessBytes less every named part.
 	UnexplainedBytes int64 `json:"unexplained_bytes"`
+	// ContextNote says why ContextBytes (and so UnexplainedBytes) was not
+	// measured, if it was not.
+	ContextNote string `json:"context_note,omitempty"`
 	// NVMLNote says why NVML's figures are missing, if they are.
 	NVMLNote string `json:"nvml_note,omitempty"`
 }

@@ -121,6 +121,8 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 	}
 	if w.baseTaken {
 		dm.ContextBytes = int64(now.GPU.TotalBytes-now.FreeAfterContextBytes) - int64(w.baseUsed)
+	} else if w.nvml != nil {
+		dm.ContextNote = "not measured: NVML sees more than one GPU, and its numbering need not be CUDA's"
 	}
 	if w.nvml == nil {
 		dm.NVMLNote = w.note
@@ -184,7 +186,10 @@ func WriteDeviceMemory(w io.Writer, ms []Measurement, f table.Format) error {
 		// context and so no remainder: blank, not 0.
 		var peak, end, ctx, unexplained any
 		if d.NVMLNote == "" {
-			peak, end, ctx, unexplained = d.ProcessPeakBytes, d.ProcessBytes, d.ContextBytes, d.UnexplainedBytes
+			peak, end = d.ProcessPeakBytes, d.ProcessBytes
+			if d.ContextNote == "" {
+				ctx, unexplained = d.ContextBytes, d.UnexplainedBytes
+			}
 		}
 		t.Add(m.Mode, peak, end, ctx, d.StreamHandleBytes, d.LedgerBytes,
 			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes, unexplained)
