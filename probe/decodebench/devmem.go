@@ -115,12 +115,12 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 		GPU: now.GPU.Name, TotalBytes: int64(now.GPU.TotalBytes),
 		LedgerBytes: ledgerBytes,
 		// cuMemGetInfo deltas: each stage allocates only what it names.
-		StreamHandleBytes:    int64(now.FreeAfterContextBytes) - int64(w.afterOpen.FreeAfterOpenBytes),
+		StreamHandleBytes:    int64(now.GPU.FreeAfterContextBytes) - int64(w.afterOpen.FreeAfterOpenBytes),
 		AllocRoundingBytes:   int64(w.afterOpen.FreeNowBytes) - int64(w.afterNew.FreeNowBytes) - ledgerBytes,
 		CuBLASWorkspaceBytes: int64(w.afterNew.FreeNowBytes) - int64(now.FreeNowBytes),
 	}
 	if w.baseTaken {
-		dm.ContextBytes = int64(now.GPU.TotalBytes-now.FreeAfterContextBytes) - int64(w.baseUsed)
+		dm.ContextBytes = int64(now.GPU.TotalBytes-now.GPU.FreeAfterContextBytes) - int64(w.baseUsed)
 	} else if w.nvml != nil {
 		dm.ContextNote = "not measured: NVML sees more than one GPU, and its numbering need not be CUDA's"
 	}

@@ -171,6 +171,16 @@ func openGPU(ordinal int) (*cudaGPU, error) {
 		drv.PrimaryCtxRelease(g.dev)
 		return nil, err
 	}
+	// cuBLAS's version needs a handle: one made and dropped here, under
+	// gpusMu, so that info is written once, before any device reads it.
+	h, err := blas.Create()
+	if err != nil {
+		return nil, err
+	}
+	g.info.BLASVersion, _ = blas.Version(h)
+	if err := blas.Destroy(h); err != nil {
+		return nil, err
+	}
 	if g.info.FreeAfterContextBytes, _, err = drv.MemGetInfo(); err != nil {
 		return nil, err
 	}
@@ -251,9 +261,6 @@ func (d *CUDA) open() (err error) {
 	if err = d.gpu.blas.SetStream(d.handle, d.stream); err != nil {
 		return err
 	}
-	if d.gpu.info.BLASVersion == 0 {
-		d.gpu.info.BLASVersion, _ = d.gpu.blas.Version(d.handle)
-	}
 	if d.params, err = drv.MemHostAlloc(paramBytes); err != nil {
 		return err
 	}
@@ -321,20 +328,18 @@ func (d *CUDA) GPU() GPUInfo { return d.gpu.info }
 // MemoryInfo is the device's view of GPU memory for the reconciliation
 // in probe/decodebench: cuMemGetInfo now, and at two earlier points.
 type MemoryInfo struct {
-	GPU GPUInfo `json:"gpu"`
-	// Free bytes (cuMemGetInfo, the whole GPU) once the process's context
-	// existed, once this device's stream and cuBLAS handle did, and now.
-	FreeAfterContextBytes uint64 `json:"free_after_context_bytes"`
-	FreeAfterOpenBytes    uint64 `json:"free_after_open_bytes"`
-	FreeNowBytes          uint64 `json:"free_now_bytes"`
+	GPU GPUInfo `json:"gpu"` // with the free bytes once the context existed
+	// Free bytes (cuMemGetInfo, the whole GPU) once this device's stream
+	// and cuBLAS handle existed, and now.
+	FreeAfterOpenBytes uint64 `json:"free_after_open_bytes"`
+	FreeNowBytes       uint64 `json:"free_now_bytes"`
 }
 
 // MemoryInfo reads cuMemGetInfo now; it does not wait for the stream.
 func (d *CUDA) MemoryInfo() (MemoryInfo, error) {
 	defer d.enter()()
 	free, _, err := d.gpu.drv.MemGetInfo()
-	return MemoryInfo{GPU: d.gpu.info, FreeAfterContextBytes: d.gpu.info.FreeAfterContextBytes,
-		FreeAfterOpenBytes: d.memAfterOpen, FreeNowBytes: free}, err
+	return MemoryInfo{GPU: d.gpu.info, FreeAfterOpenBytes: d.memAfterOpen, FreeNowBytes: free}, err
 }
 
 // fail records err as the stream's sticky error and returns it.

@@ -2,6 +2,8 @@ package cudadrv
 
 import (
 	"unsafe"
+
+	"memprobe/internal/dl"
 )
 
 // Op is a cublasOperation_t.
@@ -70,13 +72,13 @@ func (b *BLAS) check(callName string, r Result) error {
 	e := &Error{Call: callName, Code: r, Name: cublasStatusNames[r]}
 	if b.statusName != 0 {
 		r1 := callRaw(b.statusName, uintptr(uint32(r)))
-		if s := cString(r1); s != "" {
+		if s := dl.GoString(r1); s != "" {
 			e.Name = s
 		}
 	}
 	if b.statusString != 0 {
 		r1 := callRaw(b.statusString, uintptr(uint32(r)))
-		e.Desc = cString(r1)
+		e.Desc = dl.GoString(r1)
 	}
 	return e
 }

@@ -160,9 +160,6 @@ func callOut(fn uintptr, args ...uintptr) Result { return Result(int32(dl.CallOu
 // callRaw returns fn's whole result register (a pointer result).
 func callRaw(fn uintptr, args ...uintptr) uintptr { return dl.Call(fn, args...) }
 
-// cString returns a Go string from a NUL-terminated C string.
-func cString(p uintptr) string { return dl.GoString(p) }
-
 // libraryNames returns the names to try: the environment's file, else the
 // defaults, each also looked for under $CUDA_HOME/lib64 and
 // /usr/local/cuda/lib64 (where a toolkit installs cuBLAS without adding

@@ -2,6 +2,8 @@ package cudadrv
 
 import (
 	"unsafe"
+
+	"memprobe/internal/dl"
 )
 
 // DevicePtr is a CUdeviceptr: an address in the GPU's memory.
@@ -93,11 +95,11 @@ func (d *Driver) check(callName string, r Result) error {
 	e := &Error{Call: callName, Code: r}
 	var p uintptr
 	if callOut(d.cuGetErrorName, uintptr(uint32(r)), uintptr(unsafe.Pointer(&p))) == Success {
-		e.Name = cString(p)
+		e.Name = dl.GoString(p)
 	}
 	p = 0
 	if callOut(d.cuGetErrorString, uintptr(uint32(r)), uintptr(unsafe.Pointer(&p))) == Success {
-		e.Desc = cString(p)
+		e.Desc = dl.GoString(p)
 	}
 	return e
 }
