@@ -80,7 +80,7 @@ func maxDiff(a, b []float32) float64 {
 
 func backends() []gemm.Backend {
 	bs := []gemm.Backend{gemm.Naive{}}
-	for _, name := range []string{"gonum", "openblas"} {
+	for _, name := range []string{"gonum", "openblas", "avx2", "avx512"} {
 		if g, err := gemm.Get(name); err == nil {
 			bs = append(bs, g)
 		}

@@ -40,7 +40,7 @@ func (f *decodeCmdFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1337, "seed of the parameter initialisation without --checkpoint")
 	fs.StringVar(&f.data, "data", "synthetic:1MB", "sequences to decode: synthetic:SIZE or a text file")
 	fs.Uint64Var(&f.dataSeed, "data-seed", 1, "seed of the synthetic corpus")
-	fs.StringVar(&f.gemm, "gemm", "auto", "GEMM backend of the model body and the cpu device: auto, openblas, gonum or naive")
+	fs.StringVar(&f.gemm, "gemm", "auto", gemmHelp("GEMM backend of the model body and the cpu device"))
 	fs.StringVar(&f.mode, "decode", "all", "decode mode: per-token-copy, per-token-view, per-token-prealloc, batch, or all (each in turn)")
 	fs.StringVar(&f.device, "device", "cpu", "device: cpu, or cuda (needs the NVIDIA driver and a GPU)")
 	fs.IntVar(&f.passes, "passes", 3, "timed passes over the B sequences, after one warm-up pass")

@@ -2,11 +2,19 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
+	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 )
+
+// gemmHelp is --gemm's help: what the flag picks (what), then the backends
+// of this binary, which depend on its build tags and on the CPU.
+func gemmHelp(what string) string {
+	return fmt.Sprintf("%s: auto (the fastest here, %s) or one of %s", what, gemm.DefaultName(), strings.Join(gemm.Names(), ", "))
+}
 
 // shapeFlags are the model-shape flags `probe train` and `probe decode`
 // share: a preset and per-field overrides (0 keeps the preset's value).

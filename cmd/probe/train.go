@@ -65,7 +65,7 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.Float32Var(&f.eps, "eps", model.DefaultAdamW.Eps, "AdamW epsilon")
 	fs.Float32Var(&f.wd, "weight-decay", model.DefaultAdamW.WeightDecay, "AdamW weight decay")
 	fs.Float32Var(&f.clip, "clip", 0, "clip the gradient's global L2 norm to this (0: off)")
-	fs.StringVar(&f.gemm, "gemm", "auto", "GEMM backend: auto, openblas, gonum or naive")
+	fs.StringVar(&f.gemm, "gemm", "auto", gemmHelp("GEMM backend"))
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "write a checkpoint to this file at the end")
 	fs.StringVar(&f.resume, "resume", "", "resume from this checkpoint")
 	fs.IntVar(&f.generate, "generate", 0, "generate this many tokens after training")

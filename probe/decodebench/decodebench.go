@@ -50,7 +50,7 @@ type Options struct {
 	Seed       uint64 // seed of the parameter initialisation without Checkpoint
 	Data       string // sequences to decode: "synthetic:SIZE" or a text file
 	DataSeed   uint64 // seed of the synthetic corpus
-	GEMM       string // GEMM backend of the model body and the cpu device: auto, openblas, gonum or naive
+	GEMM       string // GEMM backend of the model body and the cpu device: auto or a name of gemm.Names
 	Modes      []decode.Mode
 	Device     string // device name: cpu or cuda
 	Passes     int    // timed passes over the B sequences, after one warm-up pass

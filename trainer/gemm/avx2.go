@@ -10,13 +10,16 @@ import "memprobe/trainer/gemm/avx2"
 // Cooperlake kernels); BenchmarkSeedProducts and BenchmarkStep in package
 // trainer compare the two.
 //
-// Coverage: NN, TN and NT products of at least SmallProduct multiply-adds
-// run in the kernel on whole 4×8 tiles (NT ones when k is a multiple of 8).
-// Everything else goes to Fallback, the fastest other backend compiled in
-// (openblas, else gonum): smaller products whole (OpenBLAS's unpacked
-// small-matrix kernels beat the tiles on the attention's per-head blocks),
-// TT products, NT products with k not a multiple of 8, and the edges the
-// tiles leave (the last m mod 4 rows, the last n mod 8 columns). Each C
+// Coverage: NT products of fewer than 4 rows, whole or as the last m mod 4
+// rows of a larger one, run in the package's dot form (avx2.DotForm: a
+// token's logits against the LM head while decoding). NN, TN and NT
+// products of at least SmallProduct multiply-adds run in the kernel on
+// whole 4×8 tiles (NT ones when k is a multiple of 8). Everything else
+// goes to Fallback, the fastest other backend compiled in (openblas, else
+// gonum): smaller products whole (OpenBLAS's unpacked small-matrix kernels
+// beat the tiles on the attention's per-head blocks), TT products, NT
+// products with k not a multiple of 8, and the edges the tiles leave (the
+// last m mod 4 rows of NN and TN products, the last n mod 8 columns). Each C
 // element is computed by one of the two in an order fixed by the shapes, so
 // the backend is deterministic. It runs on the calling goroutine and
 // allocates nothing (unless Fallback does).

@@ -9,12 +9,15 @@ import "memprobe/trainer/gemm/avx512"
 // trainer's products, docs/architecture.md ("GEMM backends on the seed
 // step's products") has the figures.
 //
-// Coverage: NN, TN and NT products of at least SmallProduct multiply-adds
-// run in the kernel on whole 8×16 tiles (NT ones when k is a multiple of
-// 8). Everything else goes to Fallback, the avx2 backend (which hands its
-// own leftovers to openblas, else gonum): smaller products whole, TT
-// products, NT products with k not a multiple of 8, and the edges the tiles
-// leave (the last m mod 8 rows, the last n mod 16 columns). Each C element
+// Coverage: NT products of fewer than 4 rows, whole or as the rows below
+// the tiles, run in avx2's dot form (avx2.DotForm; 16 lanes would not read
+// memory faster). NN, TN and NT products of at least SmallProduct
+// multiply-adds run in the kernel on whole 8×16 tiles (NT ones when k is a
+// multiple of 8). Everything else goes to Fallback, the avx2 backend (which
+// hands its own leftovers to openblas, else gonum): smaller products whole,
+// TT products, NT products with k not a multiple of 8, and the edges the
+// tiles leave (the last m mod 8 rows, unless an NT product leaves fewer
+// than 4; the last n mod 16 columns). Each C element
 // is computed by one of them in an order fixed by the shapes, so the
 // backend is deterministic. It runs on the calling goroutine and allocates
 // nothing (unless Fallback does).

@@ -42,6 +42,31 @@ func BenchmarkSgemm(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeHead times one token's logits: a row of activations
+// against the LM head, C(1×V) = h · wteᵀ, the product the per-token decode
+// modes make for every position; at the seed (V 788, C 256) and at GPT-2
+// small's head (V 50257, C 768: 147 MiB of weights read per call, so
+// memory bandwidth bounds it). GB/s counts the head's bytes read per
+// second.
+func BenchmarkDecodeHead(b *testing.B) {
+	for _, s := range []shape{{1, 788, 256}, {1, 50257, 768}} {
+		for _, be := range backends(b) {
+			if be.Name() == "naive" && s.n > 1000 {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%v", be.Name(), s), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(1, 2))
+				h, wte, logits := randSlice(rng, s.k), randSlice(rng, s.n*s.k), make([]float32, s.n)
+				b.ReportAllocs()
+				for b.Loop() {
+					be.Sgemm(false, true, 1, s.n, s.k, 1, h, s.k, wte, s.k, 0, logits, s.n)
+				}
+				b.ReportMetric(4*float64(s.n)*float64(s.k)*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GB/s")
+			})
+		}
+	}
+}
+
 // BenchmarkSgemmParallel is the machine's sgemm ceiling: GOMAXPROCS
 // goroutines (set it with -cpu) each compute their own square C = A*Bᵀ +
 // 0*C at once, every backend single-threaded inside a call as the trainer

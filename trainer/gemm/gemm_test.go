@@ -33,6 +33,11 @@ var testShapes = []shape{
 	// multiply-adds run in 4×8 (avx2) or 8×16..8×48 (avx512) tiles over k
 	// blocks of 256 (avx2) or 128 (avx512); the edges go to the fallback.
 	{9, 784, 160}, {17, 497, 136}, {135, 113, 129}, {200, 47, 120}, {64, 80, 256}, {263, 95, 72},
+	// avx2's dot form: NT products of fewer than 4 rows, whole (any size)
+	// or as the rows below the tiles (avx512's 8-row tiles leave 1 to 7:
+	// 4 of them to avx2's tiles, the rest to the dot form); n around its
+	// 4-row blocks of B, k around its 8-float steps.
+	{1, 788, 256}, {2, 1027, 129}, {3, 4101, 100}, {6, 700, 256}, {11, 1000, 256}, {1, 6, 3},
 	// The model.
 	{128, 768, 256}, {128, 1024, 256}, {128, 256, 1024}, {128, 788, 256}, {128, 128, 32},
 }
@@ -398,6 +403,31 @@ func TestKernelBackendsRegistered(t *testing.T) {
 		if err != nil || be.Name() != name {
 			t.Errorf("Get(%q) = %v, %v", name, be, err)
 		}
+	}
+}
+
+// Decoding one token multiplies one row of activations by the LM head
+// (1 × V × C, NT): the kernel backends do it in avx2's dot form on the
+// calling goroutine, with no allocation (gonum's parallel Sgemm, where
+// such products used to fall through, allocated about 1,600 times per
+// call at GPT-2's head).
+func TestKernelBackendsOneRowAllocatesNothing(t *testing.T) {
+	const n, k = 2053, 768
+	rng := rand.New(rand.NewPCG(5, 6))
+	a, w, c := randSlice(rng, k), randSlice(rng, n*k), make([]float32, n)
+	tested := 0
+	for _, name := range []string{"avx2", "avx512"} {
+		be, err := Get(name)
+		if err != nil {
+			continue
+		}
+		tested++
+		if allocs := testing.AllocsPerRun(5, func() { be.Sgemm(false, true, 1, n, k, 1, a, k, w, k, 0, c, n) }); allocs != 0 {
+			t.Errorf("%s: a 1×%d×%d NT product allocates %.1f times, want 0", name, n, k, allocs)
+		}
+	}
+	if tested == 0 {
+		t.Skip("no kernel backend on this CPU")
 	}
 }
 
