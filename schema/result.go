@@ -392,8 +392,22 @@ type DeviceMemory struct {
 	// NVMLTimeline is the process's device memory over the mode's run, as
 	// sampled: seconds since the mode started and bytes.
 	NVMLTimeline []DeviceSample `json:"nvml_timeline,omitempty"`
-	// ContextBytes: the primary context and the kernel module.
+	// ProcessSource says where ProcessBytes comes from: "nvml" (NVML's
+	// entry for this process) or "gpu_free_delta" (NVML lists no entry
+	// for this process's PID, as in a container with its own PID
+	// namespace: the one GPU's free memory before the context less at the
+	// end, which assumes no other process changed its use; no peak then).
+	// Empty when there is no process figure.
+	ProcessSource string `json:"process_source,omitempty"`
+	// ContextBytes: the primary context and the kernel module: NVML's free
+	// memory before the context (as if this process held none) less
+	// cuMemGetInfo's free memory once they existed.
 	ContextBytes int64 `json:"context_bytes"`
+	// HeldBeforeOpenBytes: what the process held beyond the context and
+	// module when this mode's device opened: devices still open, cuBLAS
+	// kernels an earlier device's GEMMs loaded (CUDA loads modules
+	// lazily, and they stay in the context).
+	HeldBeforeOpenBytes int64 `json:"held_before_open_bytes"`
 	// StreamHandleBytes: this device's stream and cuBLAS handle.
 	StreamHandleBytes int64 `json:"stream_handle_bytes"`
 	// LedgerBytes: the decoder's buffers as allocated (the device ledger).
@@ -402,12 +416,13 @@ type DeviceMemory struct {
 	// allocation granularity).
 	AllocRoundingBytes int64 `json:"alloc_rounding_bytes"`
 	// CuBLASWorkspaceBytes: what the first GEMMs allocated (cuBLAS's lazy
-	// workspace).
+	// workspace and, the first time in a process, the cuBLAS kernels CUDA
+	// loads on first use).
 	CuBLASWorkspaceBytes int64 `json:"cublas_workspace_bytes"`
 	// UnexplainedBytes: ProcessBytes less every named part.
 	UnexplainedBytes int64 `json:"unexplained_bytes"`
 	// ContextNote says why ContextBytes (and so UnexplainedBytes) was not
-	// measured, if it was not.
+	// measured, if it was not (no NVML; more than one GPU).
 	ContextNote string `json:"context_note,omitempty"`
 	// NVMLNote says why NVML's figures are missing, if they are.
 	NVMLNote string `json:"nvml_note,omitempty"`

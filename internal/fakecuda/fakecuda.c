@@ -23,8 +23,23 @@
 //     module, launch and cuBLAS call needs one (CUDA_ERROR_INVALID_CONTEXT).
 //   - Device memory is not host memory: a CUdeviceptr is an address in a
 //     range no host allocation uses (dereferencing it on the host faults),
-//     addresses are never reused (a stale pointer is refused), and a fresh
-//     allocation holds 0xff bytes (float NaN), not zeros.
+//     and a fresh allocation holds 0xff bytes (float NaN), not zeros.
+//     Addresses are never reused (a stale pointer is refused) unless
+//     FAKECUDA_REUSE_ADDRESSES is set: then cuMemAlloc_v2 hands out the
+//     most recently freed address (of the last 64 freed) whose charged size
+//     is the one asked for, as the driver's allocator does, so that a stale
+//     pointer names a live allocation.
+//   - Memory is charged as the driver would: the primary context, each
+//     module, allocations rounded up to 2 MiB, each cuBLAS handle's
+//     workspace (from its first Sgemm, until cublasDestroy_v2) and cuBLAS's
+//     kernels (from the first Sgemm in a context's lifetime, until the
+//     context is destroyed: CUDA >= 12.2 loads modules lazily, and cuBLAS's
+//     stay loaded after its handles are gone). The driver's reservation
+//     (FAKECUDA_RESERVED_BYTES) is outside what CUDA reports:
+//     cuDeviceTotalMem_v2 and cuMemGetInfo_v2's total are the physical
+//     memory less the reservation, and free is the physical memory less
+//     the reservation and what the process holds, so CUDA's free is
+//     NVML's free while CUDA's total is below NVML's.
 //   - Copies from or to host memory that cuMemHostAlloc did not return are
 //     counted (fakecuda_pageable_copies): the real driver makes them
 //     synchronous.
@@ -33,8 +48,12 @@
 //
 // State is global and guarded by one mutex. Environment, read at each use:
 // FAKECUDA_INIT_ERROR (cuInit's result), FAKECUDA_DEVICES (default 1),
-// FAKECUDA_TOTAL_BYTES (default 80 GiB per device), FAKECUDA_FAIL_LAUNCH
-// (the n-th accepted cuLaunchKernel of the process fails when it runs).
+// FAKECUDA_TOTAL_BYTES (default 80 GiB per device: the physical memory),
+// FAKECUDA_RESERVED_BYTES (default 0: the driver's reservation),
+// FAKECUDA_FAIL_LAUNCH (the n-th accepted cuLaunchKernel of the process
+// fails when it runs), FAKECUDA_REUSE_ADDRESSES (1: cuMemAlloc_v2 reuses
+// freed addresses), FAKECUDA_FAIL_BLAS_CREATE (1: cublasCreate_v2 returns
+// CUBLAS_STATUS_NOT_INITIALIZED).
 // Compile with -DFAKECUDA_OMIT_DTOH to leave cuMemcpyDtoHAsync_v2 out.
 
 #define _GNU_SOURCE
@@ -81,11 +100,12 @@ enum {
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)
 #define MAX_DEVICES 16
-#define CONTEXT_BYTES (500 * MIB)  /* a primary context's own use */
-#define MODULE_BYTES (2 * MIB)     /* a loaded module */
-#define WORKSPACE_BYTES (32 * MIB) /* a cuBLAS handle's lazy workspace */
-#define GRANULE (2 * MIB)          /* cuMemAlloc's granularity */
-#define SOFTMAX_BLOCK 256          /* kernels.SoftmaxSampleBlock */
+#define CONTEXT_BYTES (500 * MIB)    /* a primary context's own use */
+#define MODULE_BYTES (2 * MIB)       /* a loaded module */
+#define WORKSPACE_BYTES (32 * MIB)   /* a cuBLAS handle's lazy workspace */
+#define BLAS_KERNEL_BYTES (12 * MIB) /* cuBLAS's kernels, loaded lazily into a context */
+#define GRANULE (2 * MIB)            /* cuMemAlloc's granularity */
+#define SOFTMAX_BLOCK 256            /* kernels.SoftmaxSampleBlock */
 #define DRIVER_VERSION 13000
 #define CUBLAS_VERSION 130100
 #define DEVICE_NAME "Fake GPU (memprobe test double)"
@@ -234,6 +254,19 @@ static __thread struct fake_ctx *current; /* cuCtxSetCurrent: per thread */
 static struct alloc *allocs;
 static size_t nallocs, capallocs;
 static CUdeviceptr next_va = VA_BASE;
+
+/* freed remembers the last FREED_KEEP device ranges cuMemFree_v2 gave back,
+ * newest last, for FAKECUDA_REUSE_ADDRESSES; without it they are never
+ * handed out again. */
+#define FREED_KEEP 64
+struct freed_range {
+	CUdeviceptr dptr;
+	unsigned long long charged;
+	int dev;
+};
+static struct freed_range freed[FREED_KEEP];
+static int nfreed;
+
 static struct pinned *pins;
 static size_t npins, cappins;
 
@@ -243,6 +276,10 @@ static struct fake_module *modules;
 static struct fake_handle *handles;
 
 static unsigned long long used_alloc[MAX_DEVICES], used_modules[MAX_DEVICES], used_workspace[MAX_DEVICES];
+/* blas_kernels[dev]: the first Sgemm in the primary context's lifetime
+ * loaded cuBLAS's kernels into it (lazy loading, CUDA >= 12.2); they stay,
+ * whatever handles come and go, until the context is destroyed. */
+static int blas_kernels[MAX_DEVICES];
 
 static int pageable_copies;
 static int launches; /* accepted cuLaunchKernel calls, for FAKECUDA_FAIL_LAUNCH */
@@ -283,14 +320,55 @@ static unsigned long long round_up(unsigned long long n, unsigned long long to) 
 
 /* process_bytes is this process's device memory: what NVML would list. */
 static unsigned long long process_bytes(int dev) {
-	return (ctxs[dev].refs > 0 ? CONTEXT_BYTES : 0) + used_alloc[dev] + used_modules[dev] + used_workspace[dev];
+	return (ctxs[dev].refs > 0 ? CONTEXT_BYTES : 0) + used_alloc[dev] + used_modules[dev] + used_workspace[dev] +
+	       (blas_kernels[dev] ? BLAS_KERNEL_BYTES : 0);
 }
 
-/* used_bytes adds FAKECUDA_RESERVED_BYTES (default 0): the driver's own
- * reservation that a real GPU shows as used before any process. */
-static unsigned long long used_bytes(int dev) {
+/* reserved_bytes is FAKECUDA_RESERVED_BYTES (default 0): the driver's own
+ * reservation, which a real GPU shows as used before any process (NVML)
+ * and which CUDA leaves out of its total (cuda_total_bytes). */
+static unsigned long long reserved_bytes(void) {
 	const char *s = getenv("FAKECUDA_RESERVED_BYTES");
-	return process_bytes(dev) + (s != NULL && *s != 0 ? strtoull(s, NULL, 0) : 0);
+	return s != NULL && *s != 0 ? strtoull(s, NULL, 0) : 0;
+}
+
+/* used_bytes is the physical memory in use: the reservation and this
+ * process's memory. */
+static unsigned long long used_bytes(int dev) { return process_bytes(dev) + reserved_bytes(); }
+
+/* cuda_total_bytes is the total CUDA reports (cuDeviceTotalMem_v2,
+ * cuMemGetInfo_v2): the physical memory less the driver's reservation.
+ * CUDA's free is total_bytes() - used_bytes(), the same as NVML's, so the
+ * two totals differ by the reservation while the free figures agree. */
+static unsigned long long cuda_total_bytes(void) {
+	unsigned long long t = total_bytes(), r = reserved_bytes();
+	return r < t ? t - r : 0;
+}
+
+/* reuse_freed returns the most recently freed address of charged bytes on
+ * dev, taking it off the list, or 0: what the driver's allocator does with
+ * a freed block of the size asked for. Only under FAKECUDA_REUSE_ADDRESSES. */
+static CUdeviceptr reuse_freed(int dev, unsigned long long charged) {
+	if (env_int("FAKECUDA_REUSE_ADDRESSES", 0) == 0) {
+		return 0;
+	}
+	for (int i = nfreed - 1; i >= 0; i--) {
+		if (freed[i].dev == dev && freed[i].charged == charged) {
+			CUdeviceptr p = freed[i].dptr;
+			memmove(&freed[i], &freed[i + 1], (size_t)(nfreed - 1 - i) * sizeof freed[0]);
+			nfreed--;
+			return p;
+		}
+	}
+	return 0;
+}
+
+static void remember_freed(CUdeviceptr dptr, unsigned long long charged, int dev) {
+	if (nfreed == FREED_KEEP) {
+		memmove(&freed[0], &freed[1], (FREED_KEEP - 1) * sizeof freed[0]);
+		nfreed--;
+	}
+	freed[nfreed++] = (struct freed_range){dptr, charged, dev};
 }
 
 static int fits(int dev, unsigned long long bytes) {
@@ -631,7 +709,7 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
 		} else if (!valid_device(dev)) {
 			r = CUDA_ERROR_INVALID_DEVICE;
 		} else {
-			*bytes = total_bytes();
+			*bytes = cuda_total_bytes();
 		}
 	}
 	UNLOCK();
@@ -667,8 +745,8 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 			r = CUDA_ERROR_INVALID_DEVICE;
 		} else if (ctxs[dev].refs <= 0) {
 			r = CUDA_ERROR_INVALID_CONTEXT;
-		} else {
-			ctxs[dev].refs--;
+		} else if (--ctxs[dev].refs == 0) {
+			blas_kernels[dev] = 0; /* the context is destroyed, and what was loaded into it */
 		}
 	}
 	UNLOCK();
@@ -718,9 +796,13 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
 				r = CUDA_ERROR_OUT_OF_MEMORY;
 			} else {
 				memset(host, 0xff, round_up(bytes, 256)); /* not zeroed: NaN */
-				allocs[nallocs++] = (struct alloc){next_va, bytes, host, dev};
-				*dptr = next_va;
-				next_va += charged + GRANULE; /* a guard gap; never reused */
+				CUdeviceptr p = reuse_freed(dev, charged);
+				if (p == 0) {
+					p = next_va;
+					next_va += charged + GRANULE; /* a guard gap */
+				}
+				allocs[nallocs++] = (struct alloc){p, bytes, host, dev};
+				*dptr = p;
 				used_alloc[dev] += charged;
 			}
 		}
@@ -741,6 +823,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
 			r = CUDA_ERROR_INVALID_VALUE;
 		} else {
 			drain_all(); /* cuMemFree synchronises */
+			remember_freed(allocs[i].dptr, round_up(allocs[i].size, GRANULE), allocs[i].dev);
 			used_alloc[allocs[i].dev] -= round_up(allocs[i].size, GRANULE);
 			free(allocs[i].host);
 			allocs[i] = allocs[--nallocs];
@@ -758,7 +841,7 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
 			r = CUDA_ERROR_INVALID_VALUE;
 		} else {
 			unsigned long long t = total_bytes(), u = used_bytes(current->dev);
-			*total = t;
+			*total = cuda_total_bytes();
 			*free_bytes = u < t ? t - u : 0;
 		}
 	}
@@ -1115,7 +1198,7 @@ EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *ph) {
 	LOCK();
 	cublasStatus_t r = CUBLAS_STATUS_SUCCESS;
 	struct fake_handle *b = NULL;
-	if (need_ctx() != CUDA_SUCCESS) {
+	if (need_ctx() != CUDA_SUCCESS || env_int("FAKECUDA_FAIL_BLAS_CREATE", 0) != 0) {
 		r = CUBLAS_STATUS_NOT_INITIALIZED;
 	} else if ((b = calloc(1, sizeof *b)) == NULL) {
 		r = CUBLAS_STATUS_ALLOC_FAILED;
@@ -1220,11 +1303,13 @@ EXPORT cublasStatus_t cublasSgemm_v2(cublasHandle_t h, int transa, int transb, i
 		hC = (float *)operand(C, m, n, ldc);
 		if (hC == NULL || (k > 0 && (hA == NULL || hB == NULL))) {
 			r = CUBLAS_STATUS_INVALID_VALUE;
-		} else if (!b->has_workspace && !fits(b->dev, WORKSPACE_BYTES)) {
+		} else if (!fits(b->dev, (blas_kernels[b->dev] ? 0 : BLAS_KERNEL_BYTES) +
+						 (b->has_workspace ? 0 : WORKSPACE_BYTES))) {
 			r = CUBLAS_STATUS_ALLOC_FAILED;
 		} else if (b->stream_gone || (b->stream != NULL && b->stream->err != CUDA_SUCCESS)) {
 			r = CUBLAS_STATUS_EXECUTION_FAILED;
 		} else {
+			blas_kernels[b->dev] = 1; /* the first GEMM in the context loads them */
 			if (!b->has_workspace) {
 				b->has_workspace = 1;
 				used_workspace[b->dev] += WORKSPACE_BYTES;
@@ -1315,7 +1400,8 @@ EXPORT int fakecuda_live_modules(void) {
 }
 
 /* fakecuda_process_bytes is the device memory of this process on GPU dev
- * (context, modules, allocations at 2 MiB granularity, cuBLAS workspaces),
+ * (context, modules, allocations at 2 MiB granularity, cuBLAS workspaces
+ * and cuBLAS's lazily loaded kernels; not the driver's reservation),
  * for a stand-in NVML to list (probe/gpumem/testdata/fakenvml.c,
  * FAKENVML_FAKECUDA). */
 EXPORT unsigned long long fakecuda_process_bytes(int dev) {

@@ -29,16 +29,27 @@
 //     trainer/device's softmaxSampleRows defines it (expf/logf in float, a
 //     NaN loss for a target that is not a token id, as the CUDA kernel).
 //   - Device memory is not host memory: a CUdeviceptr lies in an address
-//     range no host allocation uses, addresses are never reused (a stale
-//     pointer is refused), and fresh device memory holds NaNs, not zeros.
-//     Copies, memsets, launches and GEMMs must stay inside one allocation.
+//     range no host allocation uses, and fresh device memory holds NaNs,
+//     not zeros. Copies, memsets, launches and GEMMs must stay inside one
+//     allocation. Addresses are never reused (a stale pointer is refused),
+//     unless EnvReuseAddresses asks the fake to reuse them as the driver's
+//     allocator does, so that a stale pointer names a live allocation.
 //   - cuMemGetInfo counts what the driver would: the primary context (500
-//     MiB), each loaded module (2 MiB), allocations rounded up to 2 MiB, and
-//     each cuBLAS handle's workspace (32 MiB, made by its first Sgemm).
+//     MiB), each loaded module (2 MiB), allocations rounded up to 2 MiB,
+//     each cuBLAS handle's workspace (32 MiB, made by its first Sgemm), and
+//     cuBLAS's kernels (12 MiB, loaded into the context by the first Sgemm
+//     made in it, as CUDA >= 12.2 loads modules lazily, and kept until the
+//     context is destroyed, after every handle is gone).
+//   - The driver's reservation (EnvReservedBytes) is outside what CUDA
+//     reports, as on a GPU: CUDA's total (cuDeviceTotalMem, cuMemGetInfo)
+//     is the physical memory (EnvTotalBytes) less the reservation, and
+//     CUDA's free is the physical memory less the reservation and what the
+//     process holds: NVML's free, while NVML's total is the physical one.
 //   - Errors carry the real codes, names and descriptions; FAKECUDA_*
 //     variables (EnvInitError, EnvFailLaunch, ...) make cuInit fail, a
-//     launch fail when it runs (sticky, CUDA_ERROR_LAUNCH_FAILED), or the
-//     device small enough to run out of memory.
+//     launch fail when it runs (sticky, CUDA_ERROR_LAUNCH_FAILED),
+//     cublasCreate_v2 fail, or the device small enough to run out of
+//     memory.
 //
 // What it cannot check is the PTX itself: the kernel's code, its launch
 // bounds and its arithmetic run only on a GPU (scripts/gpu-check.sh). Nor
@@ -85,13 +96,26 @@ const (
 	// EnvDevices is the number of GPUs (default 1; 0 makes cuInit return
 	// CUDA_ERROR_NO_DEVICE).
 	EnvDevices = "FAKECUDA_DEVICES"
-	// EnvTotalBytes is each GPU's memory in bytes (default TotalBytes).
+	// EnvTotalBytes is each GPU's physical memory in bytes (default
+	// TotalBytes): NVML's total. CUDA reports it less EnvReservedBytes.
 	EnvTotalBytes = "FAKECUDA_TOTAL_BYTES"
+	// EnvReservedBytes is the driver's own reservation on each GPU (default
+	// 0): used memory to NVML, and outside CUDA's total.
+	EnvReservedBytes = "FAKECUDA_RESERVED_BYTES"
 	// EnvFailLaunch = n: the n-th cuLaunchKernel the process makes (1-based,
 	// see Counters.Launches) is accepted, and when it runs its stream
 	// fails: that stream's syncs return CUDA_ERROR_LAUNCH_FAILED from then
 	// on, and so do later enqueues on it.
 	EnvFailLaunch = "FAKECUDA_FAIL_LAUNCH"
+	// EnvReuseAddresses = 1: cuMemAlloc_v2 hands out the most recently
+	// freed address whose charged size (rounded up to Granularity) is the
+	// one asked for, as the driver's allocator does, instead of a fresh
+	// one; a stale CUdeviceptr then names a live allocation.
+	EnvReuseAddresses = "FAKECUDA_REUSE_ADDRESSES"
+	// EnvFailBLASCreate = 1: cublasCreate_v2 returns
+	// CUBLAS_STATUS_NOT_INITIALIZED (1), as when cuBLAS cannot set itself up
+	// in the context.
+	EnvFailBLASCreate = "FAKECUDA_FAIL_BLAS_CREATE"
 )
 
 // OmitDtoH is a define for Build: the library then lacks
@@ -107,7 +131,11 @@ const (
 	ContextBytes   = 500 << 20
 	ModuleBytes    = 2 << 20
 	WorkspaceBytes = 32 << 20 // per cuBLAS handle, from its first Sgemm
-	Granularity    = 2 << 20  // allocations are charged rounded up to this
+	// BLASKernelBytes is cuBLAS's kernels in a context: charged by the
+	// first Sgemm in the context's lifetime, whichever handle makes it, and
+	// released only when the context is destroyed.
+	BLASKernelBytes = 12 << 20
+	Granularity     = 2 << 20 // allocations are charged rounded up to this
 )
 
 var (
@@ -228,6 +256,23 @@ func CtxRefs(path string, dev int) (int, error) {
 	var n int
 	err := withLibrary(path, func(call func(string, ...uintptr) int) { n = call("fakecuda_ctx_refs", uintptr(dev)) })
 	return n, err
+}
+
+// ProcessBytes returns the device memory this process holds on GPU dev in
+// the library instance at path (fakecuda_process_bytes: context, modules,
+// allocations, cuBLAS workspaces and kernels, not the driver's
+// reservation): what a stand-in NVML lists for the process.
+func ProcessBytes(path string, dev int) (uint64, error) {
+	lib, err := dl.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("fakecuda: %s: %w", path, err)
+	}
+	defer lib.Close()
+	sym, err := lib.Sym("fakecuda_process_bytes")
+	if err != nil {
+		return 0, fmt.Errorf("fakecuda: %s: %w", path, err)
+	}
+	return uint64(dl.Call(sym, uintptr(dev))), nil
 }
 
 // ResetCounters sets the counters that count events (PageableCopies) to 0.

@@ -493,18 +493,148 @@ func TestMemoryAccounting(t *testing.T) {
 	one[0], one[1] = 1, 0
 	g.must(blas.Sgemm(h, cudadrv.OpN, cudadrv.OpN, 1, 1, 1, onep, p, 1, p, 1, onep+4, p, 1))
 	g.must(blas.Sgemm(h, cudadrv.OpN, cudadrv.OpN, 1, 1, 1, onep, p, 1, p, 1, onep+4, p, 1))
-	if got := base - free(); got != fakecuda.ModuleBytes+fakecuda.Granularity+fakecuda.WorkspaceBytes {
+	if got := base - free(); got != fakecuda.ModuleBytes+fakecuda.Granularity+fakecuda.WorkspaceBytes+fakecuda.BLASKernelBytes {
 		t.Errorf("after two Sgemm on one handle: %d used", got)
 	}
 	g.must(g.d.StreamSynchronize(g.s))
 	g.must(blas.Destroy(h))
 	g.must(g.d.MemFree(p))
 	g.must(g.d.ModuleUnload(m))
-	if got := free(); got != base {
-		t.Errorf("after freeing everything: free %d, want %d", got, base)
+	if got := base - free(); got != fakecuda.BLASKernelBytes {
+		t.Errorf("after freeing everything: %d used, want cuBLAS's kernels' %d (the context lives)", got, fakecuda.BLASKernelBytes)
 	}
 	g.must(g.d.MemFreeHost(onep))
 	g.must(g.d.MemFreeHost(params))
+}
+
+// TestBLASKernelsStayInContext: the first Sgemm in a context loads
+// cuBLAS's kernels, once whatever the handles; they outlive every handle
+// and go with the context.
+func TestBLASKernelsStayInContext(t *testing.T) {
+	fakecuda.Use(t)
+	g := open(t)
+	blas, err := cudadrv.OpenBLAS()
+	g.must(err)
+	held := func() uint64 {
+		n, err := fakecuda.ProcessBytes(g.path, 0)
+		g.must(err)
+		return n
+	}
+	base := held()
+	if base != fakecuda.ContextBytes {
+		t.Fatalf("the context alone: %d B, want %d", base, fakecuda.ContextBytes)
+	}
+	p := g.alloc(1)
+	one, onep := g.pinned(2)
+	one[0], one[1] = 1, 0
+	for i := 0; i < 2; i++ { // two handles, one after the other
+		h, err := blas.Create()
+		g.must(err)
+		g.must(blas.SetStream(h, g.s))
+		g.must(blas.Sgemm(h, cudadrv.OpN, cudadrv.OpN, 1, 1, 1, onep, p, 1, p, 1, onep+4, p, 1))
+		if got, want := held()-base, uint64(fakecuda.Granularity+fakecuda.WorkspaceBytes+fakecuda.BLASKernelBytes); got != want {
+			t.Errorf("handle %d after its Sgemm: %d B beside the context, want %d (allocation, workspace, kernels once)", i, got, want)
+		}
+		g.must(g.d.StreamSynchronize(g.s))
+		g.must(blas.Destroy(h))
+		if got, want := held()-base, uint64(fakecuda.Granularity+fakecuda.BLASKernelBytes); got != want {
+			t.Errorf("handle %d destroyed: %d B beside the context, want %d (the kernels stay)", i, got, want)
+		}
+	}
+	g.must(g.d.MemFree(p))
+	g.must(g.d.MemFreeHost(onep))
+	g.close()
+	if got := held(); got != 0 {
+		t.Errorf("context destroyed: the process holds %d B, want 0", got)
+	}
+
+	// A new context loads them again.
+	g = open(t)
+	defer g.close()
+	p = g.alloc(1)
+	one, onep = g.pinned(2)
+	one[0], one[1] = 1, 0
+	h, err := blas.Create()
+	g.must(err)
+	g.must(blas.SetStream(h, g.s))
+	g.must(blas.Sgemm(h, cudadrv.OpN, cudadrv.OpN, 1, 1, 1, onep, p, 1, p, 1, onep+4, p, 1))
+	g.must(g.d.StreamSynchronize(g.s))
+	g.must(blas.Destroy(h))
+	if got, want := held()-base, uint64(fakecuda.Granularity+fakecuda.BLASKernelBytes); got != want {
+		t.Errorf("second context: %d B beside it, want %d", got, want)
+	}
+	g.must(g.d.MemFree(p))
+	g.must(g.d.MemFreeHost(onep))
+}
+
+// TestReservationOutsideCUDATotal: the driver's reservation is missing
+// from CUDA's total and counted in neither CUDA's free nor the process's
+// memory, so CUDA's free is NVML's (physical total − reservation −
+// process) while the totals differ by the reservation.
+func TestReservationOutsideCUDATotal(t *testing.T) {
+	fakecuda.Use(t)
+	const total, reserved = 1 << 30, 256 << 20
+	t.Setenv(fakecuda.EnvTotalBytes, strconv.Itoa(total))
+	t.Setenv(fakecuda.EnvReservedBytes, strconv.Itoa(reserved))
+	g := open(t)
+	defer g.close()
+	if n, err := g.d.DeviceTotalMem(g.dev); err != nil || n != total-reserved {
+		t.Errorf("DeviceTotalMem %d (%v), want the physical %d less the reservation %d", n, err, total, reserved)
+	}
+	free, cudaTotal, err := g.d.MemGetInfo()
+	g.must(err)
+	proc, err := fakecuda.ProcessBytes(g.path, 0)
+	g.must(err)
+	if cudaTotal != total-reserved || proc != fakecuda.ContextBytes || free != total-reserved-proc {
+		t.Errorf("MemGetInfo free %d, total %d; process %d: want total %d, free %d", free, cudaTotal, proc, total-reserved, total-reserved-fakecuda.ContextBytes)
+	}
+	// What fits is the free memory: the reservation is not counted twice.
+	_, err = g.d.MemAlloc(int(free) + 1)
+	wantCode(t, err, 2)
+	p, err := g.d.MemAlloc(int(free))
+	g.must(err)
+	if f, _, err := g.d.MemGetInfo(); err != nil || f != 0 {
+		t.Errorf("after allocating all the free memory: free %d (%v)", f, err)
+	}
+	g.must(g.d.MemFree(p))
+}
+
+// TestReuseAddresses: under EnvReuseAddresses an allocation takes the most
+// recently freed address of its charged size, as the driver's allocator
+// does; without it no address comes back.
+func TestReuseAddresses(t *testing.T) {
+	fakecuda.Use(t)
+	g := open(t)
+	defer g.close()
+	t.Setenv(fakecuda.EnvReuseAddresses, "1")
+	a, b, big := g.alloc(1), g.alloc(1), g.alloc(1<<20) // 2, 2 and 4 MiB charged
+	g.must(g.d.MemFree(a))
+	g.must(g.d.MemFree(big))
+	g.must(g.d.MemFree(b))
+	if p := g.alloc(1 << 19); p != b { // 2 MiB charged: b was freed last
+		t.Errorf("got %#x, want the last freed 2 MiB block %#x", p, b)
+	} else {
+		g.must(g.d.MemFree(p))
+	}
+	if p := g.alloc(2); p != b {
+		t.Errorf("got %#x, want %#x again", p, b)
+	} else if q := g.alloc(2); q != a {
+		t.Errorf("got %#x, want the other freed 2 MiB block %#x", q, a)
+	} else {
+		g.must(g.d.MemFree(q))
+		g.must(g.d.MemFree(p))
+	}
+	if p := g.alloc(3 << 18); p != big { // 3 MiB: charged 4 MiB
+		t.Errorf("got %#x, want the freed 4 MiB block %#x", p, big)
+	} else {
+		g.must(g.d.MemFree(p))
+	}
+	t.Setenv(fakecuda.EnvReuseAddresses, "")
+	p := g.alloc(1)
+	if p == a || p == b || p == big {
+		t.Errorf("without %s: a freed address %#x came back", fakecuda.EnvReuseAddresses, p)
+	}
+	g.must(g.d.MemFree(p))
 }
 
 // TestNotInitialized uses an instance of its own, on which cuInit never

@@ -2,10 +2,12 @@ package decodebench
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"memprobe/internal/fakecuda"
@@ -35,7 +37,7 @@ func TestRunCUDA(t *testing.T) {
 		t.Fatal(err)
 	}
 	B, T, C, V := cfg.Batch, cfg.Context, cfg.Dim, cfg.Vocab
-	for _, m := range ms {
+	for i, m := range ms {
 		if m.Device != "cuda" || m.Check == nil || !m.Check.Pass || m.Check.TokensDiffer != 0 {
 			t.Errorf("%s: device %s, check %+v: want cuda agreeing with cpu", m.Mode, m.Device, m.Check)
 		}
@@ -63,10 +65,19 @@ func TestRunCUDA(t *testing.T) {
 			rounded += (int64(4*n) + fakecuda.Granularity - 1) / fakecuda.Granularity * fakecuda.Granularity
 		}
 		if dm.GPU != fakecuda.DeviceName || dm.LedgerBytes != ledgerBytes || dm.AllocRoundingBytes != rounded-ledgerBytes ||
-			dm.CuBLASWorkspaceBytes != fakecuda.WorkspaceBytes || dm.StreamHandleBytes != 0 ||
-			!strings.Contains(dm.NVMLNote, "no NVML") {
-			t.Errorf("%s: device memory %+v; want ledger %d, rounding %d, workspace %d, no stream cost, and a note on NVML",
-				m.Mode, *dm, ledgerBytes, rounded-ledgerBytes, fakecuda.WorkspaceBytes)
+			dm.StreamHandleBytes != 0 || !strings.Contains(dm.NVMLNote, "no NVML") || !strings.Contains(dm.ContextNote, "no NVML") {
+			t.Errorf("%s: device memory %+v; want ledger %d, rounding %d, no stream cost, and notes on NVML and the context",
+				m.Mode, *dm, ledgerBytes, rounded-ledgerBytes)
+		}
+		// cuBLAS's kernels, loaded by the first GEMM in the context (CUDA
+		// loads modules lazily) and kept there, are in the workspace
+		// figure of the mode that loaded them and held before every later
+		// mode's device opened (or before the first's, when an earlier
+		// test in this process loaded them).
+		if got, want := dm.HeldBeforeOpenBytes+dm.CuBLASWorkspaceBytes, int64(fakecuda.WorkspaceBytes+fakecuda.BLASKernelBytes); got != want ||
+			i > 0 && (dm.HeldBeforeOpenBytes != fakecuda.BLASKernelBytes || dm.CuBLASWorkspaceBytes != fakecuda.WorkspaceBytes) {
+			t.Errorf("%s (mode %d): held before %d B, workspace %d B; want %d B together, the kernels' %d B held before every mode after the first",
+				m.Mode, i, dm.HeldBeforeOpenBytes, dm.CuBLASWorkspaceBytes, want, fakecuda.BLASKernelBytes)
 		}
 		if r := Record(m); r.DevicePeakSource != "ledger" || r.LedgerPeakBytes != ledgerBytes || len(r.Buffers) != 5 {
 			t.Errorf("%s: record peak %d (%s), ledger %d, %d buffers", m.Mode, r.DevicePeakBytes, r.DevicePeakSource, r.LedgerPeakBytes, len(r.Buffers))
@@ -88,26 +99,24 @@ func TestRunCUDA(t *testing.T) {
 	t.Logf("\n%s", out.String())
 }
 
-// TestRunCUDAWithNVML: the reconciliation with NVML present, on the two
-// stand-ins wired together (the fake NVML lists this process with the
-// memory the fake driver has handed it, and both count the same 256 MiB
-// driver reservation): the context and module, the ledger, the allocation
-// rounding and the cuBLAS workspace add up to NVML's figure exactly,
-// leaving nothing unexplained, and the decode record's device peak is
-// NVML's.
-func TestRunCUDAWithNVML(t *testing.T) {
+// withFakeNVML points the run at the fake driver instance lib (built with
+// its own defines) and at the fake NVML wired to it, with a 256 MiB driver
+// reservation that NVML counts as used and CUDA leaves out of its total,
+// as a real GPU does; then runs two modes at the micro preset.
+func runWithFakeNVML(t *testing.T, define string) []Measurement {
+	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("gcc not found: the fake NVML cannot be built")
 	}
-	lib := fakecuda.Use(t, "NVML_RECONCILE") // its own instance: no context from other tests
+	lib := fakecuda.Use(t, define)
 	nvml := filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
 	if out, err := exec.Command(gcc, "-O2", "-shared", "-fPIC", "-o", nvml, "../gpumem/testdata/fakenvml.c").CombinedOutput(); err != nil {
 		t.Fatalf("building the fake NVML: %v\n%s", err, out)
 	}
 	t.Setenv("MEMPROBE_LIBNVML", nvml)
 	t.Setenv("FAKENVML_FAKECUDA", lib)
-	t.Setenv("FAKECUDA_RESERVED_BYTES", strconv.Itoa(256<<20))
+	t.Setenv(fakecuda.EnvReservedBytes, strconv.Itoa(256<<20))
 	cfg, err := model.Preset("micro")
 	if err != nil {
 		t.Fatal(err)
@@ -118,12 +127,31 @@ func TestRunCUDAWithNVML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out bytes.Buffer
+	if err := WriteDeviceMemory(&out, ms, table.Text); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", out.String())
+	return ms
+}
+
+// TestRunCUDAWithNVML: the reconciliation with NVML present, on the two
+// stand-ins wired together (the fake NVML lists this process with the
+// memory the fake driver has handed it): the context and module, what the
+// process held before each mode's device opened, the ledger, the
+// allocation rounding and the cuBLAS workspace add up to NVML's figure
+// exactly, leaving nothing unexplained, and the decode record's device
+// peak is NVML's. The context is measured on free memory: NVML's total
+// includes the reservation and CUDA's does not, so measured on the totals
+// it would come out 256 MiB short.
+func TestRunCUDAWithNVML(t *testing.T) {
+	ms := runWithFakeNVML(t, "NVML_RECONCILE") // its own instance: no context from other tests
 	for _, m := range ms {
 		dm := m.DeviceMemory
 		if dm == nil || dm.NVMLNote != "" {
 			t.Fatalf("%s: device memory %+v, want NVML's figures", m.Mode, dm)
 		}
-		want := dm.ContextBytes + dm.StreamHandleBytes + dm.LedgerBytes + dm.AllocRoundingBytes + dm.CuBLASWorkspaceBytes
+		want := dm.ContextBytes + dm.HeldBeforeOpenBytes + dm.StreamHandleBytes + dm.LedgerBytes + dm.AllocRoundingBytes + dm.CuBLASWorkspaceBytes
 		if dm.UnexplainedBytes != 0 || dm.ProcessBytes != want || dm.ProcessPeakBytes < dm.ProcessBytes || dm.NVMLSamples < 1 || len(dm.NVMLTimeline) != dm.NVMLSamples {
 			t.Errorf("%s: %+v: want NVML's %d B = the named parts %d B, nothing unexplained, a peak at least that", m.Mode, *dm, dm.ProcessBytes, want)
 		}
@@ -135,10 +163,41 @@ func TestRunCUDAWithNVML(t *testing.T) {
 		if r := Record(m); r.DevicePeakSource != "nvml" || r.DevicePeakBytes != dm.ProcessPeakBytes || r.LedgerPeakBytes >= r.DevicePeakBytes {
 			t.Errorf("%s: record peak %d B from %s, ledger %d B: want NVML's peak, above the ledger's", m.Mode, r.DevicePeakBytes, r.DevicePeakSource, r.LedgerPeakBytes)
 		}
+		if dm.ProcessSource != "nvml" {
+			t.Errorf("%s: process_source %q, want nvml", m.Mode, dm.ProcessSource)
+		}
 	}
-	var out bytes.Buffer
-	if err := WriteDeviceMemory(&out, ms, table.Text); err != nil {
-		t.Fatal(err)
+}
+
+// pidNamespaceRuns gives each run of TestRunCUDAInPIDNamespace a fake
+// driver of its own: in a PID namespace an earlier context of this
+// process would be invisible to the baseline (NVML's entry for it is
+// under another PID), so each run starts with none.
+var pidNamespaceRuns atomic.Int64
+
+// TestRunCUDAInPIDNamespace: NVML lists this process under another PID,
+// as in a container with its own PID namespace. The process's figure is
+// then the GPU's fall in free memory since before the context, said so
+// (process_source gpu_free_delta, a note), and still reconciles with
+// nothing unexplained; there is no peak, so the record's peak is the
+// ledger's.
+func TestRunCUDAInPIDNamespace(t *testing.T) {
+	t.Setenv("FAKENVML_PID_OFFSET", "100000")
+	ms := runWithFakeNVML(t, fmt.Sprintf("NVML_PIDNS_%d", pidNamespaceRuns.Add(1)))
+	for _, m := range ms {
+		dm := m.DeviceMemory
+		if dm == nil || dm.ProcessSource != "gpu_free_delta" || !strings.Contains(dm.NVMLNote, "no other process") {
+			t.Fatalf("%s: device memory %+v, want the GPU's free-memory delta, said so", m.Mode, dm)
+		}
+		want := dm.ContextBytes + dm.HeldBeforeOpenBytes + dm.StreamHandleBytes + dm.LedgerBytes + dm.AllocRoundingBytes + dm.CuBLASWorkspaceBytes
+		if dm.UnexplainedBytes != 0 || dm.ProcessBytes != want || dm.ProcessPeakBytes != 0 {
+			t.Errorf("%s: %+v: want the delta %d B = the named parts %d B, nothing unexplained, no peak", m.Mode, *dm, dm.ProcessBytes, want)
+		}
+		if ctx := int64(fakecuda.ContextBytes + fakecuda.ModuleBytes); dm.ContextBytes != ctx {
+			t.Errorf("%s: context and module %d B, want the fake's %d B", m.Mode, dm.ContextBytes, ctx)
+		}
+		if r := Record(m); r.DevicePeakSource != "ledger" {
+			t.Errorf("%s: record peak from %s, want the ledger's", m.Mode, r.DevicePeakSource)
+		}
 	}
-	t.Logf("\n%s", out.String())
 }

@@ -1,6 +1,7 @@
 package decodebench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,13 +23,13 @@ type gpuMemoryDevice interface {
 }
 
 // gpuWatch is the outside view of the process's GPU memory for one run of
-// `probe decode`: NVML, opened once, and the GPU's used memory before the
+// `probe decode`: NVML, opened once, and the GPU's free memory before the
 // process made its CUDA context (the baseline the context's cost is
 // measured from).
 type gpuWatch struct {
 	nvml       *gpumem.NVML // nil when NVML is not available
 	note       string       // why not, in one line
-	baseUsed   uint64       // NVML: GPU memory in use before our context
+	baseFree   uint64       // NVML: the GPU's free memory without this process
 	baseTaken  bool
 	sampler    *gpumem.Sampler
 	afterOpen  device.MemoryInfo
@@ -49,14 +50,14 @@ func newGPUWatch() *gpuWatch {
 	// NVML numbers GPUs in PCI order, CUDA fastest first unless
 	// CUDA_DEVICE_ORDER=PCI_BUS_ID: the same GPU only on a one-GPU machine
 	// (the GPU machines this is run on), so the baseline is taken only there.
-	// The baseline is the GPU's use by everything but this process (the
-	// driver's reservation, other processes): this process may already
-	// hold its context from an earlier run in the same process, and
-	// ContextBytes compares against the free memory recorded when the
-	// context was made.
+	// The baseline is the GPU's free memory as if this process held none
+	// of it (it may already hold its context from an earlier run in the
+	// same process): free memory, because NVML's total is the physical
+	// memory and CUDA's leaves out the driver's reservation, while the two
+	// agree on what is free (gpumem.Device).
 	if devs, err := n.Devices(); err == nil && len(devs) == 1 {
 		own, _ := n.ProcessBytes(os.Getpid()) // 0 with ErrNoProcessEntry: no context yet
-		w.baseUsed, w.baseTaken = devs[0].UsedBytes-uint64(own), true
+		w.baseFree, w.baseTaken = devs[0].FreeBytes+uint64(own), true
 	}
 	return w
 }
@@ -115,26 +116,44 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 		GPU: now.GPU.Name, TotalBytes: int64(now.GPU.TotalBytes),
 		LedgerBytes: ledgerBytes,
 		// cuMemGetInfo deltas: each stage allocates only what it names.
-		StreamHandleBytes:    int64(now.GPU.FreeAfterContextBytes) - int64(w.afterOpen.FreeAfterOpenBytes),
+		HeldBeforeOpenBytes:  int64(now.GPU.FreeAfterContextBytes) - int64(w.afterOpen.FreeBeforeOpenBytes),
+		StreamHandleBytes:    int64(w.afterOpen.FreeBeforeOpenBytes) - int64(w.afterOpen.FreeAfterOpenBytes),
 		AllocRoundingBytes:   int64(w.afterOpen.FreeNowBytes) - int64(w.afterNew.FreeNowBytes) - ledgerBytes,
 		CuBLASWorkspaceBytes: int64(w.afterNew.FreeNowBytes) - int64(now.FreeNowBytes),
 	}
-	if w.baseTaken {
-		dm.ContextBytes = int64(now.GPU.TotalBytes-now.GPU.FreeAfterContextBytes) - int64(w.baseUsed)
-	} else if w.nvml != nil {
+	switch {
+	case w.baseTaken:
+		dm.ContextBytes = int64(w.baseFree) - int64(now.GPU.FreeAfterContextBytes)
+	case w.nvml != nil:
 		dm.ContextNote = "not measured: NVML sees more than one GPU, and its numbering need not be CUDA's"
+	default:
+		dm.ContextNote = "not measured: no NVML, so no figure from before the context"
 	}
 	if w.nvml == nil {
 		dm.NVMLNote = w.note
 		return dm
 	}
-	if p, err := w.nvml.ProcessBytes(os.Getpid()); err == nil {
-		dm.ProcessBytes = p
-	} else {
-		dm.NVMLNote = err.Error()
-	}
 	tl := w.sampler.Stop()
 	w.sampler = nil
+	p, err := w.nvml.ProcessBytes(os.Getpid())
+	switch {
+	case err == nil:
+		dm.ProcessBytes, dm.ProcessSource = p, "nvml"
+	case errors.Is(err, gpumem.ErrNoProcessEntry) && w.baseTaken:
+		// The process holds a context, so NVML lists it under a PID this
+		// process cannot see (a container's own PID namespace: NVML
+		// lists host PIDs), or not at all. On the one GPU, the fall of
+		// its free memory since the baseline is this process's figure as
+		// long as no other process changed its use meanwhile: said so.
+		if devs, derr := w.nvml.Devices(); derr == nil && len(devs) == 1 {
+			dm.ProcessBytes, dm.ProcessSource = int64(w.baseFree)-int64(devs[0].FreeBytes), "gpu_free_delta"
+			dm.NVMLNote = fmt.Sprintf("%v; process_bytes is the GPU's free memory before this process's context less now (no other process is assumed to have changed its use); no peak", err)
+		} else {
+			dm.NVMLNote = err.Error()
+		}
+	default:
+		dm.NVMLNote = err.Error()
+	}
 	dm.ProcessPeakBytes, dm.NVMLSamples = tl.PeakBytes, len(tl.Samples)
 	for _, x := range tl.Samples {
 		dm.NVMLTimeline = append(dm.NVMLTimeline, schema.DeviceSample{Seconds: x.Seconds, Bytes: x.Bytes})
@@ -146,8 +165,9 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 	case tl.FirstErr != "":
 		dm.NVMLNote = tl.FirstErr
 	}
-	if dm.ProcessBytes > 0 && w.baseTaken {
-		dm.UnexplainedBytes = dm.ProcessBytes - dm.ContextBytes - dm.StreamHandleBytes - dm.LedgerBytes - dm.AllocRoundingBytes - dm.CuBLASWorkspaceBytes
+	if dm.ProcessSource != "" && w.baseTaken {
+		dm.UnexplainedBytes = dm.ProcessBytes - dm.ContextBytes - dm.HeldBeforeOpenBytes - dm.StreamHandleBytes -
+			dm.LedgerBytes - dm.AllocRoundingBytes - dm.CuBLASWorkspaceBytes
 	}
 	return dm
 }
@@ -174,6 +194,7 @@ func WriteDeviceMemory(w io.Writer, ms []Measurement, f table.Format) error {
 		table.Column{Name: "NVML peak", Kind: table.Bytes},
 		table.Column{Name: "NVML at end", Kind: table.Bytes},
 		table.Column{Name: "context+module", Kind: table.Bytes},
+		table.Column{Name: "held before", Kind: table.Bytes},
 		table.Column{Name: "stream+cuBLAS handle", Kind: table.Bytes},
 		table.Column{Name: "ledger", Kind: table.Bytes},
 		table.Column{Name: "alloc rounding", Kind: table.Bytes},
@@ -183,15 +204,22 @@ func WriteDeviceMemory(w io.Writer, ms []Measurement, f table.Format) error {
 	for _, m := range rows {
 		d := m.DeviceMemory
 		// Without NVML there is no process figure, no baseline for the
-		// context and so no remainder: blank, not 0.
+		// context and so no remainder; without NVML's entry for the
+		// process, no peak: blank, not 0.
 		var peak, end, ctx, unexplained any
-		if d.NVMLNote == "" {
-			peak, end = d.ProcessPeakBytes, d.ProcessBytes
-			if d.ContextNote == "" {
-				ctx, unexplained = d.ContextBytes, d.UnexplainedBytes
+		if d.ProcessSource == "nvml" {
+			peak = d.ProcessPeakBytes
+		}
+		if d.ProcessSource != "" {
+			end = d.ProcessBytes
+		}
+		if d.ContextNote == "" {
+			ctx = d.ContextBytes
+			if d.ProcessSource != "" {
+				unexplained = d.UnexplainedBytes
 			}
 		}
-		t.Add(m.Mode, peak, end, ctx, d.StreamHandleBytes, d.LedgerBytes,
+		t.Add(m.Mode, peak, end, ctx, d.HeldBeforeOpenBytes, d.StreamHandleBytes, d.LedgerBytes,
 			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes, unexplained)
 	}
 	return t.Render(w, f)

@@ -170,8 +170,8 @@ func TestDevices(t *testing.T) {
 	}
 	const reserved = 256 << 20 // the fake's driver reservation
 	want := []Device{
-		{Index: 0, Name: "FakeNVML GPU 0", TotalBytes: 1e9, UsedBytes: reserved + 1000000},
-		{Index: 1, Name: "FakeNVML GPU 1", TotalBytes: 1e9, UsedBytes: reserved + 2000000},
+		{Index: 0, Name: "FakeNVML GPU 0", TotalBytes: 1e9, UsedBytes: reserved + 1000000, FreeBytes: 1e9 - reserved - 1000000},
+		{Index: 1, Name: "FakeNVML GPU 1", TotalBytes: 1e9, UsedBytes: reserved + 2000000, FreeBytes: 1e9 - reserved - 2000000},
 	}
 	if fmt.Sprint(devs) != fmt.Sprint(want) {
 		t.Errorf("Devices() = %+v, want %+v", devs, want)

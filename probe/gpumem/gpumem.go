@@ -112,11 +112,16 @@ type Device struct {
 	Index int `json:"index"`
 	// Name is the product name, e.g. "NVIDIA H100 80GB HBM3".
 	Name string `json:"name"`
-	// TotalBytes and UsedBytes come from nvmlDeviceGetMemoryInfo: the
-	// card's memory and what every process (plus the driver's own
-	// reservation) holds of it.
+	// TotalBytes, UsedBytes and FreeBytes come from
+	// nvmlDeviceGetMemoryInfo: the card's memory, what every process
+	// (plus the driver's own reservation) holds of it, and the rest.
+	// NVML's total is the physical memory, while CUDA's (cuMemGetInfo,
+	// cuDeviceTotalMem) leaves out the driver's reservation, some hundreds
+	// of MiB less; the free figures agree. So compare with CUDA's figures
+	// through FreeBytes, never through TotalBytes or UsedBytes.
 	TotalBytes uint64 `json:"total_bytes"`
 	UsedBytes  uint64 `json:"used_bytes"`
+	FreeBytes  uint64 `json:"free_bytes"`
 }
 
 // libPathOrDefault resolves Open's libPath argument: the caller's path,

@@ -203,7 +203,7 @@ func (n *NVML) Devices() ([]Device, error) {
 		for end < len(name) && name[end] != 0 {
 			end++
 		}
-		out = append(out, Device{Index: i, Name: string(name[:end]), TotalBytes: mem.total, UsedBytes: mem.used})
+		out = append(out, Device{Index: i, Name: string(name[:end]), TotalBytes: mem.total, UsedBytes: mem.used, FreeBytes: mem.free})
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"memprobe/probe/ledger"
 )
@@ -17,8 +18,9 @@ type book struct {
 	name   string
 	acct   *ledger.Account
 	closed bool
-	live   map[uint64]Buffer
+	live   map[uint64]Buffer // by Buffer.id
 	names  map[uint64]string // the name each live buffer was allocated under
+	lastID uint64            // the last Buffer.id handed out (newID)
 
 	errMu sync.Mutex
 	err   error // first error met on the stream (sticky)
@@ -32,12 +34,30 @@ func newBook(name string, acct *ledger.Account) book {
 	return book{name: name, acct: acct, live: map[uint64]Buffer{}, names: map[uint64]string{}}
 }
 
+// newID returns the id of a new allocation: ids count up from 1 and are
+// never reused, unlike device addresses, so that check refuses a Buffer
+// kept past its Free even when the allocator gave its address to a new
+// buffer of the same size.
+func (k *book) newID() uint64 {
+	k.lastID++
+	return k.lastID
+}
+
+// holds reports whether b is one of this device's live buffers. Ids are
+// per device, so a Buffer of another device may carry an id that is live
+// here: its length and its memory (the device address on cuda, the slice
+// on cpu) must match too.
+func (k *book) holds(b Buffer) bool {
+	lb, ok := k.live[b.id]
+	return ok && lb.n == b.n && lb.ptr == b.ptr && unsafe.SliceData(lb.mem) == unsafe.SliceData(b.mem)
+}
+
 // check returns an error unless b is live here and holds n values from off.
 func (k *book) check(what string, b Buffer, off, n int) error {
 	if k.closed {
 		return ErrClosed
 	}
-	if lb, ok := k.live[b.id]; !ok || lb.n != b.n {
+	if !k.holds(b) {
 		return fmt.Errorf("%s %s: buffer is not allocated on this device", k.name, what)
 	}
 	if off < 0 || n < 0 || off+n > b.n {
@@ -71,7 +91,7 @@ func (k *book) added(name string, b Buffer) {
 
 // removed forgets b and returns an error if it was not live.
 func (k *book) removed(b Buffer) error {
-	if _, ok := k.live[b.id]; !ok {
+	if !k.holds(b) {
 		return fmt.Errorf("%s free: buffer is not allocated on this device (double free?)", k.name)
 	}
 	delete(k.live, b.id)

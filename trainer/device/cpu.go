@@ -46,11 +46,10 @@ type command struct {
 // gemm.Backend given to NewCPU). Its costs are real work, never sleeps.
 type CPU struct {
 	book
-	g      gemm.Backend
-	queue  chan command
-	fence  chan struct{}
-	done   chan struct{} // closed when the stream goroutine has exited
-	nextID uint64
+	g     gemm.Backend
+	queue chan command
+	fence chan struct{}
+	done  chan struct{} // closed when the stream goroutine has exited
 
 	scratch []float32 // (V) SoftmaxSample's row workspace; only the stream touches it
 }
@@ -134,8 +133,7 @@ func (d *CPU) Alloc(name string, n int) (Buffer, error) {
 	if err := d.checkAlloc(name, n); err != nil {
 		return Buffer{}, err
 	}
-	d.nextID++
-	b := Buffer{id: d.nextID, n: n, mem: d.acct.Float32s(n)}
+	b := Buffer{id: d.newID(), n: n, mem: d.acct.Float32s(n)}
 	d.added(name, b)
 	return b, nil
 }

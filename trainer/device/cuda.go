@@ -80,7 +80,10 @@ type GPUInfo struct {
 	DriverVersion int    `json:"driver_version"` // 13000 for CUDA 13.0
 	BLASVersion   int    `json:"cublas_version"`
 	BLASLibrary   string `json:"cublas_library"`
-	TotalBytes    uint64 `json:"total_bytes"`
+	// TotalBytes is cuDeviceTotalMem: the memory CUDA manages, which on a
+	// GPU is the physical memory less the driver's own reservation, so it
+	// is below NVML's total (cuMemGetInfo's free is NVML's free).
+	TotalBytes uint64 `json:"total_bytes"`
 	// FreeAfterContextBytes is cuMemGetInfo's free memory once the primary
 	// context and the kernel module exist, before any buffer: the baseline
 	// of the device's own memory reconciliation.
@@ -117,7 +120,10 @@ func cudaAvailable() error {
 }
 
 // openGPU returns the process's hold on GPU ordinal, making it on first use.
-func openGPU(ordinal int) (*cudaGPU, error) {
+// A failure after the context was retained gives back what was made (the
+// module, the context reference): nothing is kept for a GPU that failed to
+// open, and the next call starts over.
+func openGPU(ordinal int) (_ *cudaGPU, err error) {
 	drv, err := cudadrv.Load()
 	if err != nil {
 		return nil, err
@@ -156,19 +162,28 @@ func openGPU(ordinal int) (*cudaGPU, error) {
 	if g.ctx, err = drv.PrimaryCtxRetain(g.dev); err != nil {
 		return nil, err
 	}
-	if err := drv.CtxSetCurrent(g.ctx); err != nil {
+	// Runs before the deferred UnlockOSThread: the context is still
+	// current on this thread for cuModuleUnload.
+	defer func() {
+		if err == nil {
+			return
+		}
+		if g.mod != 0 {
+			drv.ModuleUnload(g.mod)
+		}
 		drv.PrimaryCtxRelease(g.dev)
+	}()
+	if err := drv.CtxSetCurrent(g.ctx); err != nil {
 		return nil, err
 	}
 	ptx := append([]byte(kernels.SoftmaxSamplePTX), 0)
-	if g.mod, err = drv.ModuleLoadData(uintptr(unsafe.Pointer(&ptx[0]))); err != nil {
-		drv.PrimaryCtxRelease(g.dev)
+	mod, err := drv.ModuleLoadData(uintptr(unsafe.Pointer(&ptx[0])))
+	runtime.KeepAlive(ptx)
+	if err != nil {
 		return nil, fmt.Errorf("loading the softmax_sample PTX: %w", err)
 	}
-	runtime.KeepAlive(ptx)
+	g.mod = mod // set only once loaded: the cleanup above unloads it
 	if g.softmax, err = drv.ModuleGetFunction(g.mod, kernels.SoftmaxSampleName); err != nil {
-		drv.ModuleUnload(g.mod)
-		drv.PrimaryCtxRelease(g.dev)
 		return nil, err
 	}
 	// cuBLAS's version needs a handle: one made and dropped here, under
@@ -230,7 +245,8 @@ type CUDA struct {
 	h2d, d2h stagingBuf
 	pending  []pendingD2H
 
-	memAfterOpen uint64 // cuMemGetInfo free bytes when the device was ready
+	memBeforeOpen uint64 // cuMemGetInfo free bytes before the stream and handle were made
+	memAfterOpen  uint64 // cuMemGetInfo free bytes when the device was ready
 }
 
 // NewCUDA opens GPU ordinal (the primary context, shared by the process),
@@ -252,6 +268,9 @@ func NewCUDA(ordinal int, acct *ledger.Account) (*CUDA, error) {
 func (d *CUDA) open() (err error) {
 	defer d.enter()()
 	drv := d.gpu.drv
+	if d.memBeforeOpen, _, err = drv.MemGetInfo(); err != nil {
+		return err
+	}
 	if d.stream, err = drv.StreamCreate(cudadrv.StreamNonBlocking); err != nil {
 		return err
 	}
@@ -326,20 +345,26 @@ func (d *CUDA) Name() string { return "cuda" }
 func (d *CUDA) GPU() GPUInfo { return d.gpu.info }
 
 // MemoryInfo is the device's view of GPU memory for the reconciliation
-// in probe/decodebench: cuMemGetInfo now, and at two earlier points.
+// in probe/decodebench: cuMemGetInfo now, and at earlier points.
 type MemoryInfo struct {
 	GPU GPUInfo `json:"gpu"` // with the free bytes once the context existed
-	// Free bytes (cuMemGetInfo, the whole GPU) once this device's stream
-	// and cuBLAS handle existed, and now.
-	FreeAfterOpenBytes uint64 `json:"free_after_open_bytes"`
-	FreeNowBytes       uint64 `json:"free_now_bytes"`
+	// Free bytes (cuMemGetInfo, the whole GPU) just before this device made
+	// its stream and cuBLAS handle, once they existed, and now. What the
+	// stream and handle cost is FreeBeforeOpen − FreeAfterOpen, not
+	// GPU.FreeAfterContext − FreeAfterOpen: the latter also holds whatever
+	// the process took between making the context and opening this device
+	// (other devices' buffers, streams and workspaces, the cuBLAS kernels
+	// an earlier device's first GEMM loaded into the context).
+	FreeBeforeOpenBytes uint64 `json:"free_before_open_bytes"`
+	FreeAfterOpenBytes  uint64 `json:"free_after_open_bytes"`
+	FreeNowBytes        uint64 `json:"free_now_bytes"`
 }
 
 // MemoryInfo reads cuMemGetInfo now; it does not wait for the stream.
 func (d *CUDA) MemoryInfo() (MemoryInfo, error) {
 	defer d.enter()()
 	free, _, err := d.gpu.drv.MemGetInfo()
-	return MemoryInfo{GPU: d.gpu.info, FreeAfterOpenBytes: d.memAfterOpen, FreeNowBytes: free}, err
+	return MemoryInfo{GPU: d.gpu.info, FreeBeforeOpenBytes: d.memBeforeOpen, FreeAfterOpenBytes: d.memAfterOpen, FreeNowBytes: free}, err
 }
 
 // fail records err as the stream's sticky error and returns it.
@@ -363,7 +388,7 @@ func (d *CUDA) Alloc(name string, n int) (Buffer, error) {
 		d.gpu.drv.MemFree(p)
 		return Buffer{}, d.fail(err)
 	}
-	b := Buffer{id: uint64(p), n: n}
+	b := Buffer{id: d.newID(), n: n, ptr: uint64(p)}
 	d.added(name, b)
 	d.acct.Alloc(int64(n) * 4)
 	return b, nil
@@ -381,7 +406,7 @@ func (d *CUDA) Free(b Buffer) error {
 	d.acct.Free(int64(b.n) * 4)
 	defer d.enter()()
 	werr := d.wait(true) // a failed stream still frees: nothing would free b later
-	if err := d.gpu.drv.MemFree(cudadrv.DevicePtr(b.id)); err != nil {
+	if err := d.gpu.drv.MemFree(cudadrv.DevicePtr(b.ptr)); err != nil {
 		return d.fail(err)
 	}
 	return werr
@@ -466,7 +491,7 @@ func (d *CUDA) CopyToDevice(dst Buffer, dstOff int, src []float32) error {
 			return err
 		}
 		copy(d.h2d.floats(off, n), src[:n])
-		if err := d.gpu.drv.MemcpyHtoDAsync(cudadrv.DevicePtr(dst.id+uint64(dstOff)*4), d.h2d.base+uintptr(off), n*4, d.stream); err != nil {
+		if err := d.gpu.drv.MemcpyHtoDAsync(cudadrv.DevicePtr(dst.ptr+uint64(dstOff)*4), d.h2d.base+uintptr(off), n*4, d.stream); err != nil {
 			return d.fail(err)
 		}
 		src, dstOff = src[n:], dstOff+n
@@ -491,7 +516,7 @@ func (d *CUDA) CopyToHost(dst []float32, src Buffer, srcOff int) error {
 		if err != nil {
 			return err
 		}
-		if err := d.gpu.drv.MemcpyDtoHAsync(d.d2h.base+uintptr(off), cudadrv.DevicePtr(src.id+uint64(srcOff)*4), n*4, d.stream); err != nil {
+		if err := d.gpu.drv.MemcpyDtoHAsync(d.d2h.base+uintptr(off), cudadrv.DevicePtr(src.ptr+uint64(srcOff)*4), n*4, d.stream); err != nil {
 			return d.fail(err)
 		}
 		d.pending = append(d.pending, pendingD2H{dst: dst[:n], off: off})
@@ -514,8 +539,8 @@ func (d *CUDA) Logits(out, hidden, weight Buffer, rows, C, V int) error {
 	}
 	defer d.enter()()
 	err := d.gpu.blas.Sgemm(d.handle, cudadrv.OpT, cudadrv.OpN, V, rows, C,
-		d.params+paramAlpha, cudadrv.DevicePtr(weight.id), C, cudadrv.DevicePtr(hidden.id), C,
-		d.params+paramBeta, cudadrv.DevicePtr(out.id), V)
+		d.params+paramAlpha, cudadrv.DevicePtr(weight.ptr), C, cudadrv.DevicePtr(hidden.ptr), C,
+		d.params+paramBeta, cudadrv.DevicePtr(out.ptr), V)
 	if err != nil {
 		return d.fail(err)
 	}
@@ -535,10 +560,10 @@ func (d *CUDA) SoftmaxSample(out, logits, targets Buffer, rows, V int, s Samplin
 	defer d.enter()()
 	var tg uint64 // NULL: no targets, no loss
 	if targets.Valid() {
-		tg = targets.id
+		tg = targets.ptr
 	}
 	slots := (*[paramSlots]uint64)(d.paramAddr(0))
-	*slots = [paramSlots]uint64{out.id, logits.id, tg, uint64(uint32(int32(rows))), uint64(uint32(int32(V))),
+	*slots = [paramSlots]uint64{out.ptr, logits.ptr, tg, uint64(uint32(int32(rows))), uint64(uint32(int32(V))),
 		uint64(math.Float32bits(s.Temperature)), s.Seed, s.Pos}
 	err := d.gpu.drv.LaunchKernel(d.gpu.softmax, [3]uint32{uint32(rows), 1, 1}, [3]uint32{kernels.SoftmaxSampleBlock, 1, 1},
 		0, d.stream, d.params+paramPtrsOff)
@@ -574,10 +599,10 @@ func (d *CUDA) Close() error {
 	func() {
 		defer d.enter()()
 		d.wait(true)
-		for id, b := range d.live {
+		for _, b := range d.live {
 			d.removed(b)
 			d.acct.Free(int64(b.n) * 4)
-			if err := d.gpu.drv.MemFree(cudadrv.DevicePtr(id)); err != nil {
+			if err := d.gpu.drv.MemFree(cudadrv.DevicePtr(b.ptr)); err != nil {
 				d.setErr(err)
 			}
 		}

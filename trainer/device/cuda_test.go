@@ -281,3 +281,138 @@ func TestCUDAMissingSymbol(t *testing.T) {
 		t.Errorf("Available(cuda) = %v, want one line naming cuMemcpyDtoHAsync_v2", err)
 	}
 }
+
+// TestCUDAStaleBuffer: the driver's allocator hands a freed address out
+// again (FAKECUDA_REUSE_ADDRESSES makes the fake do so), so a Buffer kept
+// past its Free names, by its CUdeviceptr, a live allocation of the same
+// size. Every call must still refuse it, and a stale Free must not free
+// the new buffer.
+func TestCUDAStaleBuffer(t *testing.T) {
+	d, _ := openFakeCUDA(t, nil)
+	defer d.Close()
+	t.Setenv(fakecuda.EnvReuseAddresses, "1")
+	const rows, V = 2, 3
+	logits, err := d.Alloc("logits", rows*V) // before the free: it would take the freed address
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := d.Alloc("out", rows*OutStride)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Free(stale); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := d.Alloc("out", rows*OutStride)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.ptr != stale.ptr {
+		t.Fatalf("the fake did not reuse the freed address %#x (got %#x): the test checks nothing", stale.ptr, fresh.ptr)
+	}
+	const want = "buffer is not allocated on this device"
+	for _, c := range []struct {
+		call string
+		err  error
+	}{
+		{"CopyToDevice", d.CopyToDevice(stale, 0, []float32{1, 2})},
+		{"CopyToHost", d.CopyToHost(make([]float32, 2), stale, 0)},
+		{"SoftmaxSample", d.SoftmaxSample(stale, logits, Buffer{}, rows, V, Sampling{})},
+		{"Logits", d.Logits(stale, logits, logits, 1, 2, 2)},
+		{"Free", d.Free(stale)},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), want) {
+			t.Errorf("%s with a freed Buffer whose address was reused: %v, want %q", c.call, c.err, want)
+		}
+	}
+	// The new buffer is intact: the stale calls neither wrote nor freed it.
+	src := []float32{1, 2, 3, 4}
+	if err := d.CopyToDevice(fresh, 0, src); err != nil {
+		t.Fatal(err)
+	}
+	back := make([]float32, len(src))
+	if err := d.CopyToHost(back, fresh, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back, src) {
+		t.Errorf("the live buffer after the stale calls: %v, want %v", back, src)
+	}
+}
+
+// openFailures numbers the fake instances TestCUDAOpenGPUFailureReleases
+// builds: openGPU keeps a GPU for the process once it opened, so each run
+// of the test (-count=N) needs a library it has not opened yet.
+var openFailures int
+
+// TestCUDAOpenGPUFailureReleases: when making the process's hold on the
+// GPU fails after the context was retained and the module loaded (here
+// cublasCreate_v2), both are given back, and a later open succeeds and
+// holds one reference.
+func TestCUDAOpenGPUFailureReleases(t *testing.T) {
+	openFailures++
+	lib := fakecuda.Use(t, "FAKECUDA_INSTANCE_OPEN_FAILURE_"+strconv.Itoa(openFailures))
+	t.Setenv(fakecuda.EnvFailBLASCreate, "1")
+	_, err := Open("cuda", nil, nil)
+	if want := "CUBLAS_STATUS_NOT_INITIALIZED"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Open with cublasCreate_v2 failing: %v, want %s", err, want)
+	}
+	if c := counters(t, lib); c.CtxRefs != 0 || c.LiveModules != 0 || c.LiveHandles != 0 {
+		t.Errorf("after the failed open: %+v; want the context released and the module unloaded", c)
+	}
+	t.Setenv(fakecuda.EnvFailBLASCreate, "")
+	d, err := Open("cuda", nil, nil)
+	if err != nil {
+		t.Fatalf("Open once cuBLAS works: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := counters(t, lib); c.CtxRefs != 1 || c.LiveModules != 1 || c.LiveHandles != 0 {
+		t.Errorf("after a good open and Close: %+v; want the process's one context reference and module", c)
+	}
+}
+
+// TestCUDAFreeBeforeOpen: a device's FreeBeforeOpenBytes is the GPU's free
+// memory just before it made its stream and handle, so it leaves out what
+// the process took earlier (another device's buffer and workspace), which
+// the figure from when the context was made still counts.
+func TestCUDAFreeBeforeOpen(t *testing.T) {
+	a, _ := openFakeCUDA(t, nil)
+	defer a.Close()
+	const rows, C, V = 2, 3, 4
+	out, _ := a.Alloc("out", rows*V)
+	hidden, _ := a.Alloc("hidden", rows*C)
+	weight, _ := a.Alloc("weight", V*C)
+	if err := a.Logits(out, hidden, weight, rows, C, V); err != nil { // makes a's cuBLAS workspace
+		t.Fatal(err)
+	}
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	held, err := a.MemoryInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open("cuda", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b, err := d.(*CUDA).MemoryInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.FreeBeforeOpenBytes != held.FreeNowBytes {
+		t.Errorf("second device: free before open %d B, want the %d B free once the first held its buffers", b.FreeBeforeOpenBytes, held.FreeNowBytes)
+	}
+	// The fake's streams and handles take no device memory until a GEMM.
+	if b.FreeBeforeOpenBytes != b.FreeAfterOpenBytes {
+		t.Errorf("second device: free %d B before open, %d B after: want the stream and handle to cost 0 B on the fake", b.FreeBeforeOpenBytes, b.FreeAfterOpenBytes)
+	}
+	if b.GPU.FreeAfterContextBytes-b.FreeAfterOpenBytes < fakecuda.WorkspaceBytes {
+		t.Errorf("free after the context %d B, after the second open %d B: want the first device's workspace in between", b.GPU.FreeAfterContextBytes, b.FreeAfterOpenBytes)
+	}
+}

@@ -37,9 +37,14 @@ import (
 // no targets). A Buffer belongs to the Device that made it; using it after
 // Free, or on another Device, is an error.
 type Buffer struct {
-	id  uint64    // nonzero while allocated; cuda: the CUdeviceptr
+	// id is the allocation's number on its device (book.newID): nonzero,
+	// and never given to another allocation of that device, so a Buffer
+	// kept past its Free stays refused. It is not the device address: the
+	// CUDA driver hands a freed address out again.
+	id  uint64
 	n   int       // float32 elements
 	mem []float32 // cpu: the device memory itself; nil on cuda
+	ptr uint64    // cuda: the CUdeviceptr; 0 on cpu
 }
 
 // Len is the number of float32 values the buffer holds.

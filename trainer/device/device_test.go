@@ -214,3 +214,36 @@ func TestUniform(t *testing.T) {
 		t.Errorf("mean %v, want about 0.5", m)
 	}
 }
+
+// A Buffer belongs to the device that made it: another cpu device refuses
+// it even where its own first buffer has the same id and length, and a
+// Buffer kept past its Free is refused even after a new allocation of the
+// same size.
+func TestForeignAndStaleBuffers(t *testing.T) {
+	d1, d2 := openCPU(t, nil), openCPU(t, nil)
+	defer d1.Close()
+	defer d2.Close()
+	b1, err := d1.Alloc("one", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d2.Alloc("two", 8); err != nil {
+		t.Fatal(err)
+	}
+	const want = "buffer is not allocated on this device"
+	if err := d2.CopyToDevice(b1, 0, make([]float32, 8)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("d2.CopyToDevice(d1's buffer) = %v, want %q", err, want)
+	}
+	if err := d2.Free(b1); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("d2.Free(d1's buffer) = %v, want %q", err, want)
+	}
+	if err := d1.Free(b1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d1.Alloc("again", 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := d1.CopyToDevice(b1, 0, make([]float32, 8)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CopyToDevice(freed buffer) = %v, want %q", err, want)
+	}
+}

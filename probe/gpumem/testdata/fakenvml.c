@@ -29,6 +29,9 @@
  *   FAKENVML_FAKECUDA=path
  *       internal/fakecuda's library, if this process has loaded it: the
  *       process is listed on GPU 0 with fakecuda_process_bytes(0).
+ *   FAKENVML_PID_OFFSET=n
+ *       list that process under its PID plus n, as NVML lists a process
+ *       in a container with its own PID namespace (by its host PID).
  *
  * Each GPU's used memory (nvmlDeviceGetMemoryInfo) is a fixed 256 MiB
  * driver reservation plus its processes' bytes. Error strings end in
@@ -116,7 +119,8 @@ static int read_procs(struct proc *out)
 	if (from_fakecuda) {
 		unsigned long long b = from_fakecuda(0);
 		if (b > 0) {
-			out[n].pid = (unsigned int)getpid();
+			const char *off = getenv("FAKENVML_PID_OFFSET");
+			out[n].pid = (unsigned int)getpid() + (off ? (unsigned int)atoi(off) : 0);
 			out[n].bytes = b;
 			out[n].gpu = 0;
 			n++;
