@@ -3,8 +3,8 @@
 #
 #   scripts/gpu-check.sh build   here, with Go: builds bin/probe-gpu for the
 #                                GPU machine (linux/amd64, pure-Go GEMM, no
-#                                OpenBLAS; cgo only for NVML's dlopen, so it
-#                                links libc alone)
+#                                OpenBLAS; cgo only for the dlopen of the
+#                                driver, cuBLAS and NVML, so it links libc alone)
 #   scripts/gpu-check.sh run     there, from the repository root: checks the
 #                                PTX with ptxas when the toolkit has it, then
 #                                runs probe decode --device cuda --decode all
