@@ -54,14 +54,18 @@ func DotForm(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb 
 			}
 		}
 	}
+	// The last n mod 4 columns: dot4 over four copies of the row (a
+	// stride of 0), so the sum is the blocks' to the bit.
+	var one [4]float32
 	for j := n4; j < n; j++ {
 		br := b[j*ldb : j*ldb+k]
 		for i := 0; i < m; i++ {
 			ar := a[i*lda : i*lda+k]
-			var v float32
+			one[0] = 0
 			if k8 > 0 {
-				v = dot1(&ar[0], &br[0], k8)
+				dot4(&ar[0], &br[0], 0, k8, 1, &one[0])
 			}
+			v := one[0]
 			for p := k8; p < k; p++ {
 				v += ar[p] * br[p]
 			}

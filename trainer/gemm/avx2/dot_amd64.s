@@ -2,15 +2,11 @@
 
 #include "textflag.h"
 
-// Dot-form kernels of package avx2 (see dot.go): dot products of one row
-// of A with rows of B, both contiguous. k is a multiple of 8 (0 allowed);
-// the Go side adds the last k mod 8 terms. Two accumulators per row (16
-// floats a step) keep the adds off each other's latency; each row's sum is
-// reduced in the same order by both kernels, so an element's value does
-// not depend on whether it fell in a block of four or in the tail.
-
-// The reduction of a row's eight lanes l0..l7, the same in both:
-// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)).
+// The dot-form kernel of package avx2 (see dot.go): dot products of one
+// row of A with rows of B, both contiguous. k is a multiple of 8 (0
+// allowed); the Go side adds the last k mod 8 terms. Two accumulators per
+// row (16 floats a step) keep the adds off each other's latency; a row's
+// eight lanes l0..l7 are reduced as ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)).
 
 // func dot4(a, b *float32, ldb, k, nb int, out *float32)
 // out[4q+r] = sum_{p<k} a[p]*b[(4q+r)*ldb+p] for q < nb, r < 4: nb blocks
@@ -80,42 +76,5 @@ d4reduce:
 	LEAQ         (R13)(R10*1), DX // the next four rows
 	DECQ         BX
 	JNZ          d4block
-	VZEROUPPER
-	RET
-
-// func dot1(a, b *float32, k int) float32
-// sum_{p<k} a[p]*b[p].
-TEXT ·dot1(SB), NOSPLIT, $0-28
-	MOVQ   a+0(FP), SI
-	MOVQ   b+8(FP), DX
-	MOVQ   k+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	XORQ   AX, AX
-	SUBQ   $16, CX
-	JLT    d1tail
-
-d1loop:
-	VMOVUPS     (SI)(AX*1), Y8
-	VMOVUPS     32(SI)(AX*1), Y9
-	VFMADD231PS (DX)(AX*1), Y8, Y0
-	VFMADD231PS 32(DX)(AX*1), Y9, Y1
-	ADDQ        $64, AX
-	SUBQ        $16, CX
-	JGE         d1loop
-
-d1tail:
-	ADDQ        $16, CX
-	JZ          d1reduce
-	VMOVUPS     (SI)(AX*1), Y8
-	VFMADD231PS (DX)(AX*1), Y8, Y0
-
-d1reduce:
-	VADDPS       Y1, Y0, Y0
-	VHADDPS      Y0, Y0, Y0 // [l01, l23, l01, l23 | l45, l67, ...]
-	VHADDPS      Y0, Y0, Y0 // [l01+l23, ... | l45+l67, ...]
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVSS       X0, ret+24(FP)
 	VZEROUPPER
 	RET

@@ -83,7 +83,7 @@ func TestDotForm(t *testing.T) {
 
 // An element's bits depend on k alone, not on where its row of B fell:
 // in a block of four (dot4), in either chunk of columns, or in the tail
-// (dot1), nor on the rows of A around it.
+// (four copies of its row at a stride of 0), nor on the rows of A around it.
 func TestDotFormBitsIndependentOfPosition(t *testing.T) {
 	if !Available() {
 		t.Skip("no AVX2+FMA on this machine")
@@ -96,7 +96,7 @@ func TestDotFormBitsIndependentOfPosition(t *testing.T) {
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
 			var one [1]float32
-			DotForm(1, 1, k, 1, a[i*k:], k, b[j*k:], k, 0, one[:], 1) // alone: dot1
+			DotForm(1, 1, k, 1, a[i*k:], k, b[j*k:], k, 0, one[:], 1) // alone: the tail
 			if math.Float32bits(one[0]) != math.Float32bits(full[i*n+j]) {
 				t.Errorf("c[%d,%d]: %g in the %d×%d product, %g alone", i, j, full[i*n+j], m, n, one[0])
 			}

@@ -27,12 +27,9 @@ func pack(dst, src *float32, ldsrc, k, nv int)
 //go:noescape
 func packT(dst, src *float32, ldsrc, k, nv int)
 
-// The dot-form kernels of dot_amd64.s: a and b are rows of k floats (k a
-// multiple of 8), ldb in floats; dot4 does nb > 0 blocks of four rows of b
-// into out[0:4nb].
+// The dot-form kernel of dot_amd64.s: a and b are rows of k floats (k a
+// multiple of 8), ldb in floats (0: the same row four times); it does
+// nb > 0 blocks of four rows of b into out[0:4nb].
 
 //go:noescape
 func dot4(a, b *float32, ldb, k, nb int, out *float32)
-
-//go:noescape
-func dot1(a, b *float32, k int) float32

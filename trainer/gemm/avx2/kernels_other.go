@@ -19,4 +19,3 @@ func packT(dst, src *float32, ldsrc, k, nv int) { missing() }
 
 func missing()                                         { panic("avx2: kernel called on a machine without AVX2") }
 func dot4(a, b *float32, ldb, k, nb int, out *float32) { missing() }
-func dot1(a, b *float32, k int) float32                { missing(); return 0 }
