@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,7 +140,7 @@ func TestDeferredCopies(t *testing.T) {
 		t.Fatalf("device-to-host copy landed before the sync: %v", dst)
 	}
 	g.must(g.d.StreamSynchronize(g.s))
-	if want := []float32{5, 6, 7, 8}; !equal(dst, want) {
+	if want := []float32{5, 6, 7, 8}; !slices.Equal(dst, want) {
 		t.Fatalf("after sync %v, want %v (the source as it was at the sync)", dst, want)
 	}
 	if c := g.counters(); c.PageableCopies != 0 {
@@ -185,7 +186,7 @@ func TestDeviceMemory(t *testing.T) {
 	g.must(g.d.MemsetD32Async(buf, math.Float32bits(1.5), 4, g.s))
 	g.must(g.d.MemcpyDtoHAsync(hp, buf, 16, g.s))
 	g.must(g.d.StreamSynchronize(g.s))
-	if !equal(h, []float32{1.5, 1.5, 1.5, 1.5}) {
+	if !slices.Equal(h, []float32{1.5, 1.5, 1.5, 1.5}) {
 		t.Fatalf("after memset %v", h)
 	}
 	// Outside the allocation, across its end, misaligned memset.
@@ -689,18 +690,6 @@ func TestNoDevices(t *testing.T) {
 	} else {
 		wantCode(t, err, cudadrv.ErrInvalidDevice)
 	}
-}
-
-func equal(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func close32(a, b float32) bool {

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,7 +67,7 @@ func TestCUDARoundTrip(t *testing.T) {
 	if err := d.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if want := []float32{0, 1, 2, 3, 4}; !equal(dst, want) {
+	if want := []float32{0, 1, 2, 3, 4}; !slices.Equal(dst, want) {
 		t.Fatalf("round trip: got %v, want %v", dst, want)
 	}
 	s := d.Stats()
@@ -102,18 +103,6 @@ func TestCUDARoundTrip(t *testing.T) {
 	}
 }
 
-func equal(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestCUDAStaging: more bytes between two Syncs than the staging holds
 // costs a counted wait and grows it, once; a copy above maxStaging goes in
 // chunks, a wait each; the values survive both.
@@ -145,7 +134,7 @@ func TestCUDAStaging(t *testing.T) {
 		if err := d.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		if !equal(back[:n], a) || !equal(back[n:], b) {
+		if !slices.Equal(back[:n], a) || !slices.Equal(back[n:], b) {
 			t.Fatal("staged copies: values differ")
 		}
 		after := d.Stats()
@@ -175,7 +164,7 @@ func TestCUDAStaging(t *testing.T) {
 	if err := d.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if !equal(out, big) {
+	if !slices.Equal(out, big) {
 		t.Fatal("chunked copy: values differ")
 	}
 	if p := d.Stats().PinnedHostBytes; p > 2*maxStaging+paramBytes {
@@ -256,7 +245,7 @@ func TestCUDAThreads(t *testing.T) {
 					errs <- err
 					return
 				}
-				if !equal(dst, src) {
+				if !slices.Equal(dst, src) {
 					errs <- errBadValues
 					return
 				}
@@ -337,7 +326,7 @@ func TestCUDAStaleBuffer(t *testing.T) {
 	if err := d.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if !equal(back, src) {
+	if !slices.Equal(back, src) {
 		t.Errorf("the live buffer after the stale calls: %v, want %v", back, src)
 	}
 }
