@@ -190,6 +190,9 @@ type DecodeStats struct {
 	DeviceBytesPeak  int64 `json:"device_bytes_peak"`
 	ImplicitWaits    int64 `json:"implicit_waits"`    // waits no Sync asked for (cuda: staging full, free)
 	PinnedHostBytes  int64 `json:"pinned_host_bytes"` // page-locked host staging (cuda)
+	HostWaitNs       int64 `json:"host_wait_ns"`      // wall time the host spent in those waits
+	DeviceBusyNs     int64 `json:"device_busy_ns"`    // time the devices spent on their work (when device_timed)
+	DeviceTimed      bool  `json:"device_timed"`      // device_busy_ns was measured (cuda: event timing worked)
 }
 
 // LedgerRow is one line of the model-vs-ledger table (probe/memmodel
@@ -326,8 +329,17 @@ type DecodeRecord struct {
 	SyncsPerToken      float64 `json:"syncs_per_token"`
 	LaunchesPerToken   float64 `json:"launches_per_token"`
 	HostAllocsPerToken float64 `json:"host_allocs_per_token"`
-	H2DBytes           int64   `json:"h2d_bytes"` // per pass over the B sequences
-	D2HBytes           int64   `json:"d2h_bytes"` // per pass over the B sequences
+	// HostWaitNsPerToken is the wall time per token the host spent blocked
+	// in the device's waits; DeviceBusyNsPerToken the device's time at
+	// work per token (cpu: its stream thread running commands; cuda: the
+	// span CUDA events measure from the first command after a wait to the
+	// wait) and DeviceBusyPct that share of the wall time. Both busy
+	// figures are absent where the device could not time its work.
+	HostWaitNsPerToken   float64  `json:"host_wait_ns_per_token"`
+	DeviceBusyNsPerToken *float64 `json:"device_busy_ns_per_token,omitempty"`
+	DeviceBusyPct        *float64 `json:"device_busy_pct,omitempty"`
+	H2DBytes             int64    `json:"h2d_bytes"` // per pass over the B sequences
+	D2HBytes             int64    `json:"d2h_bytes"` // per pass over the B sequences
 	// DevicePeakBytes is the device memory's peak: on cuda, the process's
 	// as NVML saw it over the mode's run (context and library workspaces
 	// included), falling back to the ledger's where NVML is not available;

@@ -148,19 +148,16 @@ func (t *Trainer) refreshHeads() {
 // Options.Decode).
 func (t *Trainer) DecodeStats() device.Stats {
 	var s device.Stats
+	first := true
 	for _, e := range t.execs {
 		if e.head == nil {
 			continue
 		}
-		h := e.head.stats()
-		s.Launches += h.Launches
-		s.Syncs += h.Syncs
-		s.H2DCopies += h.H2DCopies
-		s.D2HCopies += h.D2HCopies
-		s.H2DBytes += h.H2DBytes
-		s.D2HBytes += h.D2HBytes
-		s.DeviceBytesInUse += h.DeviceBytesInUse
-		s.DeviceBytesPeak += h.DeviceBytesPeak
+		if h := e.head.stats(); first {
+			s, first = h, false
+		} else {
+			s.Add(h)
+		}
 	}
 	return s
 }

@@ -186,8 +186,19 @@ func TestCacheSizes(t *testing.T) {
 	o := pathOptions(2, Pathology{CacheScale: scale, ClearCaches: true, EmbeddingCache: true})
 	o.Executors = 2
 	tr := newTestTrainer(t, o, ds)
+	// Which executors a step's sequences run on is the scheduler's choice
+	// (with one P, one executor may take them all): count, per step, the
+	// executors that ran a sequence.
+	ran := int64(0)
+	seqs := make([]int64, len(tr.execs))
 	for range 2 {
 		tr.Step()
+		for i, e := range tr.execs {
+			if e.sequences > seqs[i] {
+				ran++
+			}
+			seqs[i] = e.sequences
+		}
 	}
 	want := map[string]int64{
 		ledger.CacheAttention:  2 * 4 * int64(math.Ceil(float64(att)*scale)),
@@ -203,8 +214,8 @@ func TestCacheSizes(t *testing.T) {
 	}
 	c := tr.Counts()
 	// Each executor clears and refreshes once per step it runs a sequence in.
-	if c.CacheClears != 4 || c.EmbeddingCopies != 4 {
-		t.Errorf("2 executors, 2 steps: %d clears, %d embedding copies; want 4 and 4", c.CacheClears, c.EmbeddingCopies)
+	if c.CacheClears != ran || c.EmbeddingCopies != ran || ran < 2 {
+		t.Errorf("2 executors, 2 steps, an executor running in %d of them: %d clears, %d embedding copies; want %d and %d", ran, c.CacheClears, c.EmbeddingCopies, ran, ran)
 	}
 	for _, e := range tr.execs {
 		if &e.params.WTE[0] == &tr.Param.WTE[0] {

@@ -122,14 +122,18 @@ model's body (model.ForwardBody, on the host), then runs the LM head
 (logits = hidden · wteᵀ, softmax, token, loss) on a device in each
 decode mode and prints one row per mode (--format text, markdown or csv;
 csv has exact byte counts): tokens/s, device syncs and kernel
-launches per token, host heap allocations per token, bytes copied to and
-from the device to decode the B sequences once, and the device's peak
-memory. One Decode call per sequence: the batch mode syncs once per T
+launches per token, the host's time blocked in those syncs per token,
+the share of the wall time the device was busy (cpu: its stream thread
+running commands; cuda: timed by CUDA events), host heap allocations per
+token, bytes copied to and from the device to decode the B sequences
+once, and the device's peak memory. One Decode call per sequence: the batch mode syncs once per T
 positions, the per-token modes once per position.
 
 With --json FILE the same figures go to FILE (written to a temporary file,
 then renamed) as one JSON object per mode with the fields tokens_per_sec,
-syncs_per_token, launches_per_token, host_allocs_per_token, h2d_bytes,
+syncs_per_token, launches_per_token, host_wait_ns_per_token,
+device_busy_ns_per_token and device_busy_pct (absent where the device
+cannot time its work), host_allocs_per_token, h2d_bytes,
 d2h_bytes (bytes per pass over the B sequences), device_peak_bytes, decode
 and device; --decode all writes a JSON array of them, slowest mode first.`,
 		Args: cobra.NoArgs,

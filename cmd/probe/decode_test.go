@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,21 +34,32 @@ func fakeMeasurements(probs bool) []decodebench.Measurement {
 		base.D2HBytesPerPass += 4 * B * T * V
 	}
 	rows := []struct {
-		mode               string
-		tps, syncs, allocs float64
-		peak               int64
+		mode                    string
+		tps, syncs, allocs      float64
+		waitNs, busyNs, busyPct float64
+		peak                    int64
 	}{
-		{"per-token-copy", 12500, 1, 4.003, 4 * (V*C + C + V + 1 + device.OutStride)},
-		{"per-token-view", 13750.4, 1, 2, 4 * (V*C + C + V + 1 + device.OutStride)},
-		{"per-token-prealloc", 15000.6, 1, 0, 4 * (V*C + C + V + 1 + device.OutStride)},
-		{"batch", 75000, 1.0 / T, 0, 4 * (V*C + T*(C+V+1+device.OutStride))},
+		{"per-token-copy", 12500, 1, 4.003, 41250, 20100, 25.125, 4 * (V*C + C + V + 1 + device.OutStride)},
+		{"per-token-view", 13750.4, 1, 2, 40020, 20050, 27.569, 4 * (V*C + C + V + 1 + device.OutStride)},
+		{"per-token-prealloc", 15000.6, 1, 0, 39080, 20000, 30.001, 4 * (V*C + C + V + 1 + device.OutStride)},
+		{"batch", 75000, 1.0 / T, 0, 11900, 12300, 92.25, 4 * (V*C + T*(C+V+1+device.OutStride))},
 	}
 	var ms []decodebench.Measurement
 	for _, r := range rows {
 		m := base
 		m.Mode, m.TokensPerSecond, m.SyncsPerToken, m.LaunchesPerToken, m.HostAllocsPerToken, m.DeviceBytesPeak =
 			r.mode, r.tps, r.syncs, 2*r.syncs, r.allocs, r.peak
+		m.HostWaitNsPerToken, m.DeviceBusyNsPerToken, m.DeviceBusyPct = r.waitNs, &r.busyNs, &r.busyPct
 		ms = append(ms, m)
+	}
+	return ms
+}
+
+// untimed clears the busy figures, as a device that cannot time its work
+// leaves them.
+func untimed(ms []decodebench.Measurement) []decodebench.Measurement {
+	for i := range ms {
+		ms[i].DeviceBusyNsPerToken, ms[i].DeviceBusyPct = nil, nil
 	}
 	return ms
 }
@@ -64,7 +76,7 @@ func TestDecodeTableGolden(t *testing.T) {
 		{"decode-all-probs.golden", fakeMeasurements(true), true, table.Text},
 		{"decode-all-probs.markdown.golden", fakeMeasurements(true), true, table.Markdown},
 		{"decode-all-probs.csv.golden", fakeMeasurements(true), true, table.CSV},
-		{"decode-batch-noprobs.golden", fakeMeasurements(false)[3:], false, table.Text},
+		{"decode-batch-noprobs.golden", untimed(fakeMeasurements(false)[3:]), false, table.Text},
 	} {
 		var buf bytes.Buffer
 		if err := decodebench.WriteTable(&buf, c.ms, c.probs, c.format); err != nil {
@@ -138,8 +150,9 @@ func trainMicroCheckpoint(t *testing.T, dir string) string {
 	return ck
 }
 
-var decodeJSONKeys = []string{"buffers", "d2h_bytes", "decode", "device", "device_peak_bytes", "device_peak_source", "h2d_bytes",
-	"host_allocs_per_token", "launches_per_token", "ledger_peak_bytes", "syncs_per_token", "tokens_per_sec"}
+var decodeJSONKeys = []string{"buffers", "d2h_bytes", "decode", "device", "device_busy_ns_per_token", "device_busy_pct",
+	"device_peak_bytes", "device_peak_source", "h2d_bytes", "host_allocs_per_token", "host_wait_ns_per_token",
+	"launches_per_token", "ledger_peak_bytes", "syncs_per_token", "tokens_per_sec"}
 
 func checkRecord(t *testing.T, r map[string]any, mode string) {
 	t.Helper()
@@ -153,6 +166,15 @@ func checkRecord(t *testing.T, r map[string]any, mode string) {
 	}
 	if r["decode"] != mode || r["device"] != "cpu" || r["tokens_per_sec"].(float64) <= 0 {
 		t.Errorf("%s: implausible record %v", mode, r)
+	}
+	// The stream's busy time and the host's waits are sums of disjoint
+	// intervals inside the timed passes (the warm-up ended with a Sync),
+	// so each is a part of a token's wall time.
+	wallNs := 1e9 / r["tokens_per_sec"].(float64)
+	busy, wait, pct := r["device_busy_ns_per_token"].(float64), r["host_wait_ns_per_token"].(float64), r["device_busy_pct"].(float64)
+	if busy <= 0 || busy > wallNs || wait <= 0 || wait > wallNs || pct <= 0 || pct > 100 || math.Abs(pct-100*busy/wallNs) > 1e-6*pct {
+		t.Errorf("%s: per token %.0f ns of wall time, %.0f ns busy (%.2f %%), %.0f ns waiting: want each a part of the wall time, the share busy/wall",
+			mode, wallNs, busy, pct, wait)
 	}
 	// On cpu the device's memory is its buffers: the peak is the ledger's,
 	// and the ledger's lines add up to it (nothing is freed mid-run).

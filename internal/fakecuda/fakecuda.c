@@ -45,6 +45,22 @@
 //     synchronous.
 //   - cuLaunchKernel reads the kernel's parameters at launch, as the driver
 //     copies them; the kernel runs later.
+//   - Events are stream work too: cuEventRecord enqueues a record that
+//     takes the time (CLOCK_MONOTONIC) when the stream runs it, so until
+//     the sync cuEventElapsedTime says CUDA_ERROR_NOT_READY, and an event
+//     never recorded (or created with CU_EVENT_DISABLE_TIMING) gives
+//     CUDA_ERROR_INVALID_HANDLE, as the driver's do. Since a stream's work
+//     runs in one burst at the sync, the time between two events is the
+//     host time the fake spent running the work between them: real loops
+//     (memset, copies, the GEMM, softmax), so positive when there is work
+//     between them, and not a GPU's time. Re-recording an event makes it
+//     pending again until the new record runs; destroying one whose
+//     record is still queued detaches the record, which then does nothing.
+//     A record queued behind a launch that fails never runs (the event
+//     stays not ready), as the work before it never completed. Like
+//     device addresses, a destroyed event's handle is never handed out
+//     again (a stale handle is refused) unless FAKECUDA_REUSE_ADDRESSES
+//     is set: then cuEventCreate returns the most recently destroyed one.
 //
 // State is global and guarded by one mutex. Environment, read at each use:
 // FAKECUDA_INIT_ERROR (cuInit's result), FAKECUDA_DEVICES (default 1),
@@ -52,9 +68,12 @@
 // FAKECUDA_RESERVED_BYTES (default 0: the driver's reservation),
 // FAKECUDA_FAIL_LAUNCH (the n-th accepted cuLaunchKernel of the process
 // fails when it runs), FAKECUDA_REUSE_ADDRESSES (1: cuMemAlloc_v2 reuses
-// freed addresses), FAKECUDA_FAIL_BLAS_CREATE (1: cublasCreate_v2 returns
+// freed addresses, cuEventCreate destroyed events), FAKECUDA_FAIL_BLAS_CREATE (1: cublasCreate_v2 returns
 // CUBLAS_STATUS_NOT_INITIALIZED).
-// Compile with -DFAKECUDA_OMIT_DTOH to leave cuMemcpyDtoHAsync_v2 out.
+// Compile with -DFAKECUDA_OMIT_DTOH to leave cuMemcpyDtoHAsync_v2 out, and
+// with -DFAKECUDA_OMIT_EVENTS to leave out the four event entry points
+// (cuEventCreate, cuEventRecord, cuEventElapsedTime, cuEventDestroy_v2),
+// which the binding resolves optionally.
 
 #define _GNU_SOURCE
 #include <math.h>
@@ -62,6 +81,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -74,6 +94,7 @@ typedef struct fake_stream *CUstream;
 typedef struct fake_module *CUmodule;
 typedef struct fake_function *CUfunction;
 typedef struct fake_handle *cublasHandle_t;
+typedef struct fake_event *CUevent;
 
 enum {
 	CUDA_SUCCESS = 0,
@@ -86,6 +107,7 @@ enum {
 	CUDA_ERROR_INVALID_PTX = 218,
 	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_NOT_FOUND = 500,
+	CUDA_ERROR_NOT_READY = 600,
 	CUDA_ERROR_LAUNCH_FAILED = 719,
 };
 
@@ -187,7 +209,25 @@ struct pinned {
 	size_t size;
 };
 
-enum op_kind { OP_HTOD, OP_DTOH, OP_MEMSET32, OP_SOFTMAX, OP_SGEMM };
+enum op_kind { OP_HTOD, OP_DTOH, OP_MEMSET32, OP_SOFTMAX, OP_SGEMM, OP_EVENT };
+
+/* cuEventCreate's flags (cuda.h). */
+enum {
+	CU_EVENT_DEFAULT = 0x0,
+	CU_EVENT_BLOCKING_SYNC = 0x1,
+	CU_EVENT_DISABLE_TIMING = 0x2,
+	CU_EVENT_INTERPROCESS = 0x4,
+};
+
+struct fake_event {
+	struct fake_event *next;
+	int dev;
+	unsigned flags;
+	int recorded;           /* cuEventRecord accepted at least once */
+	int completed;          /* the latest record has run */
+	unsigned long long seq; /* records accepted: only the latest one completes the event */
+	long long at_ns;        /* CLOCK_MONOTONIC when the latest record ran */
+};
 
 struct op {
 	struct op *next;
@@ -217,6 +257,10 @@ struct op {
 			const float *A, *B;
 			float *C;
 		} gemm;
+		struct {
+			struct fake_event *e;   /* NULL: destroyed while queued */
+			unsigned long long seq; /* the e->seq this record was */
+		} event;
 	} u;
 };
 
@@ -274,6 +318,7 @@ static struct fake_stream default_streams[MAX_DEVICES]; /* stream 0 */
 static struct fake_stream *streams;                      /* cuStreamCreate's */
 static struct fake_module *modules;
 static struct fake_handle *handles;
+static struct fake_event *events;
 
 static unsigned long long used_alloc[MAX_DEVICES], used_modules[MAX_DEVICES], used_workspace[MAX_DEVICES];
 /* blas_kernels[dev]: the first Sgemm in the primary context's lifetime
@@ -566,6 +611,18 @@ static void run_op(struct fake_stream *s, struct op *o) {
 		run_sgemm(o->u.gemm.ta, o->u.gemm.tb, o->u.gemm.m, o->u.gemm.n, o->u.gemm.k, o->u.gemm.alpha, o->u.gemm.A,
 			  o->u.gemm.lda, o->u.gemm.B, o->u.gemm.ldb, o->u.gemm.beta, o->u.gemm.C, o->u.gemm.ldc);
 		break;
+	case OP_EVENT: {
+		struct fake_event *e = o->u.event.e;
+		/* An earlier record superseded by a later cuEventRecord (on
+		 * another stream, still queued) does not complete the event. */
+		if (e != NULL && o->u.event.seq == e->seq) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			e->at_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+			e->completed = 1;
+		}
+		break;
+	}
 	}
 }
 
@@ -1029,6 +1086,145 @@ EXPORT CUresult cuStreamSynchronize(CUstream h) {
 	return r;
 }
 
+/* ---- events ---- */
+
+#ifndef FAKECUDA_OMIT_EVENTS
+/* dead_events are the destroyed events, newest first: kept, so that a
+ * destroyed handle is never a new event's unless FAKECUDA_REUSE_ADDRESSES
+ * asks cuEventCreate to take the newest back, as a driver may. */
+static struct fake_event *dead_events;
+
+static struct fake_event *live_event(CUevent h) {
+	for (struct fake_event *e = events; e; e = e->next) {
+		if (e == h) {
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* detach_event makes every queued record of e do nothing when it runs:
+ * the driver lets cuEventDestroy_v2 return before the record completes,
+ * and the record must not complete an event that reuses the handle. */
+static void detach_event(struct fake_event *e) {
+	for (int i = 0; i < MAX_DEVICES; i++) {
+		for (struct op *o = default_streams[i].head; o; o = o->next) {
+			if (o->kind == OP_EVENT && o->u.event.e == e) {
+				o->u.event.e = NULL;
+			}
+		}
+	}
+	for (struct fake_stream *s = streams; s; s = s->next) {
+		for (struct op *o = s->head; o; o = o->next) {
+			if (o->kind == OP_EVENT && o->u.event.e == e) {
+				o->u.event.e = NULL;
+			}
+		}
+	}
+}
+
+EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_event *e = NULL;
+		unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+		/* An interprocess event must be created without timing (cuda.h). */
+		if (phEvent == NULL || (Flags & ~known) != 0 ||
+		    ((Flags & CU_EVENT_INTERPROCESS) != 0 && (Flags & CU_EVENT_DISABLE_TIMING) == 0)) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (env_int("FAKECUDA_REUSE_ADDRESSES", 0) != 0 && dead_events != NULL) {
+			e = dead_events;
+			dead_events = e->next;
+		} else if ((e = malloc(sizeof *e)) == NULL) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		if (e != NULL) {
+			memset(e, 0, sizeof *e);
+			e->dev = current->dev;
+			e->flags = Flags;
+			e->next = events;
+			events = e;
+			*phEvent = e;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+	LOCK();
+	struct fake_stream *s = NULL;
+	struct fake_event *e = NULL;
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS && ((e = live_event(hEvent)) == NULL || e->dev != current->dev)) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	}
+	if (r == CUDA_SUCCESS) {
+		r = get_stream(hStream, &s);
+	}
+	if (r == CUDA_SUCCESS) {
+		struct op *o = new_op(OP_EVENT);
+		if (o == NULL) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			/* The event now stands for this record: pending until the
+			 * stream runs it, whatever an earlier record did. */
+			e->recorded = 1;
+			e->completed = 0;
+			e->seq++;
+			o->u.event.e = e;
+			o->u.event.seq = e->seq;
+			enqueue(s, o);
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_event *a = live_event(hStart), *b = live_event(hEnd);
+		if (pMilliseconds == NULL) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else if (a == NULL || b == NULL || !a->recorded || !b->recorded ||
+			   ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) != 0) {
+			r = CUDA_ERROR_INVALID_HANDLE; /* the driver's answer for a never-recorded event too */
+		} else if (!a->completed || !b->completed) {
+			r = CUDA_ERROR_NOT_READY;
+		} else {
+			*pMilliseconds = (float)((double)(b->at_ns - a->at_ns) / 1e6);
+		}
+	}
+	UNLOCK();
+	return r;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
+	LOCK();
+	CUresult r = need_ctx();
+	if (r == CUDA_SUCCESS) {
+		struct fake_event **pp = &events;
+		while (*pp && *pp != hEvent) {
+			pp = &(*pp)->next;
+		}
+		if (hEvent == NULL || *pp == NULL) {
+			r = CUDA_ERROR_INVALID_HANDLE;
+		} else {
+			struct fake_event *e = *pp;
+			*pp = e->next;
+			detach_event(e); /* its handle may be a new event's (FAKECUDA_REUSE_ADDRESSES) */
+			e->next = dead_events;
+			dead_events = e;
+		}
+	}
+	UNLOCK();
+	return r;
+}
+#endif
+
 /* ---- modules and launches ---- */
 
 static struct fake_module *live_module(CUmodule m) {
@@ -1383,6 +1579,16 @@ EXPORT int fakecuda_live_handles(void) {
 	LOCK();
 	int n = 0;
 	for (struct fake_handle *b = handles; b; b = b->next) {
+		n++;
+	}
+	UNLOCK();
+	return n;
+}
+
+EXPORT int fakecuda_live_events(void) {
+	LOCK();
+	int n = 0;
+	for (struct fake_event *e = events; e; e = e->next) {
 		n++;
 	}
 	UNLOCK();

@@ -23,6 +23,22 @@
 //     inside a cuMemHostAlloc block is done, but counted
 //     (Counters.PageableCopies), since the real driver would stage it and
 //     block the host.
+//   - Events are stream work (cuEventRecord enqueues a record that takes
+//     the time when the stream runs it): until the sync,
+//     cuEventElapsedTime returns CUDA_ERROR_NOT_READY, and an event never
+//     recorded, or made with CU_EVENT_DISABLE_TIMING, gives
+//     CUDA_ERROR_INVALID_HANDLE, so a device that reads its timing before
+//     waiting, or times an event it never recorded, fails as on a GPU.
+//     Because a stream's work runs in one burst at the sync, the time
+//     between two events is the host time the fake spent running the work
+//     recorded between them (real loops: memsets, copies, the GEMM,
+//     softmax): positive when there is work between them, but not a GPU's
+//     time, and without the idle gaps a GPU shows while it waits for the
+//     host's next enqueue. Re-recording an event makes it pending until
+//     the new record runs; destroying one whose record is still queued is
+//     safe (the record then does nothing, even when EnvReuseAddresses has
+//     handed the handle to a new event; without it a destroyed handle is
+//     refused).
 //   - cuLaunchKernel reads the kernel's parameters at launch, as the driver
 //     copies them; changing the parameter block after the launch does not
 //     change what runs. The softmax_sample kernel is computed on the host as
@@ -110,7 +126,8 @@ const (
 	// EnvReuseAddresses = 1: cuMemAlloc_v2 hands out the most recently
 	// freed address whose charged size (rounded up to Granularity) is the
 	// one asked for, as the driver's allocator does, instead of a fresh
-	// one; a stale CUdeviceptr then names a live allocation.
+	// one; a stale CUdeviceptr then names a live allocation. cuEventCreate
+	// likewise returns the most recently destroyed event's handle.
 	EnvReuseAddresses = "FAKECUDA_REUSE_ADDRESSES"
 	// EnvFailBLASCreate = 1: cublasCreate_v2 returns
 	// CUBLAS_STATUS_NOT_INITIALIZED (1), as when cuBLAS cannot set itself up
@@ -118,9 +135,16 @@ const (
 	EnvFailBLASCreate = "FAKECUDA_FAIL_BLAS_CREATE"
 )
 
-// OmitDtoH is a define for Build: the library then lacks
-// cuMemcpyDtoHAsync_v2, as a driver too old for the binding would.
-const OmitDtoH = "FAKECUDA_OMIT_DTOH"
+// Defines for Build that leave entry points out of the library.
+const (
+	// OmitDtoH: the library lacks cuMemcpyDtoHAsync_v2, as a driver too
+	// old for the binding would.
+	OmitDtoH = "FAKECUDA_OMIT_DTOH"
+	// OmitEvents: the library lacks cuEventCreate, cuEventRecord,
+	// cuEventElapsedTime and cuEventDestroy_v2, which the binding resolves
+	// optionally (the device then runs untimed).
+	OmitEvents = "FAKECUDA_OMIT_EVENTS"
+)
 
 // What the fake reports and charges.
 const (
@@ -147,8 +171,8 @@ var (
 // Build compiles the fake (once per set of defines in the test process) and
 // returns the path of the shared library. defines are preprocessor
 // definitions, "NAME" or "NAME=VALUE" (a leading -D is accepted): OmitDtoH,
-// or any otherwise unused name to get a separate library instance with its
-// own state. Build skips the test when gcc is not installed, and in a
+// OmitEvents, or any otherwise unused name to get a separate library
+// instance with its own state. Build skips the test when gcc is not installed, and in a
 // build without cgo (where the binding refuses every library).
 func Build(t testing.TB, defines ...string) string {
 	t.Helper()
@@ -226,6 +250,7 @@ type Counters struct {
 	LiveStreams    int // cuStreamCreate not yet destroyed
 	LiveHandles    int // cuBLAS handles not yet destroyed
 	LiveModules    int // modules loaded and not unloaded
+	LiveEvents     int // cuEventCreate not yet destroyed
 	CtxRefs        int // retains of GPU 0's primary context
 	Launches       int // cuLaunchKernel calls accepted by the process
 }
@@ -243,6 +268,7 @@ func ReadCounters(path string) (Counters, error) {
 			LiveStreams:    call("fakecuda_live_streams"),
 			LiveHandles:    call("fakecuda_live_handles"),
 			LiveModules:    call("fakecuda_live_modules"),
+			LiveEvents:     call("fakecuda_live_events"),
 			CtxRefs:        call("fakecuda_ctx_refs", 0),
 			Launches:       call("fakecuda_launches"),
 		}

@@ -58,7 +58,7 @@ func (g *gpu) close() {
 	g.must(g.d.PrimaryCtxRelease(g.dev))
 	runtime.UnlockOSThread()
 	c := g.counters()
-	if c.LiveAllocs != 0 || c.LivePinned != 0 || c.LiveStreams != 0 || c.LiveHandles != 0 || c.LiveModules != 0 || c.CtxRefs != 0 {
+	if c.LiveAllocs != 0 || c.LivePinned != 0 || c.LiveStreams != 0 || c.LiveHandles != 0 || c.LiveModules != 0 || c.LiveEvents != 0 || c.CtxRefs != 0 {
 		g.t.Errorf("leaked: %+v", c)
 	}
 }
@@ -217,15 +217,17 @@ func TestDeviceMemory(t *testing.T) {
 func TestContextIsPerThread(t *testing.T) {
 	g := open(t)
 	defer g.close()
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() {
 		runtime.LockOSThread() // another thread than the test's, which stays locked
 		defer runtime.UnlockOSThread()
 		_, err := g.d.MemAlloc(4)
 		errc <- err
 		errc <- g.d.StreamSynchronize(g.s)
+		_, err = g.d.EventCreate(cudadrv.EventDefault)
+		errc <- err
 	}()
-	for i := 0; i < 2; i++ {
+	for i := 0; i < 3; i++ {
 		err := <-errc
 		wantCode(t, err, 201)
 		if want := "CUDA_ERROR_INVALID_CONTEXT (201): invalid device context"; !strings.Contains(err.Error(), want) {
@@ -697,4 +699,169 @@ func close32(a, b float32) bool {
 		return math.IsNaN(float64(a)) && math.IsNaN(float64(b))
 	}
 	return math.Abs(float64(a-b)) <= 1e-5*math.Max(1, math.Abs(float64(b)))
+}
+
+// event makes a timed event; the caller destroys it.
+func (g *gpu) event() cudadrv.Event {
+	g.t.Helper()
+	e, err := g.d.EventCreate(cudadrv.EventDefault)
+	g.must(err)
+	return e
+}
+
+// TestEventsAreStreamWork: an event's record is queued on its stream like
+// any other work, and completes when that stream runs it: syncing another
+// stream does not; the latest record of an event is the one that counts,
+// even if an earlier one, on another stream, runs after it.
+func TestEventsAreStreamWork(t *testing.T) {
+	g := open(t)
+	defer g.close()
+	other, err := g.d.StreamCreate(cudadrv.StreamNonBlocking)
+	g.must(err)
+	const words = 1 << 22 // 16 MiB: a memset the host takes measurable time over
+	buf := g.alloc(words)
+	a, b, e, ref := g.event(), g.event(), g.event(), g.event()
+
+	g.must(g.d.EventRecord(a, g.s))
+	g.must(g.d.EventRecord(b, other))
+	g.must(g.d.StreamSynchronize(other))
+	if ms, err := g.d.EventElapsedTime(b, b); err != nil || ms != 0 {
+		t.Errorf("an event to itself: %v ms, %v; want 0", ms, err)
+	}
+	_, err = g.d.EventElapsedTime(a, b)
+	wantCode(t, err, cudadrv.ErrNotReady) // a's stream has not run
+	g.must(g.d.StreamSynchronize(g.s))
+	if _, err := g.d.EventElapsedTime(a, b); err != nil {
+		t.Errorf("after syncing a's stream: %v", err)
+	}
+
+	// e is recorded on g.s behind a long memset, then again on other, and
+	// ref after it there. Other runs first: e is complete, at the second
+	// record. The first one then runs, later than ref, and must not move
+	// e, or e to ref would turn negative.
+	g.must(g.d.MemsetD32Async(buf, 1, words, g.s))
+	g.must(g.d.EventRecord(e, g.s))
+	g.must(g.d.EventRecord(e, other))
+	g.must(g.d.EventRecord(ref, other))
+	g.must(g.d.StreamSynchronize(other))
+	before, err := g.d.EventElapsedTime(e, ref)
+	g.must(err)
+	if !(before >= 0) {
+		t.Errorf("e to ref, both on one stream: %v ms, want >= 0", before)
+	}
+	g.must(g.d.StreamSynchronize(g.s))
+	if after, err := g.d.EventElapsedTime(e, ref); err != nil || after != before {
+		t.Errorf("after the superseded record of e ran: %v ms, %v; want %v, unchanged", after, err, before)
+	}
+
+	// A record queued behind work, its event destroyed before it runs:
+	// gone from the live list at once, and the record does nothing when
+	// it runs, even though the event's handle is a new event's by then
+	// (EnvReuseAddresses: the driver may reuse it).
+	t.Setenv(fakecuda.EnvReuseAddresses, "1")
+	g.must(g.d.EventDestroy(a))
+	gone := g.event() // a's handle back: recorded once, as next will be
+	g.must(g.d.MemsetD32Async(buf, 2, words, g.s))
+	g.must(g.d.EventRecord(gone, g.s))
+	g.must(g.d.EventDestroy(gone))
+	if c := g.counters(); c.LiveEvents != 3 {
+		t.Errorf("live events %d after destroying one of 4, want 3", c.LiveEvents)
+	}
+	next := g.event()
+	if next != gone || gone != a {
+		t.Errorf("under %s: events %#x, %#x after destroying %#x, want its handle each time", fakecuda.EnvReuseAddresses, gone, next, a)
+	}
+	g.must(g.d.EventRecord(next, other))
+	g.must(g.d.StreamSynchronize(g.s)) // runs the destroyed event's record
+	_, err = g.d.EventElapsedTime(next, next)
+	wantCode(t, err, cudadrv.ErrNotReady) // next's own record, on other, has not run
+	g.must(g.d.StreamDestroy(other))
+	if ms, err := g.d.EventElapsedTime(next, next); err != nil || ms != 0 {
+		t.Errorf("next to itself once other ran: %v ms, %v", ms, err)
+	}
+
+	// Without it a destroyed handle stays dead.
+	t.Setenv(fakecuda.EnvReuseAddresses, "")
+	g.must(g.d.EventDestroy(next))
+	if again := g.event(); again == next {
+		t.Errorf("without %s: the destroyed event %#x came back", fakecuda.EnvReuseAddresses, next)
+	} else {
+		g.must(g.d.EventDestroy(again))
+	}
+	wantCode(t, g.d.EventRecord(next, g.s), 400)
+	g.must(g.d.MemFree(buf))
+	for _, ev := range []cudadrv.Event{b, e, ref} {
+		g.must(g.d.EventDestroy(ev))
+	}
+}
+
+// TestEventArguments calls the entry points directly, for the arguments
+// the binding never passes.
+func TestEventArguments(t *testing.T) {
+	g := open(t)
+	defer g.close()
+	lib, err := dl.Open(g.path)
+	g.must(err)
+	defer lib.Close()
+	sym := func(name string) uintptr {
+		p, err := lib.Sym(name)
+		g.must(err)
+		return p
+	}
+	e := g.event()
+	g.must(g.d.EventRecord(e, g.s))
+	g.must(g.d.StreamSynchronize(g.s))
+	if r := int32(dl.Call(sym("cuEventCreate"), 0, 0)); r != 1 {
+		t.Errorf("cuEventCreate(NULL, 0) = %d, want CUDA_ERROR_INVALID_VALUE", r)
+	}
+	if r := int32(dl.Call(sym("cuEventElapsedTime"), 0, uintptr(e), uintptr(e))); r != 1 {
+		t.Errorf("cuEventElapsedTime(NULL, e, e) = %d, want CUDA_ERROR_INVALID_VALUE", r)
+	}
+	if r := int32(dl.Call(sym("cuEventRecord"), 0, uintptr(g.s))); r != 400 {
+		t.Errorf("cuEventRecord(NULL, s) = %d, want CUDA_ERROR_INVALID_HANDLE", r)
+	}
+	// The flags cuda.h defines, and an interprocess event only untimed.
+	for _, c := range []struct {
+		flags uint32
+		code  cudadrv.Result
+	}{{0x1, 0}, {0x2, 0}, {0x3, 0}, {0x6, 0}, {0x7, 0}, {0x4, 1}, {0x5, 1}, {0x8, 1}, {0x80000000, 1}} {
+		ev, err := g.d.EventCreate(c.flags)
+		if c.code == 0 {
+			if err != nil {
+				t.Errorf("EventCreate(%#x): %v", c.flags, err)
+				continue
+			}
+			g.must(g.d.EventDestroy(ev))
+		} else {
+			wantCode(t, err, c.code)
+		}
+	}
+	g.must(g.d.EventDestroy(e))
+	if c := g.counters(); c.LiveEvents != 0 {
+		t.Errorf("live events %d, want 0", c.LiveEvents)
+	}
+}
+
+// TestOmitEvents: the OmitEvents instance lacks the four event entry
+// points and nothing else.
+func TestOmitEvents(t *testing.T) {
+	path := fakecuda.Build(t, fakecuda.OmitEvents)
+	if path == fakecuda.Build(t) {
+		t.Fatal("the OmitEvents build is the plain one")
+	}
+	lib, err := dl.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	for _, name := range []string{"cuEventCreate", "cuEventRecord", "cuEventElapsedTime", "cuEventDestroy_v2"} {
+		if _, err := lib.Sym(name); err == nil {
+			t.Errorf("%s is in the %s build", name, fakecuda.OmitEvents)
+		}
+	}
+	for _, name := range []string{"cuStreamCreate", "cuMemcpyDtoHAsync_v2", "cublasSgemm_v2", "fakecuda_live_events"} {
+		if _, err := lib.Sym(name); err != nil {
+			t.Errorf("%s missing from the %s build: %v", name, fakecuda.OmitEvents, err)
+		}
+	}
 }

@@ -249,6 +249,8 @@ func WriteTable(w io.Writer, ms []Measurement, probs bool, f table.Format) error
 		table.Column{Name: "vs " + m0.Mode, Kind: table.Float, Decimals: 1, Unit: "×"},
 		table.Column{Name: "syncs/token", Kind: table.Rate, Decimals: 4},
 		table.Column{Name: "launches/token", Kind: table.Rate, Decimals: 4},
+		table.Column{Name: "host wait/token", Kind: table.Rate, Decimals: 1, Unit: "µs"},
+		table.Column{Name: "device busy", Kind: table.Percent, Decimals: 1},
 		table.Column{Name: "host allocs/token", Kind: table.Rate, Decimals: 3},
 		table.Column{Name: "h2d per pass", Kind: table.Bytes},
 		table.Column{Name: "d2h per pass", Kind: table.Bytes},
@@ -260,7 +262,7 @@ func WriteTable(w io.Writer, ms []Measurement, probs bool, f table.Format) error
 			speedup = m.TokensPerSecond / m0.TokensPerSecond
 		}
 		t.Add(m.Mode, m.TokensPerSecond, speedup, m.SyncsPerToken, m.LaunchesPerToken,
-			m.HostAllocsPerToken, m.H2DBytesPerPass, m.D2HBytesPerPass, Record(m).DevicePeakBytes)
+			m.HostWaitNsPerToken/1e3, m.DeviceBusyPct, m.HostAllocsPerToken, m.H2DBytesPerPass, m.D2HBytesPerPass, Record(m).DevicePeakBytes)
 	}
 	return t.Render(w, f)
 }
@@ -270,6 +272,7 @@ func WriteTable(w io.Writer, ms []Measurement, probs bool, f table.Format) error
 func Record(m Measurement) schema.DecodeRecord {
 	r := schema.DecodeRecord{
 		TokensPerSec: m.TokensPerSecond, SyncsPerToken: m.SyncsPerToken, LaunchesPerToken: m.LaunchesPerToken,
+		HostWaitNsPerToken: m.HostWaitNsPerToken, DeviceBusyNsPerToken: m.DeviceBusyNsPerToken, DeviceBusyPct: m.DeviceBusyPct,
 		HostAllocsPerToken: m.HostAllocsPerToken, H2DBytes: m.H2DBytesPerPass, D2HBytes: m.D2HBytesPerPass,
 		DevicePeakBytes: m.DeviceBytesPeak, DevicePeakSource: "ledger", LedgerPeakBytes: m.DeviceBytesPeak,
 		DeviceMemory: m.DeviceMemory, Check: m.Check, Decode: m.Mode, Device: m.Device,

@@ -27,6 +27,15 @@ type Measurement struct {
 	TokensPerSecond  float64 `json:"tokens_per_second"`
 	SyncsPerToken    float64 `json:"syncs_per_token"`
 	LaunchesPerToken float64 `json:"launches_per_token"`
+	// Where a token's wall time (Seconds / Tokens) goes: HostWaitNsPerToken
+	// is the host blocked in the device's waits (device.Stats.HostWaitNs),
+	// DeviceBusyNsPerToken the device at work (device.Stats.DeviceBusyNs)
+	// and DeviceBusyPct that as a share of the wall time: note 003's "GPU
+	// at 10 %". The busy figures are nil where the device could not time
+	// its work (cuda without event support).
+	HostWaitNsPerToken   float64  `json:"host_wait_ns_per_token"`
+	DeviceBusyNsPerToken *float64 `json:"device_busy_ns_per_token,omitempty"`
+	DeviceBusyPct        *float64 `json:"device_busy_pct,omitempty"`
 	// Heap objects and bytes the decode path allocated per token, in every
 	// goroutine (the device's stream thread included), counted by site
 	// with every allocation recorded (probe/allocsite, the instrument
@@ -116,6 +125,12 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 	after := dev.Stats()
 	n := float64(passes * B * T)
 	h2d, d2h := after.H2DBytes-before.H2DBytes, after.D2HBytes-before.D2HBytes
+	var busyPerToken, busyPct *float64
+	if before.DeviceTimed && after.DeviceTimed {
+		busy := float64(after.DeviceBusyNs - before.DeviceBusyNs)
+		perToken, pct := busy/n, 100*busy/(secs*1e9)
+		busyPerToken, busyPct = &perToken, &pct
+	}
 	return Measurement{
 		Mode: d.Mode().String(), Device: dev.Name(), T: T, C: d.C, V: d.V,
 		Sequences: B, Passes: passes, Tokens: passes * B * T,
@@ -123,6 +138,9 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 		TokensPerSecond:       n / secs,
 		SyncsPerToken:         float64(after.Syncs-before.Syncs) / n,
 		LaunchesPerToken:      float64(after.Launches-before.Launches) / n,
+		HostWaitNsPerToken:    float64(after.HostWaitNs-before.HostWaitNs) / n,
+		DeviceBusyNsPerToken:  busyPerToken,
+		DeviceBusyPct:         busyPct,
 		HostAllocsPerToken:    float64(allocs.ProgramObjects) / n,
 		HostBytesPerToken:     float64(allocs.ProgramBytes) / n,
 		RuntimeAllocsPerToken: float64(allocs.RuntimeObjects) / n,

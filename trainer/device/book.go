@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"memprobe/probe/ledger"
@@ -28,6 +29,8 @@ type book struct {
 	launches, syncs, h2dCopies, d2hCopies, h2dBytes, d2hBytes atomic.Int64
 	inUse, peak                                               atomic.Int64
 	implicitWaits, pinned                                     atomic.Int64
+	hostWaitNs, busyNs                                        atomic.Int64
+	untimed                                                   atomic.Bool // the device cannot time its work (Stats.DeviceTimed)
 }
 
 func newBook(name string, acct *ledger.Account) book {
@@ -132,7 +135,20 @@ func (k *book) stats() Stats {
 		DeviceBytesPeak:  k.peak.Load(),
 		ImplicitWaits:    k.implicitWaits.Load(),
 		PinnedHostBytes:  k.pinned.Load(),
+		HostWaitNs:       k.hostWaitNs.Load(),
+		DeviceBusyNs:     k.busyNs.Load(),
+		DeviceTimed:      !k.untimed.Load(),
 	}
+}
+
+// waited counts one host wait that began at start (Stats.Syncs and
+// Stats.HostWaitNs; implicit ones in Stats.ImplicitWaits too).
+func (k *book) waited(start time.Time, implicit bool) {
+	k.syncs.Add(1)
+	if implicit {
+		k.implicitWaits.Add(1)
+	}
+	k.hostWaitNs.Add(int64(time.Since(start)))
 }
 
 // buffers lists the live buffers, by name, largest first: the device

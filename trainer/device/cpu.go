@@ -3,6 +3,7 @@ package device
 import (
 	"fmt"
 	"runtime"
+	"time"
 
 	"memprobe/probe/ledger"
 	"memprobe/trainer/gemm"
@@ -94,9 +95,11 @@ func (d *CPU) stream() {
 			if d.failed() {
 				continue // a failed stream skips work, as CUDA does after a sticky error
 			}
+			start := time.Now()
 			if err := d.exec(&cmd); err != nil {
 				d.setErr(err)
 			}
+			d.busyNs.Add(int64(time.Since(start)))
 		}
 	}
 }
@@ -192,9 +195,10 @@ func (d *CPU) Sync() error {
 	if d.closed {
 		return ErrClosed
 	}
-	d.syncs.Add(1)
+	start := time.Now()
 	d.queue <- command{op: opFence}
 	<-d.fence
+	d.waited(start, false)
 	return d.stickyErr()
 }
 

@@ -25,7 +25,16 @@ package device
 //     waits the device makes on its own (Stats.ImplicitWaits): when the
 //     staging between two Syncs outgrows its buffer (the buffer then
 //     grows, up to maxStaging, so a repeated pattern stops waiting after
-//     its first round), and before cuMemFree.
+//     its first round), and before cuMemFree. Its wall time goes to
+//     Stats.HostWaitNs.
+//   - The GPU's share is timed with two CUDA events per Device: the
+//     first command enqueued after a wait records one, the next wait
+//     records the other before it synchronises and then adds the span
+//     between them to Stats.DeviceBusyNs (read into the pinned block, so
+//     timing allocates nothing). That is two cuEventRecord calls and one
+//     cuEventElapsedTime per wait, the price of knowing the GPU's busy
+//     fraction; a driver without events, or an event call that fails,
+//     leaves the device untimed (Stats.DeviceTimed false), not broken.
 //
 // The methods run on the caller's goroutine (as a C++ host thread calls
 // the driver): each locks the OS thread and makes the context current for
@@ -38,6 +47,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"memprobe/probe/ledger"
@@ -223,15 +233,17 @@ type pendingD2H struct {
 }
 
 // paramBlock is the layout of the pinned block that holds kernel
-// arguments and GEMM scalars, so no Go pointer is passed to the driver:
-// slots, then pointers to the slots (cuLaunchKernel's kernelParams), then
-// alpha and beta.
+// arguments, GEMM scalars and the event timer's output, so no Go pointer
+// is passed to the driver: slots, then pointers to the slots
+// (cuLaunchKernel's kernelParams), then alpha, beta and the milliseconds
+// cuEventElapsedTime writes.
 const (
 	paramSlots   = 8
 	paramPtrsOff = paramSlots * 8
 	paramAlpha   = paramPtrsOff + paramSlots*8
 	paramBeta    = paramAlpha + 4
-	paramBytes   = paramBeta + 4
+	paramElapsed = paramBeta + 4
+	paramBytes   = paramElapsed + 4
 )
 
 // CUDA is the "cuda" device.
@@ -244,6 +256,12 @@ type CUDA struct {
 
 	h2d, d2h stagingBuf
 	pending  []pendingD2H
+
+	// The busy-time span (Stats.DeviceBusyNs): spanStart is recorded
+	// before the first command after a wait (spanOpen), spanEnd at the
+	// wait. timed is false from the first event call that failed.
+	spanStart, spanEnd cudadrv.Event
+	spanOpen, timed    bool
 
 	memBeforeOpen uint64 // cuMemGetInfo free bytes before the stream and handle were made
 	memAfterOpen  uint64 // cuMemGetInfo free bytes when the device was ready
@@ -290,8 +308,45 @@ func (d *CUDA) open() (err error) {
 	*(*float32)(d.paramAddr(paramAlpha)) = 1
 	*(*float32)(d.paramAddr(paramBeta)) = 0
 	d.pending = make([]pendingD2H, 0, 16)
+	d.openTiming()
 	d.memAfterOpen, _, err = drv.MemGetInfo()
 	return err
+}
+
+// openTiming makes the two events of the busy-time span, or marks the
+// device untimed where the driver cannot.
+func (d *CUDA) openTiming() {
+	drv := d.gpu.drv
+	if !drv.HasEvents() {
+		d.untimed.Store(true)
+		return
+	}
+	var err error
+	if d.spanStart, err = drv.EventCreate(cudadrv.EventDefault); err == nil {
+		d.spanEnd, err = drv.EventCreate(cudadrv.EventDefault)
+	}
+	d.timed = err == nil
+	d.untimed.Store(!d.timed)
+}
+
+// beginSpan is called before each command is enqueued: the first after a
+// wait opens the span. The context must be current.
+func (d *CUDA) beginSpan() {
+	if !d.timed || d.spanOpen {
+		return
+	}
+	if err := d.gpu.drv.EventRecord(d.spanStart, d.stream); err != nil {
+		d.stopTiming()
+		return
+	}
+	d.spanOpen = true
+}
+
+// stopTiming gives up timing: the busy time so far is kept, but Stats
+// says the device is untimed.
+func (d *CUDA) stopTiming() {
+	d.timed, d.spanOpen = false, false
+	d.untimed.Store(true)
 }
 
 func (d *CUDA) paramAddr(off int) unsafe.Pointer {
@@ -327,6 +382,13 @@ func (d *CUDA) release() {
 			*s = stagingBuf{}
 		}
 	}
+	for _, e := range []*cudadrv.Event{&d.spanStart, &d.spanEnd} {
+		if *e != 0 {
+			drv.EventDestroy(*e)
+			*e = 0
+		}
+	}
+	d.timed, d.spanOpen = false, false
 	if d.params != 0 {
 		drv.MemFreeHost(d.params)
 		d.pinned.Add(-paramBytes)
@@ -384,6 +446,7 @@ func (d *CUDA) Alloc(name string, n int) (Buffer, error) {
 	if err != nil {
 		return Buffer{}, fmt.Errorf("device cuda: alloc %s: %d floats: %w", name, n, err)
 	}
+	d.beginSpan()
 	if err := d.gpu.drv.MemsetD32Async(p, 0, n, d.stream); err != nil {
 		d.gpu.drv.MemFree(p)
 		return Buffer{}, d.fail(err)
@@ -416,13 +479,26 @@ func (d *CUDA) Free(b Buffer) error {
 // into their destinations and empties the staging buffers; implicit says
 // it was not a Sync call. The context must be current.
 func (d *CUDA) wait(implicit bool) error {
-	d.syncs.Add(1)
-	if implicit {
-		d.implicitWaits.Add(1)
+	drv := d.gpu.drv
+	if d.spanOpen {
+		if err := drv.EventRecord(d.spanEnd, d.stream); err != nil {
+			d.stopTiming()
+		}
 	}
-	if err := d.gpu.drv.StreamSynchronize(d.stream); err != nil {
+	start := time.Now()
+	err := drv.StreamSynchronize(d.stream)
+	d.waited(start, implicit)
+	if err != nil {
 		d.pending = d.pending[:0]
 		return d.fail(err)
+	}
+	if d.spanOpen {
+		d.spanOpen = false
+		if err := drv.EventElapsedTimeInto(d.params+paramElapsed, d.spanStart, d.spanEnd); err != nil {
+			d.stopTiming()
+		} else {
+			d.busyNs.Add(int64(float64(*(*float32)(d.paramAddr(paramElapsed))) * 1e6))
+		}
 	}
 	for i, p := range d.pending {
 		copy(p.dst, d.d2h.floats(p.off, len(p.dst)))
@@ -491,6 +567,7 @@ func (d *CUDA) CopyToDevice(dst Buffer, dstOff int, src []float32) error {
 			return err
 		}
 		copy(d.h2d.floats(off, n), src[:n])
+		d.beginSpan()
 		if err := d.gpu.drv.MemcpyHtoDAsync(cudadrv.DevicePtr(dst.ptr+uint64(dstOff)*4), d.h2d.base+uintptr(off), n*4, d.stream); err != nil {
 			return d.fail(err)
 		}
@@ -516,6 +593,7 @@ func (d *CUDA) CopyToHost(dst []float32, src Buffer, srcOff int) error {
 		if err != nil {
 			return err
 		}
+		d.beginSpan()
 		if err := d.gpu.drv.MemcpyDtoHAsync(d.d2h.base+uintptr(off), cudadrv.DevicePtr(src.ptr+uint64(srcOff)*4), n*4, d.stream); err != nil {
 			return d.fail(err)
 		}
@@ -538,6 +616,7 @@ func (d *CUDA) Logits(out, hidden, weight Buffer, rows, C, V int) error {
 		return d.stickyErr()
 	}
 	defer d.enter()()
+	d.beginSpan()
 	err := d.gpu.blas.Sgemm(d.handle, cudadrv.OpT, cudadrv.OpN, V, rows, C,
 		d.params+paramAlpha, cudadrv.DevicePtr(weight.ptr), C, cudadrv.DevicePtr(hidden.ptr), C,
 		d.params+paramBeta, cudadrv.DevicePtr(out.ptr), V)
@@ -565,6 +644,7 @@ func (d *CUDA) SoftmaxSample(out, logits, targets Buffer, rows, V int, s Samplin
 	slots := (*[paramSlots]uint64)(d.paramAddr(0))
 	*slots = [paramSlots]uint64{out.ptr, logits.ptr, tg, uint64(uint32(int32(rows))), uint64(uint32(int32(V))),
 		uint64(math.Float32bits(s.Temperature)), s.Seed, s.Pos}
+	d.beginSpan()
 	err := d.gpu.drv.LaunchKernel(d.gpu.softmax, [3]uint32{uint32(rows), 1, 1}, [3]uint32{kernels.SoftmaxSampleBlock, 1, 1},
 		0, d.stream, d.params+paramPtrsOff)
 	if err != nil {

@@ -405,3 +405,74 @@ func TestCUDAFreeBeforeOpen(t *testing.T) {
 		t.Errorf("free after the context %d B, after the second open %d B: want the first device's workspace in between", b.GPU.FreeAfterContextBytes, b.FreeAfterOpenBytes)
 	}
 }
+
+// TestCUDATiming: the busy-time span opens at the first command after a
+// wait and closes at the next wait, so a Sync with nothing queued adds no
+// busy time; the span's events are the device's own and go at Close. The
+// fake runs a stream's work inside cuStreamSynchronize, so there the
+// span lies within the host's wait: busy <= host wait holds on the fake
+// (on a GPU the work overlaps the host's enqueueing instead).
+func TestCUDATiming(t *testing.T) {
+	d, lib := openFakeCUDA(t, nil)
+	const rows, C, V = 32, 256, 788
+	out, _ := d.Alloc("out", rows*V)
+	hidden, _ := d.Alloc("hidden", rows*C)
+	weight, _ := d.Alloc("weight", V*C)
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s0 := d.Stats()
+	if err := d.Logits(out, hidden, weight, rows, C, V); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s1 := d.Stats()
+	busy, wait := s1.DeviceBusyNs-s0.DeviceBusyNs, s1.HostWaitNs-s0.HostWaitNs
+	if !s1.DeviceTimed || busy <= 0 || busy > wait {
+		t.Errorf("a %d×%d×%d product: timed %v, busy %d ns, host wait %d ns; want timed, 0 < busy <= wait", rows, V, C, s1.DeviceTimed, busy, wait)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if s2 := d.Stats(); s2.DeviceBusyNs != s1.DeviceBusyNs || s2.Syncs != s1.Syncs+1 {
+		t.Errorf("an empty Sync: busy %d → %d ns, syncs %d → %d; want busy unchanged, one more sync", s1.DeviceBusyNs, s2.DeviceBusyNs, s1.Syncs, s2.Syncs)
+	}
+	if c := counters(t, lib); c.LiveEvents != 2 {
+		t.Errorf("fake driver: %d live events, want the device's 2", c.LiveEvents)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := counters(t, lib); c.LiveEvents != 0 {
+		t.Errorf("after Close: %d live events, want 0", c.LiveEvents)
+	}
+}
+
+// TestCUDAWithoutEvents: a driver without the event calls runs the device
+// untimed, not broken.
+func TestCUDAWithoutEvents(t *testing.T) {
+	fakecuda.Use(t, fakecuda.OmitEvents)
+	dev, err := Open("cuda", nil, nil)
+	if err != nil {
+		t.Fatalf("a driver without events: %v", err)
+	}
+	b, _ := dev.Alloc("b", 4)
+	if err := dev.CopyToDevice(b, 0, []float32{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 4)
+	if err := dev.CopyToHost(got, b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if s := dev.Stats(); s.DeviceTimed || s.DeviceBusyNs != 0 || s.Syncs != 1 || !slices.Equal(got, []float32{1, 2, 3, 4}) {
+		t.Errorf("untimed device: %+v, values %v; want untimed, no busy time, 1 sync, the values back", s, got)
+	}
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -142,6 +142,41 @@ type Stats struct {
 	// PinnedHostBytes is the page-locked host memory the device holds for
 	// staging copies (cuda; 0 on cpu): host memory, part of RSS.
 	PinnedHostBytes int64 `json:"pinned_host_bytes"`
+	// HostWaitNs is the wall time the host spent blocked in the waits
+	// Syncs counts: what a per-token sync costs the host beyond its own
+	// work.
+	HostWaitNs int64 `json:"host_wait_ns"`
+	// DeviceBusyNs is the time the device spent on its queued work: on
+	// cpu, the stream thread's time running commands (two clock reads a
+	// command); on cuda, between two waits, the span from the first
+	// command enqueued after the last wait to the wait's own fence, timed
+	// by a pair of CUDA events on the stream (two cuEventRecord calls a
+	// wait). The cuda span includes any gap in which the GPU waited for
+	// the host to enqueue the next command, so it bounds the GPU's busy
+	// time from above. Set only where DeviceTimed.
+	DeviceBusyNs int64 `json:"device_busy_ns"`
+	// DeviceTimed says DeviceBusyNs was measured: always on cpu; on cuda
+	// when the driver exports the event calls and none failed.
+	DeviceTimed bool `json:"device_timed"`
+}
+
+// Add adds o's counters to s: the figures of several devices (a trainer's
+// executors) summed. DeviceTimed stays true only if both were timed, so
+// a sum starts from the first device's Stats, not from zero.
+func (s *Stats) Add(o Stats) {
+	s.Launches += o.Launches
+	s.Syncs += o.Syncs
+	s.H2DCopies += o.H2DCopies
+	s.D2HCopies += o.D2HCopies
+	s.H2DBytes += o.H2DBytes
+	s.D2HBytes += o.D2HBytes
+	s.DeviceBytesInUse += o.DeviceBytesInUse
+	s.DeviceBytesPeak += o.DeviceBytesPeak
+	s.ImplicitWaits += o.ImplicitWaits
+	s.PinnedHostBytes += o.PinnedHostBytes
+	s.HostWaitNs += o.HostWaitNs
+	s.DeviceBusyNs += o.DeviceBusyNs
+	s.DeviceTimed = s.DeviceTimed && o.DeviceTimed
 }
 
 // BufferUse is one line of the device ledger.

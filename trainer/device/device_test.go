@@ -3,8 +3,10 @@ package device
 import (
 	"math"
 	"math/rand"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"memprobe/probe/ledger"
 	"memprobe/trainer/device/cudadrv"
@@ -77,6 +79,10 @@ func TestCopyRoundTripAndStats(t *testing.T) {
 		}
 	}
 	s := d.Stats()
+	if !s.DeviceTimed || s.HostWaitNs < 0 || s.DeviceBusyNs < 0 {
+		t.Errorf("cpu timing: timed %v, host wait %d ns, busy %d ns", s.DeviceTimed, s.HostWaitNs, s.DeviceBusyNs)
+	}
+	s.HostWaitNs, s.DeviceBusyNs, s.DeviceTimed = 0, 0, false // measured: TestCPUTiming
 	want := Stats{Syncs: 1, H2DCopies: 1, D2HCopies: 1, H2DBytes: 16, D2HBytes: 16, DeviceBytesInUse: 40, DeviceBytesPeak: 40}
 	if s != want {
 		t.Errorf("stats = %+v, want %+v", s, want)
@@ -115,6 +121,47 @@ func TestCopyRoundTripAndStats(t *testing.T) {
 
 // TestKernels checks Logits and SoftmaxSample against a float64 host
 // reference: probabilities within 1e-6, tokens and losses exact or 1e-5.
+// TestCPUTiming checks the cpu device's clocks by what must hold whatever
+// the machine's speed: the stream's busy time and the host's waits are
+// sums of disjoint intervals inside the test's own span, so neither
+// exceeds it; a product of ~100 MFLOP is work the stream's clock sees;
+// and work the host does not wait for (queued, then run while the host
+// sleeps) is busy time but no wait.
+func TestCPUTiming(t *testing.T) {
+	span := time.Now()
+	d := openCPU(t, nil)
+	const rows, C, V = 64, 256, 788
+	out, _ := d.Alloc("out", rows*V)
+	hidden, _ := d.Alloc("hidden", rows*C)
+	weight, _ := d.Alloc("weight", V*C)
+	if err := d.Logits(out, hidden, weight, rows, C, V); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s := d.Stats()
+	if s.DeviceBusyNs <= 0 || s.HostWaitNs <= 0 || !s.DeviceTimed {
+		t.Errorf("after a %d×%d×%d product and a Sync: busy %d ns, host wait %d ns, timed %v; want both > 0, timed", rows, V, C, s.DeviceBusyNs, s.HostWaitNs, s.DeviceTimed)
+	}
+	if elapsed := int64(time.Since(span)); s.DeviceBusyNs > elapsed || s.HostWaitNs > elapsed {
+		t.Errorf("busy %d ns or host wait %d ns exceeds the %d ns the test has run", s.DeviceBusyNs, s.HostWaitNs, elapsed)
+	}
+	// Queued work the host never waits for: busy grows, the waits do not.
+	if err := d.Logits(out, hidden, weight, rows, C, V); err != nil {
+		t.Fatal(err)
+	}
+	for d.Stats().DeviceBusyNs == s.DeviceBusyNs {
+		runtime.Gosched() // the stream runs it on its own thread
+	}
+	if s2 := d.Stats(); s2.HostWaitNs != s.HostWaitNs || s2.Syncs != s.Syncs {
+		t.Errorf("work nobody waited for changed the waits: %d → %d ns, syncs %d → %d", s.HostWaitNs, s2.HostWaitNs, s.Syncs, s2.Syncs)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestKernels(t *testing.T) {
 	const rows, C, V = 5, 16, 37
 	r := rand.New(rand.NewSource(1))

@@ -14,6 +14,12 @@
 // out-parameters go through callOut. A build without cgo compiles and
 // refuses the device in one line.
 //
+// The entry points of CUDA events (cuEventCreate, cuEventRecord,
+// cuEventElapsedTime, cuEventDestroy_v2), which time the GPU's share of
+// the work, are resolved optionally: a driver without them still opens,
+// Driver.HasEvents says so, and the Event methods return its
+// *LibraryError, as the device's work runs the same untimed.
+//
 // Every function returns an *Error naming the call, the driver's code, its
 // name and its description (cuGetErrorName, cuGetErrorString), so that a
 // failure reads "cuInit: CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device

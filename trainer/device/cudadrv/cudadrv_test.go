@@ -60,7 +60,7 @@ func checkNoLeaks(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.LiveAllocs != 0 || c.LivePinned != 0 || c.LiveStreams != 0 || c.LiveHandles != 0 || c.CtxRefs != 0 {
+	if c.LiveAllocs != 0 || c.LivePinned != 0 || c.LiveStreams != 0 || c.LiveHandles != 0 || c.LiveEvents != 0 || c.CtxRefs != 0 {
 		t.Errorf("the fake still holds %+v", c)
 	}
 }
@@ -81,6 +81,9 @@ func TestOpenDriverMissingLibrary(t *testing.T) {
 	_, err := OpenDriver(path)
 	if err == nil {
 		t.Fatal("OpenDriver of a missing file succeeded")
+	}
+	if err == ErrNoCgo { // CGO_ENABLED=0: no library is opened, missing or not
+		t.Skip(err)
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "no CUDA driver: ") || !strings.Contains(msg, path) || !strings.Contains(msg, "not found") {
@@ -146,6 +149,9 @@ func TestNoContext(t *testing.T) {
 	}
 	if _, _, err := d.MemGetInfo(); err == nil {
 		t.Error("MemGetInfo without a current context succeeded")
+	}
+	if _, err := d.EventCreate(EventDefault); err == nil || !errors.As(err, &e) || e.Code != 201 {
+		t.Errorf("EventCreate without a current context: %v, want CUDA_ERROR_INVALID_CONTEXT", err)
 	}
 	b, err := OpenBLAS()
 	must(t, err)
@@ -384,4 +390,196 @@ func queryAtDepth(d *Driver, depth int) [2]int {
 	n, _ := d.DeviceCount()
 	v, _ := d.Version()
 	return [2]int{n, v}
+}
+
+// wantError checks that err is an *Error of call with code, reading as the
+// driver words it.
+func wantError(t *testing.T, what string, err error, call string, code Result, text string) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) || e.Call != call || e.Code != code {
+		t.Errorf("%s: %v, want %s failing with %d", what, err, call, int(code))
+		return
+	}
+	if want := call + ": " + text; err.Error() != want {
+		t.Errorf("%s: %q, want %q", what, err, want)
+	}
+}
+
+const (
+	notReady      = "CUDA_ERROR_NOT_READY (600): device not ready"
+	invalidHandle = "CUDA_ERROR_INVALID_HANDLE (400): invalid resource handle"
+)
+
+// TestEvents times a stream's work the way the cuda device does: an event
+// before the work, one after, the elapsed time read after the sync. On
+// the fake the work runs at the sync, so the time is the host's for the
+// memsets between the events: positive, whatever the machine.
+func TestEvents(t *testing.T) {
+	d, path := openFake(t)
+	release := withContext(t, d)
+	defer func() {
+		release()
+		checkNoLeaks(t, path)
+	}()
+	if !d.HasEvents() {
+		t.Fatalf("HasEvents false on the fake, which has them: %v", d.noEvents)
+	}
+	s, err := d.StreamCreate(StreamNonBlocking)
+	must(t, err)
+	defer func() { must(t, d.StreamDestroy(s)) }()
+	const words = 1 << 22 // 16 MiB: real work for the fake's memset loop
+	buf, err := d.MemAlloc(words * 4)
+	must(t, err)
+	defer func() { must(t, d.MemFree(buf)) }()
+	start, err := d.EventCreate(EventDefault)
+	must(t, err)
+	end, err := d.EventCreate(EventDefault)
+	must(t, err)
+	defer func() {
+		must(t, d.EventDestroy(start))
+		must(t, d.EventDestroy(end))
+	}()
+
+	must(t, d.EventRecord(start, s))
+	must(t, d.MemsetD32Async(buf, 1, words, s))
+	must(t, d.MemsetD32Async(buf, 2, words, s))
+	must(t, d.EventRecord(end, s))
+	_, err = d.EventElapsedTime(start, end)
+	wantError(t, "EventElapsedTime before the sync", err, "cuEventElapsedTime", ErrNotReady, notReady)
+	must(t, d.StreamSynchronize(s))
+	ms, err := d.EventElapsedTime(start, end)
+	must(t, err)
+	if !(ms > 0) {
+		t.Errorf("EventElapsedTime over two 16 MiB memsets: %v ms, want > 0", ms)
+	}
+	if back, err := d.EventElapsedTime(end, start); err != nil || back != -ms {
+		t.Errorf("EventElapsedTime(end, start) = %v, %v; want %v", back, err, -ms)
+	}
+
+	// Recording start again: pending until the stream reaches it, then it
+	// stands for the new point, after end (with the old record it would
+	// read -ms).
+	must(t, d.EventRecord(start, s))
+	_, err = d.EventElapsedTime(end, start)
+	wantError(t, "EventElapsedTime after a re-record, before the sync", err, "cuEventElapsedTime", ErrNotReady, notReady)
+	must(t, d.StreamSynchronize(s))
+	if ms, err := d.EventElapsedTime(end, start); err != nil || !(ms >= 0) {
+		t.Errorf("end to the re-recorded start: %v ms, %v; want >= 0", ms, err)
+	}
+
+	// The default stream (0) records too.
+	must(t, d.EventRecord(end, 0))
+	must(t, d.StreamSynchronize(0))
+	if ms, err := d.EventElapsedTime(start, end); err != nil || !(ms >= 0) {
+		t.Errorf("start to end on the default stream: %v ms, %v; want >= 0", ms, err)
+	}
+
+	// Recording is on the cuda device's per-wait path: no allocation.
+	if n := testing.AllocsPerRun(100, func() { _ = d.EventRecord(end, s) }); n != 0 {
+		t.Errorf("EventRecord allocates %v objects per call, want 0", n)
+	}
+	must(t, d.StreamSynchronize(s))
+	// Reading the time into pinned memory allocates nothing; through a Go
+	// out-parameter (callOut) it costs the float and callOut's arguments.
+	slot, err := d.MemHostAlloc(4)
+	must(t, err)
+	defer func() { must(t, d.MemFreeHost(slot)) }()
+	must(t, d.EventElapsedTimeInto(slot, start, end))
+	if want, err := d.EventElapsedTime(start, end); err != nil || hostFloats(slot, 1)[0] != want {
+		t.Errorf("EventElapsedTimeInto wrote %v, EventElapsedTime says %v (%v)", hostFloats(slot, 1)[0], want, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = d.EventElapsedTimeInto(slot, start, end) }); n != 0 {
+		t.Errorf("EventElapsedTimeInto allocates %v objects per call, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = d.EventElapsedTime(start, end) }); n > 2 {
+		t.Errorf("EventElapsedTime allocates %v objects per call, want at most 2", n)
+	}
+
+	// Never recorded, untimed, unknown flags.
+	never, err := d.EventCreate(EventDefault)
+	must(t, err)
+	_, err = d.EventElapsedTime(never, end)
+	wantError(t, "EventElapsedTime from a never-recorded event", err, "cuEventElapsedTime", 400, invalidHandle)
+	_, err = d.EventElapsedTime(end, never)
+	wantError(t, "EventElapsedTime to a never-recorded event", err, "cuEventElapsedTime", 400, invalidHandle)
+	untimed, err := d.EventCreate(EventDisableTiming)
+	must(t, err)
+	must(t, d.EventRecord(untimed, s))
+	must(t, d.StreamSynchronize(s))
+	_, err = d.EventElapsedTime(untimed, end)
+	wantError(t, "EventElapsedTime from an EventDisableTiming event", err, "cuEventElapsedTime", 400, invalidHandle)
+	must(t, d.EventDestroy(untimed))
+	_, err = d.EventCreate(0x8)
+	wantError(t, "EventCreate(0x8)", err, "cuEventCreate", 1, "CUDA_ERROR_INVALID_VALUE (1): invalid argument")
+
+	// A destroyed event is a stale handle.
+	must(t, d.EventDestroy(never))
+	wantError(t, "EventRecord of a destroyed event", d.EventRecord(never, s), "cuEventRecord", 400, invalidHandle)
+	_, err = d.EventElapsedTime(never, end)
+	wantError(t, "EventElapsedTime of a destroyed event", err, "cuEventElapsedTime", 400, invalidHandle)
+	wantError(t, "EventDestroy twice", d.EventDestroy(never), "cuEventDestroy_v2", 400, invalidHandle)
+
+	// Destroying an event whose record is still queued: the record runs
+	// at the sync without it.
+	queued, err := d.EventCreate(EventDefault)
+	must(t, err)
+	must(t, d.EventRecord(queued, s))
+	must(t, d.MemsetD32Async(buf, 3, words, s))
+	must(t, d.EventRecord(queued, s))
+	must(t, d.EventDestroy(queued))
+	if c, err := fakecuda.ReadCounters(path); err != nil || c.LiveEvents != 2 {
+		t.Errorf("events live after destroying a queued one: %d (%v), want 2", c.LiveEvents, err)
+	}
+	must(t, d.StreamSynchronize(s))
+}
+
+// TestEventsOptional: a driver without the event entry points opens and
+// works, untimed; each Event method names what is missing instead of
+// calling it.
+func TestEventsOptional(t *testing.T) {
+	path := fakecuda.Build(t, fakecuda.OmitEvents)
+	d, err := OpenDriver(path)
+	if err != nil {
+		t.Fatalf("OpenDriver of a driver without events: %v", err)
+	}
+	if d.HasEvents() {
+		t.Fatal("HasEvents true on a driver without cuEvent*")
+	}
+	if n, err := d.DeviceCount(); err != nil || n != 1 {
+		t.Errorf("DeviceCount %d, %v", n, err)
+	}
+	wantMissing := func(what string, err error, sym string) {
+		t.Helper()
+		var le *LibraryError
+		if !errors.As(err, &le) || le.Symbol != sym || le.Library != path {
+			t.Errorf("%s: %v, want a LibraryError for %s in %s", what, err, sym, path)
+			return
+		}
+		if !strings.Contains(err.Error(), "lacks "+sym) || errors.Is(err, ErrNoDriver) {
+			t.Errorf("%s: %q, want it to name %s (and not to be ErrNoDriver)", what, err, sym)
+		}
+	}
+	_, err = d.EventCreate(EventDefault)
+	wantMissing("EventCreate", err, "cuEventCreate")
+	wantMissing("EventRecord", d.EventRecord(1, 0), "cuEventRecord")
+	_, err = d.EventElapsedTime(1, 2)
+	wantMissing("EventElapsedTime", err, "cuEventElapsedTime")
+	wantMissing("EventElapsedTimeInto", d.EventElapsedTimeInto(0, 1, 2), "cuEventElapsedTime")
+	wantMissing("EventDestroy", d.EventDestroy(1), "cuEventDestroy_v2")
+
+	// One missing is all missing: the others are refused too, naming it,
+	// rather than used half.
+	partial := &Driver{Library: "libcuda.so.1", noEvents: map[string]error{
+		"cuEventElapsedTime": &LibraryError{Library: "libcuda.so.1", Symbol: "cuEventElapsedTime", Reason: "undefined symbol"},
+	}}
+	if partial.HasEvents() {
+		t.Error("HasEvents true with cuEventElapsedTime missing")
+	}
+	for _, err := range []error{partial.EventRecord(1, 0), partial.EventDestroy(1)} {
+		var le *LibraryError
+		if !errors.As(err, &le) || le.Symbol != "cuEventElapsedTime" {
+			t.Errorf("with cuEventElapsedTime missing: %v, want its LibraryError", err)
+		}
+	}
 }

@@ -9,13 +9,14 @@ import (
 // DevicePtr is a CUdeviceptr: an address in the GPU's memory.
 type DevicePtr uint64
 
-// Handles the driver hands out (CUcontext, CUstream, CUmodule, CUfunction);
-// opaque addresses.
+// Handles the driver hands out (CUcontext, CUstream, CUmodule, CUfunction,
+// CUevent); opaque addresses.
 type (
 	Context  uintptr
 	Stream   uintptr
 	Module   uintptr
 	Function uintptr
+	Event    uintptr
 )
 
 // Stream and host allocation flags (cuda.h).
@@ -23,6 +24,16 @@ const (
 	StreamNonBlocking    = 0x1 // CU_STREAM_NON_BLOCKING: no implicit sync with the legacy default stream
 	MemHostAllocPortable = 0x1 // CU_MEMHOSTALLOC_PORTABLE: pinned for every context
 )
+
+// Event flags (cuda.h) for EventCreate.
+const (
+	EventDefault       = 0x0 // CU_EVENT_DEFAULT: timed
+	EventDisableTiming = 0x2 // CU_EVENT_DISABLE_TIMING: cheaper, but EventElapsedTime refuses it
+)
+
+// eventSymbols are the entry points of CUDA events, which OpenDriver
+// resolves optionally, in this order (the first missing one is named).
+var eventSymbols = [...]string{"cuEventCreate", "cuEventRecord", "cuEventElapsedTime", "cuEventDestroy_v2"}
 
 // Driver is the CUDA driver API of one opened libcuda.
 type Driver struct {
@@ -35,6 +46,12 @@ type Driver struct {
 	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemGetInfo                     uintptr
 	cuStreamCreate, cuStreamDestroy, cuStreamSynchronize                   uintptr
 	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction, cuLaunchKernel  uintptr
+
+	// Optional: timing a stream's work. noEvents holds, by symbol, why
+	// each of eventSymbols that did not resolve is missing; empty when
+	// all four did.
+	cuEventCreate, cuEventRecord, cuEventElapsedTime, cuEventDestroy uintptr
+	noEvents                                                         map[string]error
 }
 
 // OpenDriver opens the driver library at path ("" = libcuda.so.1 on the
@@ -79,6 +96,17 @@ func OpenDriver(path string) (*Driver, error) {
 		"cuLaunchKernel":               &d.cuLaunchKernel,
 	}); err != nil {
 		return nil, err
+	}
+	// Events only time the device's work, which runs the same without
+	// them: a driver that lacks them still opens (HasEvents says which).
+	// cuEventElapsedTime is the v1 symbol, which every driver exports.
+	for i, p := range [len(eventSymbols)]*uintptr{&d.cuEventCreate, &d.cuEventRecord, &d.cuEventElapsedTime, &d.cuEventDestroy} {
+		if err := lib.resolve(map[string]*uintptr{eventSymbols[i]: p}); err != nil {
+			if d.noEvents == nil {
+				d.noEvents = map[string]error{}
+			}
+			d.noEvents[eventSymbols[i]] = err
+		}
 	}
 	if err := d.check("cuInit", call(d.cuInit, 0)); err != nil {
 		return nil, err
@@ -266,4 +294,86 @@ func (d *Driver) LaunchKernel(f Function, grid, block [3]uint32, sharedBytes uin
 		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
 		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),
 		uintptr(sharedBytes), uintptr(s), params, 0))
+}
+
+// HasEvents reports whether the driver has all four event entry points
+// (cuEventCreate, cuEventRecord, cuEventElapsedTime, cuEventDestroy_v2);
+// without them the Event methods return a *LibraryError and the device's
+// work cannot be timed.
+func (d *Driver) HasEvents() bool { return len(d.noEvents) == 0 }
+
+// eventsMissing is nil when the event entry points resolved, else the
+// *LibraryError of sym when sym is the missing one, or of the first one
+// missing: the methods use them together, so none is called without all.
+func (d *Driver) eventsMissing(sym string) error {
+	if len(d.noEvents) == 0 {
+		return nil
+	}
+	if err, ok := d.noEvents[sym]; ok {
+		return err
+	}
+	for _, s := range eventSymbols {
+		if err, ok := d.noEvents[s]; ok {
+			return err
+		}
+	}
+	return nil
+}
+
+// EventCreate makes an event in the current context with flags
+// (EventDefault: timed).
+func (d *Driver) EventCreate(flags uint32) (Event, error) {
+	if err := d.eventsMissing("cuEventCreate"); err != nil {
+		return 0, err
+	}
+	var e uintptr
+	err := d.check("cuEventCreate", callOut(d.cuEventCreate, uintptr(unsafe.Pointer(&e)), uintptr(flags)))
+	return Event(e), err
+}
+
+// EventRecord enqueues e on s: the event completes, taking the GPU's time,
+// when s reaches it, after the work enqueued before it. Recording an event
+// again makes it stand for the new point. It allocates nothing, as it may
+// be called around every host wait.
+func (d *Driver) EventRecord(e Event, s Stream) error {
+	if err := d.eventsMissing("cuEventRecord"); err != nil {
+		return err
+	}
+	return d.check("cuEventRecord", call(d.cuEventRecord, uintptr(e), uintptr(s)))
+}
+
+// EventElapsedTime is the time in milliseconds from start to end (about
+// half a microsecond of resolution; negative if end completed first).
+// Both must be recorded, timed (not EventDisableTiming) and completed:
+// an event whose stream has yet to reach it gives an *Error of
+// ErrNotReady, one never recorded CUDA_ERROR_INVALID_HANDLE. Its float
+// out-parameter goes through callOut, which costs two small heap
+// allocations a call; EventElapsedTimeInto costs none.
+func (d *Driver) EventElapsedTime(start, end Event) (float32, error) {
+	if err := d.eventsMissing("cuEventElapsedTime"); err != nil {
+		return 0, err
+	}
+	var ms float32
+	err := d.check("cuEventElapsedTime", callOut(d.cuEventElapsedTime, uintptr(unsafe.Pointer(&ms)), uintptr(start), uintptr(end)))
+	return ms, err
+}
+
+// EventElapsedTimeInto is EventElapsedTime writing the milliseconds to
+// the float32 at ms, in C memory (a slot of pinned host memory from
+// MemHostAlloc), so that it allocates nothing: for reading the time after
+// every host wait of a decode loop. The slot is written only on success.
+func (d *Driver) EventElapsedTimeInto(ms uintptr, start, end Event) error {
+	if err := d.eventsMissing("cuEventElapsedTime"); err != nil {
+		return err
+	}
+	return d.check("cuEventElapsedTime", call(d.cuEventElapsedTime, ms, uintptr(start), uintptr(end)))
+}
+
+// EventDestroy destroys e; a record of it still queued completes without
+// it.
+func (d *Driver) EventDestroy(e Event) error {
+	if err := d.eventsMissing("cuEventDestroy_v2"); err != nil {
+		return err
+	}
+	return d.check("cuEventDestroy_v2", call(d.cuEventDestroy, uintptr(e)))
 }
