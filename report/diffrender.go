@@ -66,11 +66,10 @@ func WriteDiff(w io.Writer, d *Diff, format string) error {
 }
 
 func describeSource(s DiffSource, md bool) string {
-	c := s.Commit
+	c := s.Commit[:min(len(s.Commit), 12)]
 	if c == "" {
 		c = "unknown commit"
 	}
-	c = c[:min(len(c), 12)]
 	if md {
 		c = "`" + c + "`"
 	}

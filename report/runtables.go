@@ -57,8 +57,13 @@ func WritePlanTables(w io.Writer, rep *schema.Report, planName string, f table.F
 
 // provenance is the line that says where the figures come from.
 func provenance(rep *schema.Report) string {
-	e := rep.Environment
-	s := fmt.Sprintf("%d configurations run from %s to %s", len(rep.Runs), rep.StartTime, rep.EndTime)
+	return fmt.Sprintf("%d configurations run from %s to %s", len(rep.Runs), rep.StartTime, rep.EndTime) + machine(rep.Environment)
+}
+
+// machine says what the figures ran on: " on CPU (N logical cores), Go
+// version, commit C", each part where known.
+func machine(e schema.Environment) string {
+	var s string
 	if e.CPUModel != "" {
 		s += fmt.Sprintf(" on %s (%d logical cores)", e.CPUModel, e.LogicalCores)
 	}

@@ -3,7 +3,7 @@
 // a run of many configurations (Report, "memprobe.report/v1"), the
 // configuration that produced a result (Config), the machine and build it
 // ran on (Environment), and the records of `probe decode --json`
-// (DecodeRecord).
+// (DecodeRecord, "memprobe.decode/v1", with its DecodeConfig).
 //
 // It is the hinge of the pipeline trainer → probe → report: probe/job
 // fills these types, report/ and the experiment runner read them. So that
@@ -19,7 +19,8 @@
 // version in its "schema" field. Adding a field keeps the version;
 // removing one, renaming one, or changing its meaning or unit bumps it,
 // and so does adding a section readers must be able to rely on. The
-// readers (DecodeResult, ReadResult, DecodeReport, ReadReport) accept
+// readers (DecodeResult, ReadResult, DecodeReport, ReadReport,
+// DecodeDecode, ReadDecode) accept
 // exactly the version this build writes and refuse any other with one
 // line naming the file, the version found and the version this build
 // reads; errors.Is(err, ErrSchema) tells such a refusal from a damaged

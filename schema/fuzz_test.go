@@ -118,3 +118,49 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeDecode: the decode result reader (probe decode --json, read by
+// probe report and probe diff) never panics; a refusal names the input;
+// what it accepts writes back to JSON it accepts again, unchanged. Seeds:
+// this package's decode fixture (an array of the four modes from the
+// micro preset, checked against cpu), one record of it, truncated, and
+// foreign or future files.
+func FuzzDecodeDecode(f *testing.F) {
+	all, err := os.ReadFile("testdata/decode.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(all)
+	f.Add(all[:len(all)/3])
+	recs, err := DecodeDecode(all, "decode.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if b, err := Marshal(recs[3]); err == nil {
+		f.Add(b)
+	}
+	for _, s := range []string{``, `[]`, `[{}]`, `{}`, `{"schema": "memprobe.decode/v9"}`, `{"schema": "memprobe.train/v3"}`, `[{"schema": "memprobe.decode/v1", "tokens_per_sec": -1}]`, "\x00\xff"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		const name = "fuzz/decode.json"
+		recs, err := DecodeDecode(b, name)
+		if err != nil {
+			if !strings.Contains(err.Error(), name) {
+				t.Fatalf("error does not name the input: %v", err)
+			}
+			return
+		}
+		again, err := Marshal(recs)
+		if err != nil {
+			t.Fatalf("accepted records do not write back: %v", err)
+		}
+		back, err := DecodeDecode(again, name)
+		if err != nil {
+			t.Fatalf("accepted records, written back, are refused: %v", err)
+		}
+		if !reflect.DeepEqual(recs, back) {
+			t.Fatal("accepted records changed when written back and read again")
+		}
+	})
+}

@@ -130,10 +130,13 @@ func DecodeReport(b []byte, name string) (*Report, error) {
 }
 
 // checkSchema reads b's "schema" field and refuses anything but want; kind
-// ("result" or "report") and name go into the error.
+// ("result", "report", "decode result") and name go into the error.
 func checkSchema(b []byte, kind, name, want string) error {
 	var head struct {
 		Schema *string `json:"schema"`
+	}
+	if IsJSONArray(b) {
+		return fmt.Errorf("reading %s %s: %w: a JSON array, not a memprobe %s (probe decode --decode all writes an array of decode results)", kind, name, ErrSchema, kind)
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
 		return fmt.Errorf("reading %s %s: %s", kind, name, jsonError(b, err))
@@ -144,7 +147,7 @@ func checkSchema(b []byte, kind, name, want string) error {
 	case *head.Schema != want:
 		hint := ""
 		if id, _, _ := strings.Cut(*head.Schema, "/"); id != schemaID(want) {
-			hint = fmt.Sprintf(" (not a %s: %s)", kind, describe(id))
+			hint = fmt.Sprintf(" (not a %s: %s)", kind, Describe(*head.Schema))
 		}
 		return fmt.Errorf("reading %s %s: %w: schema %q, this build reads %q%s", kind, name, ErrSchema, *head.Schema, want, hint)
 	}
@@ -154,15 +157,20 @@ func checkSchema(b []byte, kind, name, want string) error {
 // schemaID is the format's name without its version.
 func schemaID(v string) string { id, _, _ := strings.Cut(v, "/"); return id }
 
-// describe names a format by its id.
-func describe(id string) string {
-	switch id {
+// Describe names the format of a file whose "schema" field is v ("a run
+// report of probe run"), for errors that say what a file is.
+func Describe(v string) string {
+	switch schemaID(v) {
+	case "":
+		return "not a memprobe file (no \"schema\")"
 	case schemaID(ResultVersion):
 		return "a job result of probe train or probe exec"
 	case schemaID(ReportVersion):
 		return "a run report of probe run"
+	case schemaID(DecodeVersion):
+		return "a decode result of probe decode"
 	}
-	return "an unknown format"
+	return fmt.Sprintf("a file of an unknown format (schema %q)", v)
 }
 
 // jsonError says where in b a JSON error is, as "line N: what is wrong".

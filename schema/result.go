@@ -322,44 +322,6 @@ type RSSAgreement struct {
 	DiffPct float64 `json:"diff_pct"`
 }
 
-// DecodeRecord is one decode mode's measurement as `probe decode --json`
-// writes it (an array of them for --decode all).
-type DecodeRecord struct {
-	TokensPerSec       float64 `json:"tokens_per_sec"`
-	SyncsPerToken      float64 `json:"syncs_per_token"`
-	LaunchesPerToken   float64 `json:"launches_per_token"`
-	HostAllocsPerToken float64 `json:"host_allocs_per_token"`
-	// HostWaitNsPerToken is the wall time per token the host spent blocked
-	// in the device's waits; DeviceBusyNsPerToken the device's time at
-	// work per token (cpu: its stream thread running commands; cuda: the
-	// span CUDA events measure from the first command after a wait to the
-	// wait) and DeviceBusyPct that share of the wall time. Both busy
-	// figures are absent where the device could not time its work.
-	HostWaitNsPerToken   float64  `json:"host_wait_ns_per_token"`
-	DeviceBusyNsPerToken *float64 `json:"device_busy_ns_per_token,omitempty"`
-	DeviceBusyPct        *float64 `json:"device_busy_pct,omitempty"`
-	H2DBytes             int64    `json:"h2d_bytes"` // per pass over the B sequences
-	D2HBytes             int64    `json:"d2h_bytes"` // per pass over the B sequences
-	// DevicePeakBytes is the device memory's peak: on cuda, the process's
-	// as NVML saw it over the mode's run (context and library workspaces
-	// included), falling back to the ledger's where NVML is not available;
-	// on cpu, the ledger's (its buffers are the device's memory).
-	DevicePeakBytes int64 `json:"device_peak_bytes"`
-	// DevicePeakSource says which: "nvml" or "ledger".
-	DevicePeakSource string `json:"device_peak_source,omitempty"`
-	// LedgerPeakBytes is the peak of the bytes allocated through the
-	// device's allocator (the device ledger), whatever the device.
-	LedgerPeakBytes int64 `json:"ledger_peak_bytes"`
-	// Buffers is the device ledger at its fullest: bytes by buffer name.
-	Buffers []DeviceBuffer `json:"buffers,omitempty"`
-	// DeviceMemory reconciles the process's device memory (cuda only).
-	DeviceMemory *DeviceMemory `json:"device_memory,omitempty"`
-	// Check is the comparison with the cpu device (probe decode --check cpu).
-	Check  *DecodeCheck `json:"check,omitempty"`
-	Decode string       `json:"decode"`
-	Device string       `json:"device"`
-}
-
 // DecodeCheck compares one decode mode's output on a device with the cpu
 // device's on the same hidden states: the first Sequences sequences, every
 // position, probabilities and losses copied back.
@@ -371,6 +333,12 @@ type DecodeCheck struct {
 	TokensDiffer  int     `json:"tokens_differ"`     // positions whose chosen token differs
 	TokensNearTie int     `json:"tokens_near_tie"`   // of those, where the cpu's top two probabilities nearly tie
 	Pass          bool    `json:"pass"`
+	// The tolerances Pass applied: max_prob_diff <= ProbTol,
+	// max_loss_rel_diff <= LossTol, and a token may differ only where the
+	// cpu's top two probabilities are within TieTol.
+	ProbTol float64 `json:"prob_tol"`
+	LossTol float64 `json:"loss_rel_tol"`
+	TieTol  float64 `json:"tie_tol"`
 }
 
 // DeviceSample is one NVML reading of the process's device memory.

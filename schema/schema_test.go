@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -186,5 +187,38 @@ func TestCurrentEnvironment(t *testing.T) {
 	}
 	if runtime.GOARCH == "amd64" && e.CPUModel == "" && runtime.GOOS == "linux" {
 		t.Errorf("no CPU model")
+	}
+}
+
+// TestDecodeDecodeErrors: each refusal of a decode result is one line
+// that names the file (and the record, in an array) and what is wrong.
+func TestDecodeDecodeErrors(t *testing.T) {
+	all, err := os.ReadFile("testdata/decode.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := DecodeDecode(all, "decode.json")
+	if err != nil || len(recs) != 4 || recs[3].Decode != "batch" || recs[0].Check == nil || recs[0].Check.ProbTol == 0 {
+		t.Fatalf("the fixture: %d records, %v", len(recs), err)
+	}
+	future := bytes.Replace(all, []byte(`"memprobe.decode/v1"`), []byte(`"memprobe.decode/v2"`), 1)
+	for _, c := range []struct {
+		in   []byte
+		want string
+	}{
+		{future, `reading decode result d.json, record 0: unsupported schema: schema "memprobe.decode/v2", this build reads "memprobe.decode/v1"`},
+		{[]byte(`{"schema": "memprobe.train/v3"}`), `(not a decode result: a job result of probe train or probe exec)`},
+		{[]byte(`[]`), `reading decode result d.json: an empty array, no mode measured`},
+		{[]byte(`{"schema": "memprobe.decode/v1", "decode": "batch", "device": "cpu", "tokens_per_sec": 5}`), `implausible decode record: shape V=0 C=0 T=0 B=0, 0 passes (no configuration?)`},
+		{all[:len(all)/2], `reading decode result d.json: line `},
+	} {
+		_, err := DecodeDecode(c.in, "d.json")
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("got %v, want one line containing %q", err, c.want)
+		}
+	}
+	// A run report's reader says what an array is.
+	if _, err := DecodeReport(all, "d.json"); err == nil || !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "probe decode --decode all writes an array") {
+		t.Errorf("DecodeReport on a decode array: %v", err)
 	}
 }

@@ -3,13 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"memprobe/internal/table"
 	"memprobe/probe/decodebench"
-	"memprobe/schema"
+	"memprobe/report"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/model"
 )
@@ -63,7 +65,7 @@ type decodeOptions struct {
 // errors (exit status 2).
 func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 	o := decodeOptions{jsonPath: f.jsonPath, bench: decodebench.Options{
-		Checkpoint: f.checkpoint, Seed: f.seed, Data: f.data, DataSeed: f.dataSeed, GEMM: f.gemm,
+		Preset: f.shape.preset, Checkpoint: f.checkpoint, Seed: f.seed, Data: f.data, DataSeed: f.dataSeed, GEMM: f.gemm,
 		Device: f.device, Passes: f.passes, Probs: f.probs, CPUProfile: f.cpuprofile, Check: f.check,
 	}}
 	if f.check != "" && f.check != "cpu" {
@@ -150,45 +152,33 @@ and device; --decode all writes a JSON array of them, slowest mode first.`,
 }
 
 // runDecode measures each mode (decodebench.Run, progress on stderr),
-// prints the table on stdout and writes the JSON.
+// prints the tables on stdout (report.WriteDecode, as probe report prints
+// a decode result) and writes the JSON.
 func runDecode(stdout, stderr io.Writer, o decodeOptions) error {
+	start := time.Now()
 	ms, err := decodebench.Run(o.bench, stderr)
 	if err != nil {
 		return err
 	}
-	if err := decodebench.WriteTable(stdout, ms, o.bench.Probs, o.format); err != nil {
+	recs := o.bench.Records(ms, os.Args, start)
+	if err := report.WriteDecode(stdout, recs, o.format); err != nil {
 		return err
 	}
-	if err := decodebench.WriteDeviceMemory(stdout, ms, o.format); err != nil {
-		return err
+	if o.jsonPath != "" {
+		// One record, or an array for --decode all.
+		var v any = recs[0]
+		if o.all {
+			v = recs
+		}
+		if err := writeJSON(nil, o.jsonPath, v); err != nil {
+			return err
+		}
 	}
-	if err := decodebench.WriteChecks(stdout, ms, o.format); err != nil {
-		return err
-	}
-	if err := writeDecodeJSON(o, ms); err != nil {
-		return err
-	}
-	for _, m := range ms {
-		if c := m.Check; c != nil && !c.Pass {
-			return fmt.Errorf("decode check: %s on %s disagrees with cpu: max |Δp| %.3g (tolerance %g), max |Δloss| rel %.3g (%g), %d tokens differ (%d at near-ties)",
-				m.Mode, m.Device, c.MaxProbDiff, decodebench.CheckProbTol, c.MaxLossDiff, decodebench.CheckLossTol, c.TokensDiffer, c.TokensNearTie)
+	for _, r := range recs {
+		if c := r.Check; c != nil && !c.Pass {
+			return fmt.Errorf("decode check: %s on %s disagrees with %s: max |Δp| %.3g (tolerance %g), max |Δloss| rel %.3g (%g), %d tokens differ (%d at near-ties)",
+				r.Decode, r.Device, c.Against, c.MaxProbDiff, c.ProbTol, c.MaxLossDiff, c.LossTol, c.TokensDiffer, c.TokensNearTie)
 		}
 	}
 	return nil
-}
-
-// writeDecodeJSON writes --json, if asked: one record, or an array for
-// --decode all.
-func writeDecodeJSON(o decodeOptions, ms []decodebench.Measurement) error {
-	if o.jsonPath == "" {
-		return nil
-	}
-	recs := make([]schema.DecodeRecord, len(ms))
-	for i, m := range ms {
-		recs[i] = decodebench.Record(m)
-	}
-	if o.all {
-		return writeJSON(nil, o.jsonPath, recs)
-	}
-	return writeJSON(nil, o.jsonPath, recs[0])
 }

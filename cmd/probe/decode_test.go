@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -14,80 +13,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"memprobe/internal/golden"
-	"memprobe/internal/table"
-	"memprobe/probe/decodebench"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
 	"memprobe/trainer/device/cudadrv"
 )
-
-// fakeMeasurements are the seed preset's shape with made-up speeds: every
-// other figure is what the cpu device counts for that shape (bytes per pass
-// over B=32 sequences of T=128: hidden rows and targets up; tokens, losses
-// and, with probs, probabilities down).
-func fakeMeasurements(probs bool) []decodebench.Measurement {
-	const B, T, C, V = 32, 128, 256, 788
-	base := decodebench.Measurement{Device: "cpu", T: T, C: C, V: V, Sequences: B, Passes: 5, Tokens: 5 * B * T,
-		H2DBytesPerPass: 4 * B * T * (C + 1), D2HBytesPerPass: 4 * B * T * device.OutStride}
-	if probs {
-		base.D2HBytesPerPass += 4 * B * T * V
-	}
-	rows := []struct {
-		mode                    string
-		tps, syncs, allocs      float64
-		waitNs, busyNs, busyPct float64
-		peak                    int64
-	}{
-		{"per-token-copy", 12500, 1, 4.003, 41250, 20100, 25.125, 4 * (V*C + C + V + 1 + device.OutStride)},
-		{"per-token-view", 13750.4, 1, 2, 40020, 20050, 27.569, 4 * (V*C + C + V + 1 + device.OutStride)},
-		{"per-token-prealloc", 15000.6, 1, 0, 39080, 20000, 30.001, 4 * (V*C + C + V + 1 + device.OutStride)},
-		{"batch", 75000, 1.0 / T, 0, 11900, 12300, 92.25, 4 * (V*C + T*(C+V+1+device.OutStride))},
-	}
-	var ms []decodebench.Measurement
-	for _, r := range rows {
-		m := base
-		m.Mode, m.TokensPerSecond, m.SyncsPerToken, m.LaunchesPerToken, m.HostAllocsPerToken, m.DeviceBytesPeak =
-			r.mode, r.tps, r.syncs, 2*r.syncs, r.allocs, r.peak
-		m.HostWaitNsPerToken, m.DeviceBusyNsPerToken, m.DeviceBusyPct = r.waitNs, &r.busyNs, &r.busyPct
-		ms = append(ms, m)
-	}
-	return ms
-}
-
-// untimed clears the busy figures, as a device that cannot time its work
-// leaves them.
-func untimed(ms []decodebench.Measurement) []decodebench.Measurement {
-	for i := range ms {
-		ms[i].DeviceBusyNsPerToken, ms[i].DeviceBusyPct = nil, nil
-	}
-	return ms
-}
-
-// TestDecodeTableGolden: the table in each format, from fake measurements
-// (no timings), golden files named after the options that produce them.
-func TestDecodeTableGolden(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		ms     []decodebench.Measurement
-		probs  bool
-		format table.Format
-	}{
-		{"decode-all-probs.golden", fakeMeasurements(true), true, table.Text},
-		{"decode-all-probs.markdown.golden", fakeMeasurements(true), true, table.Markdown},
-		{"decode-all-probs.csv.golden", fakeMeasurements(true), true, table.CSV},
-		{"decode-batch-noprobs.golden", untimed(fakeMeasurements(false)[3:]), false, table.Text},
-	} {
-		var buf bytes.Buffer
-		if err := decodebench.WriteTable(&buf, c.ms, c.probs, c.format); err != nil {
-			t.Fatal(err)
-		}
-		golden.Check(t, c.name, buf.Bytes())
-	}
-	if err := decodebench.WriteTable(new(bytes.Buffer), nil, true, table.Text); err == nil {
-		t.Error("empty table: no error")
-	}
-}
 
 // TestDecodeErrors: bad flags are usage errors (exit 2); a device missing
 // from the build, a missing checkpoint or a checkpoint of another shape are
@@ -150,9 +79,9 @@ func trainMicroCheckpoint(t *testing.T, dir string) string {
 	return ck
 }
 
-var decodeJSONKeys = []string{"buffers", "d2h_bytes", "decode", "device", "device_busy_ns_per_token", "device_busy_pct",
-	"device_peak_bytes", "device_peak_source", "h2d_bytes", "host_allocs_per_token", "host_wait_ns_per_token",
-	"launches_per_token", "ledger_peak_bytes", "syncs_per_token", "tokens_per_sec"}
+var decodeJSONKeys = []string{"buffers", "command_line", "config", "d2h_bytes", "decode", "device", "device_busy_ns_per_token", "device_busy_pct",
+	"device_peak_bytes", "device_peak_source", "environment", "h2d_bytes", "host_allocs_per_token", "host_wait_ns_per_token",
+	"launches_per_token", "ledger_peak_bytes", "schema", "start_time", "syncs_per_token", "tokens_per_sec", "tokens_per_sec_passes"}
 
 func checkRecord(t *testing.T, r map[string]any, mode string) {
 	t.Helper()
@@ -217,6 +146,21 @@ func TestDecodeJSON(t *testing.T) {
 	}
 	if s := all[3]["syncs_per_token"].(float64); s != 1.0/5 {
 		t.Errorf("batch: %v syncs/token, want 1/T = 0.2", s)
+	}
+	// probe report prints the file's tables again, the same as probe
+	// decode did, under the line naming where they were measured.
+	rstdout, rstderr, err := runProbe("report", out)
+	if err != nil {
+		t.Fatalf("probe report on a decode result: %v\n%s", err, rstderr)
+	}
+	if first, rest, _ := strings.Cut(rstdout, "\n\n"); !strings.HasPrefix(first, "Measured by probe decode from ") || rest != stdout[strings.Index(stdout, "decode on cpu"):] {
+		t.Errorf("probe report on a decode result:\n%s\nwant the provenance line, then probe decode's tables:\n%s", rstdout, stdout)
+	}
+	md := filepath.Join(dir, "phases.md")
+	os.WriteFile(md, []byte("kept\n"), 0o644)
+	_, _, err = runProbe("report", "--phases-md", md, out)
+	if b, _ := os.ReadFile(md); !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "is a decode result of probe decode") || string(b) != "kept\n" {
+		t.Errorf("report --phases-md on a decode result: %v, file %q; want a usage error naming the file's kind, the file untouched", err, b)
 	}
 
 	ck := trainMicroCheckpoint(t, dir)

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -31,7 +33,7 @@ func newDiffCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f diffCmdFlags
 	cmd := &cobra.Command{
 		Use:   "diff BASE HEAD | diff BASE..HEAD [--reports DIR]",
-		Short: "compare two run reports configuration by configuration; --fail-on makes it a CI gate",
+		Short: "compare two run reports (or decode results) configuration by configuration; --fail-on makes it a CI gate",
 		Long: `diff compares two run reports (probe run's memprobe.report/v1 JSON; a job
 result of probe train or probe exec is read as a report of one run), matching
 configurations by plan, phase and sweep values. Per metric it prints the base
@@ -52,7 +54,27 @@ argument BASE..HEAD is a git range: the reports probe run wrote for those two
 commits (probe-<commit>.json) are read from --reports DIR.
 
 Reports of different schema versions, or whose matched configurations ran at
-different presets, are refused. Configurations only one report ran are listed.`,
+different presets, are refused. Configurations only one report ran are listed.
+
+BASE and HEAD may also be two decode results (probe decode --json,
+memprobe.decode/v1: one mode's record, or the array of --decode all). Records
+are matched by mode, device, shape (B, T, C, V) and whether probabilities were
+copied back. The default decode metrics are tokens_per_sec,
+host_wait_ns_per_token, device_busy_pct, syncs_per_token, launches_per_token,
+host_allocs_per_token and device_peak_bytes. tokens_per_sec is compared over
+its per-pass samples (passes of one process, not independent runs: a warning
+says so); the other measured figures have one value a side, too few for the
+test to call a change. syncs_per_token, launches_per_token,
+host_allocs_per_token, h2d_bytes, d2h_bytes and ledger_peak_bytes (and
+device_peak_bytes where both sides took it from the ledger) are fixed by the
+shape and compared exactly, so --fail-on 'host_allocs_per_token:+0,
+tokens_per_sec:-10%' gates a decode change. Allocations are counted in heap
+blocks, which tiny ones (under 16 B) share, so the modes that make them
+(per-token-copy, per-token-view) move by a fraction between runs of one
+build: between two modes that allocate, a change under 0.5 a token is shown
+with that caveat and not counted as significant (one more 8-byte allocation
+a token is +0.5); any change from 0 is. A decode result against a run report
+is refused, and so is a directory holding one.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && isRange(args[0]) {
 				return nil
@@ -69,7 +91,8 @@ different presets, are refused. Configurations only one report ran are listed.`,
 			return runDiff(stdout, stderr, args[0], args[1], f)
 		},
 	}
-	cmd.Flags().StringSliceVar(&f.metrics, "metric", nil, "metrics to compare, comma-separated (default: "+strings.Join(report.DefaultDiffMetrics, ",")+")")
+	cmd.Flags().StringSliceVar(&f.metrics, "metric", nil, "metrics to compare, comma-separated (default: "+strings.Join(report.DefaultDiffMetrics, ",")+
+		"; for decode results "+strings.Join(report.DefaultDecodeDiffMetrics, ",")+")")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "regression limits, e.g. 'peak_rss_bytes:+5%,go_heap_allocs_per_step:+0': exit 1 past one")
 	cmd.Flags().Float64Var(&f.alpha, "alpha", report.DefaultAlpha, "significance level of the U test")
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: "+strings.Join(report.DiffFormats, ", "))
@@ -97,17 +120,13 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 	for _, t := range ths {
 		extra = append(extra, t.Metric) // a metric with a limit is compared even when --metric leaves it out
 	}
-	var base, head *schema.Report
-	if headPath == "" {
-		base, head, basePath, headPath, err = rangeReports(basePath, f.reports)
-	} else if base, err = readSide(basePath); err == nil {
-		head, err = readSide(headPath)
-	}
-	if err != nil {
-		return err
-	}
 	opt := report.DiffOptions{Metrics: f.metrics, Extra: extra, Alpha: f.alpha, BaseName: basePath, HeadName: headPath}
-	d, err := report.Compare(base, head, opt)
+	var d *report.Diff
+	if headPath != "" && (isDecodeFile(basePath) || isDecodeFile(headPath)) {
+		d, err = diffDecode(basePath, headPath, opt)
+	} else {
+		d, err = diffReports(basePath, headPath, f.reports, opt)
+	}
 	if err != nil {
 		return err
 	}
@@ -124,4 +143,92 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 		return breachError{len(breaches)}
 	}
 	return nil
+}
+
+// diffReports compares two run reports: files, directories of them
+// pooled, or the reports of a git range BASE..HEAD (headPath "").
+func diffReports(basePath, headPath, reportsDir string, opt report.DiffOptions) (*report.Diff, error) {
+	var base, head *schema.Report
+	var err error
+	if headPath == "" {
+		base, head, opt.BaseName, opt.HeadName, err = rangeReports(basePath, reportsDir)
+	} else if base, err = readDiffSide(basePath); err == nil {
+		head, err = readDiffSide(headPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return report.Compare(base, head, opt)
+}
+
+// readDiffSide is readSide, with the refusal of a decode result in a
+// directory made plain: the directory's files are pooled as run reports,
+// and decode results have no repetitions to pool.
+func readDiffSide(path string) (*schema.Report, error) {
+	rep, err := readSide(path)
+	if err == nil {
+		return rep, nil
+	}
+	if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+		files, _ := filepath.Glob(filepath.Join(path, "*.json"))
+		slices.Sort(files)
+		for _, f := range files {
+			if isDecodeFile(f) {
+				return nil, fmt.Errorf("diff: directory %s holds %s, a decode result of probe decode: a directory's files are pooled as run reports; name two decode result files to compare decode results", path, f)
+			}
+		}
+	}
+	return rep, err
+}
+
+// diffDecode compares two decode results (probe decode --json); one
+// decode result against anything else is refused in one line naming both.
+func diffDecode(basePath, headPath string, opt report.DiffOptions) (*report.Diff, error) {
+	for _, p := range []string{basePath, headPath} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("diff: %w", err)
+		}
+	}
+	if !isDecodeFile(basePath) || !isDecodeFile(headPath) {
+		return nil, fmt.Errorf("diff: %s is %s and %s %s; compare like with like", basePath, describeDiffFile(basePath), headPath, describeDiffFile(headPath))
+	}
+	base, err := schema.ReadDecode(basePath)
+	if err != nil {
+		return nil, err
+	}
+	head, err := schema.ReadDecode(headPath)
+	if err != nil {
+		return nil, err
+	}
+	return report.CompareDecode(base, head, opt)
+}
+
+// isDecodeFile says, by peeking at its content, whether path is a file of
+// probe decode --json (isDecodeResult: an array, or an object of the
+// decode format of any version, which schema.ReadDecode then checks). A
+// directory or an unreadable file is not: the report reader says what is
+// wrong with it.
+func isDecodeFile(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil || st.IsDir() {
+		return false
+	}
+	b, err := os.ReadFile(path)
+	return err == nil && isDecodeResult(b)
+}
+
+// describeDiffFile says what a diff argument is, for the refusal to
+// compare a decode result with something else.
+func describeDiffFile(path string) string {
+	if isDecodeFile(path) {
+		return "a decode result of probe decode"
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return "a directory of run reports"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "an unreadable file"
+	}
+	return schema.Describe(schemaOf(b))
 }

@@ -20,11 +20,8 @@ func readReport(path string) (*schema.Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading report: %w", err)
 	}
-	var head struct {
-		Schema string `json:"schema"`
-	}
 	resultID, _, _ := strings.Cut(schema.ResultVersion, "/")
-	if json.Unmarshal(b, &head) != nil || !strings.HasPrefix(head.Schema, resultID+"/") {
+	if !strings.HasPrefix(schemaOf(b), resultID+"/") {
 		return schema.DecodeReport(b, path)
 	}
 	r, err := schema.DecodeResult(b, path)
@@ -32,4 +29,26 @@ func readReport(path string) (*schema.Report, error) {
 		return nil, err
 	}
 	return runner.FromResults([]string{path}, []*schema.Result{r})
+}
+
+// isDecodeResult reports whether b is `probe decode --json`'s output: a
+// JSON array (of decode records; no other memprobe file is one), or an
+// object whose "schema" names the decode format, whatever its version (the
+// decode reader then says which version it reads).
+func isDecodeResult(b []byte) bool {
+	if schema.IsJSONArray(b) {
+		return true
+	}
+	decodeID, _, _ := strings.Cut(schema.DecodeVersion, "/")
+	return strings.HasPrefix(schemaOf(b), decodeID+"/")
+}
+
+// schemaOf is the "schema" field of a JSON object, "" when there is none
+// (or b is not an object).
+func schemaOf(b []byte) string {
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	json.Unmarshal(b, &head)
+	return head.Schema
 }

@@ -12,6 +12,7 @@ import (
 	"memprobe/internal/table"
 	"memprobe/report"
 	"memprobe/report/htmlreport/profiles"
+	"memprobe/schema"
 )
 
 // reportCmdFlags are the command-line options of `probe report`.
@@ -75,13 +76,16 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 			return usageError{fmt.Errorf("--html: %w", err)}
 		}
 	}
-	rep, err := readReport(path)
-	if err != nil {
-		return err
-	}
 	format := table.Text
 	if f.markdown {
 		format = table.Markdown
+	}
+	if b, err := os.ReadFile(path); err == nil && isDecodeResult(b) {
+		return reportDecode(stdout, b, path, format, f)
+	}
+	rep, err := readReport(path)
+	if err != nil {
+		return err
 	}
 	if err := report.WriteRunTables(stdout, rep, format); err != nil {
 		return err
@@ -124,4 +128,23 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 	}
 	_, err = fmt.Fprintf(stderr, "probe report: rewrote %s in %s\n", what, f.phasesMD)
 	return err
+}
+
+// reportDecode prints a decode result's tables again (probe decode
+// --json), under the line that says where they were measured. A decode
+// result has no HTML page or phases section: asking for one is refused
+// before anything is written.
+func reportDecode(stdout io.Writer, b []byte, path string, format table.Format, f reportCmdFlags) error {
+	for _, o := range []struct{ flag, v string }{{"--html", f.html}, {"--phases-md", f.phasesMD}} {
+		if o.v != "" {
+			return usageError{fmt.Errorf("%s: %s is a decode result of probe decode, which has no %s; it takes run reports and job results", o.flag, path, strings.TrimPrefix(o.flag, "--"))}
+		}
+	}
+	recs, err := schema.DecodeDecode(b, path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, report.DecodeProvenance(recs))
+	fmt.Fprintln(stdout)
+	return report.WriteDecode(stdout, recs, format)
 }

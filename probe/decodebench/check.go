@@ -2,10 +2,8 @@ package decodebench
 
 import (
 	"fmt"
-	"io"
 	"math"
 
-	"memprobe/internal/table"
 	"memprobe/probe/ledger"
 	"memprobe/schema"
 	"memprobe/trainer/decode"
@@ -93,6 +91,7 @@ func checkMode(devName string, g gemm.Backend, m decode.Mode, V, C, T int, wte, 
 		}
 	}
 	r.Pass = r.MaxProbDiff <= CheckProbTol && r.MaxLossDiff <= CheckLossTol && r.TokensDiffer == r.TokensNearTie
+	r.ProbTol, r.LossTol, r.TieTol = CheckProbTol, CheckLossTol, CheckTieTol
 	return r, nil
 }
 
@@ -108,35 +107,4 @@ func topGap(p []float32) float64 {
 		}
 	}
 	return a - b
-}
-
-// WriteChecks prints the check of each mode that has one.
-func WriteChecks(w io.Writer, ms []Measurement, f table.Format) error {
-	var rows []Measurement
-	for _, m := range ms {
-		if m.Check != nil {
-			rows = append(rows, m)
-		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	t := table.New(fmt.Sprintf("check of %s against the cpu device: %d sequences of T=%d, tolerances |Δp| <= %g, |Δloss|/max(1,|loss|) <= %g, tokens equal but at near-ties (top-2 gap < %g)",
-		rows[0].Device, rows[0].Check.Sequences, rows[0].T, CheckProbTol, CheckLossTol, CheckTieTol),
-		table.Column{Name: "mode"},
-		table.Column{Name: "max |Δp|", Kind: table.Float, Decimals: 9},
-		table.Column{Name: "max |Δloss| rel", Kind: table.Float, Decimals: 9},
-		table.Column{Name: "tokens differ", Kind: table.Int},
-		table.Column{Name: "at near-ties", Kind: table.Int},
-		table.Column{Name: "verdict"},
-	)
-	for _, m := range rows {
-		c := m.Check
-		verdict := "pass"
-		if !c.Pass {
-			verdict = "FAIL"
-		}
-		t.Add(m.Mode, c.MaxProbDiff, c.MaxLossDiff, c.TokensDiffer, c.TokensNearTie, verdict)
-	}
-	return t.Render(w, f)
 }

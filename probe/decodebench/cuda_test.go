@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"memprobe/internal/fakecuda"
 	"memprobe/internal/table"
+	"memprobe/report"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/model"
 )
@@ -85,10 +87,7 @@ func TestRunCUDA(t *testing.T) {
 	}
 	_ = B
 	var out bytes.Buffer
-	if err := WriteDeviceMemory(&out, ms, table.Text); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteChecks(&out, ms, table.Text); err != nil {
+	if err := report.WriteDecode(&out, o.Records(ms, nil, time.Now()), table.Text); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"device memory on " + fakecuda.DeviceName, "cuBLAS workspace", "check of cuda against the cpu device", "pass"} {
@@ -128,7 +127,7 @@ func runWithFakeNVML(t *testing.T, define string) []Measurement {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := WriteDeviceMemory(&out, ms, table.Text); err != nil {
+	if err := report.WriteDecode(&out, o.Records(ms, nil, time.Now()), table.Text); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", out.String())

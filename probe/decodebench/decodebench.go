@@ -16,8 +16,10 @@
 //     tokens per second, device syncs, kernel launches and bytes copied
 //     each way (the device's counters), host heap allocations by site
 //     ([memprobe/probe/allocsite]) and the device's peak memory.
-//  3. WriteTable prints one row per mode; Record turns a Measurement into
-//     the JSON record package schema owns (schema.DecodeRecord).
+//  3. Records turns the measurements into the JSON records package schema
+//     owns (schema.DecodeRecord), with the configuration and environment;
+//     report.WriteDecode prints them, as `probe decode` and `probe report`
+//     do.
 package decodebench
 
 import (
@@ -26,8 +28,9 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
+	"time"
 
-	"memprobe/internal/table"
 	"memprobe/probe/ledger"
 	"memprobe/schema"
 	"memprobe/trainer"
@@ -41,6 +44,9 @@ import (
 // Options is one `probe decode` run: which model, which sequences, and
 // how to decode them.
 type Options struct {
+	// Preset names the shape Config came from (for the record; "" with
+	// Checkpoint).
+	Preset string
 	// Config is the model without Checkpoint (validated by the caller).
 	// With Checkpoint only Batch and Context are read, 0 keeping the
 	// checkpoint's: Batch replaces the checkpoint's; Context, if set, must
@@ -138,6 +144,7 @@ func Run(o Options, progress io.Writer) ([]Measurement, error) {
 		if err != nil {
 			return nil, err
 		}
+		meas.Model, meas.GEMM = schema.Model(cfg), g.Name()
 		fmt.Fprintf(progress, "%s: %.0f tokens/s over %d tokens (%.2f s)\n", m, meas.TokensPerSecond, meas.Tokens, meas.Seconds)
 		if o.Check == "cpu" {
 			c, err := checkMode(o.Device, g, m, cfg.Vocab, cfg.Dim, cfg.Context, params.WTE, hidden, targets, cfg.Batch)
@@ -229,54 +236,46 @@ func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config
 	return meas, err
 }
 
-// WriteTable prints one row per measurement in format f, the first row's
-// mode being the baseline of the speedup column; probs says whether the
-// probabilities were copied back (the title says so). Every figure but
-// tokens/s and the speedup is deterministic for a given shape.
-func WriteTable(w io.Writer, ms []Measurement, probs bool, f table.Format) error {
-	if len(ms) == 0 {
-		return errors.New("decode table: no measurements")
+// Records are the JSON records of `probe decode --json` (package schema
+// owns the format): each measurement's figures (Record) with the
+// configuration o ran, this machine's environment, the command line and
+// the time the run started.
+func (o Options) Records(ms []Measurement, commandLine []string, start time.Time) []schema.DecodeRecord {
+	env := schema.CurrentEnvironment()
+	env.OpenBLASConfig = gemm.OpenBLASConfig()
+	preset := o.Preset
+	if o.Checkpoint != "" {
+		preset = ""
 	}
-	m0 := ms[0]
-	back := "tokens, losses and probabilities copied back"
-	if !probs {
-		back = "tokens and losses copied back"
-	}
-	t := table.New(fmt.Sprintf("decode on %s: B=%d sequences x T=%d positions, C=%d, V=%d; timed passes %d; %s",
-		m0.Device, m0.Sequences, m0.T, m0.C, m0.V, m0.Passes, back),
-		table.Column{Name: "mode"},
-		table.Column{Name: "tokens/s", Kind: table.Rate},
-		table.Column{Name: "vs " + m0.Mode, Kind: table.Float, Decimals: 1, Unit: "×"},
-		table.Column{Name: "syncs/token", Kind: table.Rate, Decimals: 4},
-		table.Column{Name: "launches/token", Kind: table.Rate, Decimals: 4},
-		table.Column{Name: "host wait/token", Kind: table.Rate, Decimals: 1, Unit: "µs"},
-		table.Column{Name: "device busy", Kind: table.Percent, Decimals: 1},
-		table.Column{Name: "host allocs/token", Kind: table.Rate, Decimals: 3},
-		table.Column{Name: "h2d per pass", Kind: table.Bytes},
-		table.Column{Name: "d2h per pass", Kind: table.Bytes},
-		table.Column{Name: "device peak", Kind: table.Bytes},
-	)
-	for _, m := range ms {
-		var speedup any
-		if m0.TokensPerSecond > 0 {
-			speedup = m.TokensPerSecond / m0.TokensPerSecond
+	recs := make([]schema.DecodeRecord, len(ms))
+	for i, m := range ms {
+		r := Record(m)
+		c := &r.Config
+		c.Preset, c.Checkpoint, c.Seed, c.Data, c.DataSeed = preset, o.Checkpoint, o.Seed, o.Data, o.DataSeed
+		c.GEMM, c.Probs, c.Check = o.GEMM, o.Probs, o.Check
+		r.Environment, r.CommandLine, r.StartTime = env, slices.Clone(commandLine), start.UTC().Format(time.RFC3339)
+		if r.CommandLine == nil {
+			r.CommandLine = []string{}
 		}
-		t.Add(m.Mode, m.TokensPerSecond, speedup, m.SyncsPerToken, m.LaunchesPerToken,
-			m.HostWaitNsPerToken/1e3, m.DeviceBusyPct, m.HostAllocsPerToken, m.H2DBytesPerPass, m.D2HBytesPerPass, Record(m).DevicePeakBytes)
+		recs[i] = r
 	}
-	return t.Render(w, f)
+	return recs
 }
 
-// Record is the JSON record of one mode's measurement (`probe decode
-// --json`); package schema owns the format.
+// Record is one mode's figures as its JSON record holds them; Records
+// adds what produced them.
 func Record(m Measurement) schema.DecodeRecord {
 	r := schema.DecodeRecord{
+		Schema: schema.DecodeVersion, TokensPerSecPasses: append([]float64{}, m.PassTokensPerSecond...),
+		Config:       schema.DecodeConfig{Model: m.Model, Device: m.Device, GEMMUsed: m.GEMM, Passes: m.Passes},
 		TokensPerSec: m.TokensPerSecond, SyncsPerToken: m.SyncsPerToken, LaunchesPerToken: m.LaunchesPerToken,
 		HostWaitNsPerToken: m.HostWaitNsPerToken, DeviceBusyNsPerToken: m.DeviceBusyNsPerToken, DeviceBusyPct: m.DeviceBusyPct,
 		HostAllocsPerToken: m.HostAllocsPerToken, H2DBytes: m.H2DBytesPerPass, D2HBytes: m.D2HBytesPerPass,
 		DevicePeakBytes: m.DeviceBytesPeak, DevicePeakSource: "ledger", LedgerPeakBytes: m.DeviceBytesPeak,
 		DeviceMemory: m.DeviceMemory, Check: m.Check, Decode: m.Mode, Device: m.Device,
 	}
+	// The shape decoded, from the measurement itself (Run sets the rest).
+	r.Config.Model.Vocab, r.Config.Model.Dim, r.Config.Model.Context, r.Config.Model.Batch = m.V, m.C, m.T, m.Sequences
 	if dm := m.DeviceMemory; dm != nil && dm.ProcessPeakBytes > 0 {
 		r.DevicePeakBytes, r.DevicePeakSource = dm.ProcessPeakBytes, "nvml"
 	}

@@ -2,11 +2,16 @@ package decodebench
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"memprobe/internal/table"
+	"memprobe/report"
+	"memprobe/schema"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
 	"memprobe/trainer/gemm"
@@ -185,8 +190,28 @@ func TestRun(t *testing.T) {
 	if len(lines) != 1+len(o.Modes) || !strings.Contains(lines[0], "fresh parameters (seed 1337)") {
 		t.Errorf("progress: want a model line naming the seed and one line per mode, got:\n%s", progress.String())
 	}
+	// The records carry what produced them, and read back as a decode
+	// result (probe report, probe diff).
+	start := time.Now()
+	recs := o.Records(ms, []string{"probe", "decode"}, start)
+	b, err := json.Marshal(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := schema.DecodeDecode(b, "records")
+	if err != nil {
+		t.Fatalf("records do not read back: %v", err)
+	}
+	for i, r := range back {
+		c := r.Config
+		if r.Schema != schema.DecodeVersion || c.Model != schema.Model(o.Config) || c.Seed != o.Seed || c.Data != o.Data || c.Passes != o.Passes ||
+			c.Probs != o.Probs || c.GEMMUsed != ms[i].GEMM || c.GEMMUsed == "" || len(r.TokensPerSecPasses) != o.Passes ||
+			r.Environment.GoVersion == "" || r.StartTime != start.UTC().Format(time.RFC3339) || !slices.Equal(r.CommandLine, []string{"probe", "decode"}) {
+			t.Errorf("record %d: %+v, config %+v; want the run's configuration, environment, passes and start", i, r, c)
+		}
+	}
 	var tab bytes.Buffer
-	if err := WriteTable(&tab, ms, o.Probs, table.Text); err != nil {
+	if err := report.WriteDecode(&tab, recs, table.Text); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Count(tab.String(), "\n"); got < 2+len(ms) {

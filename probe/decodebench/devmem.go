@@ -3,11 +3,9 @@ package decodebench
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
-	"memprobe/internal/table"
 	"memprobe/probe/gpumem"
 	"memprobe/schema"
 	"memprobe/trainer/device"
@@ -170,57 +168,4 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 			dm.LedgerBytes - dm.AllocRoundingBytes - dm.CuBLASWorkspaceBytes
 	}
 	return dm
-}
-
-// WriteDeviceMemory prints the reconciliation of each mode's device memory
-// (cuda only; nothing for a device without one).
-func WriteDeviceMemory(w io.Writer, ms []Measurement, f table.Format) error {
-	var rows []Measurement
-	for _, m := range ms {
-		if m.DeviceMemory != nil {
-			rows = append(rows, m)
-		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	dm0 := rows[0].DeviceMemory
-	title := fmt.Sprintf("device memory on %s (%s): NVML's figure for this process against what the device names", dm0.GPU, table.FormatBytesShort(dm0.TotalBytes))
-	if dm0.NVMLNote != "" {
-		title += "; NVML: " + dm0.NVMLNote
-	}
-	t := table.New(title,
-		table.Column{Name: "mode"},
-		table.Column{Name: "NVML peak", Kind: table.Bytes},
-		table.Column{Name: "NVML at end", Kind: table.Bytes},
-		table.Column{Name: "context+module", Kind: table.Bytes},
-		table.Column{Name: "held before", Kind: table.Bytes},
-		table.Column{Name: "stream+cuBLAS handle", Kind: table.Bytes},
-		table.Column{Name: "ledger", Kind: table.Bytes},
-		table.Column{Name: "alloc rounding", Kind: table.Bytes},
-		table.Column{Name: "cuBLAS workspace", Kind: table.Bytes},
-		table.Column{Name: "unexplained", Kind: table.Bytes},
-	)
-	for _, m := range rows {
-		d := m.DeviceMemory
-		// Without NVML there is no process figure, no baseline for the
-		// context and so no remainder; without NVML's entry for the
-		// process, no peak: blank, not 0.
-		var peak, end, ctx, unexplained any
-		if d.ProcessSource == "nvml" {
-			peak = d.ProcessPeakBytes
-		}
-		if d.ProcessSource != "" {
-			end = d.ProcessBytes
-		}
-		if d.ContextNote == "" {
-			ctx = d.ContextBytes
-			if d.ProcessSource != "" {
-				unexplained = d.UnexplainedBytes
-			}
-		}
-		t.Add(m.Mode, peak, end, ctx, d.HeldBeforeOpenBytes, d.StreamHandleBytes, d.LedgerBytes,
-			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes, unexplained)
-	}
-	return t.Render(w, f)
 }

@@ -22,11 +22,18 @@ type Measurement struct {
 	Sequences int    `json:"sequences"` // B: Decode calls per pass
 	Passes    int    `json:"passes"`    // timed passes after one warm-up pass
 	Tokens    int    `json:"tokens"`    // Passes × B × T
+	// Model is the whole shape decoded (layers and heads too) and GEMM the
+	// backend that ran, set by Run for the record's configuration.
+	Model schema.Model `json:"model"`
+	GEMM  string       `json:"gemm"`
 
-	Seconds          float64 `json:"seconds"`
-	TokensPerSecond  float64 `json:"tokens_per_second"`
-	SyncsPerToken    float64 `json:"syncs_per_token"`
-	LaunchesPerToken float64 `json:"launches_per_token"`
+	Seconds         float64 `json:"seconds"`
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	// PassTokensPerSecond is each timed pass's tokens/s, in order: the
+	// samples probe diff compares.
+	PassTokensPerSecond []float64 `json:"pass_tokens_per_second"`
+	SyncsPerToken       float64   `json:"syncs_per_token"`
+	LaunchesPerToken    float64   `json:"launches_per_token"`
 	// Where a token's wall time (Seconds / Tokens) goes: HostWaitNsPerToken
 	// is the host blocked in the device's waits (device.Stats.HostWaitNs),
 	// DeviceBusyNsPerToken the device at work (device.Stats.DeviceBusyNs)
@@ -109,15 +116,18 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 	if _, err := pass(); err != nil {
 		return Measurement{}, fmt.Errorf("measuring decode: warm-up: %w", err)
 	}
+	perPass := make([]float64, passes) // before the allocation window opens
 	before := dev.Stats()
 	sites := allocsite.Begin(allocsite.Options{})
 	start := time.Now()
 	var loss float32
 	for i := 0; i < passes; i++ {
+		passStart := time.Now()
 		l, err := pass()
 		if err != nil {
 			return Measurement{}, fmt.Errorf("measuring decode: pass %d: %w", i, err)
 		}
+		perPass[i] = float64(B*T) / time.Since(passStart).Seconds()
 		loss = l
 	}
 	secs := time.Since(start).Seconds()
@@ -136,6 +146,7 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 		Sequences: B, Passes: passes, Tokens: passes * B * T,
 		Seconds:               secs,
 		TokensPerSecond:       n / secs,
+		PassTokensPerSecond:   perPass,
 		SyncsPerToken:         float64(after.Syncs-before.Syncs) / n,
 		LaunchesPerToken:      float64(after.Launches-before.Launches) / n,
 		HostWaitNsPerToken:    float64(after.HostWaitNs-before.HostWaitNs) / n,

@@ -1,0 +1,366 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"memprobe/schema"
+)
+
+// Comparing decode results (`probe diff` on two files of `probe decode
+// --json`): CompareDecode makes the same Diff as Compare, so the renderer,
+// the --fail-on thresholds and the significance counts work unchanged on
+// it. A decode result differs from a run report in where its samples come
+// from: one process measured each mode once, so the only repeated figure is
+// tokens/s, timed per pass; the other measured figures have one value a
+// side, which the U test cannot call significant (diffValues says so beside
+// the row). The counts a decode mode fixes for its shape are compared
+// exactly, as a run's deterministic metrics are.
+
+// DefaultDecodeDiffMetrics are the metrics CompareDecode compares when none
+// are named: speed, where a token's time goes, and the counts a change of
+// the decode loop moves.
+var DefaultDecodeDiffMetrics = []string{
+	"tokens_per_sec", "host_wait_ns_per_token", "device_busy_pct",
+	"syncs_per_token", "launches_per_token", "host_allocs_per_token", "device_peak_bytes",
+}
+
+// DecodeDeterministicMetrics are the decode figures a mode fixes for its
+// shape (V, C, T, B and probs), whatever the machine's speed: the device's
+// synchronisations and launches, the program's allocations (decodebench
+// counts the program's own, not the runtime's, and its tests hold
+// prealloc and batch at 0), the bytes copied each way and the ledger's
+// peak. They are compared exactly. One caveat: allocations are counted in
+// heap blocks, so a mode that makes tiny ones can move by a block between
+// runs of one build; such a change carries tinyAllocsWarning.
+var DecodeDeterministicMetrics = map[string]bool{
+	"syncs_per_token":       true,
+	"launches_per_token":    true,
+	"host_allocs_per_token": true,
+	"h2d_bytes":             true,
+	"d2h_bytes":             true,
+	"ledger_peak_bytes":     true,
+}
+
+// passesSuffix names the per-pass samples of a figure: tokens_per_sec's
+// are tokens_per_sec_passes. A metric with samples is compared over them.
+const passesSuffix = "_passes"
+
+// passesWarning goes beside a row compared over per-pass samples: the U
+// test treats them as independent runs, which they are not (they share
+// the process, its heap, its caches and its moment on the machine), so its
+// p-value understates the noise between runs.
+const passesWarning = "samples are the timed passes of one process, not independent runs: p understates run-to-run noise"
+
+// DecodeKey names a decode record for matching: its mode, device and
+// shape (batch B, context T, dim C, vocab V) and whether probabilities were
+// copied back, what must be equal for two records' figures to be
+// comparable: "decode per-token-copy on cpu (B=32 T=128 C=256 V=788,
+// probs)".
+func DecodeKey(r *schema.DecodeRecord) string {
+	m := r.Config.Model
+	return fmt.Sprintf("decode %s on %s (B=%d T=%d C=%d V=%d, %s)", r.Decode, r.Device, m.Batch, m.Context, m.Dim, m.Vocab, probsLabel(r.Config.Probs))
+}
+
+func probsLabel(probs bool) string {
+	if probs {
+		return "probs"
+	}
+	return "no probs"
+}
+
+// decodeSetting is the part of a record's key that is not its mode: the
+// axes a decode configuration can differ along besides the mode, as sweep
+// values.
+func decodeSetting(r *schema.DecodeRecord) map[string]string {
+	m := r.Config.Model
+	return map[string]string{
+		"device": r.Device,
+		"B":      strconv.Itoa(m.Batch), "T": strconv.Itoa(m.Context),
+		"C": strconv.Itoa(m.Dim), "V": strconv.Itoa(m.Vocab),
+		"probs": strconv.FormatBool(r.Config.Probs),
+	}
+}
+
+// decodeView is a record with its JSON at hand, for looking metrics up by
+// name.
+type decodeView struct {
+	*schema.DecodeRecord
+	key  string
+	json map[string]any
+}
+
+func newDecodeView(r *schema.DecodeRecord) *decodeView {
+	v := &decodeView{DecodeRecord: r, key: DecodeKey(r)}
+	// A DecodeRecord always marshals; a failure leaves the map nil and the
+	// record without metrics.
+	if b, err := json.Marshal(r); err == nil {
+		json.Unmarshal(b, &v.json)
+	}
+	return v
+}
+
+// metric is the named figure's values: its per-pass samples (NAME_passes)
+// when the record has them, else the number at NAME (a JSON field, or a
+// dotted path into a nested one: device_memory.process_peak_bytes), else
+// the numbers of an array at NAME. passes says the values are per-pass
+// samples; ok is false when the record has no number by that name (a busy
+// figure the device could not time, a name that is no decode figure).
+func (v *decodeView) metric(name string) (vals []float64, passes, ok bool) {
+	if vals, ok := numbers(v.json, name+passesSuffix); ok {
+		return vals, true, true
+	}
+	if x, ok := lookup(v.json, name); ok {
+		return []float64{x}, false, true
+	}
+	if vals, ok := numbers(v.json, name); ok {
+		return vals, strings.HasSuffix(name, passesSuffix), true
+	}
+	return nil, false, false
+}
+
+// numbers reads a non-empty array of numbers at a dotted path.
+func numbers(m map[string]any, path string) ([]float64, bool) {
+	parent, last := m, path
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		var cur any = m
+		for _, k := range strings.Split(path[:i], ".") {
+			obj, ok := cur.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			cur = obj[k]
+		}
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		parent, last = obj, path[i+1:]
+	}
+	arr, ok := parent[last].([]any)
+	if !ok || len(arr) == 0 {
+		return nil, false
+	}
+	out := make([]float64, len(arr))
+	for i, e := range arr {
+		if out[i], ok = e.(float64); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// CompareDecode compares head's decode records against base's (each side
+// the records of one `probe decode --json` file), matching them by
+// DecodeKey; the Diff it returns is Compare's, so WriteDiff, Breaches and
+// Significant read it alike. Each matched pair is a ConfigDiff of plan
+// "decode" and phase the mode; its Sweep holds the settings (device, B, T,
+// C, V, probs) that vary among the matched pairs, none in the usual case of
+// two runs of one command. It refuses records of different schema
+// versions, and sides with no record.
+func CompareDecode(base, head []schema.DecodeRecord, opt DiffOptions) (*Diff, error) {
+	if len(base) == 0 || len(head) == 0 {
+		return nil, fmt.Errorf("comparing decode results: base %s has %d records, head %s %d: nothing to compare", opt.BaseName, len(base), opt.HeadName, len(head))
+	}
+	for _, r := range slices.Concat(base, head) {
+		if r.Schema != base[0].Schema {
+			return nil, fmt.Errorf("comparing decode results: %w: records of versions %q and %q (base %s, head %s)", ErrSchema, base[0].Schema, r.Schema, opt.BaseName, opt.HeadName)
+		}
+	}
+	alpha := opt.Alpha
+	if alpha == 0 {
+		alpha = DefaultAlpha
+	}
+	metrics := slices.Clone(opt.Metrics)
+	if len(metrics) == 0 {
+		metrics = slices.Clone(DefaultDecodeDiffMetrics)
+	}
+	for _, m := range opt.Extra {
+		if !slices.Contains(metrics, m) {
+			metrics = append(metrics, m)
+		}
+	}
+	d := &Diff{
+		Base:     decodeSource(&base[0], opt.BaseName),
+		Head:     decodeSource(&head[0], opt.HeadName),
+		Alpha:    alpha,
+		Configs:  []ConfigDiff{},
+		OnlyBase: []string{},
+		OnlyHead: []string{},
+		Warnings: []string{},
+	}
+	baseRecs, dupB := indexDecode(base)
+	headRecs, dupH := indexDecode(head)
+	for _, k := range dupB {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("base runs %s more than once: the first is compared", k))
+	}
+	for _, k := range dupH {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("head runs %s more than once: the first is compared", k))
+	}
+	var pairs [][2]*decodeView
+	for _, b := range baseRecs {
+		h := findDecode(headRecs, b.key)
+		if h == nil {
+			d.OnlyBase = append(d.OnlyBase, b.key)
+			continue
+		}
+		pairs = append(pairs, [2]*decodeView{b, h})
+	}
+	for _, h := range headRecs {
+		if findDecode(baseRecs, h.key) == nil {
+			d.OnlyHead = append(d.OnlyHead, h.key)
+		}
+	}
+	axes := varyingAxes(pairs)
+	for _, p := range pairs {
+		d.Configs = append(d.Configs, compareDecodeRecords(p[0], p[1], axes, metrics, alpha))
+		for _, w := range settingWarnings(p[0], p[1]) {
+			if !slices.Contains(d.Warnings, w) {
+				d.Warnings = append(d.Warnings, w)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range d.Configs {
+		for _, r := range c.Rows {
+			seen[r.Metric] = true
+		}
+	}
+	for _, m := range slices.Concat(opt.Metrics, opt.Extra) {
+		if w := "no configuration has metric " + m + " on both sides"; !seen[m] && !slices.Contains(d.Warnings, w) {
+			d.Warnings = append(d.Warnings, w)
+		}
+	}
+	return d, nil
+}
+
+func decodeSource(r *schema.DecodeRecord, name string) DiffSource {
+	return DiffSource{Name: name, Commit: r.Environment.VCSRevision, Modified: r.Environment.VCSModified, StartTime: r.StartTime}
+}
+
+// indexDecode is the records, the first of each key, and the keys that
+// repeat.
+func indexDecode(recs []schema.DecodeRecord) (out []*decodeView, dup []string) {
+	seen := map[string]bool{}
+	for i := range recs {
+		v := newDecodeView(&recs[i])
+		if seen[v.key] {
+			dup = append(dup, v.key)
+			continue
+		}
+		seen[v.key] = true
+		out = append(out, v)
+	}
+	return out, dup
+}
+
+func findDecode(recs []*decodeView, key string) *decodeView {
+	for _, r := range recs {
+		if r.key == key {
+			return r
+		}
+	}
+	return nil
+}
+
+// varyingAxes are the settings that take more than one value among the
+// matched pairs: the table labels a configuration by its mode and these,
+// so that two configurations of one mode never share a label.
+func varyingAxes(pairs [][2]*decodeView) []string {
+	values := map[string]map[string]bool{}
+	for _, p := range pairs {
+		for k, v := range decodeSetting(p[0].DecodeRecord) {
+			if values[k] == nil {
+				values[k] = map[string]bool{}
+			}
+			values[k][v] = true
+		}
+	}
+	var axes []string
+	for _, k := range sortedKeys(values) {
+		if len(values[k]) > 1 {
+			axes = append(axes, k)
+		}
+	}
+	return axes
+}
+
+// settingWarnings name the settings outside the key in which two matched
+// records differ: the comparison is still meaningful (the shape is the
+// same), but its measured figures compare those settings as well as the
+// builds.
+func settingWarnings(b, h *decodeView) []string {
+	var out []string
+	for _, s := range []struct{ name, base, head string }{
+		{"preset", b.Config.Preset, h.Config.Preset},
+		{"checkpoint", b.Config.Checkpoint, h.Config.Checkpoint},
+		{"gemm_used", b.Config.GEMMUsed, h.Config.GEMMUsed},
+	} {
+		if s.base != s.head {
+			out = append(out, fmt.Sprintf("%s differs (base %q, head %q): the measured figures compare it too", s.name, s.base, s.head))
+		}
+	}
+	return out
+}
+
+func compareDecodeRecords(b, h *decodeView, axes, metrics []string, alpha float64) ConfigDiff {
+	c := ConfigDiff{Key: b.key, Plan: "decode", Phase: b.Decode,
+		BaseStatus: schema.StatusOK, HeadStatus: schema.StatusOK, Rows: []MetricDiff{}}
+	if len(axes) > 0 {
+		all := decodeSetting(b.DecodeRecord)
+		c.Sweep = map[string]string{}
+		for _, k := range axes {
+			c.Sweep[k] = all[k]
+		}
+	}
+	for _, m := range metrics {
+		bv, bPasses, bok := b.metric(m)
+		hv, hPasses, hok := h.metric(m)
+		if !bok || !hok {
+			continue
+		}
+		var warn []string
+		if bPasses || hPasses {
+			warn = append(warn, passesWarning)
+		}
+		r := diffValues(m, bv, hv, decodeExact(m, b, h), alpha, warn)
+		if m == "host_allocs_per_token" && r.Delta != 0 && math.Abs(r.Delta) < tinyAllocsNoise && r.Base.Median != 0 && r.Head.Median != 0 {
+			r.Significant = false
+			r.Warnings = append(r.Warnings, tinyAllocsWarning)
+		}
+		c.Rows = append(c.Rows, r)
+	}
+	return c
+}
+
+// tinyAllocsNoise bounds the noise in host_allocs_per_token between two
+// runs of one build, and tinyAllocsWarning goes beside a change below it
+// (not significant, so --fail-on does not trip on it). The allocation
+// profile counts heap blocks, and the tiny allocations (under 16 B, no
+// pointers) of per-token-copy and per-token-view share 16-byte blocks:
+// where a window's first one lands in a block moves the count by a block
+// or so over the window (per-token-view at the seed shape: 1.5 or 1.5001
+// a token from run to run; micro, with 45 tokens a window: 1.5 or 1.511).
+// The smallest real change is one more 8-byte allocation a token, which
+// two tokens share a block for: +0.5. A mode at 0 has no tiny allocations
+// to vary, so any change from 0 is real.
+const (
+	tinyAllocsNoise   = 0.5
+	tinyAllocsWarning = "allocations are counted in heap blocks, which tiny ones (under 16 B) share: a change under 0.5 a token between modes that allocate is where blocks fall, not significant"
+)
+
+// decodeExact says whether metric m is compared exactly: a count the mode
+// fixes (DecodeDeterministicMetrics), or device_peak_bytes where both
+// sides took it from the ledger (the cpu device, or cuda without NVML),
+// where it is the ledger's peak and as fixed; NVML's peak is a
+// measurement.
+func decodeExact(m string, b, h *decodeView) bool {
+	if m == "device_peak_bytes" {
+		return b.DevicePeakSource == "ledger" && h.DevicePeakSource == "ledger"
+	}
+	return DecodeDeterministicMetrics[m]
+}

@@ -1,0 +1,166 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"memprobe/internal/table"
+	"memprobe/schema"
+)
+
+// WriteDecode prints decode records (`probe decode --json`, one per mode,
+// slowest first) in format f: the modes side by side, then, where the
+// records have them, the device memory reconciliation (cuda) and the check
+// against the cpu device. `probe decode` prints its measurements through
+// it and `probe report` a decode result file, so both show the same
+// tables.
+func WriteDecode(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
+	if err := writeDecodeModes(w, recs, f); err != nil {
+		return err
+	}
+	if err := writeDecodeDeviceMemory(w, recs, f); err != nil {
+		return err
+	}
+	return writeDecodeChecks(w, recs, f)
+}
+
+// DecodeProvenance is the line that says where decode records come from:
+// when the run began, on which machine and build, and on which GPU.
+func DecodeProvenance(recs []schema.DecodeRecord) string {
+	if len(recs) == 0 {
+		return ""
+	}
+	r0 := recs[0]
+	s := "Measured by probe decode from " + r0.StartTime + machine(r0.Environment)
+	for _, r := range recs {
+		if r.DeviceMemory != nil && r.DeviceMemory.GPU != "" {
+			return s + ", GPU " + r.DeviceMemory.GPU
+		}
+	}
+	return s
+}
+
+// writeDecodeModes prints one row per record, the first row's mode being
+// the baseline of the speedup column. Every figure but tokens/s, the
+// speedup, the host's wait and the device's busy share is deterministic
+// for a given shape.
+func writeDecodeModes(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
+	if len(recs) == 0 {
+		return errors.New("decode table: no measurements")
+	}
+	r0 := recs[0]
+	m0 := r0.Config.Model
+	back := "tokens, losses and probabilities copied back"
+	if !r0.Config.Probs {
+		back = "tokens and losses copied back"
+	}
+	t := table.New(fmt.Sprintf("decode on %s: B=%d sequences x T=%d positions, C=%d, V=%d; timed passes %d; %s",
+		r0.Device, m0.Batch, m0.Context, m0.Dim, m0.Vocab, r0.Config.Passes, back),
+		table.Column{Name: "mode"},
+		table.Column{Name: "tokens/s", Kind: table.Rate},
+		table.Column{Name: "vs " + r0.Decode, Kind: table.Float, Decimals: 1, Unit: "×"},
+		table.Column{Name: "syncs/token", Kind: table.Rate, Decimals: 4},
+		table.Column{Name: "launches/token", Kind: table.Rate, Decimals: 4},
+		table.Column{Name: "host wait/token", Kind: table.Rate, Decimals: 1, Unit: "µs"},
+		table.Column{Name: "device busy", Kind: table.Percent, Decimals: 1},
+		table.Column{Name: "host allocs/token", Kind: table.Rate, Decimals: 3},
+		table.Column{Name: "h2d per pass", Kind: table.Bytes},
+		table.Column{Name: "d2h per pass", Kind: table.Bytes},
+		table.Column{Name: "device peak", Kind: table.Bytes},
+	)
+	for _, r := range recs {
+		var speedup any
+		if r0.TokensPerSec > 0 {
+			speedup = r.TokensPerSec / r0.TokensPerSec
+		}
+		t.Add(r.Decode, r.TokensPerSec, speedup, r.SyncsPerToken, r.LaunchesPerToken,
+			r.HostWaitNsPerToken/1e3, r.DeviceBusyPct, r.HostAllocsPerToken, r.H2DBytes, r.D2HBytes, r.DevicePeakBytes)
+	}
+	return t.Render(w, f)
+}
+
+// writeDecodeDeviceMemory prints the reconciliation of each record's
+// device memory (cuda only; nothing for a device without one).
+func writeDecodeDeviceMemory(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
+	var rows []schema.DecodeRecord
+	for _, r := range recs {
+		if r.DeviceMemory != nil {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	dm0 := rows[0].DeviceMemory
+	title := fmt.Sprintf("device memory on %s (%s): NVML's figure for this process against what the device names", dm0.GPU, table.FormatBytesShort(dm0.TotalBytes))
+	if dm0.NVMLNote != "" {
+		title += "; NVML: " + dm0.NVMLNote
+	}
+	t := table.New(title,
+		table.Column{Name: "mode"},
+		table.Column{Name: "NVML peak", Kind: table.Bytes},
+		table.Column{Name: "NVML at end", Kind: table.Bytes},
+		table.Column{Name: "context+module", Kind: table.Bytes},
+		table.Column{Name: "held before", Kind: table.Bytes},
+		table.Column{Name: "stream+cuBLAS handle", Kind: table.Bytes},
+		table.Column{Name: "ledger", Kind: table.Bytes},
+		table.Column{Name: "alloc rounding", Kind: table.Bytes},
+		table.Column{Name: "cuBLAS workspace", Kind: table.Bytes},
+		table.Column{Name: "unexplained", Kind: table.Bytes},
+	)
+	for _, r := range rows {
+		d := r.DeviceMemory
+		// Without NVML there is no process figure, no baseline for the
+		// context and so no remainder; without NVML's entry for the
+		// process, no peak: blank, not 0.
+		var peak, end, ctx, unexplained any
+		if d.ProcessSource == "nvml" {
+			peak = d.ProcessPeakBytes
+		}
+		if d.ProcessSource != "" {
+			end = d.ProcessBytes
+		}
+		if d.ContextNote == "" {
+			ctx = d.ContextBytes
+			if d.ProcessSource != "" {
+				unexplained = d.UnexplainedBytes
+			}
+		}
+		t.Add(r.Decode, peak, end, ctx, d.HeldBeforeOpenBytes, d.StreamHandleBytes, d.LedgerBytes,
+			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes, unexplained)
+	}
+	return t.Render(w, f)
+}
+
+// writeDecodeChecks prints the check of each record that has one.
+func writeDecodeChecks(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
+	var rows []schema.DecodeRecord
+	for _, r := range recs {
+		if r.Check != nil {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	c0 := rows[0].Check
+	t := table.New(fmt.Sprintf("check of %s against the %s device: %d sequences of T=%d, tolerances |Δp| <= %g, |Δloss|/max(1,|loss|) <= %g, tokens equal but at near-ties (top-2 gap < %g)",
+		rows[0].Device, c0.Against, c0.Sequences, rows[0].Config.Model.Context, c0.ProbTol, c0.LossTol, c0.TieTol),
+		table.Column{Name: "mode"},
+		table.Column{Name: "max |Δp|", Kind: table.Float, Decimals: 9},
+		table.Column{Name: "max |Δloss| rel", Kind: table.Float, Decimals: 9},
+		table.Column{Name: "tokens differ", Kind: table.Int},
+		table.Column{Name: "at near-ties", Kind: table.Int},
+		table.Column{Name: "verdict"},
+	)
+	for _, r := range rows {
+		c := r.Check
+		verdict := "pass"
+		if !c.Pass {
+			verdict = "FAIL"
+		}
+		t.Add(r.Decode, c.MaxProbDiff, c.MaxLossDiff, c.TokensDiffer, c.TokensNearTie, verdict)
+	}
+	return t.Render(w, f)
+}

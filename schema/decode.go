@@ -1,0 +1,159 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// DecodeVersion is the format of `probe decode --json`.
+const DecodeVersion = "memprobe.decode/v1"
+
+// DecodeRecord is one decode mode's measurement as `probe decode --json`
+// writes it (an array of them for --decode all), of DecodeVersion: the
+// figures, then what produced them, so that a record read on its own says
+// which configuration, build and machine it measured.
+type DecodeRecord struct {
+	Schema       string  `json:"schema"`
+	TokensPerSec float64 `json:"tokens_per_sec"`
+	// TokensPerSecPasses is the tokens/s of each timed pass, in order:
+	// the samples behind TokensPerSec (all passes' tokens over their
+	// time), which probe diff compares.
+	TokensPerSecPasses []float64 `json:"tokens_per_sec_passes"`
+	SyncsPerToken      float64   `json:"syncs_per_token"`
+	LaunchesPerToken   float64   `json:"launches_per_token"`
+	HostAllocsPerToken float64   `json:"host_allocs_per_token"`
+	// HostWaitNsPerToken is the wall time per token the host spent blocked
+	// in the device's waits; DeviceBusyNsPerToken the device's time at
+	// work per token (cpu: its stream thread running commands; cuda: the
+	// span CUDA events measure from the first command after a wait to the
+	// wait) and DeviceBusyPct that share of the wall time. Both busy
+	// figures are absent where the device could not time its work.
+	HostWaitNsPerToken   float64  `json:"host_wait_ns_per_token"`
+	DeviceBusyNsPerToken *float64 `json:"device_busy_ns_per_token,omitempty"`
+	DeviceBusyPct        *float64 `json:"device_busy_pct,omitempty"`
+	H2DBytes             int64    `json:"h2d_bytes"` // per pass over the B sequences
+	D2HBytes             int64    `json:"d2h_bytes"` // per pass over the B sequences
+	// DevicePeakBytes is the device memory's peak: on cuda, the process's
+	// as NVML saw it over the mode's run (context and library workspaces
+	// included), falling back to the ledger's where NVML is not available;
+	// on cpu, the ledger's (its buffers are the device's memory).
+	DevicePeakBytes int64 `json:"device_peak_bytes"`
+	// DevicePeakSource says which: "nvml" or "ledger".
+	DevicePeakSource string `json:"device_peak_source,omitempty"`
+	// LedgerPeakBytes is the peak of the bytes allocated through the
+	// device's allocator (the device ledger), whatever the device.
+	LedgerPeakBytes int64 `json:"ledger_peak_bytes"`
+	// Buffers is the device ledger at its fullest: bytes by buffer name.
+	Buffers []DeviceBuffer `json:"buffers,omitempty"`
+	// DeviceMemory reconciles the process's device memory (cuda only).
+	DeviceMemory *DeviceMemory `json:"device_memory,omitempty"`
+	// Check is the comparison with the cpu device (probe decode --check cpu).
+	Check  *DecodeCheck `json:"check,omitempty"`
+	Decode string       `json:"decode"`
+	Device string       `json:"device"`
+
+	Config      DecodeConfig `json:"config"`
+	Environment Environment  `json:"environment"`
+	CommandLine []string     `json:"command_line"`
+	StartTime   string       `json:"start_time"` // RFC 3339: when the run began
+}
+
+// DecodeConfig is the configuration a decode record measured: enough to
+// run it again with `probe decode`.
+type DecodeConfig struct {
+	// Preset is the named shape (--preset), "" with a checkpoint; Model is
+	// the shape decoded (vocab V, dim C, context T, batch B sequences per
+	// pass), overrides and checkpoint applied.
+	Preset     string `json:"preset"`
+	Checkpoint string `json:"checkpoint"` // the parameters' checkpoint ("": fresh ones from seed)
+	Model      Model  `json:"model"`
+	Seed       uint64 `json:"seed"`      // parameter initialisation without a checkpoint
+	Data       string `json:"data"`      // the sequences: "synthetic:SIZE" or a text file
+	DataSeed   uint64 `json:"data_seed"` // seed of the synthetic corpus
+	Device     string `json:"device"`
+	// GEMM is the backend asked for, GEMMUsed the one that ran (the model
+	// body's and the cpu device's).
+	GEMM     string `json:"gemm"`
+	GEMMUsed string `json:"gemm_used"`
+	Passes   int    `json:"passes"` // timed passes, after one warm-up pass
+	Probs    bool   `json:"probs"`  // probabilities copied back
+	Check    string `json:"check"`  // reference device compared against ("": none)
+}
+
+// ReadDecode reads the records of `probe decode --json` from path.
+func ReadDecode(path string) ([]DecodeRecord, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading decode result: %w", err)
+	}
+	return DecodeDecode(b, path)
+}
+
+// DecodeDecode parses `probe decode --json`'s output, one record or an
+// array of them, each of DecodeVersion; name is used in errors. It refuses
+// another format or version (wrapping ErrSchema), JSON that does not fit
+// ("line N: ..."), an empty array and a record no run can have produced.
+func DecodeDecode(b []byte, name string) ([]DecodeRecord, error) {
+	var raws []json.RawMessage
+	if IsJSONArray(b) {
+		if err := json.Unmarshal(b, &raws); err != nil {
+			return nil, fmt.Errorf("reading decode result %s: %s", name, jsonError(b, err))
+		}
+		if len(raws) == 0 {
+			return nil, fmt.Errorf("reading decode result %s: an empty array, no mode measured", name)
+		}
+	} else {
+		raws = []json.RawMessage{b}
+	}
+	recs := make([]DecodeRecord, len(raws))
+	for i, raw := range raws {
+		where := name
+		if len(raws) > 1 {
+			where = fmt.Sprintf("%s, record %d", name, i)
+		}
+		if err := checkSchema(raw, "decode result", where, DecodeVersion); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &recs[i]); err != nil {
+			return nil, fmt.Errorf("reading decode result %s: %s", where, jsonError(raw, err))
+		}
+		if err := recs[i].check(); err != nil {
+			return nil, fmt.Errorf("reading decode result %s: %v", where, err)
+		}
+	}
+	return recs, nil
+}
+
+// IsJSONArray reports whether b's first non-space byte opens an array.
+func IsJSONArray(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '['
+}
+
+// check says what makes r implausible, or nil.
+func (r *DecodeRecord) check() error {
+	m := r.Config.Model
+	switch {
+	case r.Decode == "" || r.Device == "":
+		return fmt.Errorf("implausible decode record: mode %q on device %q", r.Decode, r.Device)
+	case !(r.TokensPerSec > 0):
+		return fmt.Errorf("implausible decode record: %v tokens/s", r.TokensPerSec)
+	case m.Vocab < 1 || m.Dim < 1 || m.Context < 1 || m.Batch < 1 || r.Config.Passes < 1:
+		return fmt.Errorf("implausible decode record: shape V=%d C=%d T=%d B=%d, %d passes (no configuration?)", m.Vocab, m.Dim, m.Context, m.Batch, r.Config.Passes)
+	case r.Environment.GoVersion == "":
+		return errors.New("implausible decode record: environment has no go_version (no environment?)")
+	}
+	for _, v := range r.TokensPerSecPasses {
+		if !(v > 0) {
+			return fmt.Errorf("implausible decode record: a pass at %v tokens/s", v)
+		}
+	}
+	if _, err := time.Parse(time.RFC3339, r.StartTime); err != nil {
+		return fmt.Errorf("implausible decode record: start_time %q is not RFC 3339", r.StartTime)
+	}
+	return nil
+}
