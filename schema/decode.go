@@ -21,11 +21,15 @@ type DecodeRecord struct {
 	TokensPerSec float64 `json:"tokens_per_sec"`
 	// TokensPerSecPasses is the tokens/s of each timed pass, in order:
 	// the samples behind TokensPerSec (all passes' tokens over their
-	// time), which probe diff compares.
-	TokensPerSecPasses []float64 `json:"tokens_per_sec_passes"`
-	SyncsPerToken      float64   `json:"syncs_per_token"`
-	LaunchesPerToken   float64   `json:"launches_per_token"`
-	HostAllocsPerToken float64   `json:"host_allocs_per_token"`
+	// time), which probe diff compares; HostWaitNsPerTokenPasses and
+	// DeviceBusyPctPasses the same for the host's wait and the device's
+	// busy share (absent where the device is untimed).
+	TokensPerSecPasses       []float64 `json:"tokens_per_sec_passes"`
+	HostWaitNsPerTokenPasses []float64 `json:"host_wait_ns_per_token_passes"`
+	DeviceBusyPctPasses      []float64 `json:"device_busy_pct_passes,omitempty"`
+	SyncsPerToken            float64   `json:"syncs_per_token"`
+	LaunchesPerToken         float64   `json:"launches_per_token"`
+	HostAllocsPerToken       float64   `json:"host_allocs_per_token"`
 	// HostWaitNsPerToken is the wall time per token the host spent blocked
 	// in the device's waits; DeviceBusyNsPerToken the device's time at
 	// work per token (cpu: its stream thread running commands; cuda: the
@@ -150,6 +154,11 @@ func (r *DecodeRecord) check() error {
 	for _, v := range r.TokensPerSecPasses {
 		if !(v > 0) {
 			return fmt.Errorf("implausible decode record: a pass at %v tokens/s", v)
+		}
+	}
+	for _, p := range [][]float64{r.HostWaitNsPerTokenPasses, r.DeviceBusyPctPasses} {
+		if len(p) != 0 && len(p) != len(r.TokensPerSecPasses) {
+			return fmt.Errorf("implausible decode record: %d passes of tokens/s, %d of another figure", len(r.TokensPerSecPasses), len(p))
 		}
 	}
 	if _, err := time.Parse(time.RFC3339, r.StartTime); err != nil {

@@ -267,6 +267,7 @@ func (o Options) Records(ms []Measurement, commandLine []string, start time.Time
 func Record(m Measurement) schema.DecodeRecord {
 	r := schema.DecodeRecord{
 		Schema: schema.DecodeVersion, TokensPerSecPasses: append([]float64{}, m.PassTokensPerSecond...),
+		HostWaitNsPerTokenPasses: append([]float64{}, m.PassHostWaitNsPerToken...), DeviceBusyPctPasses: slices.Clone(m.PassDeviceBusyPct),
 		Config:       schema.DecodeConfig{Model: m.Model, Device: m.Device, GEMMUsed: m.GEMM, Passes: m.Passes},
 		TokensPerSec: m.TokensPerSecond, SyncsPerToken: m.SyncsPerToken, LaunchesPerToken: m.LaunchesPerToken,
 		HostWaitNsPerToken: m.HostWaitNsPerToken, DeviceBusyNsPerToken: m.DeviceBusyNsPerToken, DeviceBusyPct: m.DeviceBusyPct,

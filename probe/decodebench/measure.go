@@ -29,11 +29,14 @@ type Measurement struct {
 
 	Seconds         float64 `json:"seconds"`
 	TokensPerSecond float64 `json:"tokens_per_second"`
-	// PassTokensPerSecond is each timed pass's tokens/s, in order: the
-	// samples probe diff compares.
-	PassTokensPerSecond []float64 `json:"pass_tokens_per_second"`
-	SyncsPerToken       float64   `json:"syncs_per_token"`
-	LaunchesPerToken    float64   `json:"launches_per_token"`
+	// PassTokensPerSecond, PassHostWaitNsPerToken and PassDeviceBusyPct
+	// are each timed pass's figures, in order: the samples probe diff
+	// compares (PassDeviceBusyPct nil where the device is untimed).
+	PassTokensPerSecond    []float64 `json:"pass_tokens_per_second"`
+	PassHostWaitNsPerToken []float64 `json:"pass_host_wait_ns_per_token"`
+	PassDeviceBusyPct      []float64 `json:"pass_device_busy_pct"`
+	SyncsPerToken          float64   `json:"syncs_per_token"`
+	LaunchesPerToken       float64   `json:"launches_per_token"`
 	// Where a token's wall time (Seconds / Tokens) goes: HostWaitNsPerToken
 	// is the host blocked in the device's waits (device.Stats.HostWaitNs),
 	// DeviceBusyNsPerToken the device at work (device.Stats.DeviceBusyNs)
@@ -116,18 +119,25 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 	if _, err := pass(); err != nil {
 		return Measurement{}, fmt.Errorf("measuring decode: warm-up: %w", err)
 	}
-	perPass := make([]float64, passes) // before the allocation window opens
+	// Per-pass samples, made before the allocation window opens.
+	perPass, waitPass, busyPass := make([]float64, passes), make([]float64, passes), make([]float64, passes)
 	before := dev.Stats()
 	sites := allocsite.Begin(allocsite.Options{})
 	start := time.Now()
 	var loss float32
+	prev := before
 	for i := 0; i < passes; i++ {
 		passStart := time.Now()
 		l, err := pass()
 		if err != nil {
 			return Measurement{}, fmt.Errorf("measuring decode: pass %d: %w", i, err)
 		}
-		perPass[i] = float64(B*T) / time.Since(passStart).Seconds()
+		dur := time.Since(passStart)
+		s := dev.Stats()
+		perPass[i] = float64(B*T) / dur.Seconds()
+		waitPass[i] = float64(s.HostWaitNs-prev.HostWaitNs) / float64(B*T)
+		busyPass[i] = 100 * float64(s.DeviceBusyNs-prev.DeviceBusyNs) / float64(dur)
+		prev = s
 		loss = l
 	}
 	secs := time.Since(start).Seconds()
@@ -136,7 +146,9 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 	n := float64(passes * B * T)
 	h2d, d2h := after.H2DBytes-before.H2DBytes, after.D2HBytes-before.D2HBytes
 	var busyPerToken, busyPct *float64
-	if before.DeviceTimed && after.DeviceTimed {
+	if !(before.DeviceTimed && after.DeviceTimed) {
+		busyPass = nil
+	} else {
 		busy := float64(after.DeviceBusyNs - before.DeviceBusyNs)
 		perToken, pct := busy/n, 100*busy/(secs*1e9)
 		busyPerToken, busyPct = &perToken, &pct
@@ -144,23 +156,25 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 	return Measurement{
 		Mode: d.Mode().String(), Device: dev.Name(), T: T, C: d.C, V: d.V,
 		Sequences: B, Passes: passes, Tokens: passes * B * T,
-		Seconds:               secs,
-		TokensPerSecond:       n / secs,
-		PassTokensPerSecond:   perPass,
-		SyncsPerToken:         float64(after.Syncs-before.Syncs) / n,
-		LaunchesPerToken:      float64(after.Launches-before.Launches) / n,
-		HostWaitNsPerToken:    float64(after.HostWaitNs-before.HostWaitNs) / n,
-		DeviceBusyNsPerToken:  busyPerToken,
-		DeviceBusyPct:         busyPct,
-		HostAllocsPerToken:    float64(allocs.ProgramObjects) / n,
-		HostBytesPerToken:     float64(allocs.ProgramBytes) / n,
-		RuntimeAllocsPerToken: float64(allocs.RuntimeObjects) / n,
-		H2DBytesPerToken:      float64(h2d) / n,
-		D2HBytesPerToken:      float64(d2h) / n,
-		H2DBytesPerPass:       h2d / int64(passes),
-		D2HBytesPerPass:       d2h / int64(passes),
-		DeviceBytesPeak:       after.DeviceBytesPeak,
-		Buffers:               dev.Buffers(),
-		Loss:                  loss,
+		Seconds:                secs,
+		TokensPerSecond:        n / secs,
+		PassTokensPerSecond:    perPass,
+		PassHostWaitNsPerToken: waitPass,
+		PassDeviceBusyPct:      busyPass,
+		SyncsPerToken:          float64(after.Syncs-before.Syncs) / n,
+		LaunchesPerToken:       float64(after.Launches-before.Launches) / n,
+		HostWaitNsPerToken:     float64(after.HostWaitNs-before.HostWaitNs) / n,
+		DeviceBusyNsPerToken:   busyPerToken,
+		DeviceBusyPct:          busyPct,
+		HostAllocsPerToken:     float64(allocs.ProgramObjects) / n,
+		HostBytesPerToken:      float64(allocs.ProgramBytes) / n,
+		RuntimeAllocsPerToken:  float64(allocs.RuntimeObjects) / n,
+		H2DBytesPerToken:       float64(h2d) / n,
+		D2HBytesPerToken:       float64(d2h) / n,
+		H2DBytesPerPass:        h2d / int64(passes),
+		D2HBytesPerPass:        d2h / int64(passes),
+		DeviceBytesPeak:        after.DeviceBytesPeak,
+		Buffers:                dev.Buffers(),
+		Loss:                   loss,
 	}, nil
 }
