@@ -171,36 +171,10 @@ func CompareDecode(base, head []schema.DecodeRecord, opt DiffOptions) (*Diff, er
 			return nil, fmt.Errorf("comparing decode results: %w: records of versions %q and %q (base %s, head %s)", ErrSchema, base[0].Schema, r.Schema, opt.BaseName, opt.HeadName)
 		}
 	}
-	alpha := opt.Alpha
-	if alpha == 0 {
-		alpha = DefaultAlpha
-	}
-	metrics := slices.Clone(opt.Metrics)
-	if len(metrics) == 0 {
-		metrics = slices.Clone(DefaultDecodeDiffMetrics)
-	}
-	for _, m := range opt.Extra {
-		if !slices.Contains(metrics, m) {
-			metrics = append(metrics, m)
-		}
-	}
-	d := &Diff{
-		Base:     decodeSource(&base[0], opt.BaseName),
-		Head:     decodeSource(&head[0], opt.HeadName),
-		Alpha:    alpha,
-		Configs:  []ConfigDiff{},
-		OnlyBase: []string{},
-		OnlyHead: []string{},
-		Warnings: []string{},
-	}
+	d, metrics := newDiff(decodeSource(&base[0], opt.BaseName), decodeSource(&head[0], opt.HeadName), opt, DefaultDecodeDiffMetrics)
 	baseRecs, dupB := indexDecode(base)
 	headRecs, dupH := indexDecode(head)
-	for _, k := range dupB {
-		d.Warnings = append(d.Warnings, fmt.Sprintf("base runs %s more than once: the first is compared", k))
-	}
-	for _, k := range dupH {
-		d.Warnings = append(d.Warnings, fmt.Sprintf("head runs %s more than once: the first is compared", k))
-	}
+	d.warnDuplicates(dupB, dupH)
 	var pairs [][2]*decodeView
 	for _, b := range baseRecs {
 		h := findDecode(headRecs, b.key)
@@ -217,24 +191,14 @@ func CompareDecode(base, head []schema.DecodeRecord, opt DiffOptions) (*Diff, er
 	}
 	axes := varyingAxes(pairs)
 	for _, p := range pairs {
-		d.Configs = append(d.Configs, compareDecodeRecords(p[0], p[1], axes, metrics, alpha))
+		d.Configs = append(d.Configs, compareDecodeRecords(p[0], p[1], axes, metrics, d.Alpha))
 		for _, w := range settingWarnings(p[0], p[1]) {
 			if !slices.Contains(d.Warnings, w) {
 				d.Warnings = append(d.Warnings, w)
 			}
 		}
 	}
-	seen := map[string]bool{}
-	for _, c := range d.Configs {
-		for _, r := range c.Rows {
-			seen[r.Metric] = true
-		}
-	}
-	for _, m := range slices.Concat(opt.Metrics, opt.Extra) {
-		if w := "no configuration has metric " + m + " on both sides"; !seen[m] && !slices.Contains(d.Warnings, w) {
-			d.Warnings = append(d.Warnings, w)
-		}
-	}
+	d.warnUnseen(opt)
 	return d, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"memprobe/internal/table"
 	"memprobe/schema"
@@ -83,12 +84,7 @@ func writeDecodeModes(w io.Writer, recs []schema.DecodeRecord, f table.Format) e
 // writeDecodeDeviceMemory prints the reconciliation of each record's
 // device memory (cuda only; nothing for a device without one).
 func writeDecodeDeviceMemory(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
-	var rows []schema.DecodeRecord
-	for _, r := range recs {
-		if r.DeviceMemory != nil {
-			rows = append(rows, r)
-		}
-	}
+	rows := slices.DeleteFunc(slices.Clone(recs), func(r schema.DecodeRecord) bool { return r.DeviceMemory == nil })
 	if len(rows) == 0 {
 		return nil
 	}
@@ -135,12 +131,7 @@ func writeDecodeDeviceMemory(w io.Writer, recs []schema.DecodeRecord, f table.Fo
 
 // writeDecodeChecks prints the check of each record that has one.
 func writeDecodeChecks(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
-	var rows []schema.DecodeRecord
-	for _, r := range recs {
-		if r.Check != nil {
-			rows = append(rows, r)
-		}
-	}
+	rows := slices.DeleteFunc(slices.Clone(recs), func(r schema.DecodeRecord) bool { return r.Check == nil })
 	if len(rows) == 0 {
 		return nil
 	}

@@ -152,36 +152,10 @@ func Compare(base, head *schema.Report, opt DiffOptions) (*Diff, error) {
 	if base.Schema != head.Schema {
 		return nil, fmt.Errorf("comparing reports: %w: base %s is %q, head %s is %q", ErrSchema, opt.BaseName, base.Schema, opt.HeadName, head.Schema)
 	}
-	alpha := opt.Alpha
-	if alpha == 0 {
-		alpha = DefaultAlpha
-	}
-	metrics := slices.Clone(opt.Metrics)
-	if len(metrics) == 0 {
-		metrics = slices.Clone(DefaultDiffMetrics)
-	}
-	for _, m := range opt.Extra {
-		if !slices.Contains(metrics, m) {
-			metrics = append(metrics, m)
-		}
-	}
-	d := &Diff{
-		Base:     source(base, opt.BaseName),
-		Head:     source(head, opt.HeadName),
-		Alpha:    alpha,
-		Configs:  []ConfigDiff{},
-		OnlyBase: []string{},
-		OnlyHead: []string{},
-		Warnings: []string{},
-	}
+	d, metrics := newDiff(source(base, opt.BaseName), source(head, opt.HeadName), opt, DefaultDiffMetrics)
 	baseRuns, dupB := index(base)
 	headRuns, dupH := index(head)
-	for _, k := range dupB {
-		d.Warnings = append(d.Warnings, fmt.Sprintf("base runs %s more than once: the first is compared", k))
-	}
-	for _, k := range dupH {
-		d.Warnings = append(d.Warnings, fmt.Sprintf("head runs %s more than once: the first is compared", k))
-	}
+	d.warnDuplicates(dupB, dupH)
 	var bad []string
 	for _, br := range baseRuns {
 		k := ConfigKey(br.Run)
@@ -194,7 +168,7 @@ func Compare(base, head *schema.Report, opt DiffOptions) (*Diff, error) {
 			bad = append(bad, fmt.Sprintf("%s (base %q, head %q)", k, br.Config.Preset, hr.Config.Preset))
 			continue
 		}
-		d.Configs = append(d.Configs, compareRun(k, br, hr, metrics, alpha))
+		d.Configs = append(d.Configs, compareRun(k, br, hr, metrics, d.Alpha))
 	}
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("comparing reports: configurations run at different presets are not comparable: %s", strings.Join(bad, ", "))
@@ -204,6 +178,44 @@ func Compare(base, head *schema.Report, opt DiffOptions) (*Diff, error) {
 			d.OnlyHead = append(d.OnlyHead, k)
 		}
 	}
+	d.warnUnseen(opt)
+	return d, nil
+}
+
+// newDiff starts a Diff of base and head with opt's significance level
+// and the metrics to compare: opt.Metrics (defaults when none), then
+// opt.Extra not already among them.
+func newDiff(base, head DiffSource, opt DiffOptions, defaults []string) (*Diff, []string) {
+	alpha := opt.Alpha
+	if alpha == 0 {
+		alpha = DefaultAlpha
+	}
+	metrics := slices.Clone(opt.Metrics)
+	if len(metrics) == 0 {
+		metrics = slices.Clone(defaults)
+	}
+	for _, m := range opt.Extra {
+		if !slices.Contains(metrics, m) {
+			metrics = append(metrics, m)
+		}
+	}
+	return &Diff{Base: base, Head: head, Alpha: alpha, Configs: []ConfigDiff{},
+		OnlyBase: []string{}, OnlyHead: []string{}, Warnings: []string{}}, metrics
+}
+
+// warnDuplicates says which configurations a side holds more than once.
+func (d *Diff) warnDuplicates(dupBase, dupHead []string) {
+	for _, k := range dupBase {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("base runs %s more than once: the first is compared", k))
+	}
+	for _, k := range dupHead {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("head runs %s more than once: the first is compared", k))
+	}
+}
+
+// warnUnseen says which metrics the user named (--metric, --fail-on) no
+// configuration has on both sides: left out, not compared as zeros.
+func (d *Diff) warnUnseen(opt DiffOptions) {
 	seen := map[string]bool{}
 	for _, c := range d.Configs {
 		for _, r := range c.Rows {
@@ -211,11 +223,10 @@ func Compare(base, head *schema.Report, opt DiffOptions) (*Diff, error) {
 		}
 	}
 	for _, m := range slices.Concat(opt.Metrics, opt.Extra) {
-		if !seen[m] && !slices.Contains(d.Warnings, "no configuration has metric "+m+" on both sides") {
-			d.Warnings = append(d.Warnings, fmt.Sprintf("no configuration has metric %s on both sides", m))
+		if w := "no configuration has metric " + m + " on both sides"; !seen[m] && !slices.Contains(d.Warnings, w) {
+			d.Warnings = append(d.Warnings, w)
 		}
 	}
-	return d, nil
 }
 
 func source(rep *schema.Report, name string) DiffSource {
