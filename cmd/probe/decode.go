@@ -132,12 +132,16 @@ once, and the device's peak memory. One Decode call per sequence: the batch mode
 positions, the per-token modes once per position.
 
 With --json FILE the same figures go to FILE (written to a temporary file,
-then renamed) as one JSON object per mode with the fields tokens_per_sec,
-syncs_per_token, launches_per_token, host_wait_ns_per_token,
-device_busy_ns_per_token and device_busy_pct (absent where the device
-cannot time its work), host_allocs_per_token, h2d_bytes,
-d2h_bytes (bytes per pass over the B sequences), device_peak_bytes, decode
-and device; --decode all writes a JSON array of them, slowest mode first.`,
+then renamed) as a decode result (schema memprobe.decode/v1): one JSON
+object per mode with the fields tokens_per_sec (and each pass's in
+tokens_per_sec_passes), syncs_per_token, launches_per_token,
+host_wait_ns_per_token, device_busy_ns_per_token and device_busy_pct
+(absent where the device cannot time its work), host_allocs_per_token,
+h2d_bytes, d2h_bytes (bytes per pass over the B sequences),
+device_peak_bytes, decode and device, then the config, environment,
+command_line and start_time that produced them; --decode all writes a JSON
+array of them, slowest mode first. probe report FILE prints the tables
+again; probe diff BASE HEAD compares two, mode by mode.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options(cmd.Flags())
