@@ -6,6 +6,7 @@ package dl
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef uintptr_t u;
@@ -21,10 +22,36 @@ static u memprobe_call14(u f, u a1, u a2, u a3, u a4, u a5, u a6, u a7, u a8, u 
 	return ((fn14)f)(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14);
 }
 
-static u memprobe_dlopen(const char *name) { return (u)dlopen(name, RTLD_NOW | RTLD_LOCAL); }
-static u memprobe_dlsym(u h, const char *name) { dlerror(); return (u)dlsym((void *)h, name); }
-static const char *memprobe_dlerror(void) { return dlerror(); }
-static int memprobe_dlclose(u h) { return dlclose((void *)h); }
+// dlerror's text belongs to the OS thread, and a goroutine may move to
+// another thread between two cgo calls: each call below reads it in the
+// same C call as the call that failed, and copies it into err (errlen
+// bytes, NUL-terminated; "" when dlerror has none).
+static void memprobe_copyerr(char *err, size_t errlen) {
+	const char *e = dlerror();
+	snprintf(err, errlen, "%s", e != NULL ? e : "");
+}
+static u memprobe_dlopen(const char *name, char *err, size_t errlen) {
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		memprobe_copyerr(err, errlen);
+	}
+	return (u)h;
+}
+static u memprobe_dlsym(u h, const char *name, char *err, size_t errlen) {
+	dlerror();
+	void *a = dlsym((void *)h, name);
+	if (a == NULL) {
+		memprobe_copyerr(err, errlen);
+	}
+	return (u)a;
+}
+static int memprobe_dlclose(u h, char *err, size_t errlen) {
+	int r = dlclose((void *)h);
+	if (r != 0) {
+		memprobe_copyerr(err, errlen);
+	}
+	return r;
+}
 */
 import "C"
 
@@ -33,12 +60,27 @@ import (
 	"unsafe"
 )
 
+// errBuf receives dlerror's text from the C side.
+type errBuf [512]byte
+
+func (b *errBuf) ptr() (*C.char, C.size_t) { return (*C.char)(unsafe.Pointer(&b[0])), C.size_t(len(b)) }
+
+// err is the text copied into b, or otherwise if there was none.
+func (b *errBuf) err(otherwise string) error {
+	if s := C.GoString((*C.char)(unsafe.Pointer(&b[0]))); s != "" {
+		return errors.New(s)
+	}
+	return errors.New(otherwise)
+}
+
 func dlopen(name string) (uintptr, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
-	h := C.memprobe_dlopen(cname)
+	var buf errBuf
+	p, n := buf.ptr()
+	h := C.memprobe_dlopen(cname, p, n)
 	if h == 0 {
-		return 0, errors.New(C.GoString(C.memprobe_dlerror()))
+		return 0, buf.err(name + ": cannot open")
 	}
 	return uintptr(h), nil
 }
@@ -46,19 +88,20 @@ func dlopen(name string) (uintptr, error) {
 func dlsym(h uintptr, name string) (uintptr, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
-	a := C.memprobe_dlsym(C.u(h), cname)
+	var buf errBuf
+	p, n := buf.ptr()
+	a := C.memprobe_dlsym(C.u(h), cname, p, n)
 	if a == 0 {
-		if e := C.memprobe_dlerror(); e != nil {
-			return 0, errors.New(C.GoString(e))
-		}
-		return 0, errors.New("undefined symbol")
+		return 0, buf.err("undefined symbol: " + name)
 	}
 	return uintptr(a), nil
 }
 
 func dlclose(h uintptr) error {
-	if C.memprobe_dlclose(C.u(h)) != 0 {
-		return errors.New(C.GoString(C.memprobe_dlerror()))
+	var buf errBuf
+	p, n := buf.ptr()
+	if C.memprobe_dlclose(C.u(h), p, n) != 0 {
+		return buf.err("dlclose failed")
 	}
 	return nil
 }

@@ -1,7 +1,10 @@
 package dl
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 )
@@ -50,5 +53,54 @@ func TestLibc(t *testing.T) {
 	}
 	if _, err := Open("/nonexistent/libnothing.so"); err == nil || !strings.Contains(err.Error(), "/nonexistent/libnothing.so") {
 		t.Errorf("Open(missing) = %v, want dlerror naming the file", err)
+	}
+}
+
+// TestErrorsFromAnyThread: dlerror's text is per OS thread, and a
+// goroutine may move to another thread between two cgo calls; reading it
+// in a call of its own once gave "no CUDA driver: libcuda.so.1 not found
+// ()" on a machine without the driver. Many goroutines, each yielding
+// between calls so that the scheduler moves them, must each get the text
+// of their own failure.
+func TestErrorsFromAnyThread(t *testing.T) {
+	if _, err := Open("libc.so.6"); err == ErrNoCgo {
+		t.Skip(err)
+	}
+	lib, err := Open("libc.so.6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	const goroutines, rounds = 8, 1000
+	errs := make(chan string, goroutines*rounds*2)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				name := fmt.Sprintf("/nonexistent/lib%d-%d.so", g, i)
+				if _, err := Open(name); err == nil || !strings.Contains(err.Error(), name) {
+					errs <- fmt.Sprintf("Open(%s) = %v, want dlerror naming it", name, err)
+				}
+				runtime.Gosched()
+				sym := fmt.Sprintf("no_such_symbol_%d_%d", g, i)
+				if _, err := lib.Sym(sym); err == nil || !strings.Contains(err.Error(), sym) {
+					errs <- fmt.Sprintf("Sym(%s) = %v, want dlerror naming it", sym, err)
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	n := 0
+	for e := range errs {
+		if n++; n <= 3 {
+			t.Error(e)
+		}
+	}
+	if n > 3 {
+		t.Errorf("... %d failures in all, of %d calls", n, goroutines*rounds*2)
 	}
 }
