@@ -78,6 +78,11 @@ type Process struct {
 	// Walks is the number of full smaps walks taken.
 	Walks int `json:"walks"`
 
+	// GPU is the process's GPU memory as NVML charges it, sampled, and the
+	// utilization of the GPUs it used; null where NVML is not there (no
+	// NVIDIA driver) or --gpu=false.
+	GPU *ProcessGPU `json:"gpu"`
+
 	// Children are the descendants seen (with --children), by pid.
 	Children []Child `json:"children"`
 	// TreePeakRSSBytes is the largest sum of RSS over the process and its
@@ -92,6 +97,48 @@ type Process struct {
 	// Files are the files written to --out-dir (smaps at the peak and the
 	// end, heap profiles).
 	Files []string `json:"files"`
+}
+
+// ProcessGPU is a watched process's GPU side, from NVML (probe/gpumem):
+// the device memory NVML charges to the pid (its CUDA context, library
+// workspaces and allocator caches included: more than the program's own
+// allocations), and the utilization of the GPUs it held memory on, which
+// is device-wide (every process on those GPUs) and NVML's own average over
+// its sampling window (1/6 s to 1 s by product).
+type ProcessGPU struct {
+	// IntervalMs is the period of the NVML readings (slower than the RSS
+	// sampler's: a reading costs up to a millisecond).
+	IntervalMs float64 `json:"interval_ms"`
+	// Samples are the readings that gave a memory figure; PeakBytes the
+	// largest (a lower bound on the true peak, which can fall between two
+	// readings) and FinalBytes the last.
+	Samples    int   `json:"samples"`
+	PeakBytes  int64 `json:"peak_bytes"`
+	FinalBytes int64 `json:"final_bytes"`
+	// MeanUtilPct is the mean of the readings' GPU utilization (the mean
+	// over the GPUs the process held memory on): null when none could be
+	// read (the GPU does not report it, as MIG instances do not).
+	MeanUtilPct *float64 `json:"mean_util_pct"`
+	// NoEntrySamples are readings in which NVML listed no figure for the
+	// pid (before its CUDA context, or a PID namespace NVML cannot see
+	// into; NoEntryReason says which it may be), Errors other failures
+	// (FirstError the first), UtilErrors readings without a utilization.
+	NoEntrySamples int    `json:"no_entry_samples"`
+	NoEntryReason  string `json:"no_entry_reason,omitempty"`
+	Errors         int    `json:"errors"`
+	FirstError     string `json:"first_error,omitempty"`
+	UtilErrors     int    `json:"util_errors"`
+	UtilFirstError string `json:"util_first_error,omitempty"`
+	// Timeline are the readings: seconds since the watch began, bytes,
+	// and the utilization where read. Never nil.
+	Timeline []GPUSample `json:"timeline"`
+}
+
+// GPUSample is one NVML reading of a watched process.
+type GPUSample struct {
+	Seconds float64  `json:"t_seconds"`
+	Bytes   int64    `json:"bytes"`
+	UtilPct *float64 `json:"util_pct,omitempty"`
 }
 
 // GoBuild is what a Go executable's build information says.

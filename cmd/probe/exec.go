@@ -32,6 +32,7 @@ type outsideFlags struct {
 	pprof      string
 	children   bool
 	duration   time.Duration // attach only
+	gpu        bool
 }
 
 func (f *outsideFlags) register(fs *pflag.FlagSet) {
@@ -42,6 +43,7 @@ func (f *outsideFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.format, "format", "text", "report format: text or markdown")
 	fs.StringVar(&f.pprof, "pprof", "", "a Go program's net/http/pprof heap URL (http://127.0.0.1:6060/debug/pprof/heap): fetched at the peak into --out-dir")
 	fs.BoolVar(&f.children, "children", false, "watch the process's descendants too (their peaks and the tree's summed RSS)")
+	fs.BoolVar(&f.gpu, "gpu", true, "where NVML is (an NVIDIA driver), also read the process's GPU memory and its GPUs' utilization every 100 ms")
 }
 
 // options checks the flags and turns them into outside.Options and the
@@ -54,7 +56,7 @@ func (f *outsideFlags) options() (outside.Options, table.Format, error) {
 	default:
 		return outside.Options{}, "", fmt.Errorf("--format %q: want text or markdown", f.format)
 	}
-	o := outside.Options{Interval: f.interval, SmapsEvery: f.smapsEvery, Children: f.children, OutDir: f.outDir, PprofURL: f.pprof, CommandLine: os.Args}
+	o := outside.Options{Interval: f.interval, SmapsEvery: f.smapsEvery, Children: f.children, OutDir: f.outDir, PprofURL: f.pprof, CommandLine: os.Args, NoGPU: !f.gpu}
 	if f.interval <= 0 {
 		return o, "", fmt.Errorf("--interval %v: must be positive", f.interval)
 	}

@@ -1608,7 +1608,7 @@ EXPORT int fakecuda_live_modules(void) {
 /* fakecuda_process_bytes is the device memory of this process on GPU dev
  * (context, modules, allocations at 2 MiB granularity, cuBLAS workspaces
  * and cuBLAS's lazily loaded kernels; not the driver's reservation),
- * for a stand-in NVML to list (probe/gpumem/testdata/fakenvml.c,
+ * for a stand-in NVML to list (internal/fakenvml/fakenvml.c,
  * FAKENVML_FAKECUDA). */
 EXPORT unsigned long long fakecuda_process_bytes(int dev) {
 	if (dev < 0 || dev >= MAX_DEVICES) {

@@ -81,14 +81,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
+	"memprobe/internal/cshared"
 	"testing"
 
 	"memprobe/internal/dl"
@@ -162,11 +155,9 @@ const (
 	Granularity     = 2 << 20 // allocations are charged rounded up to this
 )
 
-var (
-	buildMu   sync.Mutex
-	builds    = map[string]string{} // normalised defines → .so path
-	buildRoot string
-)
+// library is the fake's C source and how gcc builds it.
+var library = &cshared.Library{Prefix: "fakecuda", Source: source, SourceName: "fakecuda.c", LibName: "libfakecuda.so",
+	CFlags: []string{"-O2", "-shared", "-fPIC", "-pthread", "-ffp-contract=off"}, LDLibs: []string{"-lm"}}
 
 // Build compiles the fake (once per set of defines in the test process) and
 // returns the path of the shared library. defines are preprocessor
@@ -176,56 +167,15 @@ var (
 // build without cgo (where the binding refuses every library).
 func Build(t testing.TB, defines ...string) string {
 	t.Helper()
-	if !cgoEnabled {
+	lib, err := library.Build(defines...)
+	switch {
+	case errors.Is(err, cshared.ErrNoCgo):
 		t.Skip("CGO_ENABLED=0: the cuda device's binding (trainer/device/cudadrv) needs cgo, so there is nothing to test on the fake driver")
-	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
+	case errors.Is(err, cshared.ErrNoGCC):
 		t.Skip("gcc not found: the fake CUDA driver (internal/fakecuda) cannot be built")
+	case err != nil:
+		t.Fatal(err)
 	}
-	flags := make([]string, 0, len(defines))
-	for _, d := range defines {
-		d = strings.TrimPrefix(d, "-D")
-		name, _, _ := strings.Cut(d, "=")
-		if !isIdent(name) {
-			t.Fatalf("fakecuda.Build: %q is not a preprocessor definition", d)
-		}
-		flags = append(flags, "-D"+d)
-	}
-	sort.Strings(flags)
-	key := strings.Join(flags, " ")
-
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if p, ok := builds[key]; ok {
-		return p
-	}
-	if buildRoot == "" {
-		removeStale()
-		root := filepath.Join(os.TempDir(), fmt.Sprintf("memprobe-fakecuda-%d", os.Getpid()))
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			t.Fatalf("fakecuda.Build: %v", err)
-		}
-		buildRoot = root
-	}
-	dir, err := os.MkdirTemp(buildRoot, "build-")
-	if err != nil {
-		t.Fatalf("fakecuda.Build: %v", err)
-	}
-	src := filepath.Join(dir, "fakecuda.c")
-	if err := os.WriteFile(src, source, 0o644); err != nil {
-		t.Fatalf("fakecuda.Build: %v", err)
-	}
-	lib := filepath.Join(dir, "libfakecuda.so")
-	args := []string{"-O2", "-shared", "-fPIC", "-pthread", "-ffp-contract=off"}
-	args = append(args, flags...)
-	args = append(args, "-o", lib, src, "-lm")
-	cmd := exec.Command(gcc, args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("fakecuda.Build: gcc %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	builds[key] = lib
 	return lib
 }
 
@@ -328,39 +278,4 @@ func withLibrary(path string, f func(call func(name string, args ...uintptr) int
 		return int(int32(dl.Call(sym, args...)))
 	})
 	return missing
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, c := range s {
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// removeStale deletes the build directories of test processes that have
-// exited (a process cannot remove its own: the library stays mapped until
-// it exits).
-func removeStale() {
-	ents, err := os.ReadDir(os.TempDir())
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), "memprobe-fakecuda-")
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pid, err := strconv.Atoi(rest)
-		if err != nil || pid == os.Getpid() || pid <= 0 {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
-		}
-	}
 }

@@ -3,8 +3,6 @@ package decodebench
 import (
 	"bytes"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"memprobe/internal/fakecuda"
+	"memprobe/internal/fakenvml"
 	"memprobe/internal/table"
 	"memprobe/report"
 	"memprobe/trainer/decode"
@@ -98,23 +97,16 @@ func TestRunCUDA(t *testing.T) {
 	t.Logf("\n%s", out.String())
 }
 
-// withFakeNVML points the run at the fake driver instance lib (built with
-// its own defines) and at the fake NVML wired to it, with a 256 MiB driver
+// runWithFakeNVML points the run at the fake driver instance built with
+// define and at a fake NVML instance of its own (the same define, so its
+// init-time settings are this run's) wired to it, with a 256 MiB driver
 // reservation that NVML counts as used and CUDA leaves out of its total,
 // as a real GPU does; then runs two modes at the micro preset.
 func runWithFakeNVML(t *testing.T, define string) []Measurement {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: the fake NVML cannot be built")
-	}
 	lib := fakecuda.Use(t, define)
-	nvml := filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
-	if out, err := exec.Command(gcc, "-O2", "-shared", "-fPIC", "-o", nvml, "../gpumem/testdata/fakenvml.c").CombinedOutput(); err != nil {
-		t.Fatalf("building the fake NVML: %v\n%s", err, out)
-	}
-	t.Setenv("MEMPROBE_LIBNVML", nvml)
-	t.Setenv("FAKENVML_FAKECUDA", lib)
+	fakenvml.Use(t, define) // sets MEMPROBE_LIBNVML
+	t.Setenv(fakenvml.EnvFakeCUDA, lib)
 	t.Setenv(fakecuda.EnvReservedBytes, strconv.Itoa(256<<20))
 	cfg, err := model.Preset("micro")
 	if err != nil {

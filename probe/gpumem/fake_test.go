@@ -7,49 +7,41 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"memprobe/internal/fakenvml"
 )
 
-// fakeLib is the path of testdata/fakenvml.c built as a shared library,
-// or "" with fakeSkip saying why not. It is built once per test binary and
-// every test loads this one file (the library's state, its process list
-// and its init count, is then one for the whole test binary).
+// fakeLib is internal/fakenvml's library, or "" with fakeSkip saying why
+// not. It is built once per test binary and every test loads this one
+// file (the library's state, its process list and its init count, is then
+// one for the whole test binary), except those that ask for another
+// build (env.lib).
 var fakeLib, fakeSkip string
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "fakenvml")
-	if err != nil {
+	lib, err := fakenvml.Build()
+	switch {
+	case errors.Is(err, fakenvml.ErrNoGCC):
+		fakeSkip = err.Error()
+	case err != nil:
 		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if gcc, err := exec.LookPath("gcc"); err != nil {
-		fakeSkip = "gcc not found, so the fake NVML library cannot be built: " + err.Error()
-	} else {
-		lib := filepath.Join(dir, "libnvidia-ml.so.1")
-		out, err := exec.Command(gcc, "-shared", "-fPIC", "-Wall", "-o", lib, filepath.Join("testdata", "fakenvml.c")).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building the fake NVML: %v\n%s", err, out)
-			return 1
-		}
+		os.Exit(1)
+	default:
 		fakeLib = lib
 	}
-	return m.Run()
+	os.Exit(m.Run())
 }
 
 // env is the fake's behaviour for one Open; every FAKENVML_ variable is
 // set (empty means the default), so one test's settings never leak into
-// the next Open.
+// the next Open. lib is the library to open ("": fakeLib).
 type env struct {
-	devices, initErr, procErr, totalBytes, procFile string
+	devices, initErr, procErr, totalBytes, procFile, utilFile string
+	lib                                                       string
 }
 
 // openFake sets the fake's environment and opens it, closing it when the
@@ -73,24 +65,25 @@ func openFakeErr(t *testing.T, e env) (*NVML, error) {
 	if fakeLib == "" {
 		t.Skip(fakeSkip)
 	}
-	t.Setenv("FAKENVML_DEVICES", e.devices)
-	t.Setenv("FAKENVML_INIT_ERROR", e.initErr)
-	t.Setenv("FAKENVML_PROC_ERROR", e.procErr)
-	t.Setenv("FAKENVML_TOTAL_BYTES", e.totalBytes)
-	t.Setenv("FAKENVML_PROC_BYTES_FILE", e.procFile)
-	return Open(fakeLib)
+	t.Setenv(fakenvml.EnvDevices, e.devices)
+	t.Setenv(fakenvml.EnvInitError, e.initErr)
+	t.Setenv(fakenvml.EnvProcError, e.procErr)
+	t.Setenv(fakenvml.EnvTotalBytes, e.totalBytes)
+	t.Setenv(fakenvml.EnvProcBytesFile, e.procFile)
+	t.Setenv(fakenvml.EnvUtilFile, e.utilFile)
+	if e.lib == "" {
+		return Open(fakeLib)
+	}
+	return Open(e.lib)
 }
 
 // writeProcs replaces the fake's process file whole (write, then rename),
 // so the fake, which re-reads it on every query from the sampler's
-// goroutine, never sees half a file.
+// goroutine, never sees half a file. The utilization file is written the
+// same way.
 func writeProcs(t *testing.T, path, content string) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fakenvml.WriteFile(path, content); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -241,17 +234,7 @@ func noEntrySeen(s *Sampler) int {
 // hung test, not to measure.
 func waitFor(t *testing.T, s *Sampler, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if last, ok := s.Latest(); ok && last.Bytes == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			last, ok := s.Latest()
-			t.Fatalf("sampler never read %d bytes; latest %+v (%v)", want, last, ok)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitForSample(t, s, fmt.Sprintf("%d bytes", want), func(smp Sample) bool { return smp.Bytes == want })
 }
 
 func TestSampler(t *testing.T) {
@@ -360,4 +343,255 @@ func TestSamplerAfterClose(t *testing.T) {
 	if tl.Errors+tl.NoEntry != 2 || tl.Errors < 1 || !strings.Contains(tl.FirstErr, "closed") {
 		t.Errorf("timeline %+v; want the reading after Close to be a 'closed' error", tl)
 	}
+}
+
+// TestUtilization reads the fake's utilization file through the binding:
+// the listed GPUs' figures, NVML_ERROR_NOT_SUPPORTED (a GPU not listed, as
+// a MIG instance, or no file) as ErrUtilizationNotSupported naming the
+// call and the GPU, an index NVML does not have as a plain error.
+func TestUtilization(t *testing.T) {
+	util := filepath.Join(t.TempDir(), "util")
+	n := openFake(t, env{devices: "3", utilFile: util})
+
+	if _, _, err := n.Utilization(0); !errors.Is(err, ErrUtilizationNotSupported) {
+		t.Errorf("no util file: Utilization(0) error %v, want ErrUtilizationNotSupported", err)
+	}
+	writeProcs(t, util, "0 87 41\n2 3 0\n")
+	for _, tc := range []struct{ gpu, g, m int }{{0, 87, 41}, {2, 3, 0}} {
+		if g, m, err := n.Utilization(tc.gpu); g != tc.g || m != tc.m || err != nil {
+			t.Errorf("Utilization(%d) = %d, %d, %v; want %d, %d, nil", tc.gpu, g, m, err, tc.g, tc.m)
+		}
+	}
+	g, m, err := n.Utilization(1)
+	if g != 0 || m != 0 || !errors.Is(err, ErrUtilizationNotSupported) ||
+		!strings.Contains(err.Error(), "nvmlDeviceGetUtilizationRates(GPU 1)") || !strings.Contains(err.Error(), "Not Supported (fakenvml)") {
+		t.Errorf("Utilization(1) = %d, %d, %v; want ErrUtilizationNotSupported naming the call, GPU 1 and the library's string", g, m, err)
+	}
+	for _, i := range []int{-1, 3} {
+		if _, _, err := n.Utilization(i); err == nil || errors.Is(err, ErrUtilizationNotSupported) || !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("Utilization(%d): %v; want an out-of-range error", i, err)
+		}
+	}
+	// Re-read at each call.
+	writeProcs(t, util, "0 100 100\n")
+	if g, m, err := n.Utilization(0); g != 100 || m != 100 || err != nil {
+		t.Errorf("after rewrite, Utilization(0) = %d, %d, %v; want 100, 100, nil", g, m, err)
+	}
+	if _, _, err := n.Utilization(2); !errors.Is(err, ErrUtilizationNotSupported) {
+		t.Errorf("after rewrite, Utilization(2): %v; want ErrUtilizationNotSupported", err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { n.Utilization(0) }); allocs != 0 {
+		t.Errorf("Utilization allocates %v times per call, want 0", allocs)
+	}
+}
+
+func TestUtilizationAfterClose(t *testing.T) {
+	n, err := openFakeErr(t, env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.Utilization(0); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Utilization after Close: %v, want a 'closed' error", err)
+	}
+}
+
+// TestUtilizationMissingSymbol opens a library without
+// nvmlDeviceGetUtilizationRates: it opens, the memory figures are read as
+// ever, Utilization names the missing symbol, and a Sampler's samples
+// carry no utilization, each counted in UtilErrors and not in Errors.
+func TestUtilizationMissingSymbol(t *testing.T) {
+	if fakeLib == "" {
+		t.Skip(fakeSkip)
+	}
+	lib, err := fakenvml.Build(fakenvml.OmitUtilization)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := os.Getpid()
+	dir := t.TempDir()
+	procs, util := filepath.Join(dir, "procs"), filepath.Join(dir, "util")
+	writeProcs(t, procs, fmt.Sprintf("%d 100 0\n", pid))
+	writeProcs(t, util, "0 50 50\n")
+	n := openFake(t, env{lib: lib, procFile: procs, utilFile: util})
+
+	if _, err := n.Devices(); err != nil {
+		t.Errorf("Devices: %v", err)
+	}
+	if b, err := n.ProcessBytes(pid); b != 100 || err != nil {
+		t.Errorf("ProcessBytes = %d, %v; want 100, nil", b, err)
+	}
+	_, _, err = n.Utilization(0)
+	if !errors.Is(err, ErrUtilizationNotSupported) || !strings.Contains(err.Error(), "lacks nvmlDeviceGetUtilizationRates") || !strings.Contains(err.Error(), lib) {
+		t.Errorf("Utilization(0): %v; want ErrUtilizationNotSupported saying %s lacks nvmlDeviceGetUtilizationRates", err, lib)
+	}
+
+	tl := n.Sample(pid, time.Hour).Stop()
+	if len(tl.Samples) != 2 || tl.PeakBytes != 100 || tl.Errors != 0 || tl.NoEntry != 0 {
+		t.Errorf("timeline %+v; want 2 samples of 100 bytes, no errors", tl)
+	}
+	for i, smp := range tl.Samples {
+		if smp.GPUUtilPct != nil {
+			t.Errorf("sample %d has utilization %g, want none", i, *smp.GPUUtilPct)
+		}
+	}
+	if tl.MeanGPUUtilPct != nil || tl.UtilErrors != 2 || tl.UtilFirstErr != err.Error() {
+		t.Errorf("mean %v, util errors %d (%q); want no mean, 2 errors, the first %q", tl.MeanGPUUtilPct, tl.UtilErrors, tl.UtilFirstErr, err)
+	}
+}
+
+// waitForSample polls the sampler until its latest reading satisfies ok
+// (a deadline fails a hung test; nothing is timed).
+func waitForSample(t *testing.T, s *Sampler, what string, ok func(Sample) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if last, seen := s.Latest(); seen && ok(last) {
+			return
+		}
+		if time.Now().After(deadline) {
+			last, seen := s.Latest()
+			t.Fatalf("sampler never read %s; latest %+v (%v)", what, last, seen)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSamplerUtilization: each sample carries the mean utilization of the
+// GPUs the process holds memory on (never of a GPU it is not on, however
+// busy), nil when none of them reports one; GPUs without utilization are
+// counted in UtilErrors, not Errors, and the memory samples are as
+// without utilization. The files change in an order that gives each
+// memory figure one utilization, so every sample can be checked.
+func TestSamplerUtilization(t *testing.T) {
+	pid := os.Getpid()
+	dir := t.TempDir()
+	procs, util := filepath.Join(dir, "procs"), filepath.Join(dir, "util")
+	const mib = 1 << 20
+	writeProcs(t, util, "0 40 10\n1 90 90\n2 70 5\n")
+	n := openFake(t, env{devices: "3", procFile: procs, utilFile: util})
+
+	s := n.Sample(pid, time.Millisecond)
+	// No process file yet: no-entry readings, which read no utilization.
+	deadline := time.Now().Add(30 * time.Second)
+	for noEntrySeen(s) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("sampler never read the empty process list")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	steps := []struct {
+		util  string // written before procs ("" leaves it)
+		procs string
+		bytes int64
+		pct   float64 // -1: no utilization
+	}{
+		// GPU 0 only; GPU 1 busy with another process's work.
+		{"", fmt.Sprintf("%d %d 0\n7 %d 1\n", pid, 100*mib, 999*mib), 100 * mib, 40},
+		// GPUs 0 and 2: their mean.
+		{"", fmt.Sprintf("%d %d 0\n%d %d 2\n", pid, 100*mib, pid, 200*mib), 300 * mib, 55},
+		// GPU 1 stops reporting (as a MIG instance), then the process
+		// moves there: no utilization.
+		{"0 40 10\n2 70 5\n", fmt.Sprintf("%d %d 1\n", pid, 50*mib), 50 * mib, -1},
+		// GPUs 0 and 1: the mean over GPU 0, the one that reports.
+		{"", fmt.Sprintf("%d %d 0\n%d %d 1\n", pid, 100*mib, pid, 50*mib), 150 * mib, 40},
+	}
+	want := map[int64]float64{}
+	for _, st := range steps {
+		want[st.bytes] = st.pct
+		if st.util != "" {
+			writeProcs(t, util, st.util)
+		}
+		writeProcs(t, procs, st.procs)
+		waitForSample(t, s, fmt.Sprintf("%d bytes", st.bytes), func(smp Sample) bool { return smp.Bytes == st.bytes })
+	}
+	tl := s.Stop()
+
+	if tl.PeakBytes != 300*mib || tl.Errors != 0 || tl.FirstErr != "" || tl.NoEntry < 1 {
+		t.Errorf("peak %d, errors %d (%q), no-entry %d; want %d, none, the readings before the first figure", tl.PeakBytes, tl.Errors, tl.FirstErr, tl.NoEntry, 300*mib)
+	}
+	var sum float64
+	var withUtil, wantUtilErrors int
+	seen := map[int64]bool{}
+	for i, smp := range tl.Samples {
+		pct, ok := want[smp.Bytes]
+		if !ok {
+			t.Errorf("sample %d: %d bytes, not a figure the test wrote", i, smp.Bytes)
+			continue
+		}
+		seen[smp.Bytes] = true
+		switch {
+		case pct < 0 && smp.GPUUtilPct != nil:
+			t.Errorf("sample %d (%d bytes): utilization %g, want none", i, smp.Bytes, *smp.GPUUtilPct)
+		case pct >= 0 && (smp.GPUUtilPct == nil || *smp.GPUUtilPct != pct):
+			t.Errorf("sample %d (%d bytes): utilization %v, want %g", i, smp.Bytes, smp.GPUUtilPct, pct)
+		}
+		if smp.GPUUtilPct != nil {
+			sum += *smp.GPUUtilPct
+			withUtil++
+		}
+		if smp.Bytes == 50*mib || smp.Bytes == 150*mib { // on GPU 1, which does not report
+			wantUtilErrors++
+		}
+	}
+	for _, st := range steps {
+		if !seen[st.bytes] {
+			t.Errorf("timeline lacks a %d-byte sample", st.bytes)
+		}
+	}
+	if withUtil == 0 || tl.MeanGPUUtilPct == nil || *tl.MeanGPUUtilPct != sum/float64(withUtil) {
+		t.Errorf("MeanGPUUtilPct %v; want the mean %g of the %d samples with utilization", tl.MeanGPUUtilPct, sum/float64(withUtil), withUtil)
+	}
+	if tl.UtilErrors != wantUtilErrors || !strings.Contains(tl.UtilFirstErr, "nvmlDeviceGetUtilizationRates(GPU 1)") ||
+		!strings.Contains(tl.UtilFirstErr, "Not Supported (fakenvml)") {
+		t.Errorf("UtilErrors %d (%q); want %d (the samples on GPU 1), naming the call and GPU 1", tl.UtilErrors, tl.UtilFirstErr, wantUtilErrors)
+	}
+
+	b, err := json.Marshal(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"gpu_util_pct":40`, `"gpu_util_pct":55`, `"mean_gpu_util_pct":`, `"util_errors":`, `"util_first_error":"nvmlDeviceGetUtilizationRates(GPU 1)`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("JSON lacks %s", key)
+		}
+	}
+	if b, _ := json.Marshal(Sample{Seconds: 1, Bytes: 2}); string(b) != `{"t_seconds":1,"bytes":2}` {
+		t.Errorf("a sample without utilization is %s; want no gpu_util_pct key", b)
+	}
+}
+
+// TestSamplerReadAllocs: a reading that finds the process on a GPU which
+// never reports utilization (a MIG instance) allocates no more than one
+// on a GPU which does: after the first failure, whose text the timeline
+// keeps, failures are counted without building an error each time.
+func TestSamplerReadAllocs(t *testing.T) {
+	pid := os.Getpid()
+	dir := t.TempDir()
+	procs, util := filepath.Join(dir, "procs"), filepath.Join(dir, "util")
+	writeProcs(t, procs, fmt.Sprintf("%d 100 0\n%d 100 1\n", pid, pid))
+	n := openFake(t, env{devices: "2", procFile: procs, utilFile: util})
+	perReading := func(utilLines string) (float64, Timeline) {
+		writeProcs(t, util, utilLines)
+		s := n.Sample(pid, time.Hour)
+		s.Stop()
+		s.tl.Samples = append(make([]Sample, 0, 1000), s.tl.Samples...) // no growth inside the count
+		allocs := testing.AllocsPerRun(200, s.read)
+		return allocs, s.Stop()
+	}
+	ok, okTL := perReading("0 10 0\n1 30 0\n")
+	failing, failTL := perReading("")
+	if okTL.UtilErrors != 0 || okTL.MeanGPUUtilPct == nil || *okTL.MeanGPUUtilPct != 20 {
+		t.Fatalf("reporting GPUs: util errors %d, mean %v; want none and 20", okTL.UtilErrors, okTL.MeanGPUUtilPct)
+	}
+	if failTL.UtilErrors != len(failTL.Samples) || failTL.MeanGPUUtilPct != nil || !strings.Contains(failTL.UtilFirstErr, "GPU 0") {
+		t.Fatalf("GPUs without utilization: %d util errors for %d samples, mean %v, first %q; want one per sample, no mean, GPU 0's",
+			failTL.UtilErrors, len(failTL.Samples), failTL.MeanGPUUtilPct, failTL.UtilFirstErr)
+	}
+	if failing > ok {
+		t.Errorf("a reading allocates %v times on GPUs without utilization, %v on GPUs with it; want no more", failing, ok)
+	}
+	t.Logf("allocations per reading: %v with utilization, %v without", ok, failing)
 }

@@ -1,19 +1,20 @@
 // Package gpumem reads the process's GPU memory as NVML sees it, once or
 // over time: the GPU counterpart of the RSS sampler in probe/sampler. It
 // opens libnvidia-ml.so.1 at run time and calls the eight NVML functions
-// it needs through internal/dl (dlopen and a cgo trampoline), so building
-// needs a C compiler for cgo but no NVIDIA header, toolkit or driver, and
-// on a machine without the driver Open fails with a one-line error ("no
-// NVML: libnvidia-ml.so.1 not found: ...") that the caller can print and
-// carry on. A binary built with CGO_ENABLED=0 still compiles, but its Open
-// says "NVML needs a cgo build".
+// it needs, and a ninth, optional one for utilization, through internal/dl
+// (dlopen and a cgo trampoline), so building needs a C compiler for cgo
+// but no NVIDIA header, toolkit or driver, and on a machine without the
+// driver Open fails with a one-line error ("no NVML: libnvidia-ml.so.1
+// not found: ...") that the caller can print and carry on. A binary built
+// with CGO_ENABLED=0 still compiles, but its Open says "NVML needs a cgo
+// build".
 //
 // Why not NVIDIA's github.com/NVIDIA/go-nvml, the official binding (this
 // package used it first): it links every program that imports it with
 // --export-dynamic and --unresolved-symbols=ignore-in-object-files, which
 // made every probe child 1.1 MiB larger at start (probe version: 15.7
 // MiB maxrss against 14.5 without it, AMD EPYC) and would hide any
-// unresolved C symbol of the whole program at link time; the eight calls
+// unresolved C symbol of the whole program at link time; the nine calls
 // used here do not need its 12,000-line header.
 //
 // # What the figure is
@@ -48,6 +49,30 @@
 // apart from errors (Timeline.NoEntry) and Timeline.Available says whether
 // any figure was seen at all.
 //
+// # What the utilization figure is
+//
+// Utilization and Sample.GPUUtilPct come from
+// nvmlDeviceGetUtilizationRates: the percent of NVML's own sample period
+// (1/6 s to 1 s depending on the product, set by the driver and not
+// aligned with the Sampler's interval) during which one or more kernels
+// ran on the GPU. It is device-wide: every process's kernels count, not
+// only the sampled process's, so on a shared GPU it says how busy the card
+// was, not how busy this process kept it. Nor is it occupancy: one small
+// kernel running all the time reads 100% however few of the GPU's
+// multiprocessors it uses. (The memory figure Utilization also returns is
+// likewise the share of the period during which device memory was read or
+// written, not a bandwidth and not the memory held.)
+//
+// A Sample carries the mean of that figure over the GPUs on which NVML
+// charges the process memory at that reading and which report it, and
+// Timeline.MeanGPUUtilPct is the mean over the samples that have one: a
+// mean of samples, not of time, so a reading that was late or failed
+// weighs nothing, and with an interval shorter than NVML's period
+// neighbouring samples may repeat one window. A GPU that reports no
+// utilization (a MIG instance, some products: ErrUtilizationNotSupported)
+// is counted in Timeline.UtilErrors, apart from Errors: it leaves the
+// memory figures as good as they were.
+//
 // # Concurrency
 //
 // Every NVML call of the process goes through one mutex (the calls are
@@ -73,7 +98,8 @@ const EnvLibNVML = "MEMPROBE_LIBNVML"
 const DefaultLibrary = "libnvidia-ml.so.1"
 
 // DefaultInterval is the sampling interval used when Sample is given a
-// non-positive one. One sample is one NVML query per GPU, tens of
+// non-positive one. One sample is one NVML process query per GPU, and a
+// utilization query per GPU the process holds memory on, tens of
 // microseconds to about a millisecond, so 100 ms costs the measured
 // process well under 1% while still catching allocations that live for a
 // few batches.
@@ -98,6 +124,12 @@ var ErrNoCgo = errors.New("no NVML: NVML needs a cgo build (this binary was buil
 // many other processes were listed. Callers should report "not available"
 // rather than a zero.
 var ErrNoProcessEntry = errors.New("NVML lists no memory figure for the process")
+
+// ErrUtilizationNotSupported is wrapped by Utilization's error when NVML
+// has no utilization for the GPU (NVML_ERROR_NOT_SUPPORTED: MIG instances
+// and some products) or the library lacks nvmlDeviceGetUtilizationRates,
+// so a caller can leave the figure out without treating it as a failure.
+var ErrUtilizationNotSupported = errors.New("GPU utilization not supported")
 
 // errClosed is returned by calls on an NVML after Close (or on a nil one).
 var errClosed = errors.New("gpumem: NVML is closed")
@@ -158,6 +190,11 @@ type Sample struct {
 	Seconds float64 `json:"t_seconds"`
 	// Bytes is ProcessBytes at that time.
 	Bytes int64 `json:"bytes"`
+	// GPUUtilPct is the GPU utilization (Utilization's gpuPct, device-wide:
+	// see the package doc) read just after Bytes, the mean over the GPUs
+	// on which the process holds memory; GPUs that give none are left out
+	// of the mean, and it is nil when none gave one.
+	GPUUtilPct *float64 `json:"gpu_util_pct,omitempty"`
 }
 
 // Timeline is what a Sampler saw, in a shape that goes into a JSON record
@@ -186,6 +223,16 @@ type Timeline struct {
 	// the first is the one that explains the rest.
 	Errors   int    `json:"errors"`
 	FirstErr string `json:"first_error,omitempty"`
+	// MeanGPUUtilPct is the mean of the Samples' GPUUtilPct, over those
+	// that have one (nil if none): a mean of samples, not of time.
+	MeanGPUUtilPct *float64 `json:"mean_gpu_util_pct,omitempty"`
+	// UtilErrors counts the Samples for which a GPU the process holds
+	// memory on gave no utilization (ErrUtilizationNotSupported on a MIG
+	// instance, or any other failure), and UtilFirstErr is the first
+	// one's text. They are kept apart from Errors: the memory figure of
+	// those samples is as good as any other.
+	UtilErrors   int    `json:"util_errors"`
+	UtilFirstErr string `json:"util_first_error,omitempty"`
 }
 
 // Available reports whether NVML gave any figure for the process. When it
@@ -193,9 +240,10 @@ type Timeline struct {
 // available" rather than report PeakBytes as 0.
 func (t Timeline) Available() bool { return len(t.Samples) > 0 }
 
-// Sampler reads ProcessBytes in the background so that a run can record
-// how its GPU memory moved, not just where it ended. Create it with
-// NVML.Sample and end it with Stop.
+// Sampler reads ProcessBytes (and the utilization of the GPUs the process
+// is on) in the background so that a run can record how its GPU memory
+// moved, not just where it ended. Create it with NVML.Sample and end it
+// with Stop.
 type Sampler struct {
 	n     *NVML
 	every time.Duration
@@ -204,17 +252,27 @@ type Sampler struct {
 	done  chan struct{}
 	once  sync.Once
 
-	mu   sync.Mutex // guards tl while the goroutine runs
+	mu   sync.Mutex // guards the rest while the goroutine runs
 	tl   Timeline
 	last Sample
 	seen bool
+
+	utilSum float64   // of the Samples' GPUUtilPct
+	utilN   int       // Samples with a GPUUtilPct
+	pcts    []float64 // the block the Samples' GPUUtilPct point into
+
+	// utilWorded: UtilFirstErr is set, so later failures are only
+	// counted (NVML.gpuUtil builds no error). Read and written by the
+	// sampler's goroutine only.
+	utilWorded bool
 }
 
 // Sample starts a goroutine that reads ProcessBytes(pid) at once, then
 // every interval (DefaultInterval if every <= 0), and once more when Stop
 // is called, so even a run shorter than one interval has a first and a
-// last reading. Stop every Sampler before closing n: readings after Close
-// fail and count as errors.
+// last reading. Each reading that finds the process's memory also reads
+// the utilization of the GPUs it is on (Sample.GPUUtilPct). Stop every
+// Sampler before closing n: readings after Close fail and count as errors.
 func (n *NVML) Sample(pid int, every time.Duration) *Sampler {
 	if every <= 0 {
 		every = DefaultInterval
@@ -251,15 +309,56 @@ func (s *Sampler) run() {
 	}
 }
 
-// read takes one reading and adds it to the timeline.
+// read takes one reading and adds it to the timeline. The NVML calls are
+// made outside mu, so Latest never waits on them.
 func (s *Sampler) read() {
-	b, err := s.n.ProcessBytes(s.tl.PID)
+	per, err := s.n.ProcessBytesPerDevice(s.tl.PID)
 	at := time.Since(s.start).Seconds()
+	var b int64
+	var utilSum float64
+	var utilN int
+	var utilFailed bool // a GPU of the process gave no utilization
+	var utilErr error   // why, when the timeline has no UtilFirstErr yet
+	if err == nil {
+		for i, v := range per {
+			b += v
+			if v <= 0 {
+				continue // not on this GPU: its utilization is others' work
+			}
+			var g int
+			ok := false
+			if s.utilWorded || utilFailed {
+				g, ok = s.n.gpuUtil(i) // counted only: no error built
+			} else {
+				var uerr error
+				g, _, uerr = s.n.Utilization(i)
+				ok, utilErr = uerr == nil, uerr
+			}
+			if !ok {
+				utilFailed = true
+				continue
+			}
+			utilSum += float64(g)
+			utilN++
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case err == nil:
 		smp := Sample{Seconds: at, Bytes: b}
+		if utilN > 0 {
+			smp.GPUUtilPct = s.pct(utilSum / float64(utilN))
+			s.utilSum += *smp.GPUUtilPct
+			s.utilN++
+		}
+		if utilFailed {
+			if utilErr != nil {
+				s.tl.UtilFirstErr = utilErr.Error()
+				s.utilWorded = true
+			}
+			s.tl.UtilErrors++
+		}
 		s.tl.Samples = append(s.tl.Samples, smp)
 		s.tl.PeakBytes = max(s.tl.PeakBytes, b)
 		s.last, s.seen = smp, true
@@ -272,6 +371,17 @@ func (s *Sampler) read() {
 		}
 		s.tl.Errors++
 	}
+}
+
+// pct returns a pointer to v for a Sample's GPUUtilPct, from a block of 64
+// that is never grown in place (so earlier pointers stay valid): one
+// allocation per 64 readings, not one per reading.
+func (s *Sampler) pct(v float64) *float64 {
+	if len(s.pcts) == cap(s.pcts) {
+		s.pcts = make([]float64, 0, 64)
+	}
+	s.pcts = append(s.pcts, v)
+	return &s.pcts[len(s.pcts)-1]
 }
 
 // Latest returns the most recent reading that gave a figure, and false if
@@ -294,6 +404,10 @@ func (s *Sampler) Stop() Timeline {
 	tl.Samples = append([]Sample(nil), s.tl.Samples...)
 	if tl.Samples == nil {
 		tl.Samples = []Sample{}
+	}
+	if s.utilN > 0 {
+		mean := s.utilSum / float64(s.utilN)
+		tl.MeanGPUUtilPct = &mean
 	}
 	return tl
 }

@@ -21,6 +21,9 @@ func TestOpenNoCgo(t *testing.T) {
 	if _, err := n.Devices(); !errors.Is(err, ErrNoCgo) {
 		t.Errorf("Devices: %v", err)
 	}
+	if _, _, err := n.Utilization(0); !errors.Is(err, ErrNoCgo) {
+		t.Errorf("Utilization: %v", err)
+	}
 	tl := n.Sample(os.Getpid(), time.Hour).Stop()
 	if tl.Available() || tl.Errors != 2 || !strings.Contains(tl.FirstErr, "cgo") {
 		t.Errorf("timeline %+v; want 2 errors naming cgo", tl)

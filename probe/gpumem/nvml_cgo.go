@@ -3,6 +3,7 @@
 package gpumem
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 // NVML's result codes that the binding tests for (nvml.h).
 const (
 	nvmlSuccess          = 0
+	nvmlNotSupported     = 3
 	nvmlInsufficientSize = 7
 )
 
@@ -24,6 +26,16 @@ const notAvailable = ^uint64(0)
 
 // nvmlMemory is nvml.h's nvmlMemory_t.
 type nvmlMemory struct{ total, free, used uint64 }
+
+// nvmlUtilization is nvml.h's nvmlUtilization_t: percent of NVML's last
+// sample period during which a kernel ran (gpu) and during which device
+// memory was read or written (memory).
+type nvmlUtilization struct{ gpu, memory uint32 }
+
+// utilizationCall is the one optional entry point: it is not needed for
+// the memory figures, and a library without it (a stand-in, a stripped
+// build) still opens.
+const utilizationCall = "nvmlDeviceGetUtilizationRates"
 
 // nvmlProcessInfo is nvml.h's nvmlProcessInfo_t of the _v2 and _v3 process
 // queries (24 bytes: pid, padding, usedGpuMemory, the MIG instance ids).
@@ -47,10 +59,21 @@ type NVML struct {
 
 	initV2, shutdown, errorString, getCount, getHandle, getName, getMemory, getProcs uintptr
 	procsCall                                                                        string // the process query resolved (_v3, else _v2)
+	// getUtil is utilizationCall, 0 when the library lacks it.
+	getUtil uintptr
 
 	devs   []uintptr // nvmlDevice_t handles by index, taken at Open
 	mu     sync.Mutex
 	closed bool
+
+	// util is Utilization's out-parameter, kept here, on the heap with n
+	// (Open allocates it), so that a sampler's reading allocates nothing:
+	// callOut's go:uintptrescapes moves a local out-parameter and the
+	// argument slice to the heap at every call. Go's heap objects do not
+	// move, and n is used after the call, so call may pass its address.
+	// utilMu guards it from the call until it is read.
+	utilMu sync.Mutex
+	util   nvmlUtilization
 }
 
 // Open loads NVML from libPath ("" = $MEMPROBE_LIBNVML if set, else
@@ -96,6 +119,9 @@ func Open(libPath string) (*NVML, error) {
 			return nil, fmt.Errorf("NVML %s lacks %s (a driver older than R470?)", path, strings.Join(s.names, " and "))
 		}
 	}
+	// Optional: Utilization says it is missing, the memory figures do not
+	// need it.
+	n.getUtil, _ = lib.Sym(utilizationCall)
 	if ret := n.call(n.initV2); ret != nvmlSuccess {
 		return nil, n.callErr("nvmlInit", -1, ret)
 	}
@@ -280,4 +306,67 @@ func noEntry(pid, gpus, others, unavailable int) error {
 		why = fmt.Sprintf("NVML lists no compute process on %d GPU(s): pid %d has no CUDA context yet, or the driver hides processes of this PID namespace", gpus, pid)
 	}
 	return fmt.Errorf("%w: %s", ErrNoProcessEntry, why)
+}
+
+// Utilization reads GPU index's utilization (nvmlDeviceGetUtilizationRates):
+// the percent of NVML's last sample period (1/6 s to 1 s by product) during
+// which one or more kernels ran on the GPU, and during which its memory
+// was read or written. Both are device-wide, every process's work
+// included (see the package doc). Where NVML has no such counter (a MIG
+// instance, some products: NVML_ERROR_NOT_SUPPORTED) or the library lacks
+// the entry point, the error wraps ErrUtilizationNotSupported, so a
+// caller can leave the figure out and carry on; other errors name the
+// call and the GPU. A successful call allocates nothing.
+func (n *NVML) Utilization(index int) (gpuPct, memPct int, err error) {
+	g, m, ret, err := n.utilization(index)
+	switch {
+	case err == errNoUtilization:
+		return 0, 0, fmt.Errorf("NVML %s lacks %s: %w", n.path, utilizationCall, ErrUtilizationNotSupported)
+	case err != nil:
+		return 0, 0, err
+	case ret == nvmlSuccess:
+		return g, m, nil
+	case ret == nvmlNotSupported:
+		return 0, 0, fmt.Errorf("%w: %w", n.callErr(utilizationCall, index, ret), ErrUtilizationNotSupported)
+	default:
+		return 0, 0, n.callErr(utilizationCall, index, ret)
+	}
+}
+
+// gpuUtil is Utilization's gpuPct for a Sampler that already holds the
+// text of a utilization failure: ok is false on any failure, and no error
+// is built, so that a GPU which never reports (a MIG instance) costs each
+// reading one NVML call and no allocation.
+func (n *NVML) gpuUtil(index int) (pct int, ok bool) {
+	g, _, ret, err := n.utilization(index)
+	return g, err == nil && ret == nvmlSuccess
+}
+
+// errNoUtilization is utilization's error when the library lacks
+// utilizationCall; Utilization words it.
+var errNoUtilization = errors.New("no " + utilizationCall)
+
+// utilization makes the NVML call and returns its code, leaving the
+// error's words (callErr allocates) to the caller; err is for a failure
+// before any call: a closed NVML, an index NVML does not have, or
+// errNoUtilization.
+func (n *NVML) utilization(index int) (gpuPct, memPct int, ret int32, err error) {
+	devs, err := n.open()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if index < 0 || index >= len(devs) {
+		return 0, 0, 0, fmt.Errorf("gpumem: GPU %d out of range (NVML sees %d)", index, len(devs))
+	}
+	if n.getUtil == 0 {
+		return 0, 0, 0, errNoUtilization
+	}
+	n.utilMu.Lock()
+	ret = n.call(n.getUtil, devs[index], uintptr(unsafe.Pointer(&n.util)))
+	u := n.util // after the call: keeps n, and so util, alive through it
+	n.utilMu.Unlock()
+	if ret != nvmlSuccess {
+		return 0, 0, ret, nil
+	}
+	return int(u.gpu), int(u.memory), ret, nil
 }

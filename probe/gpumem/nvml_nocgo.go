@@ -29,4 +29,10 @@ func (n *NVML) ProcessBytesPerDevice(pid int) ([]int64, error) {
 	return nil, ErrNoCgo
 }
 
+// Utilization fails: there is no NVML without cgo.
+func (n *NVML) Utilization(index int) (gpuPct, memPct int, err error) { return 0, 0, ErrNoCgo }
+
+// gpuUtil fails: there is no NVML without cgo.
+func (n *NVML) gpuUtil(index int) (pct int, ok bool) { return 0, false }
+
 var _ = errClosed // used by the cgo build only

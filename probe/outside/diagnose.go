@@ -53,6 +53,10 @@ func diagnose(p *schema.Process) []schema.Finding {
 		diagnoseWalk(p, p.AtPeak, add)
 	}
 
+	if g := p.GPU; g != nil {
+		diagnoseGPU(g, add)
+	}
+
 	if tl.PeakSwapBytes > 0 {
 		add("swap", "peak_swap_bytes", float64(tl.PeakSwapBytes), "%s of it was swapped out at the most: RSS understates its memory by that much", iec(int64(tl.PeakSwapBytes)))
 	}
@@ -178,6 +182,28 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 // iec formats bytes in the report's text and the diagnosis: "504 MiB",
 // "1.9 MiB", "12 KiB" (table.FormatBytesShort).
 func iec(b int64) string { return table.FormatBytesShort(b) }
+
+// idleGPUPct is the mean utilization below which a GPU is said to wait on
+// its host: note 003's trainer ran its GPU at 10 %.
+const idleGPUPct = 30
+
+// diagnoseGPU says what NVML's readings of the process mean: its device
+// memory, and whether the GPUs it used were kept busy.
+func diagnoseGPU(g *schema.ProcessGPU, add func(topic, metric string, value float64, format string, args ...any)) {
+	if g.Samples > 0 {
+		add("gpu", "gpu_peak_bytes", float64(g.PeakBytes), "on the GPU, NVML charged the process up to %s (%s at the last of %d readings, every %.0f ms): device memory with the CUDA context and the libraries' workspaces, not only its own allocations",
+			iec(g.PeakBytes), iec(g.FinalBytes), g.Samples, g.IntervalMs)
+	}
+	if g.MeanUtilPct == nil {
+		return
+	}
+	u := *g.MeanUtilPct
+	if u < idleGPUPct {
+		add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide): the GPU waits on the host; look for a host–device sync per step or per token (probe decode measures what one costs)", u)
+		return
+	}
+	add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide)", u)
+}
 
 // seconds formats milliseconds as seconds: "0.05 s", "40 s".
 func seconds(ms float64) string {

@@ -31,6 +31,11 @@ type Options struct {
 	// Children watches the process's descendants too: their peaks, and
 	// the tree's summed RSS.
 	Children bool
+	// NoGPU skips NVML. Otherwise, where libnvidia-ml opens (gpumem), the
+	// process's GPU memory and its GPUs' utilization are read every
+	// gpumem.DefaultInterval; where it does not (no NVIDIA driver), the
+	// result has no GPU section and says nothing of it.
+	NoGPU bool
 	// OutDir, when set, receives smaps-peak.txt and smaps-end.txt (the raw
 	// walks behind the reconciliations) and the heap profile of PprofURL.
 	OutDir string

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"memprobe/internal/fakenvml"
+	"memprobe/probe/gpumem"
 	"memprobe/probe/reconcile"
 	"memprobe/schema"
 )
@@ -483,5 +486,55 @@ func TestPermissionError(t *testing.T) {
 		if !errors.Is(&c.e, os.ErrPermission) {
 			t.Error("PermissionError does not wrap os.ErrPermission")
 		}
+	}
+}
+
+// TestExecGPU: on a machine with NVML (here the stand-in), exec reads the
+// program's GPU memory and its GPU's utilization: the program lists
+// itself in the fake's process file with 3 MiB on GPU 0, whose
+// utilization line says 75 %. With --gpu=false, or where NVML is not
+// there, the result has no GPU section and no warning about it.
+func TestExecGPU(t *testing.T) {
+	fakenvml.Use(t, "OUTSIDE_EXEC")
+	dir := t.TempDir()
+	procs, util := filepath.Join(dir, "procs"), filepath.Join(dir, "util")
+	t.Setenv(fakenvml.EnvProcBytesFile, procs)
+	t.Setenv(fakenvml.EnvUtilFile, util)
+	if err := fakenvml.WriteUtil(util, fakenvml.Util{GPU: 0, GPUPct: 75, MemPct: 20}); err != nil {
+		t.Fatal(err)
+	}
+	// The program writes "pid bytes gpu" whole (write, then rename), then
+	// lives long enough for a few readings at 100 ms.
+	script := fmt.Sprintf(`echo "$$ %d 0" > %s.tmp && mv %s.tmp %s && sleep 0.5`, 3<<20, procs, procs, procs)
+	run := func(o Options) *schema.Result {
+		t.Helper()
+		s, err := Exec(ExecOptions{Options: o, Args: []string{"/bin/sh", "-c", script}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := run(Options{})
+	g := r.Process.GPU
+	if g == nil {
+		t.Fatalf("no GPU section with NVML there; warnings %v", r.Warnings)
+	}
+	if g.Samples == 0 || g.PeakBytes != 3<<20 || g.FinalBytes != 3<<20 || g.MeanUtilPct == nil || *g.MeanUtilPct != 75 ||
+		g.Errors != 0 || g.UtilErrors != 0 || len(g.Timeline) != g.Samples || g.IntervalMs != 100 {
+		t.Errorf("GPU section %+v; want the program's 3 MiB, 75 %% utilization, no errors", g)
+	}
+	if topics(r.Process)["gpu"] == "" {
+		t.Errorf("no gpu finding in the diagnosis: %+v", r.Process.Diagnosis)
+	}
+	if r := run(Options{NoGPU: true}); r.Process.GPU != nil {
+		t.Errorf("--gpu=false: GPU section %+v, want none", r.Process.GPU)
+	}
+	t.Setenv(gpumem.EnvLibNVML, filepath.Join(dir, "no", "libnvidia-ml.so.1"))
+	if r := run(Options{}); r.Process.GPU != nil || slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "GPU") }) {
+		t.Errorf("no NVML: GPU section %+v, warnings %v; want neither", r.Process.GPU, r.Warnings)
 	}
 }

@@ -88,6 +88,11 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		e.printf("with %d descendants: tree RSS peak %s\n", len(p.Children), iec(int64(p.TreePeakRSSBytes)))
 	}
 
+	if g := p.GPU; g != nil {
+		heading("GPU (NVML)")
+		renderGPU(e, g)
+	}
+
 	if s := p.AtPeak; s != nil {
 		rec := s.Reconciliation
 		heading(fmt.Sprintf("Resident and reserved memory at the peak walk (%.2f s, RSS %s, VSZ %s)", s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
@@ -148,6 +153,26 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		e.printf("warning: %s\n", w)
 	}
 	return e.err
+}
+
+// renderGPU writes NVML's view of the process in a line or two.
+func renderGPU(e *errWriter, g *schema.ProcessGPU) {
+	if g.Samples == 0 {
+		why := g.NoEntryReason
+		if why == "" {
+			why = g.FirstError
+		}
+		e.printf("no GPU memory figure for the process in %d readings (every %.0f ms): %s\n", g.NoEntrySamples+g.Errors, g.IntervalMs, why)
+		return
+	}
+	e.printf("device memory NVML charges to the process: peak %s, final %s over %d readings every %.0f ms\n",
+		iec(g.PeakBytes), iec(g.FinalBytes), g.Samples, g.IntervalMs)
+	switch {
+	case g.MeanUtilPct != nil:
+		e.printf("GPU utilization (device-wide, NVML's window): mean %.1f %% over the readings\n", *g.MeanUtilPct)
+	case g.UtilErrors > 0:
+		e.printf("GPU utilization: not reported (%s)\n", g.UtilFirstError)
+	}
 }
 
 type errWriter struct {

@@ -37,6 +37,9 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		}
 	}
 	samp := s.finish(p.Exited)
+	if s.gpu != nil {
+		p.GPU = s.gpu.stop()
+	}
 	end := time.Now()
 	p.DurationMs = ms64(end.Sub(s.start))
 

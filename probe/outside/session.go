@@ -33,6 +33,7 @@ type Session struct {
 	start   time.Time
 	cpu0    time.Duration
 	smp     *sampler.Sampler
+	gpu     *gpuWatch // nil: no NVML, or Options.NoGPU
 	walker  *walker
 	status  *procfs.StatusReader
 	cmd     *exec.Cmd // exec only
@@ -95,6 +96,12 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 		s.status = st
 	}
 	s.walker = newWalker(opts.FS, pid, s.goBuild != nil)
+	if !opts.NoGPU {
+		var warn string
+		if s.gpu, warn = watchGPU(pid); warn != "" {
+			s.warnf("%s", warn)
+		}
+	}
 	go s.loop()
 	return s, nil
 }

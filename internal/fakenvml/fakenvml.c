@@ -1,8 +1,17 @@
+//go:build ignore
+
+// (The constraint above keeps the go command from treating this file as a
+// cgo source of package fakenvml, which embeds it and compiles it with gcc.)
+
 /*
- * fakenvml.c: a stand-in for libnvidia-ml.so.1, so that probe/gpumem's
- * tests run on a machine with no GPU and no driver.
+ * fakenvml.c: a stand-in for libnvidia-ml.so.1, so that the tests of
+ * probe/gpumem and of the packages that read GPU memory through it
+ * (probe/decodebench, probe/outside) run on a machine with no GPU and no
+ * driver. Build and use it through package memprobe/internal/fakenvml
+ * (fakenvml.Build, fakenvml.Use), which compiles it with gcc once per set
+ * of defines; by hand:
  *
- * Build: gcc -shared -fPIC -o libnvidia-ml.so.1 fakenvml.c
+ *   gcc -shared -fPIC -o libnvidia-ml.so.1 fakenvml.c
  *
  * It exports exactly the entry points gpumem resolves (the versioned
  * names a current driver has):
@@ -10,10 +19,12 @@
  *   nvmlInit_v2, nvmlShutdown, nvmlErrorString,
  *   nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2,
  *   nvmlDeviceGetName, nvmlDeviceGetMemoryInfo,
- *   nvmlDeviceGetComputeRunningProcesses_v3
+ *   nvmlDeviceGetComputeRunningProcesses_v3,
+ *   nvmlDeviceGetUtilizationRates (unless FAKENVML_OMIT_UTILIZATION)
  *
  * Behaviour comes from the environment, read at nvmlInit_v2 (so set it
- * before gpumem.Open):
+ * before gpumem.Open; a later Open re-reads it only once every earlier
+ * one is closed, as NVML's init is reference counted):
  *
  *   FAKENVML_INIT_ERROR=code   nvmlInit_v2 fails with this nvmlReturn_t.
  *   FAKENVML_DEVICES=n         number of GPUs (default 1, at most 8).
@@ -26,12 +37,22 @@
  *       read whole). One process per line: "pid bytes [gpu]", gpu 0 if
  *       left out; bytes "na" means NVML_VALUE_NOT_AVAILABLE. A missing
  *       file means no processes.
+ *   FAKENVML_UTIL_FILE=path
+ *       each GPU's utilization, re-read on every nvmlDeviceGetUtilizationRates
+ *       (replace it by rename, as the process file). One GPU per line:
+ *       "index gpuPct memPct". A GPU with no line, or no file at all,
+ *       gives NVML_ERROR_NOT_SUPPORTED, as a MIG instance or a product
+ *       without the counters does.
  *   FAKENVML_FAKECUDA=path
  *       internal/fakecuda's library, if this process has loaded it: the
  *       process is listed on GPU 0 with fakecuda_process_bytes(0).
  *   FAKENVML_PID_OFFSET=n
  *       list that process under its PID plus n, as NVML lists a process
  *       in a container with its own PID namespace (by its host PID).
+ *
+ * Compile with -DFAKENVML_OMIT_UTILIZATION to leave
+ * nvmlDeviceGetUtilizationRates out, so a test can check that the binding
+ * resolves it optionally.
  *
  * Each GPU's used memory (nvmlDeviceGetMemoryInfo) is a fixed 256 MiB
  * driver reservation plus its processes' bytes. Error strings end in
@@ -78,6 +99,13 @@ typedef struct {
 	unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
+/* nvml.h's nvmlUtilization_t: percent of the past sample period during
+ * which a kernel ran, and during which device memory was read or written. */
+typedef struct {
+	unsigned int gpu;
+	unsigned int memory;
+} nvmlUtilization_t;
+
 struct fake_device {
 	unsigned int index;
 };
@@ -89,6 +117,7 @@ static unsigned int device_count;
 static unsigned long long total_bytes;
 static nvmlReturn_t proc_error;
 static char proc_file[4096];
+static char util_file[4096];
 
 struct proc {
 	unsigned int pid;
@@ -180,6 +209,8 @@ nvmlReturn_t nvmlInit_v2(void)
 	proc_error = (nvmlReturn_t)env_long("FAKENVML_PROC_ERROR", 0);
 	pf = getenv("FAKENVML_PROC_BYTES_FILE");
 	snprintf(proc_file, sizeof proc_file, "%s", pf ? pf : "");
+	pf = getenv("FAKENVML_UTIL_FILE");
+	snprintf(util_file, sizeof util_file, "%s", pf ? pf : "");
 	from_fakecuda = NULL;
 	pf = getenv("FAKENVML_FAKECUDA");
 	if (pf && *pf) {
@@ -291,3 +322,35 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
 	*infoCount = k;
 	return NVML_SUCCESS;
 }
+
+#ifndef FAKENVML_OMIT_UTILIZATION
+/*
+ * The GPU's line in FAKENVML_UTIL_FILE, re-read on each call; no file, or
+ * no line for the GPU, is NVML_ERROR_NOT_SUPPORTED (what NVML returns on a
+ * MIG instance or a product without the counters). A later line for the
+ * same GPU wins.
+ */
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
+{
+	FILE *f;
+	char line[256];
+	unsigned int index, gpu, mem;
+	nvmlReturn_t ret = NVML_ERROR_NOT_SUPPORTED;
+
+	if (init_count == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!valid(device) || !utilization)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!util_file[0] || !(f = fopen(util_file, "r")))
+		return NVML_ERROR_NOT_SUPPORTED;
+	while (fgets(line, sizeof line, f)) {
+		if (sscanf(line, "%u %u %u", &index, &gpu, &mem) != 3 || index != device->index)
+			continue;
+		utilization->gpu = gpu;
+		utilization->memory = mem;
+		ret = NVML_SUCCESS;
+	}
+	fclose(f);
+	return ret;
+}
+#endif

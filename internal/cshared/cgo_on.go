@@ -1,5 +1,5 @@
 //go:build cgo
 
-package fakecuda
+package cshared
 
 const cgoEnabled = true
