@@ -11,7 +11,8 @@
 #                                --check cpu at the seed's head and GPT-2
 #                                small's (preset gpt2-head), writing the
 #                                tables, JSON and a summary under $OUT (else
-#                                ./gpu-out)
+#                                ./gpu-out); where PyTorch sees the GPU, also
+#                                probe exec of a PyTorch loop (NVML's view)
 #   scripts/gpu-check.sh         both: build when Go is here, then run
 #
 # The GPU machine has the NVIDIA driver, CUDA 13 libraries and PyTorch but
@@ -65,6 +66,7 @@ run() {
 	OUT=${OUT:-./gpu-out}
 	mkdir -p "$OUT"
 	[ -x "$BIN" ] || { echo "gpu-check: $BIN is missing: run scripts/gpu-check.sh build where Go is, and carry it here" >&2; exit 2; }
+	started=$(date +%s)
 	S=$OUT/summary.txt
 	: >"$S"
 	say() { echo "$*" | tee -a "$S"; }
@@ -114,6 +116,24 @@ run() {
 		[ "$status" = 0 ] && status=$rc
 	fi
 	cat "$OUT/decode-$NOPROBS-noprobs.err" "$OUT/decode-$NOPROBS-noprobs.md" | tee -a "$S"
+	# The outside view of a GPU program (probe exec's NVML section): a
+	# PyTorch loop that syncs the host on every step, where PyTorch and a
+	# GPU are. Informational: it does not change the exit status.
+	# It runs only in what is left of the 5 minutes.
+	left=$((280 - $(date +%s) + started))
+	if [ "$left" -ge 40 ] && timeout 20 python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+		say "== probe exec -- python3 (a PyTorch step loop with a host sync per step)"
+		timeout $((left - 20)) "$BIN" exec --json "$OUT/exec-torch.json" -- python3 -c '
+import time, torch
+x = torch.randn(2048, 2048, device="cuda")
+t = time.time()
+while time.time() - t < 4:
+    y = x @ x
+    y.sum().item()
+' >"$OUT/exec-torch.txt" 2>&1 || say "  probe exec: exit $?"
+		grep -A3 "GPU (NVML)" "$OUT/exec-torch.txt" | tee -a "$S" || true
+		grep "^- .*GPU" "$OUT/exec-torch.txt" | tee -a "$S" || true
+	fi
 	say "== gpu-check: exit $status"
 	exit "$status"
 }
