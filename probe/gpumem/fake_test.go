@@ -229,6 +229,19 @@ func noEntrySeen(s *Sampler) int {
 	return s.tl.NoEntry
 }
 
+// waitNoEntry polls the sampler until it has read a process list without
+// the pid (a deadline fails a hung test; nothing is timed).
+func waitNoEntry(t *testing.T, s *Sampler) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for noEntrySeen(s) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("sampler never read the empty process list")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // waitFor polls the sampler until its latest reading is want. Only the
 // values are asserted, never timings: the deadline is there to fail a
 // hung test, not to measure.
@@ -245,13 +258,7 @@ func TestSampler(t *testing.T) {
 
 	// Before the context exists: no entry, counted apart from errors.
 	s := n.Sample(pid, time.Millisecond)
-	deadline := time.Now().Add(30 * time.Second)
-	for noEntrySeen(s) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("sampler never read the empty process list")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitNoEntry(t, s)
 	if last, ok := s.Latest(); ok {
 		t.Fatalf("Latest before any figure = %+v", last)
 	}
@@ -475,13 +482,7 @@ func TestSamplerUtilization(t *testing.T) {
 
 	s := n.Sample(pid, time.Millisecond)
 	// No process file yet: no-entry readings, which read no utilization.
-	deadline := time.Now().Add(30 * time.Second)
-	for noEntrySeen(s) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("sampler never read the empty process list")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitNoEntry(t, s)
 	steps := []struct {
 		util  string // written before procs ("" leaves it)
 		procs string
