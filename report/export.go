@@ -48,7 +48,8 @@ func BenchUnits() []string {
 // WriteBench writes a run report in the Go benchmark format
 // (golang.org/design/14313-benchmark-format), for benchstat and the perf
 // dashboard: the environment as configuration lines (commit, goos, goarch,
-// cpu, go, ...), then for each configuration its preset as a
+// cpu, go, ...; compare two commits' exports with benchstat -ignore
+// commit,commit-time), then for each configuration its preset as a
 // configuration line and one line per repetition,
 //
 //	BenchmarkThreads/phase=P6/threads=7 1 66743690 ns/op 37347 tokens/s 27230208 peak-rss-B ...
@@ -57,24 +58,7 @@ func BenchUnits() []string {
 // keys. Configurations with no finished repetition write no line.
 func WriteBench(w io.Writer, rep *schema.Report) error {
 	bw := bufio.NewWriter(w)
-	e := rep.Environment
-	config := func(key, val string) {
-		if val != "" {
-			fmt.Fprintf(bw, "%s: %s\n", key, oneLine(val))
-		}
-	}
-	commit := e.VCSRevision
-	if commit != "" && e.VCSModified {
-		commit += "-modified"
-	}
-	config("commit", commit)
-	config("commit-time", e.VCSTime)
-	config("goos", e.GOOS)
-	config("goarch", e.GOARCH)
-	config("cpu", e.CPUModel)
-	config("go", e.GoVersion)
-	config("kernel", e.KernelRelease)
-	config("start-time", rep.StartTime)
+	writeBenchEnvironment(bw, rep.Environment)
 	preset := ""
 	for i := range rep.Runs {
 		run := &rep.Runs[i]
@@ -109,6 +93,96 @@ func WriteBench(w io.Writer, rep *schema.Report) error {
 	return bw.Flush()
 }
 
+// writeBenchEnvironment writes the machine and build as configuration
+// lines (commit, commit-time, goos, goarch, cpu, go, kernel), each where
+// known. Not the start time: benchstat splits its tables by every
+// configuration value, and one that differs on every run would keep two
+// runs of one commit from ever being compared.
+func writeBenchEnvironment(bw *bufio.Writer, e schema.Environment) {
+	config := func(key, val string) {
+		if val != "" {
+			fmt.Fprintf(bw, "%s: %s\n", key, oneLine(val))
+		}
+	}
+	commit := e.VCSRevision
+	if commit != "" && e.VCSModified {
+		commit += "-modified"
+	}
+	config("commit", commit)
+	config("commit-time", e.VCSTime)
+	config("goos", e.GOOS)
+	config("goarch", e.GOARCH)
+	config("cpu", e.CPUModel)
+	config("go", e.GoVersion)
+	config("kernel", e.KernelRelease)
+}
+
+// decodeBenchUnits are the units of WriteDecodeBench's lines, each from a
+// pass's samples (i) or from the record's counts: an op is one token.
+var decodeBenchUnits = []struct {
+	unit string
+	get  func(r *schema.DecodeRecord, i int) (float64, bool)
+}{
+	{"ns/op", func(r *schema.DecodeRecord, i int) (float64, bool) { return 1e9 / r.TokensPerSecPasses[i], true }},
+	{"tokens/s", func(r *schema.DecodeRecord, i int) (float64, bool) { return r.TokensPerSecPasses[i], true }},
+	{"host-wait-ns/op", func(r *schema.DecodeRecord, i int) (float64, bool) {
+		return pass(r.HostWaitNsPerTokenPasses, i)
+	}},
+	{"device-busy-%", func(r *schema.DecodeRecord, i int) (float64, bool) { return pass(r.DeviceBusyPctPasses, i) }},
+	{"syncs/op", func(r *schema.DecodeRecord, _ int) (float64, bool) { return r.SyncsPerToken, true }},
+	{"launches/op", func(r *schema.DecodeRecord, _ int) (float64, bool) { return r.LaunchesPerToken, true }},
+	{"host-allocs/op", func(r *schema.DecodeRecord, _ int) (float64, bool) { return r.HostAllocsPerToken, true }},
+	{"device-peak-B", func(r *schema.DecodeRecord, _ int) (float64, bool) { return float64(r.DevicePeakBytes), true }},
+}
+
+func pass(v []float64, i int) (float64, bool) {
+	if i < len(v) {
+		return v[i], true
+	}
+	return 0, false
+}
+
+// WriteDecodeBench writes decode records (probe decode --json) in the Go
+// benchmark format: the environment as configuration lines, then per
+// record one line per timed pass, an op being one token,
+//
+//	BenchmarkDecode/mode=batch/device=cpu/B=32/T=128/C=256/V=788/probs=true 1 5587 ns/op 178973 tokens/s 5300 host-wait-ns/op 92.6 device-busy-% ...
+//
+// so that benchstat compares two decode results over their passes (which
+// are passes of one process, not independent runs: benchstat's intervals
+// are narrower than run-to-run noise). A record without per-pass samples
+// writes one line from its totals.
+func WriteDecodeBench(w io.Writer, recs []schema.DecodeRecord) error {
+	if len(recs) == 0 {
+		return fmt.Errorf("decode bench: no records")
+	}
+	bw := bufio.NewWriter(w)
+	writeBenchEnvironment(bw, recs[0].Environment)
+	for k := range recs {
+		r := recs[k]
+		m := r.Config.Model
+		name := fmt.Sprintf("BenchmarkDecode/mode=%s/device=%s/B=%d/T=%d/C=%d/V=%d/probs=%t", r.Decode, r.Device, m.Batch, m.Context, m.Dim, m.Vocab, r.Config.Probs)
+		if len(r.TokensPerSecPasses) == 0 {
+			r.TokensPerSecPasses = []float64{r.TokensPerSec}
+			r.HostWaitNsPerTokenPasses = []float64{r.HostWaitNsPerToken}
+			r.DeviceBusyPctPasses = nil
+			if r.DeviceBusyPct != nil {
+				r.DeviceBusyPctPasses = []float64{*r.DeviceBusyPct}
+			}
+		}
+		for i := range r.TokensPerSecPasses {
+			bw.WriteString(benchSafe(name) + " 1")
+			for _, u := range decodeBenchUnits {
+				if x, ok := u.get(&r, i); ok {
+					fmt.Fprintf(bw, " %s %s", strconv.FormatFloat(x, 'g', -1, 64), u.unit)
+				}
+			}
+			bw.WriteString("\n")
+		}
+	}
+	return bw.Flush()
+}
+
 // benchName is "Benchmark" and the plan (or the run's name) capitalised,
 // then "/phase=P" and the sweep values "/axis=value", axes in order;
 // characters the format does not allow in a name become "_".
@@ -128,6 +202,12 @@ func benchName(run *schema.Run) string {
 	for _, k := range sortedKeys(run.Sweep) {
 		name += "/" + k + "=" + run.Sweep[k]
 	}
+	return benchSafe(name)
+}
+
+// benchSafe replaces the characters the format does not allow in a
+// benchmark's name by "_".
+func benchSafe(name string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
 			return '_'

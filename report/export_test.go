@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -84,5 +85,64 @@ func TestWriteBench(t *testing.T) {
 		if i != len(wants) {
 			t.Errorf("%s: %d results, want %d", path, i, len(wants))
 		}
+	}
+}
+
+// TestWriteDecodeBench reads WriteDecodeBench's output back with
+// benchfmt's reader: one result per timed pass of each record (one from
+// the totals where a record has no passes), named after the mode, device
+// and shape, ns/op the inverse of the pass's tokens/s, the counts on every
+// line, device-busy-% only where the device was timed.
+func TestWriteDecodeBench(t *testing.T) {
+	recs := fakeDecodeRecords(true)
+	for i := range recs {
+		recs[i].Environment = schema.Environment{VCSRevision: "abc", GOOS: "linux", GOARCH: "amd64", CPUModel: "AMD EPYC", GoVersion: "go1.26.8"}
+		recs[i].TokensPerSecPasses = []float64{recs[i].TokensPerSec, recs[i].TokensPerSec * 2}
+		recs[i].HostWaitNsPerTokenPasses = []float64{recs[i].HostWaitNsPerToken, recs[i].HostWaitNsPerToken / 2}
+		recs[i].DeviceBusyPctPasses = []float64{*recs[i].DeviceBusyPct, *recs[i].DeviceBusyPct}
+	}
+	recs[3].TokensPerSecPasses, recs[3].HostWaitNsPerTokenPasses, recs[3].DeviceBusyPctPasses = nil, nil, nil
+	recs[3].DeviceBusyPct = nil
+	var b bytes.Buffer
+	if err := WriteDecodeBench(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	rd := benchfmt.NewReader(&b, "decode.bench")
+	var n int
+	for rd.Scan() {
+		switch rec := rd.Result().(type) {
+		case *benchfmt.SyntaxError:
+			t.Fatal(rec)
+		case *benchfmt.Result:
+			k := min(n/2, 3)
+			r := recs[k]
+			wantTPS := r.TokensPerSec
+			if k < 3 && n%2 == 1 {
+				wantTPS *= 2
+			}
+			n++
+			name := "Decode/mode=" + r.Decode + "/device=cpu/B=32/T=128/C=256/V=788/probs=true"
+			if got := string(rec.Name.Full()); got != name || rec.GetConfig("cpu") != "AMD EPYC" || rec.GetConfig("commit") != "abc" {
+				t.Errorf("result %d: %s, cpu %q, commit %q; want %s", n, got, rec.GetConfig("cpu"), rec.GetConfig("commit"), name)
+			}
+			units := map[string]float64{}
+			for _, v := range rec.Values {
+				units[v.Unit] = v.Value
+			}
+			_, busy := units["device-busy-%"]
+			if units["tokens/s"] != wantTPS || math.Abs(units["sec/op"]-1/wantTPS) > 1e-15 || units["syncs/op"] != r.SyncsPerToken ||
+				units["host-allocs/op"] != r.HostAllocsPerToken || busy != (k < 3) {
+				t.Errorf("result %d (%s): %v; want %v tokens/s, its inverse as sec/op, the counts, device-busy-%% %v", n, r.Decode, units, wantTPS, k < 3)
+			}
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3*2+1 {
+		t.Errorf("%d results, want two passes of three modes and one line of the fourth", n)
+	}
+	if err := WriteDecodeBench(new(bytes.Buffer), nil); err == nil {
+		t.Error("no records: no error")
 	}
 }

@@ -156,6 +156,10 @@ func TestDecodeJSON(t *testing.T) {
 	if first, rest, _ := strings.Cut(rstdout, "\n\n"); !strings.HasPrefix(first, "Measured by probe decode from ") || rest != stdout[strings.Index(stdout, "decode on cpu"):] {
 		t.Errorf("probe report on a decode result:\n%s\nwant the provenance line, then probe decode's tables:\n%s", rstdout, stdout)
 	}
+	// probe export writes it for benchstat: a line per timed pass.
+	if estdout, estderr, err := runProbe("export", out); err != nil || strings.Count(estdout, "BenchmarkDecode/mode=batch/device=cpu/") != 1 {
+		t.Errorf("probe export on a decode result: %v %s\n%s", err, estderr, estdout)
+	}
 	md := filepath.Join(dir, "phases.md")
 	os.WriteFile(md, []byte("kept\n"), 0o644)
 	_, _, err = runProbe("report", "--phases-md", md, out)

@@ -3,16 +3,18 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"memprobe/report"
+	"memprobe/schema"
 )
 
 func newExportCmd(stdout io.Writer) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "export --format bench REPORT.json",
+		Use:   "export --format bench REPORT.json | DECODE.json",
 		Short: "write a run report in another format (bench: the Go benchmark format, for benchstat)",
 		Long: `export writes a run report's repetitions in another format. --format bench is
 the Go benchmark format (golang.org/design/14313-benchmark-format), which
@@ -22,7 +24,19 @@ sweep values as keys, e.g.
 
   BenchmarkThreads/phase=P6/threads=7 1 66743690 ns/op 37347 tokens/s 27230208 peak-rss-B ...
 
-ns/op is the median step time; the other units are ` + fmt.Sprint(report.BenchUnits()[1:]) + `.`,
+ns/op is the median step time; the other units are ` + fmt.Sprint(report.BenchUnits()[1:]) + `.
+
+A decode result (probe decode --json) is written one line per timed pass
+of each mode, an op being one token:
+
+  BenchmarkDecode/mode=batch/device=cpu/B=32/T=128/C=256/V=788/probs=true 1 5587 ns/op 178973 tokens/s ...
+
+with host-wait-ns/op, device-busy-%, syncs/op, launches/op,
+host-allocs/op and device-peak-B; the passes are of one process, so
+benchstat's intervals are narrower than run-to-run noise.
+
+To compare the exports of two commits, tell benchstat to ignore the
+commit: benchstat -ignore commit,commit-time BASE HEAD.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("export: want one report file: %w", err)}
@@ -32,6 +46,13 @@ ns/op is the median step time; the other units are ` + fmt.Sprint(report.BenchUn
 		RunE: func(_ *cobra.Command, args []string) error {
 			if format != "bench" {
 				return usageError{fmt.Errorf("--format %q: the one format is bench", format)}
+			}
+			if b, err := os.ReadFile(args[0]); err == nil && isDecodeResult(b) {
+				recs, err := schema.DecodeDecode(b, args[0])
+				if err != nil {
+					return err
+				}
+				return report.WriteDecodeBench(stdout, recs)
 			}
 			rep, err := readReport(args[0])
 			if err != nil {
