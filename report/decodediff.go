@@ -125,23 +125,7 @@ func (v *decodeView) metric(name string) (vals []float64, passes, ok bool) {
 
 // numbers reads a non-empty array of numbers at a dotted path.
 func numbers(m map[string]any, path string) ([]float64, bool) {
-	parent, last := m, path
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		var cur any = m
-		for _, k := range strings.Split(path[:i], ".") {
-			obj, ok := cur.(map[string]any)
-			if !ok {
-				return nil, false
-			}
-			cur = obj[k]
-		}
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		parent, last = obj, path[i+1:]
-	}
-	arr, ok := parent[last].([]any)
+	arr, ok := at(m, path).([]any)
 	if !ok || len(arr) == 0 {
 		return nil, false
 	}

@@ -131,18 +131,21 @@ func (v *runView) values(name string) []float64 {
 
 // lookup reads a number at a dotted path of JSON objects.
 func lookup(m map[string]any, path string) (float64, bool) {
+	x, ok := at(m, path).(float64)
+	return x, ok
+}
+
+// at is the value at a dotted path into m (nil where there is none).
+func at(m map[string]any, path string) any {
 	var cur any = m
 	for _, k := range strings.Split(path, ".") {
 		obj, ok := cur.(map[string]any)
 		if !ok {
-			return 0, false
+			return nil
 		}
-		if cur, ok = obj[k]; !ok {
-			return 0, false
-		}
+		cur = obj[k]
 	}
-	x, ok := cur.(float64)
-	return x, ok
+	return cur
 }
 
 // representative is the repetition whose peak RSS is nearest the run's
