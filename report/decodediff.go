@@ -46,15 +46,20 @@ var DecodeDeterministicMetrics = map[string]bool{
 	"ledger_peak_bytes":     true,
 }
 
-// passesSuffix names the per-pass samples of a figure: tokens_per_sec's
-// are tokens_per_sec_passes. A metric with samples is compared over them.
-const passesSuffix = "_passes"
+// runsSuffix names the per-run samples of a figure in a record that pools
+// runs (tokens_per_sec_runs), passesSuffix its per-pass samples
+// (tokens_per_sec_passes). A metric is compared over its runs where both
+// sides pooled several, else over its passes.
+const (
+	runsSuffix   = "_runs"
+	passesSuffix = "_passes"
+)
 
 // passesWarning goes beside a row compared over per-pass samples: the U
 // test treats them as independent runs, which they are not (they share
 // the process, its heap, its caches and its moment on the machine), so its
 // p-value understates the noise between runs.
-const passesWarning = "samples are the timed passes of one process, not independent runs: p understates run-to-run noise"
+const passesWarning = "samples are the timed passes of one process, not independent runs: p understates run-to-run noise (probe decode --runs N measures runs)"
 
 // DecodeKey names a decode record for matching: its mode, device and
 // shape (batch B, context T, dim C, vocab V) and whether probabilities were
@@ -104,13 +109,20 @@ func newDecodeView(r *schema.DecodeRecord) *decodeView {
 	return v
 }
 
-// metric is the named figure's values: its per-pass samples (NAME_passes)
-// when the record has them, else the number at NAME (a JSON field, or a
-// dotted path into a nested one: device_memory.process_peak_bytes), else
-// the numbers of an array at NAME. passes says the values are per-pass
-// samples; ok is false when the record has no number by that name (a busy
-// figure the device could not time, a name that is no decode figure).
-func (v *decodeView) metric(name string) (vals []float64, passes, ok bool) {
+// metric is the named figure's values: with runs, its per-run samples
+// (NAME_runs) when the record has them; else its per-pass samples
+// (NAME_passes) when it has them; else the number at NAME (a JSON field,
+// or a dotted path into a nested one: device_memory.process_peak_bytes),
+// else the numbers of an array at NAME. passes says the values are
+// per-pass samples; ok is false when the record has no number by that
+// name (a busy figure the device could not time, a name that is no decode
+// figure).
+func (v *decodeView) metric(name string, runs bool) (vals []float64, passes, ok bool) {
+	if runs {
+		if vals, ok := numbers(v.json, name+runsSuffix); ok {
+			return vals, false, true
+		}
+	}
 	if vals, ok := numbers(v.json, name+passesSuffix); ok {
 		return vals, true, true
 	}
@@ -265,9 +277,12 @@ func compareDecodeRecords(b, h *decodeView, axes, metrics []string, alpha float6
 			c.Sweep[k] = all[k]
 		}
 	}
+	// Runs against runs, or passes against passes: never one side's
+	// independent runs against the other's passes of one process.
+	runs := b.Runs > 1 && h.Runs > 1
 	for _, m := range metrics {
-		bv, bPasses, bok := b.metric(m)
-		hv, hPasses, hok := h.metric(m)
+		bv, bPasses, bok := b.metric(m, runs)
+		hv, hPasses, hok := h.metric(m, runs)
 		if !bok || !hok {
 			continue
 		}

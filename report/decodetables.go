@@ -56,27 +56,60 @@ func writeDecodeModes(w io.Writer, recs []schema.DecodeRecord, f table.Format) e
 	if !r0.Config.Probs {
 		back = "tokens and losses copied back"
 	}
-	t := table.New(fmt.Sprintf("decode on %s: B=%d sequences x T=%d positions, C=%d, V=%d; timed passes %d; %s",
-		r0.Device, m0.Batch, m0.Context, m0.Dim, m0.Vocab, r0.Config.Passes, back),
-		table.Column{Name: "mode"},
-		table.Column{Name: "tokens/s", Kind: table.Rate},
-		table.Column{Name: "vs " + r0.Decode, Kind: table.Float, Decimals: 1, Unit: "×"},
-		table.Column{Name: "syncs/token", Kind: table.Rate, Decimals: 4},
-		table.Column{Name: "launches/token", Kind: table.Rate, Decimals: 4},
-		table.Column{Name: "host wait/token", Kind: table.Rate, Decimals: 1, Unit: "µs"},
-		table.Column{Name: "device busy", Kind: table.Percent, Decimals: 1},
-		table.Column{Name: "host allocs/token", Kind: table.Rate, Decimals: 3},
-		table.Column{Name: "h2d per pass", Kind: table.Bytes},
-		table.Column{Name: "d2h per pass", Kind: table.Bytes},
-		table.Column{Name: "device peak", Kind: table.Bytes},
+	passes := fmt.Sprintf("timed passes %d", r0.Config.Passes)
+	pooled := slices.ContainsFunc(recs, func(r schema.DecodeRecord) bool { return r.Runs > 1 })
+	if pooled {
+		// Runs may differ between modes (a pool of files that measured
+		// different modes): say so rather than name one count.
+		runs := r0.Runs
+		for _, r := range recs {
+			if r.Runs != runs {
+				runs = 0
+			}
+		}
+		if runs > 1 {
+			passes = fmt.Sprintf("%d runs of %d timed passes, each its own process: medians of the runs", runs, r0.Config.Passes)
+		} else {
+			passes = fmt.Sprintf("timed passes %d; pooled runs: medians of the runs", r0.Config.Passes)
+		}
+	}
+	cols := []table.Column{
+		{Name: "mode"},
+		{Name: "tokens/s", Kind: table.Rate},
+	}
+	if pooled {
+		cols = append(cols, table.Column{Name: "runs", Kind: table.Int},
+			table.Column{Name: "slowest run", Kind: table.Rate}, table.Column{Name: "fastest run", Kind: table.Rate})
+	}
+	t := table.New(fmt.Sprintf("decode on %s: B=%d sequences x T=%d positions, C=%d, V=%d; %s; %s",
+		r0.Device, m0.Batch, m0.Context, m0.Dim, m0.Vocab, passes, back),
+		append(cols,
+			table.Column{Name: "vs " + r0.Decode, Kind: table.Float, Decimals: 1, Unit: "×"},
+			table.Column{Name: "syncs/token", Kind: table.Rate, Decimals: 4},
+			table.Column{Name: "launches/token", Kind: table.Rate, Decimals: 4},
+			table.Column{Name: "host wait/token", Kind: table.Rate, Decimals: 1, Unit: "µs"},
+			table.Column{Name: "device busy", Kind: table.Percent, Decimals: 1},
+			table.Column{Name: "host allocs/token", Kind: table.Rate, Decimals: 3},
+			table.Column{Name: "h2d per pass", Kind: table.Bytes},
+			table.Column{Name: "d2h per pass", Kind: table.Bytes},
+			table.Column{Name: "device peak", Kind: table.Bytes},
+		)...,
 	)
 	for _, r := range recs {
 		var speedup any
 		if r0.TokensPerSec > 0 {
 			speedup = r.TokensPerSec / r0.TokensPerSec
 		}
-		t.Add(r.Decode, r.TokensPerSec, speedup, r.SyncsPerToken, r.LaunchesPerToken,
-			r.HostWaitNsPerToken/1e3, r.DeviceBusyPct, r.HostAllocsPerToken, r.H2DBytes, r.D2HBytes, r.DevicePeakBytes)
+		row := []any{r.Decode, r.TokensPerSec}
+		if pooled {
+			runs := r.TokensPerSecRuns
+			if len(runs) == 0 {
+				runs = []float64{r.TokensPerSec}
+			}
+			row = append(row, len(runs), slices.Min(runs), slices.Max(runs))
+		}
+		t.Add(append(row, speedup, r.SyncsPerToken, r.LaunchesPerToken,
+			r.HostWaitNsPerToken/1e3, r.DeviceBusyPct, r.HostAllocsPerToken, r.H2DBytes, r.D2HBytes, r.DevicePeakBytes)...)
 	}
 	return t.Render(w, f)
 }

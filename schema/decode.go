@@ -27,6 +27,19 @@ type DecodeRecord struct {
 	TokensPerSecPasses       []float64 `json:"tokens_per_sec_passes"`
 	HostWaitNsPerTokenPasses []float64 `json:"host_wait_ns_per_token_passes"`
 	DeviceBusyPctPasses      []float64 `json:"device_busy_pct_passes,omitempty"`
+	// Runs is the number of processes whose measurements of this mode the
+	// record pools (probe decode --runs N, probe merge of decode results),
+	// absent for one. A pooled record's measured figures are the medians of
+	// its runs' figures, which TokensPerSecRuns, HostWaitNsPerTokenRuns,
+	// DeviceBusyNsPerTokenRuns and DeviceBusyPctRuns hold in run order;
+	// its _passes arrays hold every run's passes, run after run. The runs
+	// are independent samples (each its own process, heap and moment on
+	// the machine), which probe diff compares in preference to the passes.
+	Runs                     int       `json:"runs,omitempty"`
+	TokensPerSecRuns         []float64 `json:"tokens_per_sec_runs,omitempty"`
+	HostWaitNsPerTokenRuns   []float64 `json:"host_wait_ns_per_token_runs,omitempty"`
+	DeviceBusyNsPerTokenRuns []float64 `json:"device_busy_ns_per_token_runs,omitempty"`
+	DeviceBusyPctRuns        []float64 `json:"device_busy_pct_runs,omitempty"`
 	SyncsPerToken            float64   `json:"syncs_per_token"`
 	LaunchesPerToken         float64   `json:"launches_per_token"`
 	HostAllocsPerToken       float64   `json:"host_allocs_per_token"`
@@ -159,6 +172,24 @@ func (r *DecodeRecord) check() error {
 	for _, p := range [][]float64{r.HostWaitNsPerTokenPasses, r.DeviceBusyPctPasses} {
 		if len(p) != 0 && len(p) != len(r.TokensPerSecPasses) {
 			return fmt.Errorf("implausible decode record: %d passes of tokens/s, %d of another figure", len(r.TokensPerSecPasses), len(p))
+		}
+	}
+	switch {
+	case r.Runs < 0 || r.Runs == 1:
+		return fmt.Errorf("implausible decode record: runs %d (absent for one run, else at least 2)", r.Runs)
+	case r.Runs == 0 && len(r.TokensPerSecRuns) > 0:
+		return fmt.Errorf("implausible decode record: %d runs of tokens/s but no runs count", len(r.TokensPerSecRuns))
+	case r.Runs > 0 && len(r.TokensPerSecRuns) != r.Runs:
+		return fmt.Errorf("implausible decode record: %d runs, %d runs of tokens/s", r.Runs, len(r.TokensPerSecRuns))
+	}
+	for _, v := range r.TokensPerSecRuns {
+		if !(v > 0) {
+			return fmt.Errorf("implausible decode record: a run at %v tokens/s", v)
+		}
+	}
+	for _, p := range [][]float64{r.HostWaitNsPerTokenRuns, r.DeviceBusyNsPerTokenRuns, r.DeviceBusyPctRuns} {
+		if len(p) != 0 && len(p) != r.Runs {
+			return fmt.Errorf("implausible decode record: %d runs, %d runs of another figure", r.Runs, len(p))
 		}
 	}
 	if _, err := time.Parse(time.RFC3339, r.StartTime); err != nil {

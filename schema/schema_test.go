@@ -2,7 +2,9 @@ package schema
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -217,8 +219,43 @@ func TestDecodeDecodeErrors(t *testing.T) {
 			t.Errorf("got %v, want one line containing %q", err, c.want)
 		}
 	}
+	// Pooled runs must say how many, and have a figure for each.
+	var one []map[string]any
+	if err := json.Unmarshal(all, &one); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		edit map[string]any
+		want string
+	}{
+		{map[string]any{"runs": 1, "tokens_per_sec_runs": []float64{5}}, "implausible decode record: runs 1 (absent for one run, else at least 2)"},
+		{map[string]any{"tokens_per_sec_runs": []float64{5, 6}}, "implausible decode record: 2 runs of tokens/s but no runs count"},
+		{map[string]any{"runs": 3, "tokens_per_sec_runs": []float64{5, 6}}, "implausible decode record: 3 runs, 2 runs of tokens/s"},
+		{map[string]any{"runs": 2, "tokens_per_sec_runs": []float64{5, 0}}, "implausible decode record: a run at 0 tokens/s"},
+		{map[string]any{"runs": 2, "tokens_per_sec_runs": []float64{5, 6}, "device_busy_pct_runs": []float64{9}}, "implausible decode record: 2 runs, 1 runs of another figure"},
+	} {
+		rec := maps.Clone(one[3])
+		maps.Copy(rec, c.edit)
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeDecode(b, "d.json"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.edit, err, c.want)
+		}
+	}
+	good := maps.Clone(one[3])
+	maps.Copy(good, map[string]any{"runs": 2, "tokens_per_sec_runs": []float64{5, 6}, "device_busy_pct_runs": []float64{9, 10}})
+	if b, _ := json.Marshal(good); !okDecode(b) {
+		t.Errorf("a record of 2 runs does not read")
+	}
 	// A run report's reader says what an array is.
 	if _, err := DecodeReport(all, "d.json"); err == nil || !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "probe decode --decode all writes an array") {
 		t.Errorf("DecodeReport on a decode array: %v", err)
 	}
+}
+
+func okDecode(b []byte) bool {
+	_, err := DecodeDecode(b, "d.json")
+	return err == nil
 }

@@ -12,6 +12,7 @@ import (
 	"memprobe/internal/table"
 	"memprobe/probe/decodebench"
 	"memprobe/report"
+	"memprobe/schema"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/model"
 )
@@ -28,6 +29,7 @@ type decodeCmdFlags struct {
 	mode       string
 	device     string
 	passes     int
+	runs       int
 	probs      bool
 	jsonPath   string
 	format     string
@@ -46,6 +48,7 @@ func (f *decodeCmdFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.mode, "decode", "all", "decode mode: per-token-copy, per-token-view, per-token-prealloc, batch, or all (each in turn)")
 	fs.StringVar(&f.device, "device", "cpu", "device: cpu, or cuda (needs the NVIDIA driver and a GPU)")
 	fs.IntVar(&f.passes, "passes", 3, "timed passes over the B sequences, after one warm-up pass")
+	fs.IntVar(&f.runs, "runs", 1, "measure in this many fresh processes, one after another, and pool them: independent samples for probe diff")
 	fs.BoolVar(&f.probs, "probs", true, "copy each position's V probabilities back, as training does (false: tokens and losses only)")
 	fs.StringVar(&f.jsonPath, "json", "", "also write the figures as JSON to this file (one object, or an array for --decode all)")
 	fs.StringVar(&f.format, "format", "text", "table format on stdout: text, markdown or csv")
@@ -59,6 +62,11 @@ type decodeOptions struct {
 	all      bool // --decode all: JSON is an array
 	format   table.Format
 	jsonPath string
+	// runs > 1 measures in that many child processes (runDecodeRuns),
+	// each given childArgs: this command line's flags but those the
+	// parent keeps (--runs, --json, --format).
+	runs      int
+	childArgs []string
 }
 
 // options checks the flags; fs tells which were given. Errors are usage
@@ -111,6 +119,16 @@ func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 		return o, fmt.Errorf("--format: %w", err)
 	}
 	o.format = format
+	if f.runs < 1 || f.runs > maxDecodeRuns {
+		return o, fmt.Errorf("--runs %d out of range [1, %d]", f.runs, maxDecodeRuns)
+	}
+	o.runs = f.runs
+	if f.runs > 1 {
+		if f.cpuprofile != "" {
+			return o, fmt.Errorf("--cpuprofile with --runs %d: a profile is of one process; profile one run", f.runs)
+		}
+		o.childArgs = decodeChildArgs(fs)
+	}
 	return o, nil
 }
 
@@ -141,7 +159,17 @@ h2d_bytes, d2h_bytes (bytes per pass over the B sequences),
 device_peak_bytes, decode and device, then the config, environment,
 command_line and start_time that produced them; --decode all writes a JSON
 array of them, slowest mode first. probe report FILE prints the tables
-again; probe diff BASE HEAD compares two, mode by mode.`,
+again; probe diff BASE HEAD compares two, mode by mode.
+
+The passes of one process share its heap, caches and moment on the
+machine, so their spread understates the spread between runs. --runs N
+measures N times, each in a fresh process (this program run again with
+the same flags), one after another, and pools them: each figure is the
+median of the runs', with each run's in tokens_per_sec_runs,
+host_wait_ns_per_token_runs, device_busy_ns_per_token_runs and
+device_busy_pct_runs, and probe diff compares those runs as independent
+samples. probe merge pools decode results measured separately the same
+way.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options(cmd.Flags())
@@ -159,12 +187,20 @@ again; probe diff BASE HEAD compares two, mode by mode.`,
 // prints the tables on stdout (report.WriteDecode, as probe report prints
 // a decode result) and writes the JSON.
 func runDecode(stdout, stderr io.Writer, o decodeOptions) error {
-	start := time.Now()
-	ms, err := decodebench.Run(o.bench, stderr)
-	if err != nil {
-		return err
+	var recs []schema.DecodeRecord
+	if o.runs > 1 {
+		var err error
+		if recs, err = runDecodeRuns(stderr, o); err != nil {
+			return err
+		}
+	} else {
+		start := time.Now()
+		ms, err := decodebench.Run(o.bench, stderr)
+		if err != nil {
+			return err
+		}
+		recs = o.bench.Records(ms, os.Args, start)
 	}
-	recs := o.bench.Records(ms, os.Args, start)
 	if err := report.WriteDecode(stdout, recs, o.format); err != nil {
 		return err
 	}

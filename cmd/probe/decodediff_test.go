@@ -172,7 +172,7 @@ func TestDiffDecodeMixed(t *testing.T) {
 		}
 	}
 	_, _, err = runProbe("diff", diffBase, dir)
-	want := "diff: directory " + dir + " holds " + filepath.Join(dir, "decode.json") + ", a decode result of probe decode: a directory's files are pooled as run reports; name two decode result files to compare decode results"
+	want := "diff: directory " + dir + " holds " + filepath.Join(dir, "decode.json") + ", a decode result of probe decode, and " + filepath.Join(dir, "a.json") + ", a run report of probe run: a directory pools one kind"
 	if err == nil || err.Error() != want {
 		t.Errorf("a directory with a decode result:\n got %v\nwant %s", err, want)
 	}

@@ -73,8 +73,11 @@ blocks, which tiny ones (under 16 B) share, so the modes that make them
 (per-token-copy, per-token-view) move by a fraction between runs of one
 build: between two modes that allocate, a change under 0.5 a token is shown
 with that caveat and not counted as significant (one more 8-byte allocation
-a token is +0.5); any change from 0 is. A decode result against a run report
-is refused, and so is a directory holding one.`,
+a token is +0.5); any change from 0 is. Where both sides pool several runs
+(probe decode --runs N, or a directory of decode results, each file a run,
+pooled as probe merge pools them), the measured figures are compared over
+the runs, independent samples, instead of the passes. A decode result
+against a run report is refused, and so is a directory that mixes them.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && isRange(args[0]) {
 				return nil
@@ -122,7 +125,7 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 	}
 	opt := report.DiffOptions{Metrics: f.metrics, Extra: extra, Alpha: f.alpha, BaseName: basePath, HeadName: headPath}
 	var d *report.Diff
-	if headPath != "" && (isDecodeFile(basePath) || isDecodeFile(headPath)) {
+	if headPath != "" && (isDecodeSide(basePath) || isDecodeSide(headPath)) {
 		d, err = diffDecode(basePath, headPath, opt)
 	} else {
 		d, err = diffReports(basePath, headPath, f.reports, opt)
@@ -161,46 +164,102 @@ func diffReports(basePath, headPath, reportsDir string, opt report.DiffOptions) 
 	return report.Compare(base, head, opt)
 }
 
-// readDiffSide is readSide, with the refusal of a decode result in a
-// directory made plain: the directory's files are pooled as run reports,
-// and decode results have no repetitions to pool.
+// readDiffSide is readSide, with the refusal of a directory that mixes
+// decode results with run reports made plain.
 func readDiffSide(path string) (*schema.Report, error) {
 	rep, err := readSide(path)
 	if err == nil {
 		return rep, nil
 	}
-	if st, serr := os.Stat(path); serr == nil && st.IsDir() {
-		files, _ := filepath.Glob(filepath.Join(path, "*.json"))
-		slices.Sort(files)
-		for _, f := range files {
-			if isDecodeFile(f) {
-				return nil, fmt.Errorf("diff: directory %s holds %s, a decode result of probe decode: a directory's files are pooled as run reports; name two decode result files to compare decode results", path, f)
-			}
-		}
+	if _, derr := decodeDirFiles(path); derr != nil {
+		return nil, fmt.Errorf("diff: %w", derr)
 	}
 	return rep, err
 }
 
-// diffDecode compares two decode results (probe decode --json); one
-// decode result against anything else is refused in one line naming both.
+// diffDecode compares two decode results (probe decode --json), each a
+// file or a directory of them pooled (readDecodeSide); one decode result
+// against anything else is refused in one line naming both.
 func diffDecode(basePath, headPath string, opt report.DiffOptions) (*report.Diff, error) {
 	for _, p := range []string{basePath, headPath} {
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("diff: %w", err)
 		}
+		if _, err := decodeDirFiles(p); err != nil {
+			return nil, fmt.Errorf("diff: %w", err)
+		}
 	}
-	if !isDecodeFile(basePath) || !isDecodeFile(headPath) {
+	if !isDecodeSide(basePath) || !isDecodeSide(headPath) {
 		return nil, fmt.Errorf("diff: %s is %s and %s %s; compare like with like", basePath, describeDiffFile(basePath), headPath, describeDiffFile(headPath))
 	}
-	base, err := schema.ReadDecode(basePath)
+	base, err := readDecodeSide(basePath)
 	if err != nil {
 		return nil, err
 	}
-	head, err := schema.ReadDecode(headPath)
+	head, err := readDecodeSide(headPath)
 	if err != nil {
 		return nil, err
 	}
 	return report.CompareDecode(base, head, opt)
+}
+
+// isDecodeSide says whether path is a decode result file, or a directory
+// whose *.json files are all decode results.
+func isDecodeSide(path string) bool {
+	files, err := decodeDirFiles(path)
+	return isDecodeFile(path) || (err == nil && len(files) > 0)
+}
+
+// decodeDirFiles lists a directory's *.json files when every one is a
+// decode result: nil for a directory with none of them (or not a
+// directory), an error naming one of each kind for a mix, which neither
+// pools.
+func decodeDirFiles(dir string) ([]string, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, nil
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	slices.Sort(files)
+	var decode, other []string
+	for _, f := range files {
+		if isDecodeFile(f) {
+			decode = append(decode, f)
+		} else {
+			other = append(other, f)
+		}
+	}
+	if len(decode) > 0 && len(other) > 0 {
+		return nil, fmt.Errorf("directory %s holds %s, a decode result of probe decode, and %s, %s: a directory pools one kind", dir, decode[0], other[0], describeDiffFile(other[0]))
+	}
+	return decode, nil
+}
+
+// readDecodeSide reads one side of a decode diff: a file, or a directory
+// of decode results pooled run by run (report.PoolDecode): each file is a
+// run, or the runs it pooled itself.
+func readDecodeSide(path string) ([]schema.DecodeRecord, error) {
+	files, err := decodeDirFiles(path)
+	if err != nil {
+		return nil, fmt.Errorf("diff: %w", err)
+	}
+	if files == nil {
+		return schema.ReadDecode(path)
+	}
+	return poolDecodeFiles(files, nil)
+}
+
+// poolDecodeFiles reads decode results and pools them (report.PoolDecode),
+// commandLine replacing theirs when not nil.
+func poolDecodeFiles(files []string, commandLine []string) ([]schema.DecodeRecord, error) {
+	sets := make([][]schema.DecodeRecord, len(files))
+	for i, f := range files {
+		recs, err := schema.ReadDecode(f)
+		if err != nil {
+			return nil, err
+		}
+		sets[i] = recs
+	}
+	return report.PoolDecode(files, sets, commandLine)
 }
 
 // isDecodeFile says, by peeking at its content, whether path is a file of
@@ -224,6 +283,9 @@ func describeDiffFile(path string) string {
 		return "a decode result of probe decode"
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		if files, err := decodeDirFiles(path); err == nil && len(files) > 0 {
+			return "a directory of decode results"
+		}
 		return "a directory of run reports"
 	}
 	b, err := os.ReadFile(path)

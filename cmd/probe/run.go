@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -284,13 +285,21 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "merge A.json B.json ... --out ALL.json",
-		Short: "join the reports of probe run --shard I/N into one",
+		Short: "join the reports of probe run --shard I/N into one, or pool decode results",
 		Long: `merge reads run reports (memprobe.report/v1), typically the shards of one
 run, and writes one report with every configuration in the order an
 unsharded run gives them. The reports must be of the same schema version
 and run each plan at the same preset; a configuration in two of them is
 an error. Another commit or machine, or a missing shard, is a warning in
-the merged report. The output is written atomically.`,
+the merged report. The output is written atomically.
+
+Given decode results (probe decode --json, memprobe.decode/v1), merge
+pools them: the records of one mode, device, shape and probs become one
+record of all their runs, as probe decode --runs N makes (each figure
+the median of the runs', each run's kept in the _runs arrays), and the
+other records are kept. They must come from one build on one machine,
+and records of one mode must have measured the same configuration. The
+output is a decode result: one record, or an array.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
 				return usageError{errors.New("merge: want one or more report files")}
@@ -300,6 +309,9 @@ the merged report. The output is written atomically.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if out == "" {
 				return usageError{errors.New("merge: --out is required")}
+			}
+			if decodeArgs(args) {
+				return mergeDecode(stdout, args, out)
 			}
 			reps := make([]*schema.Report, len(args))
 			for i, a := range args {
@@ -322,4 +334,37 @@ the merged report. The output is written atomically.`,
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the merged report's file")
 	return cmd
+}
+
+// decodeArgs says whether merge's arguments are decode results: any one
+// is, and mergeDecode refuses the others.
+func decodeArgs(args []string) bool {
+	return slices.ContainsFunc(args, isDecodeFile)
+}
+
+// mergeDecode pools decode result files into out (an array when more than
+// one record results).
+func mergeDecode(stdout io.Writer, files []string, out string) error {
+	for _, f := range files {
+		if !isDecodeFile(f) {
+			return fmt.Errorf("merge: %s is %s and %s a decode result of probe decode; merge one kind", f, describeDiffFile(f), files[slices.IndexFunc(files, isDecodeFile)])
+		}
+	}
+	recs, err := poolDecodeFiles(files, os.Args)
+	if err != nil {
+		return err
+	}
+	var v any = recs
+	if len(recs) == 1 {
+		v = recs[0]
+	}
+	if err := writeJSON(nil, out, v); err != nil {
+		return err
+	}
+	runs := 0
+	for _, r := range recs {
+		runs = max(runs, r.Runs, 1)
+	}
+	_, err = fmt.Fprintf(stdout, "%s: %d decode modes from %d results, up to %d runs each\n", out, len(recs), len(files), runs)
+	return err
 }
