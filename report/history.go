@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -11,24 +13,62 @@ import (
 	"memprobe/schema"
 )
 
-// HistoryEntry is one run report of a history (`probe history DIR`).
+// HistoryEntry is one file of a history (`probe history DIR`): a run
+// report (or a job result read as one), or a decode result.
 type HistoryEntry struct {
-	// Name labels the report's row (its file name); ModTime is the file's
+	// Name labels the entry's row (its file name); ModTime is the file's
 	// time, the order of last resort.
 	Name    string
 	ModTime time.Time
-	Report  *schema.Report
+	// Report is the run report; Decode, when Report is nil, the records
+	// of a decode result (probe decode --json, one per mode).
+	Report *schema.Report
+	Decode []schema.DecodeRecord
+}
+
+// environment is the build and machine the entry measured.
+func (e *HistoryEntry) environment() schema.Environment {
+	if e.Report == nil && len(e.Decode) > 0 {
+		return e.Decode[0].Environment
+	}
+	if e.Report == nil {
+		return schema.Environment{}
+	}
+	return e.Report.Environment
+}
+
+// startTime is when the entry's run began (RFC 3339), "" unknown.
+func (e *HistoryEntry) startTime() string {
+	if e.Report == nil && len(e.Decode) > 0 {
+		return e.Decode[0].StartTime
+	}
+	if e.Report == nil {
+		return ""
+	}
+	return e.Report.StartTime
 }
 
 // When is the time that orders e: its environment's commit time when
 // recorded, else its start time, else the file's time.
 func (e *HistoryEntry) When() time.Time {
-	for _, s := range []string{e.Report.Environment.VCSTime, e.Report.StartTime} {
+	for _, s := range []string{e.environment().VCSTime, e.startTime()} {
 		if t, err := time.Parse(time.RFC3339, s); err == nil {
 			return t
 		}
 	}
 	return e.ModTime
+}
+
+// Commit is the entry's commit as the history labels it: the first 12
+// digits, "+" when the tree was modified; "" unknown.
+func (e *HistoryEntry) Commit() string {
+	env := e.environment()
+	c := env.VCSRevision
+	c = c[:min(len(c), 12)]
+	if env.VCSModified {
+		c += "+"
+	}
+	return c
 }
 
 // SortedHistory returns a copy of entries oldest first: by When, then
@@ -40,32 +80,180 @@ func SortedHistory(entries []HistoryEntry) []HistoryEntry {
 		if c := a.When().Compare(b.When()); c != 0 {
 			return c
 		}
-		if a.Report.StartTime != b.Report.StartTime {
-			return cmp.Compare(a.Report.StartTime, b.Report.StartTime)
+		if a.startTime() != b.startTime() {
+			return cmp.Compare(a.startTime(), b.startTime())
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
 	return es
 }
 
-// WriteHistory renders one row per report, oldest first (SortedHistory): its commit and time and, for each configuration of
-// plan (all when ""), the metric's median with an arrow where it changed
-// significantly from the previous report that ran the configuration (↑
-// up, ↓ down; the test and alpha of Compare, exact for deterministic
-// metrics), "~" where it did not.
+// historyCell is one configuration's metric in one entry.
+type historyCell struct {
+	// shown is the figure the history prints and draws: a run's median
+	// over its repetitions, a decode record's own figure (tokens/s over
+	// all its passes, or the median of its pooled runs).
+	shown float64
+	// runs are independent samples: a run's repetitions, a pooled decode
+	// record's runs, or a decode record's one figure; passes, a decode
+	// record's per-pass samples (one process's).
+	runs, passes []float64
+}
+
+// historyColumns are the columns of a history of metric over es, sorted:
+// each configuration's key (of plan, "" for all) in order of first
+// appearance, and per entry, per key, its cell (absent: the entry did not
+// run the configuration, it did not finish, or it has no such metric).
+// exact says the metric is compared exactly (a count); decode says the
+// entries are decode results, which the history does not mix with
+// reports.
+func historyColumns(es []HistoryEntry, metric, plan string) (keys []string, cells []map[string]historyCell, exact bool, err error) {
+	decode := slices.ContainsFunc(es, func(e HistoryEntry) bool { return e.Report == nil })
+	if decode && slices.ContainsFunc(es, func(e HistoryEntry) bool { return e.Report != nil }) {
+		return nil, nil, false, fmt.Errorf("history: %d of %d files are decode results, the rest run reports: a history follows one kind", countDecode(es), len(es))
+	}
+	cells = make([]map[string]historyCell, len(es))
+	add := func(i int, k string, c historyCell, ok bool) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		if _, seen := cells[i][k]; ok && !seen {
+			cells[i][k] = c // the first of a key that repeats, as Compare takes
+		}
+	}
+	if decode {
+		if plan != "" && plan != "decode" {
+			return nil, nil, false, fmt.Errorf("history: --plan %s: decode results are of plan decode", plan)
+		}
+		short := oneDecodeSetting(es)
+		for i := range es {
+			cells[i] = map[string]historyCell{}
+			for j := range es[i].Decode {
+				v := newDecodeView(&es[i].Decode[j])
+				k := v.key
+				if short {
+					k = v.Decode
+				}
+				c, ok := decodeCell(v, metric)
+				add(i, k, c, ok)
+			}
+		}
+		return keys, cells, DecodeDeterministicMetrics[metric], nil
+	}
+	for i := range es {
+		cells[i] = map[string]historyCell{}
+		for j := range es[i].Report.Runs {
+			r := &es[i].Report.Runs[j]
+			if plan != "" && r.Plan != plan {
+				continue
+			}
+			v := newRunView(r)
+			s := v.metric(metric)
+			ok := v.ok() && s.exists
+			add(i, ConfigKey(r), historyCell{shown: sideOf(s.values).Median, runs: s.values}, ok)
+		}
+	}
+	return keys, cells, DeterministicMetrics[metric], nil
+}
+
+func countDecode(es []HistoryEntry) int {
+	n := 0
+	for _, e := range es {
+		if e.Report == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// oneDecodeSetting says whether every decode record of es has the same
+// device, shape and probs, so that its mode alone names its column.
+func oneDecodeSetting(es []HistoryEntry) bool {
+	var first map[string]string
+	for _, e := range es {
+		for i := range e.Decode {
+			s := decodeSetting(&e.Decode[i])
+			if first == nil {
+				first = s
+			} else if !maps.Equal(first, s) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// decodeCell is a decode record's metric: its own figure shown, its runs
+// (or its one figure) and its passes as samples.
+func decodeCell(v *decodeView, metric string) (historyCell, bool) {
+	shown, ok := lookup(v.json, metric)
+	if !ok {
+		vals, _, ok := v.metric(metric, true)
+		if !ok {
+			return historyCell{}, false
+		}
+		shown = medianOf(vals)
+	}
+	c := historyCell{shown: shown, runs: []float64{shown}}
+	if vals, ok := numbers(v.json, metric+runsSuffix); ok {
+		c.runs = vals
+	}
+	if vals, ok := numbers(v.json, metric+passesSuffix); ok {
+		c.passes = vals
+	}
+	return c, true
+}
+
+// compareCells is the change from prev to cur: over their runs where both
+// have several (or neither has passes), else over their passes, as probe
+// diff compares decode records.
+func compareCells(metric string, exact bool, prev, cur historyCell) MetricDiff {
+	a, b := prev.runs, cur.runs
+	if (len(a) < 2 || len(b) < 2) && len(prev.passes) > 0 && len(cur.passes) > 0 {
+		a, b = prev.passes, cur.passes
+	}
+	return diffValues(metric, a, b, exact, DefaultAlpha, nil)
+}
+
+// HistoryMedians is what `probe history --chart` draws: the entries oldest
+// first (SortedHistory), the configurations' keys (of plan, "" for all)
+// and, per key, per entry, the figure the history prints (NaN where the
+// entry has none).
+func HistoryMedians(entries []HistoryEntry, metric, plan string) (sorted []HistoryEntry, keys []string, values map[string][]float64, err error) {
+	es := SortedHistory(entries)
+	keys, cells, _, err := historyColumns(es, metric, plan)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	values = map[string][]float64{}
+	for _, k := range keys {
+		values[k] = make([]float64, len(es))
+		for i := range es {
+			values[k][i] = math.NaN()
+			if c, ok := cells[i][k]; ok {
+				values[k][i] = c.shown
+			}
+		}
+	}
+	return es, keys, values, nil
+}
+
+// WriteHistory renders one row per entry, oldest first (SortedHistory):
+// its commit and time and, for each configuration of plan (all when ""),
+// the metric's figure with an arrow where it changed significantly from
+// the previous entry that has the configuration (↑ up, ↓ down; the test
+// and alpha of Compare, exact for deterministic metrics), "~" where it did
+// not. Run reports' configurations are their plans' phases; decode
+// results' are their modes, compared over their runs where both pooled
+// several, else over their passes (as probe diff does).
 func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f table.Format) error {
 	if _, err := table.ParseFormat(string(f)); err != nil {
 		return err
 	}
 	es := SortedHistory(entries)
-	var keys []string
-	for _, e := range es {
-		for i := range e.Report.Runs {
-			r := &e.Report.Runs[i]
-			if k := ConfigKey(r); (plan == "" || r.Plan == plan) && !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-		}
+	keys, cells, exact, err := historyColumns(es, metric, plan)
+	if err != nil {
+		return err
 	}
 	if len(keys) == 0 {
 		return fmt.Errorf("history: no configuration of plan %q in %d reports", plan, len(es))
@@ -75,29 +263,18 @@ func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f ta
 		cols = append(cols, table.Column{Name: k, Align: table.Right})
 	}
 	t := table.New(metric+" by report, oldest first; ↑ ↓ a significant change from the report before, ~ none", cols...)
-	prev := map[string][]float64{}
-	for _, e := range es {
-		commit := e.Report.Environment.VCSRevision
-		commit = commit[:min(len(commit), 12)]
-		if e.Report.Environment.VCSModified {
-			commit += "+"
-		}
-		row := []any{e.Name, commit, e.When().UTC().Format(time.RFC3339)}
-		runs, _ := index(e.Report)
+	prev := map[string]historyCell{}
+	for i, e := range es {
+		row := []any{e.Name, e.Commit(), e.When().UTC().Format(time.RFC3339)}
 		for _, k := range keys {
-			v := find(runs, k)
-			if v == nil || !v.ok() {
+			c, ok := cells[i][k]
+			if !ok {
 				row = append(row, nil)
 				continue
 			}
-			s := v.metric(metric)
-			if !s.exists {
-				row = append(row, nil)
-				continue
-			}
-			cell := formatValue(metric, sideOf(s.values).Median)
+			cell := formatValue(metric, c.shown)
 			if p, ok := prev[k]; ok {
-				d := diffValues(metric, p, s.values, DeterministicMetrics[metric], DefaultAlpha, nil)
+				d := compareCells(metric, exact, p, c)
 				switch {
 				case !d.Significant:
 					cell += " ~"
@@ -107,7 +284,7 @@ func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f ta
 					cell += " ↓"
 				}
 			}
-			prev[k] = s.values
+			prev[k] = c
 			row = append(row, cell)
 		}
 		t.Add(row...)

@@ -12,6 +12,7 @@ import (
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/report"
+	"memprobe/schema"
 )
 
 // historyCmdFlags are the command-line options of `probe history`.
@@ -30,6 +31,14 @@ the file's time: the commit, the time, and for each configuration (of --plan)
 the median of --metric, with ↑ or ↓ where it changed significantly from the
 previous report (the Mann-Whitney U test of probe diff, exact for
 deterministic metrics) and ~ where it did not.
+
+DIR may instead hold decode results (probe decode --json), one per
+commit: then each column is a decode mode (with its device and shape where
+those vary), --metric is a decode figure (tokens_per_sec,
+host_wait_ns_per_token, device_busy_pct, host_allocs_per_token, ...), and a
+change is tested over the runs where both results pooled several (probe
+decode --runs N), else over the passes, as probe diff does. A directory
+that mixes decode results with run reports is refused.
 
 --chart FILE also draws the metric across the reports as a line chart
 (gonum/plot), one line per configuration, SVG or PNG by FILE's extension.
@@ -80,15 +89,20 @@ func runHistory(stdout, stderr io.Writer, dir string, f historyCmdFlags) error {
 	}
 	var entries []report.HistoryEntry
 	for _, p := range paths {
-		rep, err := readReport(p)
-		if err != nil {
-			return err
-		}
 		fi, err := os.Stat(p)
 		if err != nil {
 			return err
 		}
-		entries = append(entries, report.HistoryEntry{Name: filepath.Base(p), ModTime: fi.ModTime(), Report: rep})
+		e := report.HistoryEntry{Name: filepath.Base(p), ModTime: fi.ModTime()}
+		if isDecodeFile(p) {
+			e.Decode, err = schema.ReadDecode(p)
+		} else {
+			e.Report, err = readReport(p)
+		}
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
 	}
 	if err := report.WriteHistory(stdout, entries, f.metric, f.plan, format); err != nil {
 		return err

@@ -3,9 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"memprobe/internal/golden"
+	"memprobe/schema"
 )
 
 // TestHistory: three reports in a directory, ordered by commit time, then
@@ -30,5 +32,66 @@ func TestHistory(t *testing.T) {
 	golden.Check(t, "history.golden", []byte(stdout))
 	if _, _, err := runProbe("history", filepath.Join(dir, "missing")); err == nil {
 		t.Error("a missing directory: no error")
+	}
+}
+
+// TestHistoryDecode: a directory of decode results, one per commit, is a
+// history of decode modes: the base, a run of the same commit (~), and a
+// commit whose batch mode is 20 % slower (↓ there, ~ elsewhere), compared
+// over each result's passes; syncs_per_token, a count, is compared
+// exactly. A directory that mixes decode results and run reports, and a
+// --plan other than decode, are refused.
+func TestHistoryDecode(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, commit, start string
+		batch               float64
+	}{
+		{"c-base.json", "aaaa", "2026-11-26T01:00:00Z", 1},
+		{"a-same.json", "aaaa", "2026-11-26T02:00:00Z", 1},
+		{"b-slower.json", "bbbb", "2026-11-26T03:00:00Z", 0.8},
+	} {
+		src := decodeFile(t, c.name, false, decodeModes, func(r *schema.DecodeRecord) {
+			r.Environment.VCSRevision, r.StartTime = c.commit, c.start
+			if r.Decode == "batch" {
+				r.TokensPerSec *= c.batch
+				for i := range r.TokensPerSecPasses {
+					r.TokensPerSecPasses[i] *= c.batch
+				}
+			}
+		})
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout, stderr, err := runProbe("history", "--metric", "tokens_per_sec", "--format", "csv", dir)
+	if err != nil || stderr != "" {
+		t.Fatalf("%v, stderr %q", err, stderr)
+	}
+	want := "report,commit,time,per-token-copy,per-token-view,per-token-prealloc,batch\n" +
+		`c-base.json,aaaa,2026-11-26T01:00:00Z,"50,000","100,000","150,000","200,000"` + "\n" +
+		`a-same.json,aaaa,2026-11-26T02:00:00Z,"50,000 ~","100,000 ~","150,000 ~","200,000 ~"` + "\n" +
+		`b-slower.json,bbbb,2026-11-26T03:00:00Z,"50,000 ~","100,000 ~","150,000 ~","160,000 ↓"` + "\n"
+	if stdout != want {
+		t.Errorf("history of decode results:\n%s\nwant\n%s", stdout, want)
+	}
+	stdout, _, err = runProbe("history", "--metric", "syncs_per_token", "--format", "csv", dir)
+	if err != nil || !strings.Contains(stdout, "b-slower.json,bbbb,2026-11-26T03:00:00Z,1 ~,1 ~,1 ~,1 ~") {
+		t.Errorf("syncs_per_token: %v\n%s", err, stdout)
+	}
+	if _, _, err := runProbe("history", "--plan", "threads", dir); err == nil || !strings.Contains(err.Error(), "--plan threads: decode results are of plan decode") {
+		t.Errorf("--plan threads on decode results: %v", err)
+	}
+	b, err := os.ReadFile(diffBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644)
+	if _, _, err := runProbe("history", dir); err == nil || !strings.Contains(err.Error(), "history: 3 of 4 files are decode results, the rest run reports") {
+		t.Errorf("a mixed directory: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"memprobe/schema"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,20 @@ func TestHistoryChart(t *testing.T) {
 		} else if !strings.HasPrefix(string(b), "\x89PNG") {
 			t.Errorf("%s: not a PNG", name)
 		}
+	}
+	// A history of decode results draws a line per mode.
+	ddir := t.TempDir()
+	for i, name := range []string{"a.json", "b.json"} {
+		src := decodeFile(t, name, false, decodeModes, func(r *schema.DecodeRecord) { r.StartTime = "2026-11-26T0" + string(rune('1'+i)) + ":00:00Z" })
+		b, _ := os.ReadFile(src)
+		os.WriteFile(filepath.Join(ddir, name), b, 0o644)
+	}
+	out := filepath.Join(t.TempDir(), "d.svg")
+	if _, stderr, err := runProbe("history", "--metric", "tokens_per_sec", "--chart", out, ddir); err != nil {
+		t.Fatalf("decode history chart: %v\n%s", err, stderr)
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "per-token-prealloc") {
+		t.Errorf("the decode history chart has no line of per-token-prealloc")
 	}
 	_, _, err := runProbe("history", "--chart", "h.pdf", dir)
 	var ue usageError

@@ -1,7 +1,6 @@
 package htmlreport
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -15,7 +14,6 @@ import (
 
 	"memprobe/internal/atomicfile"
 	"memprobe/report"
-	"memprobe/schema"
 )
 
 // HistoryChart draws `probe history --chart`: the median of metric for
@@ -25,27 +23,9 @@ import (
 // file). Bytes are drawn in MiB. A configuration missing from a report
 // (or that did not finish there) is a gap in its line.
 func HistoryChart(entries []report.HistoryEntry, metric, plan string) (*plot.Plot, error) {
-	es := report.SortedHistory(entries)
-	var keys []string
-	values := map[string][]float64{} // per key, per entry; NaN for none
-	for i, e := range es {
-		for k := range e.Report.Runs {
-			r := &e.Report.Runs[k]
-			if plan != "" && r.Plan != plan {
-				continue
-			}
-			key := report.ConfigKey(r)
-			if _, seen := values[key]; !seen {
-				keys = append(keys, key)
-				values[key] = make([]float64, len(es))
-				for j := range values[key] {
-					values[key][j] = math.NaN()
-				}
-			}
-			if v, ok := metricMedian(r, metric); ok {
-				values[key][i] = v
-			}
-		}
+	es, keys, values, err := report.HistoryMedians(entries, metric, plan)
+	if err != nil {
+		return nil, err
 	}
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("history: no configuration of plan %q in %d reports", plan, len(es))
@@ -93,13 +73,10 @@ func HistoryChart(entries []report.HistoryEntry, metric, plan string) (*plot.Plo
 	}
 	var names []string
 	for _, e := range es {
-		c := e.Report.Environment.VCSRevision
-		if c == "" {
+		c := e.Commit()
+		if c == "" || c == "+" {
 			c = strings.TrimSuffix(e.Name, filepath.Ext(e.Name))
-		}
-		c = c[:min(len(c), 12)]
-		if e.Report.Environment.VCSModified {
-			c += "+"
+			c = c[:min(len(c), 12)]
 		}
 		names = append(names, c)
 	}
@@ -128,40 +105,4 @@ func SaveHistoryChart(path string, entries []report.HistoryEntry, metric, plan s
 		_, err := wt.WriteTo(w)
 		return err
 	})
-}
-
-// metricMedian is the run's median of metric: its summary's when it holds
-// the metric, else the median over the finished repetitions of the result
-// field of that JSON name (dotted for a nested one).
-func metricMedian(r *schema.Run, metric string) (float64, bool) {
-	if r.Status != schema.StatusOK || len(r.Repetitions) == 0 {
-		return 0, false
-	}
-	for _, m := range r.Summary.Metrics {
-		if m.Name == metric && m.N > 0 {
-			return m.Median, true
-		}
-	}
-	var vals []float64
-	for i := range r.Repetitions {
-		b, err := json.Marshal(&r.Repetitions[i])
-		if err != nil {
-			continue
-		}
-		var cur any
-		if json.Unmarshal(b, &cur) != nil {
-			continue
-		}
-		for _, k := range strings.Split(metric, ".") {
-			obj, _ := cur.(map[string]any)
-			cur = obj[k]
-		}
-		if x, ok := cur.(float64); ok {
-			vals = append(vals, x)
-		}
-	}
-	if len(vals) == 0 {
-		return 0, false
-	}
-	return median(vals), true
 }
