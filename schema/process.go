@@ -102,9 +102,10 @@ type Process struct {
 // ProcessGPU is a watched process's GPU side, from NVML (probe/gpumem):
 // the device memory NVML charges to the pid (its CUDA context, library
 // workspaces and allocator caches included: more than the program's own
-// allocations), and the utilization of the GPUs it held memory on, which
-// is device-wide (every process on those GPUs) and NVML's own average over
-// its sampling window (1/6 s to 1 s by product).
+// allocations), the utilization of the GPUs it held memory on, which is
+// device-wide (every process on those GPUs) and NVML's own average over
+// its sampling window (1/6 s to 1 s by product), and the process's own
+// utilization there, from NVML's per-process samples.
 type ProcessGPU struct {
 	// IntervalMs is the period of the NVML readings (slower than the RSS
 	// sampler's: a reading costs up to a millisecond).
@@ -119,6 +120,25 @@ type ProcessGPU struct {
 	// over the GPUs the process held memory on): null when none could be
 	// read (the GPU does not report it, as MIG instances do not).
 	MeanUtilPct *float64 `json:"mean_util_pct"`
+	// MeanProcessSMUtilPct is the mean over the readings of the
+	// process's own SM utilization (nvmlDeviceGetProcessUtilization's
+	// smUtil: the percent of NVML's sample period during which the GPU's
+	// SMs ran this process's kernels; time, not occupancy), over the GPUs
+	// it held memory on, and MeanProcessMemUtilPct likewise of memUtil
+	// (the percent during which its work read or wrote device memory).
+	// Null when no reading had one: a driver without the call, a GPU
+	// that does not support it (MIG), or NVML recorded no sample during
+	// the watch. A reading whose NVML reply had samples of other
+	// processes but none of this one counts as 0 (NVML keeps samples only
+	// of processes with some utilization); one with no sample at all has
+	// no figure and is counted in ProcessUtilNoSampleReadings, never as
+	// 0. ProcessUtilErrors are readings the call failed for
+	// (ProcessUtilFirstError the first).
+	MeanProcessSMUtilPct        *float64 `json:"mean_process_sm_util_pct"`
+	MeanProcessMemUtilPct       *float64 `json:"mean_process_mem_util_pct"`
+	ProcessUtilNoSampleReadings int      `json:"process_util_no_sample_readings"`
+	ProcessUtilErrors           int      `json:"process_util_errors"`
+	ProcessUtilFirstError       string   `json:"process_util_first_error,omitempty"`
 	// NoEntrySamples are readings in which NVML listed no figure for the
 	// pid (before its CUDA context, or a PID namespace NVML cannot see
 	// into; NoEntryReason says which it may be), Errors other failures
@@ -130,15 +150,20 @@ type ProcessGPU struct {
 	UtilErrors     int    `json:"util_errors"`
 	UtilFirstError string `json:"util_first_error,omitempty"`
 	// Timeline are the readings: seconds since the watch began, bytes,
-	// and the utilization where read. Never nil.
+	// and the utilizations where read. Never nil.
 	Timeline []GPUSample `json:"timeline"`
 }
 
-// GPUSample is one NVML reading of a watched process.
+// GPUSample is one NVML reading of a watched process: UtilPct is the
+// device-wide utilization, ProcessSMUtilPct and ProcessMemUtilPct the
+// process's own in NVML's samples since the previous reading (absent when
+// there was none).
 type GPUSample struct {
-	Seconds float64  `json:"t_seconds"`
-	Bytes   int64    `json:"bytes"`
-	UtilPct *float64 `json:"util_pct,omitempty"`
+	Seconds           float64  `json:"t_seconds"`
+	Bytes             int64    `json:"bytes"`
+	UtilPct           *float64 `json:"util_pct,omitempty"`
+	ProcessSMUtilPct  *float64 `json:"process_sm_util_pct,omitempty"`
+	ProcessMemUtilPct *float64 `json:"process_mem_util_pct,omitempty"`
 }
 
 // GoBuild is what a Go executable's build information says.

@@ -20,7 +20,9 @@
  *   nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2,
  *   nvmlDeviceGetName, nvmlDeviceGetMemoryInfo,
  *   nvmlDeviceGetComputeRunningProcesses_v3,
- *   nvmlDeviceGetUtilizationRates (unless FAKENVML_OMIT_UTILIZATION)
+ *   nvmlDeviceGetUtilizationRates (unless FAKENVML_OMIT_UTILIZATION),
+ *   nvmlDeviceGetProcessUtilization (unless
+ *   FAKENVML_OMIT_PROCESS_UTILIZATION)
  *
  * Behaviour comes from the environment, read at nvmlInit_v2 (so set it
  * before gpumem.Open; a later Open re-reads it only once every earlier
@@ -43,6 +45,21 @@
  *       "index gpuPct memPct". A GPU with no line, or no file at all,
  *       gives NVML_ERROR_NOT_SUPPORTED, as a MIG instance or a product
  *       without the counters does.
+ *   FAKENVML_PROC_UTIL_FILE=path
+ *       the driver's buffer of per-process utilization samples, re-read on
+ *       every nvmlDeviceGetProcessUtilization (replace it by rename). One
+ *       sample per line: "gpu pid timeStampUs smUtil memUtil [encUtil
+ *       decUtil]". The call returns the GPU's samples stamped after its
+ *       lastSeenTimeStamp, in file order, and NVML_ERROR_NOT_FOUND when
+ *       there is none (no file, or nothing new). The test chooses the
+ *       timestamps (NVML's are CPU time in microseconds) and so which
+ *       reading sees which sample. The driver keeps a sample only for a
+ *       process with some non-zero utilization in its period; the fake
+ *       returns what the file says, zeros included, so a test that models
+ *       an idle process writes no line for it.
+ *   FAKENVML_PROC_UTIL_ERROR=code
+ *       nvmlDeviceGetProcessUtilization fails with this code (3,
+ *       NVML_ERROR_NOT_SUPPORTED, as on a MIG instance).
  *   FAKENVML_FAKECUDA=path
  *       internal/fakecuda's library, if this process has loaded it: the
  *       process is listed on GPU 0 with fakecuda_process_bytes(0).
@@ -51,8 +68,10 @@
  *       in a container with its own PID namespace (by its host PID).
  *
  * Compile with -DFAKENVML_OMIT_UTILIZATION to leave
- * nvmlDeviceGetUtilizationRates out, so a test can check that the binding
- * resolves it optionally.
+ * nvmlDeviceGetUtilizationRates out, and with
+ * -DFAKENVML_OMIT_PROCESS_UTILIZATION to leave
+ * nvmlDeviceGetProcessUtilization out, so a test can check that the
+ * binding resolves each optionally.
  *
  * Each GPU's used memory (nvmlDeviceGetMemoryInfo) is a fixed 256 MiB
  * driver reservation plus its processes' bytes. Error strings end in
@@ -82,6 +101,7 @@ enum {
 
 #define MAX_DEVICES 8
 #define MAX_PROCS 64
+#define MAX_UTIL_SAMPLES 256
 #define RESERVED_BYTES (256ULL << 20)
 #define NOT_AVAILABLE (~0ULL)
 
@@ -106,6 +126,20 @@ typedef struct {
 	unsigned int memory;
 } nvmlUtilization_t;
 
+/* nvml.h's nvmlProcessUtilizationSample_t (32 bytes on LP64: pid, 4
+ * bytes of padding, then timeStamp at offset 8): one process's
+ * utilization over one of the driver's sample periods, in percent, stamped
+ * with the CPU time in microseconds. */
+typedef struct {
+	unsigned int pid;
+	unsigned long long timeStamp;
+	unsigned int smUtil;
+	unsigned int memUtil;
+	unsigned int encUtil;
+	unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+_Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t is not nvml.h's layout");
+
 struct fake_device {
 	unsigned int index;
 };
@@ -118,6 +152,8 @@ static unsigned long long total_bytes;
 static nvmlReturn_t proc_error;
 static char proc_file[4096];
 static char util_file[4096];
+static char proc_util_file[4096];
+static nvmlReturn_t proc_util_error;
 
 struct proc {
 	unsigned int pid;
@@ -211,6 +247,9 @@ nvmlReturn_t nvmlInit_v2(void)
 	snprintf(proc_file, sizeof proc_file, "%s", pf ? pf : "");
 	pf = getenv("FAKENVML_UTIL_FILE");
 	snprintf(util_file, sizeof util_file, "%s", pf ? pf : "");
+	pf = getenv("FAKENVML_PROC_UTIL_FILE");
+	snprintf(proc_util_file, sizeof proc_util_file, "%s", pf ? pf : "");
+	proc_util_error = (nvmlReturn_t)env_long("FAKENVML_PROC_UTIL_ERROR", 0);
 	from_fakecuda = NULL;
 	pf = getenv("FAKENVML_FAKECUDA");
 	if (pf && *pf) {
@@ -352,5 +391,65 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 	}
 	fclose(f);
 	return ret;
+}
+#endif
+
+#ifndef FAKENVML_OMIT_PROCESS_UTILIZATION
+/*
+ * read_proc_util fills out (at most MAX_UTIL_SAMPLES) with GPU gpu's
+ * samples in FAKENVML_PROC_UTIL_FILE stamped after last_seen.
+ */
+static unsigned int read_proc_util(unsigned int gpu, unsigned long long last_seen, nvmlProcessUtilizationSample_t *out)
+{
+	FILE *f;
+	char line[256];
+	unsigned int n = 0;
+
+	if (!proc_util_file[0] || !(f = fopen(proc_util_file, "r")))
+		return 0;
+	while (n < MAX_UTIL_SAMPLES && fgets(line, sizeof line, f)) {
+		nvmlProcessUtilizationSample_t s = {0};
+		unsigned int g;
+		int k = sscanf(line, "%u %u %llu %u %u %u %u", &g, &s.pid, &s.timeStamp, &s.smUtil, &s.memUtil, &s.encUtil, &s.decUtil);
+		if (k < 5 || g != gpu || s.timeStamp <= last_seen)
+			continue;
+		out[n++] = s;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * As nvml.h documents it: called with a NULL buffer, it sets
+ * *processSamplesCount to the number of samples newer than
+ * lastSeenTimeStamp and returns NVML_ERROR_INSUFFICIENT_SIZE; called with
+ * a buffer of *processSamplesCount entries, it writes them and sets the
+ * count written, or, if they do not fit (samples arrived between the
+ * calls), sets the count needed and returns NVML_ERROR_INSUFFICIENT_SIZE.
+ * No sample newer than lastSeenTimeStamp is NVML_ERROR_NOT_FOUND, whatever
+ * the buffer.
+ */
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
+					     unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp)
+{
+	static nvmlProcessUtilizationSample_t samples[MAX_UTIL_SAMPLES];
+	unsigned int n;
+
+	if (init_count == 0)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!valid(device) || !processSamplesCount)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (proc_util_error != NVML_SUCCESS)
+		return proc_util_error;
+	n = read_proc_util(device->index, lastSeenTimeStamp, samples);
+	if (n == 0)
+		return NVML_ERROR_NOT_FOUND;
+	if (!utilization || *processSamplesCount < n) {
+		*processSamplesCount = n;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	memcpy(utilization, samples, n * sizeof samples[0]);
+	*processSamplesCount = n;
+	return NVML_SUCCESS;
 }
 #endif

@@ -16,6 +16,14 @@
 //     each (WriteUtil), as nvmlDeviceGetUtilizationRates reports it; a GPU
 //     with no line, or no file, gives NVML_ERROR_NOT_SUPPORTED, as a MIG
 //     instance does.
+//   - EnvProcUtilFile: the driver's buffer of per-process utilization
+//     samples, one "gpu pid timeStampUs smPct memPct encPct decPct" line
+//     each (WriteProcUtil), as nvmlDeviceGetProcessUtilization returns
+//     them: the GPU's samples stamped after the caller's
+//     lastSeenTimeStamp, NVML_ERROR_NOT_FOUND when there is none (no
+//     file, or nothing new), with nvml.h's size query (a NULL buffer
+//     gets NVML_ERROR_INSUFFICIENT_SIZE and the count). The test picks
+//     the timestamps, so it decides which reading sees which sample.
 //
 // The other FAKENVML_* variables (EnvDevices, EnvInitError, ...) are read
 // at nvmlInit_v2, that is at gpumem.Open. NVML's init is reference
@@ -69,6 +77,14 @@ const (
 	// EnvUtilFile names the utilization file (WriteUtil), re-read at every
 	// query; no file means every GPU says NVML_ERROR_NOT_SUPPORTED.
 	EnvUtilFile = "FAKENVML_UTIL_FILE"
+	// EnvProcUtilFile names the per-process utilization file
+	// (WriteProcUtil), re-read at every query; no file means no samples
+	// (NVML_ERROR_NOT_FOUND).
+	EnvProcUtilFile = "FAKENVML_PROC_UTIL_FILE"
+	// EnvProcUtilError is the nvmlReturn_t every per-process utilization
+	// query returns (e.g. "3", NVML_ERROR_NOT_SUPPORTED, what a MIG
+	// instance says).
+	EnvProcUtilError = "FAKENVML_PROC_UTIL_ERROR"
 	// EnvFakeCUDA names internal/fakecuda's library: when this process
 	// has loaded it, the process is listed on GPU 0 with the memory that
 	// fake driver has handed it.
@@ -81,11 +97,18 @@ const (
 // Envs is every variable the fake reads at init, for a test that sets them
 // all (empty means the default) so that one test's settings never reach
 // the next Open.
-var Envs = []string{EnvInitError, EnvDevices, EnvTotalBytes, EnvProcError, EnvProcBytesFile, EnvUtilFile, EnvFakeCUDA, EnvPIDOffset}
+var Envs = []string{EnvInitError, EnvDevices, EnvTotalBytes, EnvProcError, EnvProcBytesFile, EnvUtilFile,
+	EnvProcUtilFile, EnvProcUtilError, EnvFakeCUDA, EnvPIDOffset}
 
-// OmitUtilization is a define for Build: the library lacks
-// nvmlDeviceGetUtilizationRates, which gpumem resolves optionally.
-const OmitUtilization = "FAKENVML_OMIT_UTILIZATION"
+// Defines for Build that leave out an entry point gpumem resolves
+// optionally, as an older driver or a stripped build lacks it.
+const (
+	// OmitUtilization: the library lacks nvmlDeviceGetUtilizationRates.
+	OmitUtilization = "FAKENVML_OMIT_UTILIZATION"
+	// OmitProcessUtilization: the library lacks
+	// nvmlDeviceGetProcessUtilization.
+	OmitProcessUtilization = "FAKENVML_OMIT_PROCESS_UTILIZATION"
+)
 
 // What the fake reports.
 const (
@@ -118,7 +141,7 @@ var library = &cshared.Library{Prefix: "fakenvml", Source: source, SourceName: "
 // Build compiles the fake (once per set of defines in the process) and
 // returns the path of the shared library. defines are preprocessor
 // definitions, "NAME" or "NAME=VALUE" (a leading -D is accepted):
-// OmitUtilization, or any otherwise unused name to get a separate library
+// OmitUtilization, OmitProcessUtilization, or any otherwise unused name to get a separate library
 // instance with its own state. Without cgo the error wraps ErrNoCgo, and
 // without gcc ErrNoGCC: a test should skip on those (Use does) and fail on
 // any other. Build is for TestMain and for code with no testing.TB; tests
@@ -153,6 +176,30 @@ type Proc struct {
 // Util is one line of the utilization file: GPU's percentages.
 type Util struct {
 	GPU, GPUPct, MemPct int
+}
+
+// ProcUtil is one line of the per-process utilization file: one of the
+// driver's samples of PID on GPU, stamped TimeStampUs (NVML's CPU
+// timestamp, microseconds), with its utilization in percent over the
+// driver's sample period: SM (its kernels running), memory (device memory
+// read or written), video encoder and decoder.
+type ProcUtil struct {
+	GPU, PID                      int
+	TimeStampUs                   uint64
+	SMPct, MemPct, EncPct, DecPct int
+}
+
+// WriteProcUtil replaces the per-process utilization file at path with
+// samples (none: the driver has none, NVML_ERROR_NOT_FOUND). To model a
+// driver taking new samples, write the old ones again with the new ones
+// after them: the fake returns those stamped after the caller's
+// lastSeenTimeStamp, as the driver's buffer does.
+func WriteProcUtil(path string, samples ...ProcUtil) error {
+	var b strings.Builder
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%d %d %d %d %d %d %d\n", s.GPU, s.PID, s.TimeStampUs, s.SMPct, s.MemPct, s.EncPct, s.DecPct)
+	}
+	return WriteFile(path, b.String())
 }
 
 // WriteProcs replaces the process file at path with procs (none: an

@@ -15,9 +15,11 @@ import (
 
 // NVML's result codes the tests expect (nvml.h).
 const (
-	nvmlSuccess         = 0
-	nvmlNotSupported    = 3
-	nvmlInvalidArgument = 2
+	nvmlSuccess          = 0
+	nvmlInvalidArgument  = 2
+	nvmlNotSupported     = 3
+	nvmlNotFound         = 6
+	nvmlInsufficientSize = 7
 )
 
 // lib is a fake opened directly (no gpumem), initialised with env.
@@ -74,6 +76,46 @@ func (f *lib) util(i int) (gpu, mem uint32, ret int32) {
 	return u[0], u[1], ret
 }
 
+// handle returns GPU i's nvmlDevice_t.
+func (f *lib) handle(i int) uintptr {
+	f.t.Helper()
+	var h uintptr
+	if r := f.call("nvmlDeviceGetHandleByIndex_v2", uintptr(i), uintptr(unsafe.Pointer(&h))); r != nvmlSuccess {
+		f.t.Fatalf("nvmlDeviceGetHandleByIndex_v2(%d) = %d", i, r)
+	}
+	return h
+}
+
+// processUtilizationSample is nvml.h's nvmlProcessUtilizationSample_t:
+// pid, 4 bytes of padding, timeStamp (µs), smUtil, memUtil, encUtil,
+// decUtil; 32 bytes.
+type processUtilizationSample struct {
+	pid                               uint32
+	_                                 uint32
+	timeStamp                         uint64
+	smUtil, memUtil, encUtil, decUtil uint32
+}
+
+// procUtil calls nvmlDeviceGetProcessUtilization on GPU i with a buffer
+// of size entries (0: NULL) and *processSamplesCount = count, the
+// buffer's entries preset to a value the fake cannot give.
+func (f *lib) procUtil(i int, size, count uint32, lastSeen uint64) ([]processUtilizationSample, uint32, int32) {
+	f.t.Helper()
+	buf := make([]processUtilizationSample, size+1) // one more: a guard the fake must not write
+	for j := range buf {
+		buf[j] = processUtilizationSample{pid: 0xdead, timeStamp: 1 << 62, smUtil: 1000}
+	}
+	var p uintptr
+	if size > 0 {
+		p = uintptr(unsafe.Pointer(&buf[0]))
+	}
+	ret := f.call("nvmlDeviceGetProcessUtilization", f.handle(i), p, uintptr(unsafe.Pointer(&count)), uintptr(lastSeen))
+	if buf[size].pid != 0xdead {
+		f.t.Errorf("nvmlDeviceGetProcessUtilization wrote past the %d entries it was given", size)
+	}
+	return buf[:size], count, ret
+}
+
 // TestBuild: one library per set of defines, whatever their order or
 // spelling, and a separate one for other defines; a define that is not one
 // is refused rather than passed to gcc.
@@ -113,21 +155,24 @@ func TestBuildNoCgo(t *testing.T) {
 	}
 }
 
-// TestOmitUtilization: the define leaves exactly
-// nvmlDeviceGetUtilizationRates out.
+// TestOmitUtilization: each define leaves exactly its entry point out.
 func TestOmitUtilization(t *testing.T) {
 	full := fakenvml.Use(t)
 	omit := fakenvml.Use(t, fakenvml.OmitUtilization)
+	omitProc := fakenvml.Use(t, fakenvml.OmitProcessUtilization)
 	for _, tc := range []struct {
-		path string
-		has  bool
-	}{{full, true}, {omit, false}} {
+		path           string
+		util, procUtil bool
+	}{{full, true, true}, {omit, false, true}, {omitProc, true, false}} {
 		l, err := dl.Open(tc.path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Sym("nvmlDeviceGetUtilizationRates"); (err == nil) != tc.has {
-			t.Errorf("%s: nvmlDeviceGetUtilizationRates present = %v, want %v", tc.path, err == nil, tc.has)
+		if _, err := l.Sym("nvmlDeviceGetUtilizationRates"); (err == nil) != tc.util {
+			t.Errorf("%s: nvmlDeviceGetUtilizationRates present = %v, want %v", tc.path, err == nil, tc.util)
+		}
+		if _, err := l.Sym("nvmlDeviceGetProcessUtilization"); (err == nil) != tc.procUtil {
+			t.Errorf("%s: nvmlDeviceGetProcessUtilization present = %v, want %v", tc.path, err == nil, tc.procUtil)
 		}
 		for _, name := range []string{"nvmlInit_v2", "nvmlShutdown", "nvmlErrorString", "nvmlDeviceGetCount_v2",
 			"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetName", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses_v3"} {
@@ -173,6 +218,77 @@ func TestUtilization(t *testing.T) {
 	}
 	if r := f.call("nvmlDeviceGetUtilizationRates", 0, 0); r != nvmlInvalidArgument {
 		t.Errorf("NULL device: ret %d, want NVML_ERROR_INVALID_ARGUMENT", r)
+	}
+}
+
+// TestProcessUtilization: nvml.h's protocol for
+// nvmlDeviceGetProcessUtilization. A NULL buffer asks for the count
+// (NVML_ERROR_INSUFFICIENT_SIZE); a buffer too small gets the count
+// needed and nothing written; one large enough gets the GPU's samples
+// stamped after lastSeenTimeStamp, in nvml.h's layout; nothing after it
+// is NVML_ERROR_NOT_FOUND; FAKENVML_PROC_UTIL_ERROR fails every call.
+func TestProcessUtilization(t *testing.T) {
+	path := fakenvml.Use(t, "PROC_UTIL_TEST")
+	file := filepath.Join(t.TempDir(), "procutil")
+	f := open(t, path, map[string]string{fakenvml.EnvDevices: "2", fakenvml.EnvProcUtilFile: file})
+
+	if _, _, r := f.procUtil(0, 0, 0, 0); r != nvmlNotFound {
+		t.Errorf("no file: ret %d, want NVML_ERROR_NOT_FOUND", r)
+	}
+	if err := fakenvml.WriteProcUtil(file,
+		fakenvml.ProcUtil{GPU: 0, PID: 42, TimeStampUs: 1_000_000, SMPct: 87, MemPct: 41, EncPct: 2, DecPct: 3},
+		fakenvml.ProcUtil{GPU: 1, PID: 43, TimeStampUs: 1_000_100, SMPct: 5},
+		fakenvml.ProcUtil{GPU: 0, PID: 44, TimeStampUs: 1_000_200, SMPct: 12, MemPct: 1},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, n, r := f.procUtil(0, 0, 0, 0); r != nvmlInsufficientSize || n != 2 {
+		t.Errorf("size query: count %d ret %d; want 2, NVML_ERROR_INSUFFICIENT_SIZE", n, r)
+	}
+	if buf, n, r := f.procUtil(0, 1, 1, 0); r != nvmlInsufficientSize || n != 2 || buf[0].pid != 0xdead {
+		t.Errorf("1 entry for 2: count %d ret %d, entry %+v; want 2, NVML_ERROR_INSUFFICIENT_SIZE, nothing written", n, r, buf[0])
+	}
+	buf, n, r := f.procUtil(0, 4, 4, 0)
+	want := []processUtilizationSample{
+		{pid: 42, timeStamp: 1_000_000, smUtil: 87, memUtil: 41, encUtil: 2, decUtil: 3},
+		{pid: 44, timeStamp: 1_000_200, smUtil: 12, memUtil: 1},
+	}
+	if r != nvmlSuccess || n != 2 || buf[0] != want[0] || buf[1] != want[1] {
+		t.Errorf("GPU 0: count %d ret %d, %+v; want 2, success, %+v", n, r, buf[:2], want)
+	}
+	if buf, n, r := f.procUtil(0, 4, 4, 1_000_000); r != nvmlSuccess || n != 1 || buf[0] != want[1] {
+		t.Errorf("GPU 0 after 1000000: count %d ret %d, %+v; want only %+v", n, r, buf[0], want[1])
+	}
+	for _, size := range []uint32{0, 4} {
+		if _, _, r := f.procUtil(0, size, size, 1_000_200); r != nvmlNotFound {
+			t.Errorf("GPU 0 after its newest, %d entries: ret %d, want NVML_ERROR_NOT_FOUND", size, r)
+		}
+	}
+	if buf, n, r := f.procUtil(1, 4, 4, 0); r != nvmlSuccess || n != 1 || buf[0].pid != 43 || buf[0].smUtil != 5 {
+		t.Errorf("GPU 1: count %d ret %d, %+v; want pid 43's sample only", n, r, buf[0])
+	}
+	if r := f.call("nvmlDeviceGetProcessUtilization", f.handle(0), 0, 0, 0); r != nvmlInvalidArgument {
+		t.Errorf("NULL count: ret %d, want NVML_ERROR_INVALID_ARGUMENT", r)
+	}
+
+	g := open(t, fakenvml.Use(t, "PROC_UTIL_TEST_ERROR"), map[string]string{fakenvml.EnvProcUtilFile: file, fakenvml.EnvProcUtilError: "3"})
+	if _, _, r := g.procUtil(0, 4, 4, 0); r != nvmlNotSupported {
+		t.Errorf("%s=3: ret %d, want NVML_ERROR_NOT_SUPPORTED", fakenvml.EnvProcUtilError, r)
+	}
+}
+
+// TestWriteProcUtil: the lines the fake parses.
+func TestWriteProcUtil(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "procutil")
+	if err := fakenvml.WriteProcUtil(file, fakenvml.ProcUtil{GPU: 1, PID: 42, TimeStampUs: 1700000000123456, SMPct: 87, MemPct: 41, EncPct: 2, DecPct: 3}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "1 42 1700000000123456 87 41 2 3\n"; string(b) != want {
+		t.Errorf("file %q, want %q", b, want)
 	}
 }
 

@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 // the next Open. lib is the library to open ("": fakeLib).
 type env struct {
 	devices, initErr, procErr, totalBytes, procFile, utilFile string
+	procUtilFile, procUtilErr                                 string
 	lib                                                       string
 }
 
@@ -71,6 +72,8 @@ func openFakeErr(t *testing.T, e env) (*NVML, error) {
 	t.Setenv(fakenvml.EnvTotalBytes, e.totalBytes)
 	t.Setenv(fakenvml.EnvProcBytesFile, e.procFile)
 	t.Setenv(fakenvml.EnvUtilFile, e.utilFile)
+	t.Setenv(fakenvml.EnvProcUtilFile, e.procUtilFile)
+	t.Setenv(fakenvml.EnvProcUtilError, e.procUtilErr)
 	if e.lib == "" {
 		return Open(fakeLib)
 	}

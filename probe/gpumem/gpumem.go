@@ -1,7 +1,7 @@
 // Package gpumem reads the process's GPU memory as NVML sees it, once or
 // over time: the GPU counterpart of the RSS sampler in probe/sampler. It
 // opens libnvidia-ml.so.1 at run time and calls the eight NVML functions
-// it needs, and a ninth, optional one for utilization, through internal/dl
+// it needs, and two optional ones for utilization, through internal/dl
 // (dlopen and a cgo trampoline), so building needs a C compiler for cgo
 // but no NVIDIA header, toolkit or driver, and on a machine without the
 // driver Open fails with a one-line error ("no NVML: libnvidia-ml.so.1
@@ -14,8 +14,8 @@
 // --export-dynamic and --unresolved-symbols=ignore-in-object-files, which
 // made every probe child 1.1 MiB larger at start (probe version: 15.7
 // MiB maxrss against 14.5 without it, AMD EPYC) and would hide any
-// unresolved C symbol of the whole program at link time; the nine calls
-// used here do not need its 12,000-line header.
+// unresolved C symbol of the whole program at link time; the ten calls
+// used here do not need its 14,000-line header.
 //
 // # What the figure is
 //
@@ -72,6 +72,52 @@
 // utilization (a MIG instance, some products: ErrUtilizationNotSupported)
 // is counted in Timeline.UtilErrors, apart from Errors: it leaves the
 // memory figures as good as they were.
+//
+// # What the process's own utilization is
+//
+// ProcessUtilization, Sample.ProcessSMUtilPct and ProcessMemUtilPct come
+// from nvmlDeviceGetProcessUtilization. For each of its sample periods the
+// driver keeps one sample per process that had some non-zero utilization
+// in it, stamped with the CPU time in microseconds: smUtil, the percent of
+// the period during which the SMs ran that process's kernels, and memUtil,
+// the percent during which its work read or wrote device memory. On a GPU
+// that several processes share (time-sliced, or MPS) this is the watched
+// process's share alone, where the device-wide figure is everyone's. It is
+// still time, not occupancy: one small kernel that runs throughout reads
+// 100 % however few multiprocessors it uses.
+//
+// Each reading asks every GPU on which NVML charges the process memory
+// for the samples stamped after the newest it has seen there
+// (lastSeenTimeStamp, one per GPU), so that each sample is counted once.
+// The first is the Sampler's start in Unix microseconds, so that samples
+// from before the watch are not counted. That takes nvml.h's "CPU
+// timestamp" to be the wall clock time.Now reads, as the call's users do
+// (not checked on a GPU here): a driver stamping from a clock behind it
+// would leave the figure absent, every reply empty, rather than wrong. A GPU's
+// reply says one of three things:
+//
+//   - samples of the pid: the figure is their mean;
+//   - samples of other processes only: the pid had no sample in periods
+//     that the driver did record, and as it records only processes with
+//     some non-zero utilization, its utilization there was 0 %;
+//   - no sample at all (NVML_ERROR_NOT_FOUND): no period ended since the
+//     last reading (NVML's period, 1/6 s to 1 s, is longer than
+//     DefaultInterval, so many readings are like this), or no process at
+//     all was busy in those that did. The pid's figure is unknown, not 0:
+//     the sample carries none for that GPU, and a sample for which no GPU
+//     gave one is counted in Timeline.ProcessUtilNoSample.
+//
+// A Sample's figure is the mean over its GPUs that gave one (nil when
+// none did), and Timeline.MeanProcessSMUtilPct the mean over the Samples
+// that have one: a mean of readings, as the device-wide one is. Within a
+// reply, periods in which only other processes have a sample are not
+// counted as zeros for the pid beside its own samples (the samples of two
+// processes need not share a timestamp), so a reading over several
+// periods of a process busy in bursts reads high. A GPU without the
+// figure (nvml.h: not supported on MIG-enabled GPUs; some products) or a
+// driver without the entry point (ErrProcessUtilizationNotSupported), or
+// any other failure, is counted in Timeline.ProcessUtilErrors, apart from
+// Errors and UtilErrors.
 //
 // # Concurrency
 //
@@ -131,6 +177,13 @@ var ErrNoProcessEntry = errors.New("NVML lists no memory figure for the process"
 // so a caller can leave the figure out without treating it as a failure.
 var ErrUtilizationNotSupported = errors.New("GPU utilization not supported")
 
+// ErrProcessUtilizationNotSupported is wrapped by ProcessUtilization's
+// error when NVML has no per-process utilization for the GPU
+// (NVML_ERROR_NOT_SUPPORTED: MIG-enabled GPUs, some products) or the
+// library lacks nvmlDeviceGetProcessUtilization, so a caller can leave the
+// figure out without treating it as a failure.
+var ErrProcessUtilizationNotSupported = errors.New("per-process GPU utilization not supported")
+
 // errClosed is returned by calls on an NVML after Close (or on a nil one).
 var errClosed = errors.New("gpumem: NVML is closed")
 
@@ -184,6 +237,28 @@ func (n *NVML) ProcessBytes(pid int) (int64, error) {
 	return sum, nil
 }
 
+// ProcessUtil is what one ProcessUtilization reading says of a process on
+// one GPU: NVML's samples stamped after the since it was given.
+type ProcessUtil struct {
+	// Samples is how many of the samples are the process's, and Others
+	// how many are other processes'.
+	Samples, Others int
+	// SMPct and MemPct are the means of the process's samples' smUtil and
+	// memUtil, in percent; 0 when Samples is 0.
+	SMPct, MemPct float64
+	// LastSeen is the newest timestamp among the samples (NVML's CPU
+	// time, microseconds), or the since given when there was none: the
+	// since of the next reading of the GPU.
+	LastSeen uint64
+}
+
+// Known reports whether the reading gives the process a figure: samples of
+// its own, or, without any, samples of other processes, which mean that
+// the driver recorded periods in which the process had no non-zero
+// utilization (its figure is then 0). With no sample at all the figure is
+// unknown (see the package doc).
+func (u ProcessUtil) Known() bool { return u.Samples > 0 || u.Others > 0 }
+
 // Sample is one reading of ProcessBytes.
 type Sample struct {
 	// Seconds is the time of the reading since Sample was called.
@@ -195,6 +270,13 @@ type Sample struct {
 	// on which the process holds memory; GPUs that give none are left out
 	// of the mean, and it is nil when none gave one.
 	GPUUtilPct *float64 `json:"gpu_util_pct,omitempty"`
+	// ProcessSMUtilPct and ProcessMemUtilPct are the process's own SM and
+	// memory utilization (ProcessUtilization, see the package doc) in the
+	// NVML samples stamped since the previous reading, the mean over the
+	// GPUs on which it holds memory and which gave one; nil when none did
+	// (no new NVML sample, or no support), never a 0 that was not read.
+	ProcessSMUtilPct  *float64 `json:"process_sm_util_pct,omitempty"`
+	ProcessMemUtilPct *float64 `json:"process_mem_util_pct,omitempty"`
 }
 
 // Timeline is what a Sampler saw, in a shape that goes into a JSON record
@@ -233,6 +315,22 @@ type Timeline struct {
 	// those samples is as good as any other.
 	UtilErrors   int    `json:"util_errors"`
 	UtilFirstErr string `json:"util_first_error,omitempty"`
+	// MeanProcessSMUtilPct and MeanProcessMemUtilPct are the means of the
+	// Samples' ProcessSMUtilPct and ProcessMemUtilPct, over those that
+	// have one (nil if none): the process's own utilization, where
+	// MeanGPUUtilPct is the device's.
+	MeanProcessSMUtilPct  *float64 `json:"mean_process_sm_util_pct,omitempty"`
+	MeanProcessMemUtilPct *float64 `json:"mean_process_mem_util_pct,omitempty"`
+	// ProcessUtilNoSample counts the Samples without a per-process figure
+	// because NVML had no new sample on any of their GPUs (not an error:
+	// NVML's period is longer than the interval, or every process was
+	// idle). ProcessUtilErrors counts the Samples for which a GPU the
+	// process holds memory on failed to give one
+	// (ErrProcessUtilizationNotSupported, or any other failure), and
+	// ProcessUtilFirstErr is the first one's text.
+	ProcessUtilNoSample int    `json:"process_util_no_sample"`
+	ProcessUtilErrors   int    `json:"process_util_errors"`
+	ProcessUtilFirstErr string `json:"process_util_first_error,omitempty"`
 }
 
 // Available reports whether NVML gave any figure for the process. When it
@@ -241,7 +339,7 @@ type Timeline struct {
 func (t Timeline) Available() bool { return len(t.Samples) > 0 }
 
 // Sampler reads ProcessBytes (and the utilization of the GPUs the process
-// is on) in the background so that a run can record how its GPU memory
+// is on, device-wide and its own) in the background so that a run can record how its GPU memory
 // moved, not just where it ended. Create it with NVML.Sample and end it
 // with Stop.
 type Sampler struct {
@@ -259,19 +357,28 @@ type Sampler struct {
 
 	utilSum float64   // of the Samples' GPUUtilPct
 	utilN   int       // Samples with a GPUUtilPct
-	pcts    []float64 // the block the Samples' GPUUtilPct point into
+	pcts    []float64 // the block the Samples' percentages point into
+
+	procSMSum, procMemSum float64 // of the Samples' ProcessSMUtilPct and ProcessMemUtilPct
+	procN                 int     // Samples with them
 
 	// utilWorded: UtilFirstErr is set, so later failures are only
-	// counted (NVML.gpuUtil builds no error). Read and written by the
-	// sampler's goroutine only.
-	utilWorded bool
+	// counted (NVML.gpuUtil builds no error); procWorded likewise for
+	// ProcessUtilFirstErr. procSeen is, per GPU, the newest NVML
+	// timestamp seen, the since of the next ProcessUtilization (nil until
+	// the first reading with a figure). Read and written by the sampler's
+	// goroutine only.
+	utilWorded, procWorded bool
+	procSeen               []uint64
 }
 
 // Sample starts a goroutine that reads ProcessBytes(pid) at once, then
 // every interval (DefaultInterval if every <= 0), and once more when Stop
 // is called, so even a run shorter than one interval has a first and a
 // last reading. Each reading that finds the process's memory also reads
-// the utilization of the GPUs it is on (Sample.GPUUtilPct). Stop every
+// the utilization of the GPUs it is on (Sample.GPUUtilPct) and the
+// process's own there (Sample.ProcessSMUtilPct: NVML's samples since the
+// previous reading, those from before Sample is called left out). Stop every
 // Sampler before closing n: readings after Close fail and count as errors.
 func (n *NVML) Sample(pid int, every time.Duration) *Sampler {
 	if every <= 0 {
@@ -319,11 +426,38 @@ func (s *Sampler) read() {
 	var utilN int
 	var utilFailed bool // a GPU of the process gave no utilization
 	var utilErr error   // why, when the timeline has no UtilFirstErr yet
+	var procSM, procMem float64
+	var procN int
+	var procFailed bool // a GPU of the process gave no per-process reading
+	var procErr error   // why, when the timeline has no ProcessUtilFirstErr yet
+	if err == nil && s.procSeen == nil {
+		// The samples NVML stamped before the watch began are not the
+		// watch's: start every GPU's since at the Sampler's start.
+		s.procSeen = make([]uint64, len(per))
+		for i := range s.procSeen {
+			s.procSeen[i] = uint64(s.start.UnixMicro())
+		}
+	}
 	if err == nil {
 		for i, v := range per {
 			b += v
 			if v <= 0 {
 				continue // not on this GPU: its utilization is others' work
+			}
+			if i < len(s.procSeen) {
+				pu, ret, perr := s.n.processUtilization(i, s.tl.PID, s.procSeen[i])
+				s.procSeen[i] = pu.LastSeen
+				switch {
+				case !processUtilOK(ret, perr):
+					if !s.procWorded && !procFailed {
+						procErr = s.n.processUtilErr(i, ret, perr)
+					}
+					procFailed = true
+				case pu.Known():
+					procSM += pu.SMPct
+					procMem += pu.MemPct
+					procN++
+				}
 			}
 			var g int
 			ok := false
@@ -359,6 +493,23 @@ func (s *Sampler) read() {
 			}
 			s.tl.UtilErrors++
 		}
+		switch {
+		case procN > 0:
+			smp.ProcessSMUtilPct = s.pct(procSM / float64(procN))
+			smp.ProcessMemUtilPct = s.pct(procMem / float64(procN))
+			s.procSMSum += *smp.ProcessSMUtilPct
+			s.procMemSum += *smp.ProcessMemUtilPct
+			s.procN++
+		case !procFailed:
+			s.tl.ProcessUtilNoSample++
+		}
+		if procFailed {
+			if procErr != nil {
+				s.tl.ProcessUtilFirstErr = procErr.Error()
+				s.procWorded = true
+			}
+			s.tl.ProcessUtilErrors++
+		}
 		s.tl.Samples = append(s.tl.Samples, smp)
 		s.tl.PeakBytes = max(s.tl.PeakBytes, b)
 		s.last, s.seen = smp, true
@@ -373,7 +524,7 @@ func (s *Sampler) read() {
 	}
 }
 
-// pct returns a pointer to v for a Sample's GPUUtilPct, from a block of 64
+// pct returns a pointer to v for a Sample's percentage, from a block of 64
 // that is never grown in place (so earlier pointers stay valid): one
 // allocation per 64 readings, not one per reading.
 func (s *Sampler) pct(v float64) *float64 {
@@ -408,6 +559,10 @@ func (s *Sampler) Stop() Timeline {
 	if s.utilN > 0 {
 		mean := s.utilSum / float64(s.utilN)
 		tl.MeanGPUUtilPct = &mean
+	}
+	if s.procN > 0 {
+		sm, mem := s.procSMSum/float64(s.procN), s.procMemSum/float64(s.procN)
+		tl.MeanProcessSMUtilPct, tl.MeanProcessMemUtilPct = &sm, &mem
 	}
 	return tl
 }

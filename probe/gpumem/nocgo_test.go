@@ -24,6 +24,9 @@ func TestOpenNoCgo(t *testing.T) {
 	if _, _, err := n.Utilization(0); !errors.Is(err, ErrNoCgo) {
 		t.Errorf("Utilization: %v", err)
 	}
+	if u, err := n.ProcessUtilization(0, os.Getpid(), 7); !errors.Is(err, ErrNoCgo) || u.LastSeen != 7 || u.Known() {
+		t.Errorf("ProcessUtilization: %+v, %v", u, err)
+	}
 	tl := n.Sample(os.Getpid(), time.Hour).Stop()
 	if tl.Available() || tl.Errors != 2 || !strings.Contains(tl.FirstErr, "cgo") {
 		t.Errorf("timeline %+v; want 2 errors naming cgo", tl)

@@ -16,6 +16,7 @@ import (
 const (
 	nvmlSuccess          = 0
 	nvmlNotSupported     = 3
+	nvmlNotFound         = 6
 	nvmlInsufficientSize = 7
 )
 
@@ -32,10 +33,34 @@ type nvmlMemory struct{ total, free, used uint64 }
 // memory was read or written (memory).
 type nvmlUtilization struct{ gpu, memory uint32 }
 
-// utilizationCall is the one optional entry point: it is not needed for
-// the memory figures, and a library without it (a stand-in, a stripped
-// build) still opens.
-const utilizationCall = "nvmlDeviceGetUtilizationRates"
+// utilizationCall and processUtilizationCall are the optional entry
+// points: they are not needed for the memory figures, and a library
+// without them (an old driver, a stand-in, a stripped build) still opens.
+const (
+	utilizationCall        = "nvmlDeviceGetUtilizationRates"
+	processUtilizationCall = "nvmlDeviceGetProcessUtilization"
+)
+
+// nvmlProcessUtilizationSample is nvml.h's nvmlProcessUtilizationSample_t,
+// what nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+// nvmlProcessUtilizationSample_t *utilization, unsigned int
+// *processSamplesCount, unsigned long long lastSeenTimeStamp) fills: one
+// process's utilization over one of the driver's sample periods, stamped
+// with the CPU time in microseconds (32 bytes: pid, padding, timeStamp,
+// then the four percentages).
+type nvmlProcessUtilizationSample struct {
+	pid       uint32
+	_         uint32
+	timeStamp uint64
+	smUtil    uint32 // SM (3D/compute): the share of the period its kernels ran
+	memUtil   uint32 // frame buffer: the share during which it read or wrote device memory
+	encUtil   uint32
+	decUtil   uint32
+}
+
+// The layout is checked at compile time: a wrong size fails the build.
+var _ [32]byte = [unsafe.Sizeof(nvmlProcessUtilizationSample{})]byte{}
+var _ [8]byte = [unsafe.Offsetof(nvmlProcessUtilizationSample{}.timeStamp)]byte{}
 
 // nvmlProcessInfo is nvml.h's nvmlProcessInfo_t of the _v2 and _v3 process
 // queries (24 bytes: pid, padding, usedGpuMemory, the MIG instance ids).
@@ -59,8 +84,9 @@ type NVML struct {
 
 	initV2, shutdown, errorString, getCount, getHandle, getName, getMemory, getProcs uintptr
 	procsCall                                                                        string // the process query resolved (_v3, else _v2)
-	// getUtil is utilizationCall, 0 when the library lacks it.
-	getUtil uintptr
+	// getUtil is utilizationCall and getProcUtil processUtilizationCall,
+	// each 0 when the library lacks it.
+	getUtil, getProcUtil uintptr
 
 	devs   []uintptr // nvmlDevice_t handles by index, taken at Open
 	mu     sync.Mutex
@@ -74,6 +100,14 @@ type NVML struct {
 	// utilMu guards it from the call until it is read.
 	utilMu sync.Mutex
 	util   nvmlUtilization
+
+	// procUtilCount and procUtilBuf are processUtilization's
+	// out-parameters, kept with n for the same reason as util: the buffer
+	// grows to the most samples a reply has held and is then reused.
+	// procUtilMu guards them.
+	procUtilMu    sync.Mutex
+	procUtilCount uint32
+	procUtilBuf   []nvmlProcessUtilizationSample
 }
 
 // Open loads NVML from libPath ("" = $MEMPROBE_LIBNVML if set, else
@@ -119,9 +153,10 @@ func Open(libPath string) (*NVML, error) {
 			return nil, fmt.Errorf("NVML %s lacks %s (a driver older than R470?)", path, strings.Join(s.names, " and "))
 		}
 	}
-	// Optional: Utilization says it is missing, the memory figures do not
-	// need it.
+	// Optional: Utilization and ProcessUtilization say they are missing,
+	// the memory figures do not need them.
 	n.getUtil, _ = lib.Sym(utilizationCall)
+	n.getProcUtil, _ = lib.Sym(processUtilizationCall)
 	if ret := n.call(n.initV2); ret != nvmlSuccess {
 		return nil, n.callErr("nvmlInit", -1, ret)
 	}
@@ -369,4 +404,124 @@ func (n *NVML) utilization(index int) (gpuPct, memPct int, ret int32, err error)
 		return 0, 0, ret, nil
 	}
 	return int(u.gpu), int(u.memory), ret, nil
+}
+
+// errNoProcessUtilization is processUtilization's error when the library
+// lacks processUtilizationCall; ProcessUtilization words it.
+var errNoProcessUtilization = errors.New("no " + processUtilizationCall)
+
+// ProcessUtilization reads what nvmlDeviceGetProcessUtilization says of
+// pid on GPU index in the samples the driver stamped after since (NVML's
+// CPU timestamp, microseconds): pass the returned LastSeen as since to
+// the next call so that each reading sees only new samples (a caller
+// reading several GPUs keeps one since per GPU). NVML_ERROR_NOT_FOUND, no
+// sample newer than since, is no error: the result has no samples and
+// LastSeen is since. Where NVML has no such figure (a MIG instance, some
+// products: NVML_ERROR_NOT_SUPPORTED) or the library lacks the entry
+// point, the error wraps ErrProcessUtilizationNotSupported; other errors
+// name the call and the GPU. A successful call allocates nothing once the
+// buffer has grown to the replies' size.
+func (n *NVML) ProcessUtilization(index, pid int, since uint64) (ProcessUtil, error) {
+	if err := checkPID(pid); err != nil {
+		return ProcessUtil{LastSeen: since}, err
+	}
+	u, ret, err := n.processUtilization(index, pid, since)
+	if !processUtilOK(ret, err) {
+		return u, n.processUtilErr(index, ret, err)
+	}
+	return u, nil
+}
+
+// processUtilOK says whether processUtilization's ret and err are a good
+// reading: samples, or none newer than since.
+func processUtilOK(ret int32, err error) bool {
+	return err == nil && (ret == nvmlSuccess || ret == nvmlNotFound)
+}
+
+// processUtilErr words a failure of processUtilization (its ret and err).
+func (n *NVML) processUtilErr(index int, ret int32, err error) error {
+	switch {
+	case err == errNoProcessUtilization:
+		return fmt.Errorf("NVML %s lacks %s: %w", n.path, processUtilizationCall, ErrProcessUtilizationNotSupported)
+	case err != nil:
+		return err
+	case ret == nvmlNotSupported:
+		return fmt.Errorf("%w: %w", n.callErr(processUtilizationCall, index, ret), ErrProcessUtilizationNotSupported)
+	default:
+		return n.callErr(processUtilizationCall, index, ret)
+	}
+}
+
+// processUtilization makes the calls and returns the last one's code
+// (nvmlSuccess or nvmlNotFound when the reading is good), leaving the
+// error's words to the caller, as utilization does. It follows nvml.h's
+// protocol: a call with a NULL buffer gives the count of samples
+// (NVML_ERROR_INSUFFICIENT_SIZE), a second call with a buffer at least
+// that large fills it; if samples arrived between the two, the second
+// says INSUFFICIENT_SIZE again and the pair is repeated, a few times at
+// most. Samples stamped at or before since are skipped, should a driver
+// return them (or zeroed entries) despite lastSeenTimeStamp.
+func (n *NVML) processUtilization(index, pid int, since uint64) (u ProcessUtil, ret int32, err error) {
+	u.LastSeen = since
+	devs, err := n.open()
+	if err != nil {
+		return u, 0, err
+	}
+	if index < 0 || index >= len(devs) {
+		return u, 0, fmt.Errorf("gpumem: GPU %d out of range (NVML sees %d)", index, len(devs))
+	}
+	if n.getProcUtil == 0 {
+		return u, 0, errNoProcessUtilization
+	}
+	n.procUtilMu.Lock()
+	defer n.procUtilMu.Unlock()
+	// lastSeenTimeStamp, an unsigned long long, is passed by value: one
+	// integer register on the 64-bit ABIs internal/dl calls through.
+	for range 4 {
+		n.procUtilCount = 0
+		ret = n.call(n.getProcUtil, devs[index], 0, uintptr(unsafe.Pointer(&n.procUtilCount)), uintptr(since))
+		switch {
+		case ret == nvmlSuccess && n.procUtilCount == 0, ret == nvmlNotFound:
+			return u, nvmlNotFound, nil
+		case ret != nvmlInsufficientSize && ret != nvmlSuccess:
+			return u, ret, nil
+		}
+		if need := int(n.procUtilCount); need > len(n.procUtilBuf) {
+			n.procUtilBuf = make([]nvmlProcessUtilizationSample, need+8)
+		}
+		n.procUtilCount = uint32(len(n.procUtilBuf))
+		ret = n.call(n.getProcUtil, devs[index], uintptr(unsafe.Pointer(&n.procUtilBuf[0])), uintptr(unsafe.Pointer(&n.procUtilCount)), uintptr(since))
+		switch ret {
+		case nvmlSuccess:
+			// n.procUtilBuf and n.procUtilCount are read after the call,
+			// which keeps them alive through it.
+			got := n.procUtilBuf[:min(int(n.procUtilCount), len(n.procUtilBuf))]
+			var sm, mem uint64
+			for _, s := range got {
+				if s.timeStamp <= since {
+					continue
+				}
+				u.LastSeen = max(u.LastSeen, s.timeStamp)
+				if int64(s.pid) != int64(pid) {
+					u.Others++
+					continue
+				}
+				u.Samples++
+				sm += uint64(s.smUtil)
+				mem += uint64(s.memUtil)
+			}
+			if u.Samples > 0 {
+				u.SMPct = float64(sm) / float64(u.Samples)
+				u.MemPct = float64(mem) / float64(u.Samples)
+			}
+			return u, nvmlSuccess, nil
+		case nvmlNotFound:
+			return u, nvmlNotFound, nil
+		case nvmlInsufficientSize:
+			continue // samples arrived between the calls
+		default:
+			return u, ret, nil
+		}
+	}
+	return u, nvmlInsufficientSize, nil
 }

@@ -32,6 +32,22 @@ func (n *NVML) ProcessBytesPerDevice(pid int) ([]int64, error) {
 // Utilization fails: there is no NVML without cgo.
 func (n *NVML) Utilization(index int) (gpuPct, memPct int, err error) { return 0, 0, ErrNoCgo }
 
+// ProcessUtilization fails: there is no NVML without cgo.
+func (n *NVML) ProcessUtilization(index, pid int, since uint64) (ProcessUtil, error) {
+	return ProcessUtil{LastSeen: since}, ErrNoCgo
+}
+
+// processUtilization fails: there is no NVML without cgo.
+func (n *NVML) processUtilization(index, pid int, since uint64) (ProcessUtil, int32, error) {
+	return ProcessUtil{LastSeen: since}, 0, ErrNoCgo
+}
+
+// processUtilErr returns err: the only failure without cgo is ErrNoCgo.
+func (n *NVML) processUtilErr(index int, ret int32, err error) error { return err }
+
+// processUtilOK is true for the codes of a good reading; none without cgo.
+func processUtilOK(ret int32, err error) bool { return false }
+
 // gpuUtil fails: there is no NVML without cgo.
 func (n *NVML) gpuUtil(index int) (pct int, ok bool) { return 0, false }
 

@@ -187,19 +187,44 @@ func iec(b int64) string { return table.FormatBytesShort(b) }
 // its host: note 003's trainer ran its GPU at 10 %.
 const idleGPUPct = 30
 
+// hostSyncHint is what to look for when the GPU waits on the host.
+const hostSyncHint = "look for a host–device sync per step or per token (probe decode measures what one costs)"
+
 // diagnoseGPU says what NVML's readings of the process mean: its device
-// memory, and whether the GPUs it used were kept busy.
+// memory, and whether the GPUs it used were kept busy. The process's own
+// SM utilization is preferred where NVML gave it: on a GPU that other
+// processes share, the device-wide figure counts their kernels too, and a
+// process whose own share is low while the device is busy waits on those
+// tenants rather than on its host. Without it, the device-wide figure is
+// what there is, and the finding says so.
 func diagnoseGPU(g *schema.ProcessGPU, add func(topic, metric string, value float64, format string, args ...any)) {
 	if g.Samples > 0 {
 		add("gpu", "gpu_peak_bytes", float64(g.PeakBytes), "on the GPU, NVML charged the process up to %s (%s at the last of %d readings, every %.0f ms): device memory with the CUDA context and the libraries' workspaces, not only its own allocations",
 			iec(g.PeakBytes), iec(g.FinalBytes), g.Samples, g.IntervalMs)
+	}
+	if own := g.MeanProcessSMUtilPct; own != nil {
+		u := *own
+		device := ""
+		if g.MeanUtilPct != nil {
+			device = fmt.Sprintf("; the GPUs as a whole, every process's kernels: %.0f %%", *g.MeanUtilPct)
+		}
+		switch {
+		case u >= idleGPUPct:
+			add("gpu", "process_sm_util_pct", u, "its own kernels kept the GPUs it used busy %.0f %% of the time on average (NVML's per-process SM utilization%s)", u, device)
+		case g.MeanUtilPct != nil && *g.MeanUtilPct >= idleGPUPct:
+			add("gpu", "process_sm_util_pct", u, "its own kernels kept the GPUs it used busy %.0f %% of the time on average, while the GPUs as a whole were busy %.0f %% (NVML, per process and device-wide): other processes' kernels share the GPU, so it may wait on them as much as on its host",
+				u, *g.MeanUtilPct)
+		default:
+			add("gpu", "process_sm_util_pct", u, "its own kernels kept the GPUs it used busy %.0f %% of the time on average (NVML's per-process SM utilization%s): the GPU waits on the host; %s", u, device, hostSyncHint)
+		}
+		return
 	}
 	if g.MeanUtilPct == nil {
 		return
 	}
 	u := *g.MeanUtilPct
 	if u < idleGPUPct {
-		add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide): the GPU waits on the host; look for a host–device sync per step or per token (probe decode measures what one costs)", u)
+		add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide): the GPU waits on the host; %s", u, hostSyncHint)
 		return
 	}
 	add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide)", u)

@@ -170,8 +170,9 @@ func TestRenderGolden(t *testing.T) {
 		PeakAgreementPct: &pct, AtPeak: s, End: s, Walks: 3, Children: []schema.Child{}, Files: []string{},
 		Overhead: schema.Overhead{SamplerCostMs: 120, WalkCostMs: 7.5, ProbeCPUMs: 150, ProbeCPUPct: 0.375},
 	}
-	util := 12.5
+	util, ownSM, ownMem := 12.5, 8.0, 3.0
 	p.GPU = &schema.ProcessGPU{IntervalMs: 100, Samples: 400, PeakBytes: 1536 << 20, FinalBytes: 1024 << 20, MeanUtilPct: &util,
+		MeanProcessSMUtilPct: &ownSM, MeanProcessMemUtilPct: &ownMem, ProcessUtilNoSampleReadings: 150,
 		Timeline: []schema.GPUSample{}}
 	p.Diagnosis = diagnose(p)
 	r := &schema.Result{Kind: schema.KindProcess, Process: p, Warnings: []string{}}

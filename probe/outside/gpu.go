@@ -8,8 +8,8 @@ import (
 	"memprobe/schema"
 )
 
-// gpuWatch reads the watched process's GPU memory and its GPUs'
-// utilization from NVML in the background (a gpumem.Sampler), at
+// gpuWatch reads the watched process's GPU memory, its GPUs' utilization
+// and its own from NVML in the background (a gpumem.Sampler), at
 // gpumem.DefaultInterval: a reading costs up to a millisecond, ten times
 // what an RSS sample does, so it does not follow Options.Interval.
 type gpuWatch struct {
@@ -41,10 +41,14 @@ func (g *gpuWatch) stop() *schema.ProcessGPU {
 		MeanUtilPct:    tl.MeanGPUUtilPct,
 		NoEntrySamples: tl.NoEntry, NoEntryReason: tl.NoEntryReason, Errors: tl.Errors, FirstError: tl.FirstErr,
 		UtilErrors: tl.UtilErrors, UtilFirstError: tl.UtilFirstErr,
-		Timeline: make([]schema.GPUSample, len(tl.Samples)),
+		MeanProcessSMUtilPct: tl.MeanProcessSMUtilPct, MeanProcessMemUtilPct: tl.MeanProcessMemUtilPct,
+		ProcessUtilNoSampleReadings: tl.ProcessUtilNoSample, ProcessUtilErrors: tl.ProcessUtilErrors,
+		ProcessUtilFirstError: tl.ProcessUtilFirstErr,
+		Timeline:              make([]schema.GPUSample, len(tl.Samples)),
 	}
 	for i, s := range tl.Samples {
-		out.Timeline[i] = schema.GPUSample{Seconds: s.Seconds, Bytes: s.Bytes, UtilPct: s.GPUUtilPct}
+		out.Timeline[i] = schema.GPUSample{Seconds: s.Seconds, Bytes: s.Bytes, UtilPct: s.GPUUtilPct,
+			ProcessSMUtilPct: s.ProcessSMUtilPct, ProcessMemUtilPct: s.ProcessMemUtilPct}
 	}
 	if n := len(tl.Samples); n > 0 {
 		out.FinalBytes = tl.Samples[n-1].Bytes

@@ -32,7 +32,7 @@ type Options struct {
 	// the tree's summed RSS.
 	Children bool
 	// NoGPU skips NVML. Otherwise, where libnvidia-ml opens (gpumem), the
-	// process's GPU memory and its GPUs' utilization are read every
+	// process's GPU memory, its GPUs' utilization and its own are read every
 	// gpumem.DefaultInterval; where it does not (no NVIDIA driver), the
 	// result has no GPU section and says nothing of it.
 	NoGPU bool

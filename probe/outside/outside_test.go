@@ -492,14 +492,18 @@ func TestPermissionError(t *testing.T) {
 // TestExecGPU: on a machine with NVML (here the stand-in), exec reads the
 // program's GPU memory and its GPU's utilization: the program lists
 // itself in the fake's process file with 3 MiB on GPU 0, whose
-// utilization line says 75 %. With --gpu=false, or where NVML is not
-// there, the result has no GPU section and no warning about it.
+// utilization line says 75 %. NVML has no per-process sample (an empty
+// driver buffer), so the process's own figure is absent, not 0, and the
+// diagnosis falls back to the device-wide one (TestExecGPUProcessUtilization
+// has one). With --gpu=false, or where NVML is not there, the result has
+// no GPU section and no warning about it.
 func TestExecGPU(t *testing.T) {
 	fakenvml.Use(t, "OUTSIDE_EXEC")
 	dir := t.TempDir()
 	procs, util := filepath.Join(dir, "procs"), filepath.Join(dir, "util")
 	t.Setenv(fakenvml.EnvProcBytesFile, procs)
 	t.Setenv(fakenvml.EnvUtilFile, util)
+	t.Setenv(fakenvml.EnvProcUtilFile, filepath.Join(dir, "no-samples"))
 	if err := fakenvml.WriteUtil(util, fakenvml.Util{GPU: 0, GPUPct: 75, MemPct: 20}); err != nil {
 		t.Fatal(err)
 	}
@@ -529,6 +533,13 @@ func TestExecGPU(t *testing.T) {
 	}
 	if topics(r.Process)["gpu"] == "" {
 		t.Errorf("no gpu finding in the diagnosis: %+v", r.Process.Diagnosis)
+	}
+	if g.MeanProcessSMUtilPct != nil || g.MeanProcessMemUtilPct != nil || g.ProcessUtilErrors != 0 || g.ProcessUtilNoSampleReadings != g.Samples {
+		t.Errorf("per process: SM %v, memory %v, errors %d, no-sample readings %d of %d; want no figure, no error, every reading without a sample",
+			g.MeanProcessSMUtilPct, g.MeanProcessMemUtilPct, g.ProcessUtilErrors, g.ProcessUtilNoSampleReadings, g.Samples)
+	}
+	if !slices.ContainsFunc(r.Process.Diagnosis, func(d schema.Finding) bool { return d.Metric == "gpu_util_pct" && d.Value == 75 }) {
+		t.Errorf("no device-wide utilization finding of 75 %%: %+v", r.Process.Diagnosis)
 	}
 	if r := run(Options{NoGPU: true}); r.Process.GPU != nil {
 		t.Errorf("--gpu=false: GPU section %+v, want none", r.Process.GPU)

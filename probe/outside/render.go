@@ -173,6 +173,24 @@ func renderGPU(e *errWriter, g *schema.ProcessGPU) {
 	case g.UtilErrors > 0:
 		e.printf("GPU utilization: not reported (%s)\n", g.UtilFirstError)
 	}
+	switch {
+	case g.MeanProcessSMUtilPct != nil:
+		mem := ""
+		if g.MeanProcessMemUtilPct != nil {
+			mem = fmt.Sprintf(", memory %.1f %%", *g.MeanProcessMemUtilPct)
+		}
+		none := ""
+		if g.ProcessUtilNoSampleReadings > 0 {
+			none = fmt.Sprintf(" (%d had none)", g.ProcessUtilNoSampleReadings)
+		}
+		e.printf("the process's own utilization (NVML's per-process samples): SM %.1f %%%s, mean over the readings with a new NVML sample%s\n",
+			*g.MeanProcessSMUtilPct, mem, none)
+	case g.ProcessUtilErrors > 0:
+		e.printf("the process's own utilization: not reported (%s)\n", g.ProcessUtilFirstError)
+	case g.ProcessUtilNoSampleReadings > 0:
+		e.printf("the process's own utilization: NVML recorded no sample in %d readings (no process busy on its GPUs, or a run shorter than NVML's period)\n",
+			g.ProcessUtilNoSampleReadings)
+	}
 }
 
 type errWriter struct {

@@ -1,0 +1,226 @@
+package outside
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"memprobe/internal/fakenvml"
+	"memprobe/internal/table"
+	"memprobe/schema"
+)
+
+func pctp(v float64) *float64 { return &v }
+
+// gpuFinding is the diagnosis's utilization finding of g (nil if none).
+func gpuFinding(g *schema.ProcessGPU) *schema.Finding {
+	var out []schema.Finding
+	diagnoseGPU(g, func(topic, metric string, value float64, format string, args ...any) {
+		if metric != "gpu_peak_bytes" {
+			out = append(out, schema.Finding{Topic: topic, Metric: metric, Value: value, Text: fmtArgs(format, args...)})
+		}
+	})
+	if len(out) > 1 {
+		panic("more than one utilization finding")
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return &out[0]
+}
+
+func fmtArgs(format string, args ...any) string {
+	var b strings.Builder
+	e := &errWriter{w: &b}
+	e.printf(format, args...)
+	return b.String()
+}
+
+// TestDiagnoseGPU: the utilization finding prefers the process's own SM
+// utilization where NVML gave it, and tells a process that leaves its GPU
+// idle (the host) from one whose GPU is kept busy by others (a shared
+// GPU); without it, the device-wide figure is used and named as such.
+func TestDiagnoseGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		device, own *float64
+		metric      string // "": no finding
+		value       float64
+		has, hasnt  []string
+	}{
+		{name: "neither"},
+		{name: "device-wide only, idle", device: pctp(12.5), metric: "gpu_util_pct", value: 12.5,
+			has: []string{"busy 12 %", "device-wide", "waits on the host"}, hasnt: []string{"own"}},
+		{name: "device-wide only, busy", device: pctp(75), metric: "gpu_util_pct", value: 75,
+			has: []string{"busy 75 %", "device-wide"}, hasnt: []string{"waits"}},
+		{name: "own busy", device: pctp(90), own: pctp(80), metric: "process_sm_util_pct", value: 80,
+			has: []string{"its own kernels kept the GPUs it used busy 80 %", "per-process", "as a whole, every process's kernels: 90 %"}, hasnt: []string{"waits"}},
+		{name: "own idle on an idle GPU", device: pctp(15), own: pctp(10), metric: "process_sm_util_pct", value: 10,
+			has: []string{"its own kernels", "busy 10 %", "waits on the host", "15 %"}},
+		{name: "own idle on a busy GPU: shared", device: pctp(90), own: pctp(12), metric: "process_sm_util_pct", value: 12,
+			has: []string{"its own kernels", "busy 12 %", "as a whole were busy 90 %", "other processes' kernels share the GPU"}, hasnt: []string{"waits on the host"}},
+		{name: "own without device-wide (MIG has neither, an old product one)", own: pctp(5), metric: "process_sm_util_pct", value: 5,
+			has: []string{"busy 5 %", "waits on the host"}, hasnt: []string{"as a whole"}},
+	} {
+		f := gpuFinding(&schema.ProcessGPU{Samples: 3, MeanUtilPct: tc.device, MeanProcessSMUtilPct: tc.own})
+		if tc.metric == "" {
+			if f != nil {
+				t.Errorf("%s: finding %+v, want none", tc.name, f)
+			}
+			continue
+		}
+		if f == nil || f.Metric != tc.metric || f.Value != tc.value || f.Topic != "gpu" {
+			t.Errorf("%s: finding %+v; want gpu %s = %g", tc.name, f, tc.metric, tc.value)
+			continue
+		}
+		for _, s := range tc.has {
+			if !strings.Contains(f.Text, s) {
+				t.Errorf("%s: %q lacks %q", tc.name, f.Text, s)
+			}
+		}
+		for _, s := range tc.hasnt {
+			if strings.Contains(f.Text, s) {
+				t.Errorf("%s: %q says %q", tc.name, f.Text, s)
+			}
+		}
+	}
+}
+
+// TestRenderGPU: the exec report's GPU section names the process's own
+// utilization, or why there is none.
+func TestRenderGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		g    schema.ProcessGPU
+		want string // a line of the section; "" for none about the process's own
+	}{
+		{"own", schema.ProcessGPU{MeanUtilPct: pctp(90), MeanProcessSMUtilPct: pctp(12), MeanProcessMemUtilPct: pctp(4.25), ProcessUtilNoSampleReadings: 3},
+			"the process's own utilization (NVML's per-process samples): SM 12.0 %, memory 4.2 %, mean over the readings with a new NVML sample (3 had none)"},
+		{"not supported", schema.ProcessGPU{ProcessUtilErrors: 4, ProcessUtilFirstError: "nvmlDeviceGetProcessUtilization(GPU 0): Not Supported"},
+			"the process's own utilization: not reported (nvmlDeviceGetProcessUtilization(GPU 0): Not Supported)"},
+		{"no sample", schema.ProcessGPU{ProcessUtilNoSampleReadings: 5},
+			"the process's own utilization: NVML recorded no sample in 5 readings (no process busy on its GPUs, or a run shorter than NVML's period)"},
+		{"nothing", schema.ProcessGPU{}, ""},
+	} {
+		tc.g.Samples, tc.g.IntervalMs = 5, 100
+		var b bytes.Buffer
+		e := &errWriter{w: &b}
+		renderGPU(e, &tc.g)
+		if e.err != nil {
+			t.Fatal(e.err)
+		}
+		got := ""
+		for _, line := range strings.Split(b.String(), "\n") {
+			if strings.Contains(line, "own utilization") {
+				got = line
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: line\n%q, want\n%q\nin\n%s", tc.name, got, tc.want, b.String())
+		}
+	}
+}
+
+// TestExecGPUProcessUtilization: exec on the stand-in NVML, on a GPU that
+// another process keeps busy. The program blocks on its standard input
+// while the test, knowing its pid, lists it with 3 MiB on GPU 0 and puts
+// one NVML sample of its own (12 % SM, 4 % memory) and one of another
+// pid's (85 %) in the driver's buffer, stamped after the watch began; the
+// device-wide figure is 90 %. Whatever the readings' timing, the one that
+// reads those samples (at the latest the last, at Stop) carries them, and
+// no other: the result's per-process mean is 12 %, the other pid's
+// sample is not counted, and the diagnosis speaks of the process's own
+// kernels on a shared GPU.
+func TestExecGPUProcessUtilization(t *testing.T) {
+	fakenvml.Use(t, "OUTSIDE_EXEC_PROC_UTIL")
+	dir := t.TempDir()
+	procs, util, procUtil := filepath.Join(dir, "procs"), filepath.Join(dir, "util"), filepath.Join(dir, "procutil")
+	for _, k := range fakenvml.Envs {
+		t.Setenv(k, "")
+	}
+	t.Setenv(fakenvml.EnvProcBytesFile, procs)
+	t.Setenv(fakenvml.EnvUtilFile, util)
+	t.Setenv(fakenvml.EnvProcUtilFile, procUtil)
+	if err := fakenvml.WriteUtil(util, fakenvml.Util{GPU: 0, GPUPct: 90, MemPct: 50}); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	s, err := Exec(ExecOptions{Args: []string{"/bin/sh", "-c", "read x"}, Stdin: inR, Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inW.Close()
+	// After Exec returned, so after the watch's start (the fake's stamps
+	// are the test's choice, NVML's are CPU time in microseconds).
+	ts := uint64(time.Now().UnixMicro())
+	const other = 7
+	if err := fakenvml.WriteProcUtil(procUtil,
+		fakenvml.ProcUtil{GPU: 0, PID: s.pid, TimeStampUs: ts, SMPct: 12, MemPct: 4},
+		fakenvml.ProcUtil{GPU: 0, PID: other, TimeStampUs: ts, SMPct: 85, MemPct: 60}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fakenvml.WriteProcs(procs, fakenvml.Proc{PID: s.pid, Bytes: 3 << 20}, fakenvml.Proc{PID: other, Bytes: 1 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	inW.Close()
+	r, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := r.Process.GPU
+	if g == nil {
+		t.Fatalf("no GPU section with NVML there; warnings %v", r.Warnings)
+	}
+	if g.PeakBytes != 3<<20 || g.MeanUtilPct == nil || *g.MeanUtilPct != 90 || g.Errors != 0 || g.UtilErrors != 0 {
+		t.Errorf("GPU section %+v; want 3 MiB, 90 %% device-wide, no errors", g)
+	}
+	if g.MeanProcessSMUtilPct == nil || *g.MeanProcessSMUtilPct != 12 || g.MeanProcessMemUtilPct == nil || *g.MeanProcessMemUtilPct != 4 ||
+		g.ProcessUtilErrors != 0 || g.ProcessUtilFirstError != "" {
+		t.Errorf("per process: SM %v, memory %v, errors %d (%q); want 12, 4, none", g.MeanProcessSMUtilPct, g.MeanProcessMemUtilPct, g.ProcessUtilErrors, g.ProcessUtilFirstError)
+	}
+	with := 0
+	for _, smp := range g.Timeline {
+		if smp.ProcessSMUtilPct != nil {
+			with++
+			if *smp.ProcessSMUtilPct != 12 || smp.ProcessMemUtilPct == nil || *smp.ProcessMemUtilPct != 4 {
+				t.Errorf("reading %+v; want SM 12 %%, memory 4 %%", smp)
+			}
+		}
+	}
+	if with != 1 || g.ProcessUtilNoSampleReadings != g.Samples-1 {
+		t.Errorf("%d readings with the process's figure, %d without a new NVML sample, of %d; want 1 and the rest", with, g.ProcessUtilNoSampleReadings, g.Samples)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"mean_process_sm_util_pct":12,`, `"mean_process_mem_util_pct":4,`, `"process_sm_util_pct":12,`, `"process_util_errors":0`, `"mean_util_pct":90,`} {
+		if !bytes.Contains(b, []byte(key)) {
+			t.Errorf("result JSON lacks %s", key)
+		}
+	}
+	var f *schema.Finding
+	for i, d := range r.Process.Diagnosis {
+		if d.Metric == "process_sm_util_pct" {
+			f = &r.Process.Diagnosis[i]
+		}
+		if d.Metric == "gpu_util_pct" {
+			t.Errorf("a device-wide finding beside the process's own: %q", d.Text)
+		}
+	}
+	if f == nil || f.Value != 12 || !strings.Contains(f.Text, "its own kernels") || !strings.Contains(f.Text, "share the GPU") {
+		t.Errorf("utilization finding %+v; want the process's own 12 %% on a shared GPU (diagnosis %+v)", f, r.Process.Diagnosis)
+	}
+	var out bytes.Buffer
+	if err := Render(&out, r, table.Text); err != nil {
+		t.Fatal(err)
+	}
+	if want := "the process's own utilization (NVML's per-process samples): SM 12.0 %, memory 4.0 %"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
