@@ -15,15 +15,53 @@ import (
 // records have them, the device memory reconciliation (cuda) and the check
 // against the cpu device. `probe decode` prints its measurements through
 // it and `probe report` a decode result file, so both show the same
-// tables.
+// tables; DecodeBlocks hands the same tables to a page. Every table is
+// rendered before anything is written (writeBlocks), so that an error
+// leaves w untouched.
 func WriteDecode(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
-	if err := writeDecodeModes(w, recs, f); err != nil {
+	tables, err := decodeTables(recs)
+	if err != nil {
 		return err
 	}
-	if err := writeDecodeDeviceMemory(w, recs, f); err != nil {
-		return err
+	bs := make([]Block, len(tables))
+	for i, t := range tables {
+		bs[i] = Block{Table: t}
 	}
-	return writeDecodeChecks(w, recs, f)
+	return writeBlocks(w, bs, f) // an empty line between tables, as the run tables have
+}
+
+// DecodeBlocks is what `probe report` prints for decode records, as
+// blocks (see RunBlocks): the provenance paragraph (DecodeProvenance),
+// then the tables WriteDecode renders, in its order. report/htmlreport
+// lays them out on a page, so that the page and the text show the same
+// figures; an error for no records, as WriteDecode's.
+func DecodeBlocks(recs []schema.DecodeRecord) ([]Block, error) {
+	tables, err := decodeTables(recs)
+	if err != nil {
+		return nil, err
+	}
+	bs := []Block{{Paragraph: DecodeProvenance(recs)}}
+	for _, t := range tables {
+		bs = append(bs, Block{Table: t})
+	}
+	return bs, nil
+}
+
+// decodeTables are WriteDecode's tables: the modes', then the device
+// memory's and the checks' where a record has one. They do not depend on
+// the format (no footnotes, nothing CSV writes apart).
+func decodeTables(recs []schema.DecodeRecord) ([]*table.Table, error) {
+	modes, err := decodeModesTable(recs)
+	if err != nil {
+		return nil, err
+	}
+	out := []*table.Table{modes}
+	for _, t := range []*table.Table{decodeDeviceMemoryTable(recs), decodeChecksTable(recs)} {
+		if t != nil {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // DecodeProvenance is the line that says where decode records come from:
@@ -42,13 +80,13 @@ func DecodeProvenance(recs []schema.DecodeRecord) string {
 	return s
 }
 
-// writeDecodeModes prints one row per record, the first row's mode being
+// decodeModesTable has one row per record, the first row's mode being
 // the baseline of the speedup column. Every figure but tokens/s, the
 // speedup, the host's wait and the device's busy share is deterministic
 // for a given shape.
-func writeDecodeModes(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
+func decodeModesTable(recs []schema.DecodeRecord) (*table.Table, error) {
 	if len(recs) == 0 {
-		return errors.New("decode table: no measurements")
+		return nil, errors.New("decode table: no measurements")
 	}
 	r0 := recs[0]
 	m0 := r0.Config.Model
@@ -111,12 +149,12 @@ func writeDecodeModes(w io.Writer, recs []schema.DecodeRecord, f table.Format) e
 		t.Add(append(row, speedup, r.SyncsPerToken, r.LaunchesPerToken,
 			r.HostWaitNsPerToken/1e3, r.DeviceBusyPct, r.HostAllocsPerToken, r.H2DBytes, r.D2HBytes, r.DevicePeakBytes)...)
 	}
-	return t.Render(w, f)
+	return t, nil
 }
 
-// writeDecodeDeviceMemory prints the reconciliation of each record's
-// device memory (cuda only; nothing for a device without one).
-func writeDecodeDeviceMemory(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
+// decodeDeviceMemoryTable reconciles each record's device memory (cuda
+// only); nil when no record has a reconciliation.
+func decodeDeviceMemoryTable(recs []schema.DecodeRecord) *table.Table {
 	rows := slices.DeleteFunc(slices.Clone(recs), func(r schema.DecodeRecord) bool { return r.DeviceMemory == nil })
 	if len(rows) == 0 {
 		return nil
@@ -159,11 +197,12 @@ func writeDecodeDeviceMemory(w io.Writer, recs []schema.DecodeRecord, f table.Fo
 		t.Add(r.Decode, peak, end, ctx, d.HeldBeforeOpenBytes, d.StreamHandleBytes, d.LedgerBytes,
 			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes, unexplained)
 	}
-	return t.Render(w, f)
+	return t
 }
 
-// writeDecodeChecks prints the check of each record that has one.
-func writeDecodeChecks(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
+// decodeChecksTable has the check of each record that has one; nil when
+// none has.
+func decodeChecksTable(recs []schema.DecodeRecord) *table.Table {
 	rows := slices.DeleteFunc(slices.Clone(recs), func(r schema.DecodeRecord) bool { return r.Check == nil })
 	if len(rows) == 0 {
 		return nil
@@ -186,5 +225,5 @@ func writeDecodeChecks(w io.Writer, recs []schema.DecodeRecord, f table.Format) 
 		}
 		t.Add(r.Decode, c.MaxProbDiff, c.MaxLossDiff, c.TokensDiffer, c.TokensNearTie, verdict)
 	}
-	return t.Render(w, f)
+	return t
 }

@@ -103,3 +103,50 @@ func TestDecodeChecksAndProvenance(t *testing.T) {
 		t.Errorf("provenance:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestDecodeBlocks: DecodeBlocks is the provenance line, then the tables
+// WriteDecode prints, in its order: rendered one after another in each
+// format they are WriteDecode's output byte for byte, the device memory's
+// and the check's tables included when a record has them.
+func TestDecodeBlocks(t *testing.T) {
+	recs := fakeDecodeRecords(true)
+	recs[0].StartTime = "2026-11-26T08:00:00Z"
+	recs[1].Check = &schema.DecodeCheck{Against: "cpu", Sequences: 4, MaxProbDiff: 1e-7, Pass: true, ProbTol: 2e-5, LossTol: 1e-4, TieTol: 1e-5}
+	recs[2].DeviceMemory = &schema.DeviceMemory{GPU: "NVIDIA H100 80GB HBM3", TotalBytes: 80 << 30, ProcessSource: "nvml",
+		ProcessPeakBytes: 600 << 20, ProcessBytes: 590 << 20, ContextBytes: 500 << 20, LedgerBytes: 1 << 20, UnexplainedBytes: 89 << 20}
+	for _, c := range []struct {
+		recs   []schema.DecodeRecord
+		tables int
+	}{{recs, 3}, {fakeDecodeRecords(false), 1}, {untimed(fakeDecodeRecords(false)[3:]), 1}} {
+		bs, err := DecodeBlocks(c.recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) != 1+c.tables || bs[0].Table != nil || bs[0].Paragraph != DecodeProvenance(c.recs) {
+			t.Fatalf("%d blocks, the first %+v; want the provenance line and %d tables", len(bs), bs[0], c.tables)
+		}
+		for _, f := range table.Formats() {
+			var want, got bytes.Buffer
+			if err := WriteDecode(&want, c.recs, f); err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range bs[1:] {
+				if b.Table == nil {
+					t.Fatalf("a paragraph %q among the tables", b.Paragraph)
+				}
+				if i > 0 {
+					got.WriteString("\n") // tables are apart by an empty line
+				}
+				if err := b.Table.Render(&got, f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got.String() != want.String() {
+				t.Errorf("%s: the blocks' tables:\n%s\nWriteDecode:\n%s", f, got.String(), want.String())
+			}
+		}
+	}
+	if _, err := DecodeBlocks(nil); err == nil {
+		t.Error("no records: no error")
+	}
+}

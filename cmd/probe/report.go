@@ -26,10 +26,10 @@ func newReportCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f reportCmdFlags
 	cmd := &cobra.Command{
 		Use:   "report REPORT.json [--markdown] [--html out.html] [--phases-md docs/phases.md]",
-		Short: "print a run report's before/after tables; --html draws them as one HTML page; --phases-md puts them into docs/phases.md",
-		Long: `report reads a run report (probe run's memprobe.report/v1 JSON), or a job
-result (probe train --json, probe exec --json: a report of one run), and prints,
-plan by plan: the phases with their peak RSS, the changes from the previous
+		Short: "print a run report's before/after tables, or a decode result's; --html draws them as one HTML page; --phases-md puts them into docs/phases.md",
+		Long: `report reads a run report (probe run's memprobe.report/v1 JSON), a job
+result (probe train --json, probe exec --json: a report of one run) or a
+decode result (below). Of a report it prints, plan by plan: the phases with their peak RSS, the changes from the previous
 phase and from before, VSZ, Go heap, allocations, tokens/s, the note's
 claim and whether the measurement agrees with it (footnotes say by how
 much); the analytical model against the ledger and the resident set in
@@ -46,6 +46,14 @@ and the environment. Profiles are read and linked only under the report's
 directory. The page needs the viz build: a lean bin/probe runs
 bin/probe-viz beside it with the same arguments, or fails (exit 2) saying
 what to build.
+
+A decode result (probe decode --json) is printed as probe decode printed
+it, under a line naming where it was measured; its --html page has the
+same tables, the modes' tokens/s as bars on a log scale (with the spread
+of the runs, slowest to fastest, when the result pools them: probe decode
+--runs N), where a token's time goes (the wall time, the host's wait and
+the device's busy time per token, in µs), the device memory in its parts
+(cuda), and the environment. --phases-md refuses a decode result.
 
 --phases-md FILE rewrites, in FILE, the section of each plan of the report:
 the lines between "<!-- probe report: plan NAME -->" and the next
@@ -81,7 +89,7 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 		format = table.Markdown
 	}
 	if b, err := os.ReadFile(path); err == nil && isDecodeResult(b) {
-		return reportDecode(stdout, b, path, format, f)
+		return reportDecode(stdout, stderr, b, path, format, f)
 	}
 	rep, err := readReport(path)
 	if err != nil {
@@ -131,14 +139,14 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 }
 
 // reportDecode prints a decode result's tables again (probe decode
-// --json), under the line that says where they were measured. A decode
-// result has no HTML page or phases section: asking for one is refused
-// before anything is written.
-func reportDecode(stdout io.Writer, b []byte, path string, format table.Format, f reportCmdFlags) error {
-	for _, o := range []struct{ flag, v string }{{"--html", f.html}, {"--phases-md", f.phasesMD}} {
-		if o.v != "" {
-			return usageError{fmt.Errorf("%s: %s is a decode result of probe decode, which has no %s; it takes run reports and job results", o.flag, path, strings.TrimPrefix(o.flag, "--"))}
-		}
+// --json), under the line that says where they were measured, and with
+// --html writes them as a page with charts, atomically, as a run report's
+// (runReport has checked that the page can be written). A decode result
+// has no phases section: --phases-md is refused before anything is
+// written.
+func reportDecode(stdout, stderr io.Writer, b []byte, path string, format table.Format, f reportCmdFlags) error {
+	if f.phasesMD != "" {
+		return usageError{fmt.Errorf("--phases-md: %s is a decode result of probe decode, which has no phases section; it takes run reports and job results", path)}
 	}
 	recs, err := schema.DecodeDecode(b, path)
 	if err != nil {
@@ -146,5 +154,15 @@ func reportDecode(stdout io.Writer, b []byte, path string, format table.Format, 
 	}
 	fmt.Fprintln(stdout, report.DecodeProvenance(recs))
 	fmt.Fprintln(stdout)
-	return report.WriteDecode(stdout, recs, format)
+	if err := report.WriteDecode(stdout, recs, format); err != nil {
+		return err
+	}
+	if f.html == "" {
+		return nil
+	}
+	if err := writeDecodeHTML(f.html, path, recs); err != nil {
+		return fmt.Errorf("--html %s: %w", f.html, err)
+	}
+	_, err = fmt.Fprintf(stderr, "probe report: wrote %s\n", f.html)
+	return err
 }

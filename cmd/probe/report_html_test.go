@@ -90,3 +90,63 @@ func TestHistoryChart(t *testing.T) {
 		t.Errorf("--chart h.pdf: %v, want a usage error", err)
 	}
 }
+
+// TestReportHTMLDecode: probe report --html of a decode result (one
+// probe decode made) prints its tables as without --html and writes its
+// page: the tables, the tokens/s chart and the chart of where a token's
+// time goes, no device memory chart on cpu. An output path that cannot be
+// written is a usage error before anything is printed or written, and
+// --phases-md stays refused, the page unwritten.
+func TestReportHTMLDecode(t *testing.T) {
+	dir := t.TempDir()
+	res := filepath.Join(dir, "decode.json")
+	if _, stderr, err := runProbe("decode", "--preset", "micro", "--passes", "2", "--data", "synthetic:4KB", "--json", res); err != nil {
+		t.Fatalf("probe decode: %v\n%s", err, stderr)
+	}
+	plain, _, err := runProbe("report", res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "decode.html")
+	stdout, stderr, err := runProbe("report", "--html", out, res)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if stdout != plain || !strings.Contains(stderr, "wrote "+out) {
+		t.Errorf("with --html: stdout\n%s\nwant, as without it:\n%s\nstderr %q", stdout, plain, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{"<!DOCTYPE html>", "<title>probe report decode.json</title>", "<caption>decode on cpu: B=3 sequences x T=5 positions",
+		`<figure class="chart" data-kind="tokens">`, `<figure class="chart" data-kind="token-time">`, ">per-token-prealloc</text>", `id="environment"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `data-kind="device-memory"`) || strings.Contains(page, `id="flames"`) {
+		t.Error("a cpu decode page has a device memory chart or a flame graph section")
+	}
+
+	missing := filepath.Join(dir, "missing", "d.html")
+	stdout, _, err = runProbe("report", "--html", missing, res)
+	var ue usageError
+	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), "--html") || stdout != "" {
+		t.Errorf("--html into a missing directory: %v, stdout %q; want a usage error before any output", err, stdout)
+	}
+	page2 := filepath.Join(dir, "p.html")
+	md := filepath.Join(dir, "phases.md")
+	os.WriteFile(md, []byte("kept\n"), 0o644)
+	_, _, err = runProbe("report", "--html", page2, "--phases-md", md, res)
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "is a decode result of probe decode") {
+		t.Errorf("--phases-md with --html on a decode result: %v, want a usage error", err)
+	}
+	if _, serr := os.Stat(page2); !os.IsNotExist(serr) {
+		t.Errorf("--phases-md refused, yet %s written", page2)
+	}
+	if b, _ := os.ReadFile(md); string(b) != "kept\n" {
+		t.Errorf("--phases-md refused, yet %s rewritten", md)
+	}
+}

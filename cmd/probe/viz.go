@@ -29,6 +29,10 @@ import (
 var (
 	// writeHTML writes a run report (read from reportPath) as an HTML page.
 	writeHTML func(out, reportPath string, rep *schema.Report) error
+	// writeDecodeHTML writes a decode result (read from path) as an HTML
+	// page. It is set with writeHTML, whose nil is what makes `probe report
+	// --html` delegate, whatever the file holds.
+	writeDecodeHTML func(out, path string, recs []schema.DecodeRecord) error
 	// writeHistoryChart writes `probe history --chart`.
 	writeHistoryChart func(out string, entries []report.HistoryEntry, metric, plan string) error
 )

@@ -19,6 +19,9 @@ func init() {
 			Title:     "probe report " + filepath.Base(reportPath),
 		})
 	}
+	writeDecodeHTML = func(out, path string, recs []schema.DecodeRecord) error {
+		return htmlreport.WriteDecodeFile(out, recs, htmlreport.Options{Title: "probe report " + filepath.Base(path)})
+	}
 	writeHistoryChart = func(out string, entries []report.HistoryEntry, metric, plan string) error {
 		return htmlreport.SaveHistoryChart(out, entries, metric, plan)
 	}

@@ -23,7 +23,8 @@
 //
 // gonum/plot parses its fonts at start-up (about 12 MiB resident), so the
 // command links this package only in `-tags viz` builds (bin/probe-viz);
-// HistoryChart draws `probe history --chart` with the same library.
+// HistoryChart draws `probe history --chart` with the same library, and
+// BuildDecode a decode result's page with the same template (decode.go).
 package htmlreport
 
 import (
@@ -67,6 +68,9 @@ type Page struct {
 	FlameNotes  []string
 	Profiles    []ProfileLink
 	Environment [][2]string
+	// NoFlames leaves out the flame graphs' section and its link: a
+	// decode result's page (BuildDecode), which has no profiles to draw.
+	NoFlames bool
 }
 
 // PlanSection is one plan's tables and charts.
