@@ -124,3 +124,42 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// Path is a file a command reads or writes, with the flag (or argument)
+// that named it, for errors: {"--json", "r.json"}.
+type Path struct{ Flag, Path string }
+
+// CheckDistinct fails when an output would replace an input or another
+// output: the same path, or two names of one file (a link, "./a" and
+// "a"). Without it `probe report r.json --html r.json` replaces the
+// report it reads with the page, and `probe train --json X --checkpoint
+// X` writes one file over the other, each exiting 0. Empty paths are
+// skipped, and so is "-" (standard output). Call it before any work,
+// beside CheckWritable.
+func CheckDistinct(outputs, inputs []Path) error {
+	same := func(a, b string) bool {
+		if filepath.Clean(a) == filepath.Clean(b) {
+			return true
+		}
+		fa, errA := os.Stat(a)
+		fb, errB := os.Stat(b)
+		return errA == nil && errB == nil && os.SameFile(fa, fb)
+	}
+	skip := func(p string) bool { return p == "" || p == "-" }
+	for i, o := range outputs {
+		if skip(o.Path) {
+			continue
+		}
+		for _, in := range inputs {
+			if !skip(in.Path) && same(o.Path, in.Path) {
+				return fmt.Errorf("%s %s: is also the input %s %s: writing it would replace what is read; name another file", o.Flag, o.Path, in.Flag, in.Path)
+			}
+		}
+		for _, other := range outputs[:i] {
+			if !skip(other.Path) && same(o.Path, other.Path) {
+				return fmt.Errorf("%s %s: %s names the same file: one output would replace the other; name two files", o.Flag, o.Path, other.Flag)
+			}
+		}
+	}
+	return nil
+}

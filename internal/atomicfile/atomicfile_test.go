@@ -176,3 +176,39 @@ func TestReadOnlyDir(t *testing.T) {
 		t.Errorf("the file holds %q, want the old one", b)
 	}
 }
+
+// TestCheckDistinct: an output that is an input, or another output, by
+// name or by link, is refused in one line naming both flags; "-" and ""
+// are not files.
+func TestCheckDistinct(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "r.json")
+	if err := os.WriteFile(in, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(in, link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "out.html")
+	for _, c := range []struct {
+		outs, ins []Path
+		want      string
+	}{
+		{[]Path{{"--html", in}}, []Path{{"REPORT", in}}, "--html " + in + ": is also the input REPORT " + in},
+		{[]Path{{"--html", link}}, []Path{{"REPORT", in}}, "is also the input REPORT"},
+		{[]Path{{"--html", filepath.Join(dir, ".", "r.json")}}, []Path{{"REPORT", in}}, "is also the input"},
+		{[]Path{{"--json", other}, {"--checkpoint", other}}, nil, "--checkpoint " + other + ": --json names the same file"},
+		{[]Path{{"--json", other}}, []Path{{"REPORT", in}}, ""},
+		{[]Path{{"--json", "-"}, {"--out", "-"}}, []Path{{"--data", "-"}}, ""},
+		{[]Path{{"--json", ""}}, []Path{{"--data", ""}}, ""},
+	} {
+		err := CheckDistinct(c.outs, c.ins)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v %v: %v, want none", c.outs, c.ins, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v %v: %v, want %q", c.outs, c.ins, err, c.want)
+		}
+	}
+}
