@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/probe/decodebench"
 	"memprobe/report"
@@ -50,7 +52,7 @@ func (f *decodeCmdFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.passes, "passes", 3, "timed passes over the B sequences, after one warm-up pass")
 	fs.IntVar(&f.runs, "runs", 1, "measure in this many fresh processes, one after another, and pool them: independent samples for probe diff")
 	fs.BoolVar(&f.probs, "probs", true, "copy each position's V probabilities back, as training does (false: tokens and losses only)")
-	fs.StringVar(&f.jsonPath, "json", "", "also write the figures as JSON to this file (one object, or an array for --decode all)")
+	fs.StringVar(&f.jsonPath, "json", "", `also write the figures as JSON to this file (one object, or an array for --decode all); "-" writes the JSON to stdout and the tables to stderr`)
 	fs.StringVar(&f.format, "format", "text", "table format on stdout: text, markdown or csv")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed decoding to this file")
 	fs.StringVar(&f.check, "check", "", "also decode the first sequences of each mode on this reference device (cpu) and compare probabilities, losses and tokens within stated tolerances; exit 1 if they disagree")
@@ -67,6 +69,28 @@ type decodeOptions struct {
 	// parent keeps (--runs, --json, --format).
 	runs      int
 	childArgs []string
+}
+
+// checkDecodeOutputs refuses, before any work, an output that could not
+// be written (--json, --cpuprofile) or that would replace an input
+// (--checkpoint, a --data file) or the other output.
+func checkDecodeOutputs(f *decodeCmdFlags) error {
+	outs := []atomicfile.Path{{Flag: "--json", Path: f.jsonPath}, {Flag: "--cpuprofile", Path: f.cpuprofile}}
+	for _, o := range outs {
+		if o.Path != "" && o.Path != "-" {
+			if err := atomicfile.CheckWritable(o.Path); err != nil {
+				return fmt.Errorf("%s %w", o.Flag, err)
+			}
+		}
+	}
+	if f.cpuprofile == "-" {
+		return fmt.Errorf("--cpuprofile -: a profile is binary; name a file")
+	}
+	ins := []atomicfile.Path{{Flag: "--checkpoint", Path: f.checkpoint}}
+	if !strings.HasPrefix(f.data, "synthetic:") {
+		ins = append(ins, atomicfile.Path{Flag: "--data", Path: f.data})
+	}
+	return atomicfile.CheckDistinct(outs, ins)
 }
 
 // options checks the flags; fs tells which were given. Errors are usage
@@ -119,6 +143,9 @@ func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 		return o, fmt.Errorf("--format: %w", err)
 	}
 	o.format = format
+	if err := checkDecodeOutputs(f); err != nil {
+		return o, err
+	}
 	if f.runs < 1 || f.runs > maxDecodeRuns {
 		return o, fmt.Errorf("--runs %d out of range [1, %d]", f.runs, maxDecodeRuns)
 	}
@@ -201,7 +228,13 @@ func runDecode(stdout, stderr io.Writer, o decodeOptions) error {
 		}
 		recs = o.bench.Records(ms, os.Args, start)
 	}
-	if err := report.WriteDecode(stdout, recs, o.format); err != nil {
+	// With --json -, the JSON goes to stdout and the tables to stderr, as
+	// probe exec does.
+	tablesTo := stdout
+	if o.jsonPath == "-" {
+		tablesTo = stderr
+	}
+	if err := report.WriteDecode(tablesTo, recs, o.format); err != nil {
 		return err
 	}
 	if o.jsonPath != "" {
@@ -210,7 +243,11 @@ func runDecode(stdout, stderr io.Writer, o decodeOptions) error {
 		if o.all {
 			v = recs
 		}
-		if err := writeJSON(nil, o.jsonPath, v); err != nil {
+		path := o.jsonPath
+		if path == "-" {
+			path = ""
+		}
+		if err := writeJSON(stdout, path, v); err != nil {
 			return err
 		}
 	}

@@ -168,3 +168,51 @@ func TestMergeDecode(t *testing.T) {
 		t.Errorf("a directory of decode results against one of run reports: %v", err)
 	}
 }
+
+// TestOutputsNotInputs: an output that would replace an input, or that
+// cannot be written, is a usage error before any work, and the input is
+// left as it was; --json - writes decode's JSON to stdout and its tables to
+// stderr.
+func TestOutputsNotInputs(t *testing.T) {
+	dir := t.TempDir()
+	dec := decodeFile(t, "d.json", false, decodeModes, nil)
+	keep, err := os.ReadFile(dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := trainMicroCheckpoint(t, dir)
+	ckBytes, _ := os.ReadFile(ck)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"merge", dec, "--out", dec}, "--out " + dec + ": is also the input " + dec},
+		{[]string{"merge", dec, "--out", dir}, "--out " + dir + ": is a directory"},
+		{[]string{"decode", "--checkpoint", ck, "--json", ck}, "--json " + ck + ": is also the input --checkpoint " + ck},
+		{[]string{"decode", "--preset", "micro", "--json", dir}, "--json " + dir + ": is a directory"},
+		{[]string{"decode", "--preset", "micro", "--json", filepath.Join(dir, "no", "d.json")}, "--json " + filepath.Join(dir, "no", "d.json") + ": directory"},
+		{[]string{"decode", "--preset", "micro", "--json", filepath.Join(dir, "x"), "--cpuprofile", filepath.Join(dir, "x")}, "--cpuprofile " + filepath.Join(dir, "x") + ": --json names the same file"},
+		{[]string{"decode", "--preset", "micro", "--cpuprofile", "-"}, "--cpuprofile -: a profile is binary"},
+	} {
+		_, _, err := runProbe(c.args...)
+		if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a usage error with %q", c.args, err, c.want)
+		}
+	}
+	if b, _ := os.ReadFile(dec); string(b) != string(keep) {
+		t.Error("a refused merge changed its input")
+	}
+	if b, _ := os.ReadFile(ck); string(b) != string(ckBytes) {
+		t.Error("a refused decode changed its checkpoint")
+	}
+	stdout, stderr, err := runProbe("decode", "--preset", "micro", "--passes", "1", "--data", "synthetic:4KB", "--decode", "batch", "--json", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := schema.DecodeDecode([]byte(stdout), "stdout"); err != nil || !strings.Contains(stderr, "decode on cpu") {
+		t.Errorf("--json -: stdout does not read as a decode result (%v), or stderr has no table:\n%s", err, stderr)
+	}
+	if _, err := os.Stat("-"); err == nil {
+		t.Error(`--json - wrote a file named "-"`)
+	}
+}

@@ -84,6 +84,12 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 			return usageError{fmt.Errorf("--html: %w", err)}
 		}
 	}
+	// --phases-md is rewritten in place, by design; it must not be the
+	// report, nor the page.
+	if err := atomicfile.CheckDistinct([]atomicfile.Path{{Flag: "--html", Path: f.html}, {Flag: "--phases-md", Path: f.phasesMD}},
+		[]atomicfile.Path{{Flag: "REPORT", Path: path}}); err != nil {
+		return usageError{err}
+	}
 	format := table.Text
 	if f.markdown {
 		format = table.Markdown

@@ -150,3 +150,29 @@ func TestReportHTMLDecode(t *testing.T) {
 		t.Errorf("--phases-md refused, yet %s rewritten", md)
 	}
 }
+
+// TestReportHTMLNotInput: --html naming the report itself, or the
+// --phases-md file, is a usage error and leaves both as they were.
+func TestReportHTMLNotInput(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "r.json")
+	b, err := os.ReadFile("../../report/testdata/run-report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(rep, b, 0o644)
+	md := filepath.Join(dir, "phases.md")
+	os.WriteFile(md, []byte("kept\n"), 0o644)
+	for _, args := range [][]string{{"report", rep, "--html", rep}, {"report", rep, "--html", md, "--phases-md", md}, {"report", rep, "--phases-md", rep}} {
+		_, _, err := runProbe(args...)
+		if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "name") {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+	if got, _ := os.ReadFile(rep); string(got) != string(b) {
+		t.Error("the report was changed")
+	}
+	if got, _ := os.ReadFile(md); string(got) != "kept\n" {
+		t.Error("the phases file was changed")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/probe/job"
 	"memprobe/probe/runner"
@@ -309,6 +310,16 @@ output is a decode result: one record, or an array.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if out == "" {
 				return usageError{errors.New("merge: --out is required")}
+			}
+			if err := atomicfile.CheckWritable(out); err != nil {
+				return usageError{fmt.Errorf("--out %w", err)}
+			}
+			ins := make([]atomicfile.Path, len(args))
+			for i, a := range args {
+				ins[i] = atomicfile.Path{Path: a}
+			}
+			if err := atomicfile.CheckDistinct([]atomicfile.Path{{Flag: "--out", Path: out}}, ins); err != nil {
+				return usageError{err}
 			}
 			if decodeArgs(args) {
 				return mergeDecode(stdout, args, out)

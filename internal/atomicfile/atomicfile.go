@@ -126,7 +126,8 @@ func unwrapPath(err error) error {
 }
 
 // Path is a file a command reads or writes, with the flag (or argument)
-// that named it, for errors: {"--json", "r.json"}.
+// that named it, for errors: {"--json", "r.json"}; "" for an argument
+// that needs no name.
 type Path struct{ Flag, Path string }
 
 // CheckDistinct fails when an output would replace an input or another
@@ -152,7 +153,11 @@ func CheckDistinct(outputs, inputs []Path) error {
 		}
 		for _, in := range inputs {
 			if !skip(in.Path) && same(o.Path, in.Path) {
-				return fmt.Errorf("%s %s: is also the input %s %s: writing it would replace what is read; name another file", o.Flag, o.Path, in.Flag, in.Path)
+				what := in.Path
+				if in.Flag != "" {
+					what = in.Flag + " " + in.Path
+				}
+				return fmt.Errorf("%s %s: is also the input %s: writing it would replace what is read; name another file", o.Flag, o.Path, what)
 			}
 		}
 		for _, other := range outputs[:i] {
