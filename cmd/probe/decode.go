@@ -16,6 +16,8 @@ import (
 	"memprobe/report"
 	"memprobe/schema"
 	"memprobe/trainer/decode"
+	"memprobe/trainer/device"
+	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 )
 
@@ -145,6 +147,18 @@ func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 	o.format = format
 	if err := checkDecodeOutputs(f); err != nil {
 		return o, err
+	}
+	// The backend and the device are the command line's too: a name this
+	// build lacks is a usage error (exit 2), as in probe train. A device
+	// this build has but this machine cannot open (cuda without a driver)
+	// fails later, at the device (exit 1).
+	if err := gemm.Check(f.gemm); err != nil {
+		return o, fmt.Errorf("--gemm: %w", err)
+	}
+	if f.device != "cuda" { // always built; whether it opens is the machine's
+		if err := device.Available(f.device); err != nil {
+			return o, fmt.Errorf("--device: %w", err)
+		}
 	}
 	if f.runs < 1 || f.runs > maxDecodeRuns {
 		return o, fmt.Errorf("--runs %d out of range [1, %d]", f.runs, maxDecodeRuns)

@@ -18,9 +18,10 @@ import (
 	"memprobe/trainer/device/cudadrv"
 )
 
-// TestDecodeErrors: bad flags are usage errors (exit 2); a device missing
-// from the build, a missing checkpoint or a checkpoint of another shape are
-// errors (exit 1) naming the input. All are one line, and no JSON is left.
+// TestDecodeErrors: bad flags are usage errors (exit 2), a device or GEMM
+// backend this build lacks among them, as in probe train; a missing
+// checkpoint or a checkpoint of another shape are errors (exit 1) naming
+// the input. All are one line, and no JSON is left.
 func TestDecodeErrors(t *testing.T) {
 	dir := t.TempDir()
 	ck := trainMicroCheckpoint(t, dir)
@@ -38,11 +39,11 @@ func TestDecodeErrors(t *testing.T) {
 		{[]string{"--heads", "7"}, "not divisible by heads 7", true},
 		{[]string{"--checkpoint", ck, "--dim", "32"}, "--dim: the model's shape comes from --checkpoint", true},
 		{[]string{"--checkpoint", ck, "--preset", "tiny"}, "--preset: the model comes from --checkpoint", true},
-		{[]string{"--device", "tpu"}, `device "tpu" is not available in this build (have: `, false},
+		{[]string{"--device", "tpu"}, `--device: device "tpu" is not available in this build (have: `, true},
 		{[]string{"--checkpoint", filepath.Join(dir, "missing.bin")}, "missing.bin", false},
 		{[]string{"--checkpoint", ck, "--context", "4"}, "--context 4: checkpoint " + ck + " holds a model with context 5", false},
 		{[]string{"--preset", "micro", "--data", filepath.Join(dir, "missing.txt")}, "missing.txt", false},
-		{[]string{"--preset", "micro", "--gemm", "fast"}, "fast", false},
+		{[]string{"--preset", "micro", "--gemm", "fast"}, `--gemm: gemm backend "fast" is not available`, true},
 	} {
 		args := append([]string{"decode", "--data", "synthetic:4KB", "--json", out}, c.args...)
 		_, _, err := runProbe(args...)
