@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/driver"
+	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
 	"memprobe/probe/profiling"
@@ -76,6 +78,9 @@ func checkHTTPAddr(addr string, allowRemote bool) error {
 // host:port -no_browser profiles..." and our own HTTP server on that
 // listener, which stops when ctx is done; then it returns.
 func runPprofUI(ctx context.Context, stderr io.Writer, addr string, profiles []string) error {
+	if err := checkProfiles(profiles); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("pprof: %w", err)
@@ -92,6 +97,36 @@ func runPprofUI(ctx context.Context, stderr io.Writer, addr string, profiles []s
 		return fmt.Errorf("pprof: %w", err)
 	}
 	fmt.Fprintln(stderr, "probe pprof: stopped")
+	return nil
+}
+
+// checkProfiles parses each profile that is a local file before pprof's
+// driver sees it: the driver prints a bad file's error on its own line and
+// then fails with "failed to fetch any source profiles", two lines that do
+// not say which input was wrong. Other sources (a URL, a binary beside the
+// profile) are the driver's to fetch.
+func checkProfiles(profiles []string) error {
+	for _, p := range profiles {
+		st, err := os.Stat(p)
+		switch {
+		case err != nil && strings.Contains(p, ":"):
+			continue // a URL or host:port/path: the driver fetches it
+		case err != nil:
+			return fmt.Errorf("pprof: %w", err)
+		case st.IsDir():
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("pprof: %w", err)
+		}
+		if bytes.HasPrefix(b, []byte("\x7fELF")) {
+			continue // the program, for symbols: pprof [binary] profile
+		}
+		if _, err := profile.ParseData(b); err != nil {
+			return fmt.Errorf("pprof: %s: not a profile pprof reads: %v", p, err)
+		}
+	}
 	return nil
 }
 

@@ -134,3 +134,21 @@ func TestCheckHTTPAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestPprofBadProfile: a local file that is not a profile is refused in
+// one line naming it, before the UI starts; a missing one too.
+func TestPprofBadProfile(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.pprof")
+	if err := os.WriteFile(bad, []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{bad, "pprof: " + bad + ": not a profile pprof reads: "},
+		{bad + ".missing", "no such file or directory"},
+	} {
+		_, _, err := runProbe("pprof", "--http", "127.0.0.1:0", c.path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", c.path, err, c.want)
+		}
+	}
+}
