@@ -157,10 +157,11 @@ func numbers(m map[string]any, path string) ([]float64, bool) {
 // "decode" and phase the mode; its Sweep holds the settings (device, B, T,
 // C, V, probs) that vary among the matched pairs, none in the usual case of
 // two runs of one command. It refuses records of different schema
-// versions, and sides with no record.
+// versions, sides with no record, and metrics named (opt.Metrics, Extra)
+// that no record of either side has (an UnmeasuredError).
 func CompareDecode(base, head []schema.DecodeRecord, opt DiffOptions) (*Diff, error) {
 	if len(base) == 0 || len(head) == 0 {
-		return nil, fmt.Errorf("comparing decode results: base %s has %d records, head %s %d: nothing to compare", opt.BaseName, len(base), opt.HeadName, len(head))
+		return nil, fmt.Errorf("comparing decode results: base %s has %d %s, head %s %d: nothing to compare", opt.BaseName, len(base), plural(len(base), "record", "records"), opt.HeadName, len(head))
 	}
 	for _, r := range slices.Concat(base, head) {
 		if r.Schema != base[0].Schema {
@@ -193,6 +194,12 @@ func CompareDecode(base, head []schema.DecodeRecord, opt DiffOptions) (*Diff, er
 				d.Warnings = append(d.Warnings, w)
 			}
 		}
+	}
+	views := slices.Concat(baseRecs, headRecs)
+	if err := checkMeasured(opt, "decode results", DefaultDecodeDiffMetrics, func(m string) bool {
+		return slices.ContainsFunc(views, func(v *decodeView) bool { _, _, ok := v.metric(m, false); return ok })
+	}); err != nil {
+		return nil, err
 	}
 	d.warnUnseen(opt)
 	return d, nil
@@ -283,6 +290,9 @@ func compareDecodeRecords(b, h *decodeView, axes, metrics []string, alpha float6
 	for _, m := range metrics {
 		bv, bPasses, bok := b.metric(m, runs)
 		hv, hPasses, hok := h.metric(m, runs)
+		if bok && !hok {
+			c.HeadLacks = append(c.HeadLacks, m)
+		}
 		if !bok || !hok {
 			continue
 		}

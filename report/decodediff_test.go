@@ -275,9 +275,10 @@ func TestDecodeDiffOnlyOneSide(t *testing.T) {
 }
 
 // TestDecodeDiffAbsentMetric: a busy figure one side could not time leaves
-// its row out of that configuration; a metric named that no configuration
-// has on both sides (absent, not a number, not a decode figure) is warned
-// about, as Compare does.
+// its row out of that configuration; a metric named that some
+// configuration has but none on both sides is warned about, as Compare
+// does; one that no configuration of either side has (not a number, not
+// a decode figure) is refused, naming it.
 func TestDecodeDiffAbsentMetric(t *testing.T) {
 	base, head := decodeSide(false, decodeBaseSpeeds), decodeSide(true, decodeBaseSpeeds)
 	head[1].DeviceBusyPct, head[1].DeviceBusyNsPerToken = nil, nil
@@ -294,9 +295,13 @@ func TestDecodeDiffAbsentMetric(t *testing.T) {
 	for i := range head {
 		head[i].DeviceBusyPct = nil
 	}
-	d = compareDecode(t, base, head, DiffOptions{Metrics: []string{"device_busy_pct", "peak_rss_bytes", "decode", "d2h_bytes"}})
-	want := []string{"no configuration has metric device_busy_pct on both sides", "no configuration has metric peak_rss_bytes on both sides",
-		"no configuration has metric decode on both sides"}
+	_, err := CompareDecode(base, head, DiffOptions{Metrics: []string{"device_busy_pct", "peak_rss_bytes", "decode", "d2h_bytes"}})
+	if ue, ok := errors.AsType[*UnmeasuredError](err); !ok || !slices.Equal(ue.Metrics, []string{"peak_rss_bytes", "decode"}) ||
+		!strings.Contains(err.Error(), "peak_rss_bytes is a metric of run reports, not of decode results") {
+		t.Errorf("metrics no record has: got %v, want an UnmeasuredError of peak_rss_bytes and decode", err)
+	}
+	d = compareDecode(t, base, head, DiffOptions{Metrics: []string{"device_busy_pct", "d2h_bytes"}})
+	want := []string{"no configuration has metric device_busy_pct on both sides"}
 	if !slices.Equal(d.Warnings, want) {
 		t.Errorf("warnings:\n got %q\nwant %q", d.Warnings, want)
 	}

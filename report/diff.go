@@ -3,8 +3,10 @@ package report
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/perf/benchmath"
 
@@ -52,8 +54,11 @@ var DeterministicMetrics = map[string]bool{
 // DiffOptions choose what Compare compares.
 type DiffOptions struct {
 	// Metrics are the result fields to compare (JSON names, unit in the
-	// name); nil means DefaultDiffMetrics. A metric neither report has is
-	// left out of the rows, with a warning unless it is a default.
+	// name); nil means DefaultDiffMetrics. A metric named here or in Extra
+	// that no configuration of either side measured is refused (an
+	// UnmeasuredError); one that no matched configuration has on both
+	// sides is left out of the rows, with a warning. A default metric a
+	// configuration lacks is left out of its rows silently.
 	Metrics []string
 	// Extra are compared too, after Metrics (the metrics of --fail-on);
 	// one already in Metrics is not repeated.
@@ -101,6 +106,10 @@ type ConfigDiff struct {
 	HeadStatus schema.Status `json:"head_status"`
 	// Rows are the metrics in the order asked for; never nil.
 	Rows []MetricDiff `json:"rows"`
+	// HeadLacks are the metrics asked for that base measured and head
+	// did not (both finished): not compared, and a breach of a --fail-on
+	// limit on them, which cannot be checked.
+	HeadLacks []string `json:"head_lacks,omitempty"`
 }
 
 // MetricDiff is one metric of one configuration on both sides.
@@ -147,7 +156,9 @@ func ConfigKey(r *schema.Run) string {
 }
 
 // Compare compares head against base. It refuses reports of different
-// schema versions and matched configurations run at different presets.
+// schema versions, matched configurations run at different presets, and
+// metrics named (opt.Metrics, Extra) that no run of either side measured
+// (an UnmeasuredError).
 func Compare(base, head *schema.Report, opt DiffOptions) (*Diff, error) {
 	if base.Schema != head.Schema {
 		return nil, fmt.Errorf("comparing reports: %w: base %s is %q, head %s is %q", ErrSchema, opt.BaseName, base.Schema, opt.HeadName, head.Schema)
@@ -178,8 +189,163 @@ func Compare(base, head *schema.Report, opt DiffOptions) (*Diff, error) {
 			d.OnlyHead = append(d.OnlyHead, k)
 		}
 	}
+	if err := checkMeasured(opt, "run reports", DefaultDiffMetrics, func(m string) bool {
+		return slices.ContainsFunc(slices.Concat(baseRuns, headRuns), func(v *runView) bool { return v.metric(m).exists })
+	}); err != nil {
+		return nil, err
+	}
 	d.warnUnseen(opt)
 	return d, nil
+}
+
+// UnmeasuredError is the refusal of metrics named (DiffOptions.Metrics
+// or Extra, probe history --metric) that no configuration of the inputs
+// measured, finished or not: a diff or history of them would be a table
+// of nothing, and a --fail-on limit on one would pass unchecked.
+type UnmeasuredError struct {
+	// Metrics are the names, in the order given.
+	Metrics []string
+	// Inputs names the files ("base a.json or head b.json"); Kind says
+	// what they are: "run reports" or "decode results".
+	Inputs, Kind string
+	// Have are some metrics the inputs do measure (their default
+	// metrics that some configuration has), for the error to suggest.
+	Have []string
+}
+
+func (e *UnmeasuredError) Error() string {
+	return fmt.Sprintf("%s %s: %s", plural(len(e.Metrics), "metric", "metrics"), strings.Join(e.Metrics, ", "), e.Detail())
+}
+
+// Detail is the error without the names: that no configuration of the
+// inputs measured them, whose metric a name of the other kind of input
+// is, and what the inputs measure instead.
+func (e *UnmeasuredError) Detail() string {
+	s := fmt.Sprintf("no configuration of %s (%s) measured %s", e.Inputs, e.Kind, plural(len(e.Metrics), "it", "them"))
+	for _, m := range e.Metrics {
+		switch run, decode := KnownMetric(m); {
+		case e.Kind == "decode results" && run && !decode:
+			s += "; " + m + " is a metric of run reports, not of decode results"
+		case e.Kind == "run reports" && decode && !run:
+			s += "; " + m + " is a metric of decode results, not of run reports"
+		}
+	}
+	if len(e.Have) > 0 {
+		s += "; they measure " + strings.Join(e.Have, ", ")
+	}
+	return s
+}
+
+// checkMeasured returns an UnmeasuredError for the metrics opt names
+// that measured says no configuration has; defaults, those measured,
+// are the ones the error suggests.
+func checkMeasured(opt DiffOptions, kind string, defaults []string, measured func(string) bool) error {
+	inputs := "base " + opt.BaseName + " or head " + opt.HeadName
+	var missing []string
+	for _, m := range slices.Concat(opt.Metrics, opt.Extra) {
+		if !slices.Contains(missing, m) && !measured(m) {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &UnmeasuredError{Metrics: missing, Inputs: inputs, Kind: kind, Have: slices.DeleteFunc(slices.Clone(defaults), func(m string) bool { return !measured(m) })}
+}
+
+// plural is one when n is 1, else many, after n: "1 regression".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// KnownMetric says whether a run report (run) or a decode result
+// (decode) can have a metric of that name at all, whatever it measured:
+// a number of a job result (its JSON name, or a dotted path into a nested
+// object: runtime.peak.heap_live_bytes) or a summary metric
+// (max_rss_bytes); a number or array of numbers of a decode record, or a
+// figure with per-pass or per-run samples. A name neither can have is a
+// typo, refused before any file is read.
+func KnownMetric(name string) (run, decode bool) {
+	k := knownMetrics()
+	return k.run[name], k.decode[name]
+}
+
+// knownMetrics are the names KnownMetric knows, from the schema's types.
+var knownMetrics = sync.OnceValue(func() (k struct{ run, decode map[string]bool }) {
+	k.run, k.decode = map[string]bool{}, map[string]bool{}
+	metricPaths(reflect.TypeFor[schema.Result](), "", false, k.run, 0)
+	for _, m := range DefaultDiffMetrics {
+		k.run[m] = true
+	}
+	metricPaths(reflect.TypeFor[schema.DecodeRecord](), "", true, k.decode, 0)
+	for m := range k.decode {
+		for _, suf := range []string{runsSuffix, passesSuffix} {
+			if base, ok := strings.CutSuffix(m, suf); ok {
+				k.decode[base] = true
+			}
+		}
+	}
+	return k
+})
+
+// metricPaths adds to out the dotted JSON paths of the numbers in a value
+// of type t under prefix, and with arrays those of arrays of numbers.
+func metricPaths(t reflect.Type, prefix string, arrays bool, out map[string]bool, depth int) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if depth > 10 {
+		return
+	}
+	switch {
+	case isNumberKind(t.Kind()):
+		if prefix != "" {
+			out[prefix] = true
+		}
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		e := t.Elem()
+		for e.Kind() == reflect.Pointer {
+			e = e.Elem()
+		}
+		if arrays && prefix != "" && isNumberKind(e.Kind()) {
+			out[prefix] = true
+		}
+	case t.Kind() == reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if f.Anonymous && name == "" {
+				metricPaths(f.Type, prefix, arrays, out, depth+1)
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if prefix != "" {
+				name = prefix + "." + name
+			}
+			metricPaths(f.Type, name, arrays, out, depth+1)
+		}
+	}
+}
+
+func isNumberKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
 }
 
 // newDiff starts a Diff of base and head with opt's significance level
@@ -266,6 +432,9 @@ func compareRun(key string, b, h *runView, metrics []string, alpha float64) Conf
 	}
 	for _, m := range metrics {
 		bs, hs := b.metric(m), h.metric(m)
+		if bs.exists && !hs.exists {
+			c.HeadLacks = append(c.HeadLacks, m)
+		}
 		if !bs.exists || !hs.exists {
 			continue
 		}
@@ -333,15 +502,23 @@ func sideOf(vals []float64) DiffSide {
 	return s
 }
 
-// Breach is a change past a --fail-on threshold.
+// Breach is a change past a --fail-on threshold, or a configuration or
+// metric the thresholds cannot be checked on (Reason).
 type Breach struct {
 	Config    string
 	Row       MetricDiff
 	Threshold Threshold
+	// Reason, when set, says why Config could not be checked: it failed
+	// in head, head did not run it, or head did not measure a metric with
+	// a limit. Row and Threshold are then empty.
+	Reason string
 }
 
 // String is the breach in one line, for the CI log.
 func (b Breach) String() string {
+	if b.Reason != "" {
+		return b.Config + ": " + b.Reason
+	}
 	return fmt.Sprintf("%s %s: %s -> %s (%s), limit %s", b.Config, b.Row.Metric,
 		formatValue(b.Row.Metric, b.Row.Base.Median), formatValue(b.Row.Metric, b.Row.Head.Median),
 		formatChange(b.Row), b.Threshold)
@@ -349,10 +526,28 @@ func (b Breach) String() string {
 
 // Breaches are the rows whose change passes a threshold, in the diff's
 // order. A measured metric breaches only when its change is significant;
-// a deterministic one on any change past the limit.
+// a deterministic one on any change past the limit. With thresholds, what
+// they cannot be checked on breaches too, so that a gate never passes
+// unchecked: a configuration that finished in base and not in head (failed,
+// timed out, killed, skipped), one that head did not run (only in base: a
+// partial or sharded head), and a metric with a limit that base measured
+// and head did not. A configuration only head ran, or that did not finish
+// in base, is no breach. No thresholds, no breaches.
 func (d *Diff) Breaches(ths []Threshold) []Breach {
+	if len(ths) == 0 {
+		return nil
+	}
 	var out []Breach
 	for _, c := range d.Configs {
+		if c.BaseStatus == schema.StatusOK && c.HeadStatus != schema.StatusOK {
+			out = append(out, Breach{Config: c.Key, Reason: fmt.Sprintf("finished in base, %s in head: --fail-on cannot check it", c.HeadStatus)})
+			continue
+		}
+		for _, m := range c.HeadLacks {
+			if slices.ContainsFunc(ths, func(t Threshold) bool { return t.Metric == m }) {
+				out = append(out, Breach{Config: c.Key, Reason: fmt.Sprintf("%s measured in base, not in head: --fail-on cannot check it", m)})
+			}
+		}
 		for _, r := range c.Rows {
 			for _, t := range ths {
 				if t.Metric == r.Metric && r.Significant && t.Breached(r) {
@@ -360,6 +555,9 @@ func (d *Diff) Breaches(ths []Threshold) []Breach {
 				}
 			}
 		}
+	}
+	for _, k := range d.OnlyBase {
+		out = append(out, Breach{Config: k, Reason: "only in base, head did not run it: --fail-on cannot check it"})
 	}
 	return out
 }

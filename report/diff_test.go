@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -198,8 +199,9 @@ func TestDiffGolden(t *testing.T) {
 
 // TestDiffRegressed: P6's peak RSS is a significant +20 % at every sweep
 // point, P3's allocations an exact +2, and both pass their thresholds;
-// nothing else breaches (the threads-2 sweep point is threads=4 in head);
-// the configurations only one side ran are listed.
+// no other change breaches; the configurations only base ran (the
+// threads-2 sweep point is threads=4 in head, arena/P1 is gone) breach as
+// unchecked, those only head ran do not; both are listed.
 func TestDiffRegressed(t *testing.T) {
 	d := readDiff(t, diffBase, diffRegressed, DiffOptions{})
 	ths, err := ParseThresholds("peak_rss_bytes:+5%, go_heap_allocs_per_step:+0, tokens_per_sec:-50%")
@@ -213,7 +215,8 @@ func TestDiffRegressed(t *testing.T) {
 			t.Errorf("%s: change %.1f %%, p %.3f; want about +20 %%, significant", b.Config, *b.Row.Pct, *b.Row.P)
 		}
 	}
-	want := []string{"threads/P3 threads=7 go_heap_allocs_per_step", "threads/P6 threads=7 peak_rss_bytes", "threads/P6 threads=1 peak_rss_bytes"}
+	want := []string{"threads/P3 threads=7 go_heap_allocs_per_step", "threads/P6 threads=7 peak_rss_bytes", "threads/P6 threads=1 peak_rss_bytes",
+		"threads/before threads=2 ", "threads/P6 threads=2 ", "arena/P1 "}
 	if !slices.Equal(got, want) {
 		t.Errorf("breaches %q, want %q", got, want)
 	}
@@ -330,4 +333,124 @@ func FuzzParseThresholds(f *testing.F) {
 			t.Fatalf("%q: round trip %q gives %+v, %v; want %+v", s, strings.Join(parts, ","), back, err, ths)
 		}
 	})
+}
+
+// TestBreachesUnchecked: with thresholds, a configuration that finished
+// in base and not in head, one head did not run, and a limited metric
+// base measured and head did not are breaches that say why the gate could
+// not check them; one only head ran, or that failed on both sides, is
+// not. Without thresholds nothing breaches.
+func TestBreachesUnchecked(t *testing.T) {
+	base, head := baseReport(t), sameReport(t)
+	head.Runs[1].Status, head.Runs[1].Repetitions, head.Runs[1].Summary.Metrics = schema.StatusFailed, nil, nil // threads/P1 threads=7
+	head.Runs[5].Outside = nil                                                                                  // threads/P5 threads=7: no outside measurement
+	head.Runs[5].Summary.Metrics = slices.DeleteFunc(head.Runs[5].Summary.Metrics, func(m schema.Metric) bool { return m.Name == "max_rss_bytes" })
+	extra := head.Runs[0]
+	extra.Sweep = map[string]string{"threads": "9"}
+	head.Runs = append(slices.Delete(head.Runs, 3, 4), extra) // P3 threads=7 gone, threads=9 new
+	d, err := Compare(base, head, DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := d.Breaches(nil); len(b) != 0 {
+		t.Errorf("no thresholds: breaches %v", b)
+	}
+	ths, _ := ParseThresholds("peak_rss_bytes:+5%,max_rss_bytes:+5%")
+	var got []string
+	for _, b := range d.Breaches(ths) {
+		got = append(got, b.String())
+	}
+	want := []string{
+		"threads/P1 threads=7: finished in base, failed in head: --fail-on cannot check it",
+		"threads/P5 threads=7: max_rss_bytes measured in base, not in head: --fail-on cannot check it",
+		"threads/P3 threads=7: only in base, head did not run it: --fail-on cannot check it",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("breaches:\n got %q\nwant %q", got, want)
+	}
+	if !slices.Equal(d.OnlyHead, []string{"threads/before threads=9"}) {
+		t.Errorf("only head %q", d.OnlyHead)
+	}
+	// A configuration that failed on both sides (P2 threads=7 in the
+	// fixtures) is no breach, and neither is one only head ran.
+	d, err = Compare(base, sameReport(t), DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := d.Breaches(ths); len(b) != 0 {
+		t.Errorf("same configurations: breaches %v", b)
+	}
+}
+
+// TestCompareUnmeasured: a metric named (--metric, --fail-on) that no
+// configuration of either side measured is refused with an
+// UnmeasuredError naming it and some metrics the reports do have; one
+// that base alone measured (head failed) is compared where it can be.
+func TestCompareUnmeasured(t *testing.T) {
+	base, head := baseReport(t), sameReport(t)
+	_, err := Compare(base, head, DiffOptions{Metrics: []string{"peak_rss_bytes", "syncs_per_token"}, Extra: []string{"bogus"}, BaseName: "a.json", HeadName: "b.json"})
+	ue, ok := errors.AsType[*UnmeasuredError](err)
+	if !ok || !slices.Equal(ue.Metrics, []string{"syncs_per_token", "bogus"}) {
+		t.Fatalf("got %v, want an UnmeasuredError of syncs_per_token and bogus", err)
+	}
+	want := "metrics syncs_per_token, bogus: no configuration of base a.json or head b.json (run reports) measured them; they measure peak_rss_bytes, max_rss_bytes, final_vsz_bytes"
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error:\n got %s\nwant %s...", err, want)
+	}
+	for i := range head.Runs {
+		head.Runs[i].Status, head.Runs[i].Repetitions, head.Runs[i].Summary.Metrics = schema.StatusFailed, nil, nil
+	}
+	if _, err := Compare(base, head, DiffOptions{Metrics: []string{"counts.workers"}, Extra: []string{"go_heap_allocs_per_step"}}); err != nil {
+		t.Errorf("metrics base measured, head failed: %v", err)
+	}
+}
+
+// TestDiffNotComparedNote: a configuration both sides finished that has
+// no row says that no metric asked for was measured on both sides, not
+// "base ok, head ok".
+func TestDiffNotComparedNote(t *testing.T) {
+	base, head := baseReport(t), sameReport(t)
+	for i := range head.Runs {
+		head.Runs[i].Outside = nil
+		head.Runs[i].Summary.Metrics = slices.DeleteFunc(head.Runs[i].Summary.Metrics, func(m schema.Metric) bool { return m.Name == "max_rss_bytes" })
+	}
+	d, err := Compare(base, head, DiffOptions{Metrics: []string{"max_rss_bytes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteDiff(&b, d, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.String(); strings.Contains(s, "base ok, head ok") || !strings.Contains(s, "not compared: no metric asked for is measured on both sides") {
+		t.Errorf("diff:\n%s", s)
+	}
+}
+
+// TestKnownMetric: the names a run report or a decode result can have,
+// from the schema's types, nested and per-pass ones included.
+func TestKnownMetric(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		run, decode bool
+	}{
+		{"peak_rss_bytes", true, false},
+		{"max_rss_bytes", true, false},
+		{"runtime.peak.heap_live_bytes", true, false},
+		{"counts.workers", true, false},
+		{"tokens_per_sec", true, true},
+		{"tokens_per_sec_passes", false, true},
+		{"host_wait_ns_per_token", false, true},
+		{"device_busy_ns_per_token", false, true},
+		{"device_memory.process_peak_bytes", false, true},
+		{"syncs_per_token", true, true}, // a default of both
+		{"decode", false, false},        // a string
+		{"config", false, false},        // an object
+		{"bogus", false, false},
+		{"", false, false},
+	} {
+		if run, decode := KnownMetric(c.name); run != c.run || decode != c.decode {
+			t.Errorf("%q: run %v, decode %v; want %v, %v", c.name, run, decode, c.run, c.decode)
+		}
+	}
 }

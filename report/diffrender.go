@@ -120,7 +120,11 @@ func diffTable(plan string, cs []ConfigDiff) *table.Table {
 			name += " " + strings.ReplaceAll(p, ", ", " ")
 		}
 		if len(c.Rows) == 0 {
-			t.Add(name, "", nil, nil, nil, nil, nil, fmt.Sprintf("not compared: base %s, head %s", c.BaseStatus, c.HeadStatus))
+			note := fmt.Sprintf("not compared: base %s, head %s", c.BaseStatus, c.HeadStatus)
+			if c.BaseStatus == schema.StatusOK && c.HeadStatus == schema.StatusOK {
+				note = "not compared: no metric asked for is measured on both sides"
+			}
+			t.Add(name, "", nil, nil, nil, nil, nil, note)
 			continue
 		}
 		for i, r := range c.Rows {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
@@ -84,7 +85,7 @@ func WriteBench(w io.Writer, rep *schema.Report) error {
 			bw.WriteString(name + " 1")
 			for _, u := range benchUnits {
 				if x, ok := u.get(&run.Repetitions[k], o); ok {
-					fmt.Fprintf(bw, " %s %s", strconv.FormatFloat(x, 'g', -1, 64), u.unit)
+					fmt.Fprintf(bw, " %s %s", benchValue(x), u.unit)
 				}
 			}
 			bw.WriteString("\n")
@@ -174,13 +175,29 @@ func WriteDecodeBench(w io.Writer, recs []schema.DecodeRecord) error {
 			bw.WriteString(benchSafe(name) + " 1")
 			for _, u := range decodeBenchUnits {
 				if x, ok := u.get(&r, i); ok {
-					fmt.Fprintf(bw, " %s %s", strconv.FormatFloat(x, 'g', -1, 64), u.unit)
+					fmt.Fprintf(bw, " %s %s", benchValue(x), u.unit)
 				}
 			}
 			bw.WriteString("\n")
 		}
 	}
 	return bw.Flush()
+}
+
+// benchValue writes a value as the Go benchmark format's lines usually
+// carry it: a large value in plain decimals (68662077, not 6.8662077e+07),
+// rounded to an integer when it is one but for float noise (a part in
+// 10⁹); a small one in
+// the shortest form that reads back (0.2, 5587.5). Both parse as floats,
+// as benchfmt reads values.
+func benchValue(x float64) string {
+	if math.Abs(x) < 1e6 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	if r := math.Round(x); math.Abs(x-r) <= 1e-9*math.Abs(x) {
+		x = r
+	}
+	return strconv.FormatFloat(x, 'f', -1, 64)
 }
 
 // benchName is "Benchmark" and the plan (or the run's name) capitalised,

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,5 +145,45 @@ func TestWriteDecodeBench(t *testing.T) {
 	}
 	if err := WriteDecodeBench(new(bytes.Buffer), nil); err == nil {
 		t.Error("no records: no error")
+	}
+}
+
+// TestBenchValuePlain: large values are written in plain decimals, as the
+// format's examples and benchstat's inputs have them (66743690 ns/op, not
+// 6.674369e+07), integral ones rounded out of float noise; small ones in
+// the shortest form; each reads back as a float, as benchfmt reads values.
+func TestBenchValuePlain(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		want string
+	}{
+		{66743690, "66743690"},
+		{68662077.00000001, "68662077"},
+		{27230208, "27230208"},
+		{1e6, "1000000"},
+		{1234567.25, "1234567.25"},
+		{37347.5, "37347.5"},
+		{0.2, "0.2"},
+		{0, "0"},
+		{-2e7, "-20000000"},
+	} {
+		got := benchValue(c.x)
+		if got != c.want {
+			t.Errorf("benchValue(%v) = %q, want %q", c.x, got, c.want)
+		}
+		if back, err := strconv.ParseFloat(got, 64); err != nil || math.Abs(back-c.x) > 1e-6*math.Abs(c.x) {
+			t.Errorf("%q reads back as %v, %v", got, back, err)
+		}
+	}
+	rep, err := schema.ReadReport(reportFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteBench(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "e+") {
+		t.Errorf("WriteBench writes an exponent:\n%s", b.String())
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -138,6 +139,14 @@ func historyColumns(es []HistoryEntry, metric, plan string) (keys []string, cell
 				add(i, k, c, ok)
 			}
 		}
+		measured := func(m string) bool {
+			return slices.ContainsFunc(es, func(e HistoryEntry) bool {
+				return slices.ContainsFunc(e.Decode, func(r schema.DecodeRecord) bool { _, ok := decodeCell(newDecodeView(&r), m); return ok })
+			})
+		}
+		if err := checkHistoryMetric(keys, metric, "decode results", DefaultDecodeDiffMetrics, measured); err != nil {
+			return nil, nil, false, err
+		}
 		return keys, cells, DecodeDeterministicMetrics[metric], nil
 	}
 	for i := range es {
@@ -153,7 +162,31 @@ func historyColumns(es []HistoryEntry, metric, plan string) (keys []string, cell
 			add(i, ConfigKey(r), historyCell{shown: sideOf(s.values).Median, runs: s.values}, ok)
 		}
 	}
+	measured := func(m string) bool {
+		return slices.ContainsFunc(es, func(e HistoryEntry) bool {
+			return slices.ContainsFunc(e.Report.Runs, func(r schema.Run) bool {
+				return (plan == "" || r.Plan == plan) && newRunView(&r).metric(m).exists
+			})
+		})
+	}
+	if err := checkHistoryMetric(keys, metric, "run reports", DefaultDiffMetrics, measured); err != nil {
+		return nil, nil, false, err
+	}
 	return keys, cells, DeterministicMetrics[metric], nil
+}
+
+// checkHistoryMetric refuses a metric that no configuration (of keys,
+// finished or not) measured: a history of it would be a table of dashes.
+// No configurations is WriteHistory's error, not this one.
+func checkHistoryMetric(keys []string, metric, kind string, defaults []string, measured func(string) bool) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	err := checkMeasured(DiffOptions{Metrics: []string{metric}}, kind, defaults, measured)
+	if ue, ok := errors.AsType[*UnmeasuredError](err); ok {
+		ue.Inputs = "the history"
+	}
+	return err
 }
 
 func countDecode(es []HistoryEntry) int {
@@ -256,7 +289,7 @@ func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f ta
 		return err
 	}
 	if len(keys) == 0 {
-		return fmt.Errorf("history: no configuration of plan %q in %d reports", plan, len(es))
+		return fmt.Errorf("history: no configuration of plan %q in %d %s", plan, len(es), plural(len(es), "report", "reports"))
 	}
 	cols := []table.Column{{Name: "report"}, {Name: "commit"}, {Name: "time"}}
 	for _, k := range keys {

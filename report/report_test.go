@@ -40,7 +40,7 @@ func TestReadErrors(t *testing.T) {
 		{"no-schema.json", `{"params": 3, "steps": 1}`, `no "schema" field`, true},
 		{"truncated.json", string(valid[:len(valid)/2]), "unexpected end of JSON input", false},
 		{"syntax.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": 1,,\n}", "line 3: invalid character ','", false},
-		{"type.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": \"many\"\n}", "line 3: json: cannot unmarshal string", false},
+		{"type.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": \"many\"\n}", "line 3: field steps: a JSON string where an integer is wanted", false},
 		{"empty-run.json", `{"schema": "memprobe.train/v3", "steps": 0, "params": 10}`, "implausible result: 0 steps", false},
 	} {
 		_, err := DecodeResult([]byte(c.data), c.name)

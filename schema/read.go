@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -138,6 +139,9 @@ func checkSchema(b []byte, kind, name, want string) error {
 	if IsJSONArray(b) {
 		return fmt.Errorf("reading %s %s: %w: a JSON array, not a memprobe %s (probe decode --decode all writes an array of decode results)", kind, name, ErrSchema, kind)
 	}
+	if k := JSONKind(b); k != "" && k != "an object" {
+		return fmt.Errorf("reading %s %s: %s, not a memprobe %s", kind, name, k, kind)
+	}
 	if err := json.Unmarshal(b, &head); err != nil {
 		return fmt.Errorf("reading %s %s: %s", kind, name, jsonError(b, err))
 	}
@@ -177,18 +181,96 @@ func Describe(v string) string {
 func jsonError(b []byte, err error) string {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
-	off := int64(-1)
 	switch {
 	case errors.As(err, &se):
-		off = se.Offset
+		return fmt.Sprintf("line %d: %v", lineOf(b, se.Offset), se)
 	case errors.As(err, &te):
-		off = te.Offset
+		return describeTypeError(b, te)
 	}
-	if off < 0 {
-		return err.Error()
+	return err.Error()
+}
+
+func lineOf(b []byte, off int64) int {
+	return 1 + bytes.Count(b[:min(max(int(off), 0), len(b))], []byte("\n"))
+}
+
+// describeTypeError words a JSON value of the wrong type for the user
+// whose file it is, in JSON's words, not encoding/json's (which names Go
+// types: "cannot unmarshal number into Go struct field Report.runs of type
+// []schema.Run"): the line, the field's path and what was found where
+// what was wanted, "line 3: field runs: a JSON number where an array is
+// wanted".
+func describeTypeError(b []byte, te *json.UnmarshalTypeError) string {
+	s := fmt.Sprintf("line %d: ", lineOf(b, te.Offset))
+	if te.Field != "" {
+		s += "field " + te.Field + ": "
 	}
-	line := 1 + bytes.Count(b[:min(int(off), len(b))], []byte("\n"))
-	return fmt.Sprintf("line %d: %v", line, err)
+	return s + jsonValue(te.Value) + " where " + jsonWant(te.Type) + " is wanted"
+}
+
+// jsonValue names the value a type error found: "a JSON number", or "the
+// number 1.5" where an integer was wanted.
+func jsonValue(v string) string {
+	switch v {
+	case "number", "string", "array", "object":
+		return "a JSON " + v
+	case "bool":
+		return "JSON true or false"
+	}
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return "the number " + n
+	}
+	return "a JSON " + v
+}
+
+// jsonWant names in JSON's words what a Go type reads.
+func jsonWant(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "another kind of value"
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another kind of value"
+}
+
+// JSONKind names what b holds when it is JSON: "an object", "an array",
+// "a JSON number", "a JSON string", "JSON true or false", "JSON null";
+// "" when b is not JSON.
+func JSONKind(b []byte) string {
+	if !json.Valid(b) {
+		return ""
+	}
+	b = bytes.TrimLeft(b, " \t\r\n")
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a JSON string"
+	case 't', 'f':
+		return "JSON true or false"
+	case 'n':
+		return "JSON null"
+	}
+	return "a JSON number"
 }
 
 // Marshal is v as indented JSON with a final newline: how every memprobe

@@ -77,7 +77,7 @@ func TestResultErrors(t *testing.T) {
 		{"no-schema.json", `{"params": 3, "steps": 1}`, `no "schema" field`, true},
 		{"truncated.json", valid[:len(valid)/2], "unexpected end of JSON input", false},
 		{"syntax.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": 1,,\n}", "line 3: invalid character ','", false},
-		{"type.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": \"many\"\n}", "line 3: json: cannot unmarshal string", false},
+		{"type.json", "{\n\"schema\": \"memprobe.train/v3\",\n\"steps\": \"many\"\n}", "line 3: field steps: a JSON string where an integer is wanted", false},
 		{"empty-run.json", `{"schema": "memprobe.train/v3", "steps": 0, "params": 10}`, "implausible result: 0 steps", false},
 		{"no-config.json", `{"schema": "memprobe.train/v3", "steps": 1, "params": 10}`, "implausible result: config has 0 threads", false},
 		{"no-env.json", swap(`"go_version": "go1.26.8"`, `"go_version": ""`), "environment has no go_version", false},
@@ -258,4 +258,25 @@ func TestDecodeDecodeErrors(t *testing.T) {
 func okDecode(b []byte) bool {
 	_, err := DecodeDecode(b, "d.json")
 	return err == nil
+}
+
+// TestJSONErrorsInJSONWords: a file whose values do not fit, or that is
+// JSON but not an object, is refused without Go's type names.
+func TestJSONErrorsInJSONWords(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		read func([]byte) error
+		want string
+	}{
+		{"42", func(b []byte) error { _, err := DecodeReport(b, "n.json"); return err }, "reading report n.json: a JSON number, not a memprobe report"},
+		{`"x"`, func(b []byte) error { _, err := DecodeResult(b, "s.json"); return err }, "reading result s.json: a JSON string, not a memprobe result"},
+		{"[42]", func(b []byte) error { _, err := DecodeDecode(b, "a.json"); return err }, "reading decode result a.json: a JSON number, not a memprobe decode result"},
+		{`{"schema": "` + ReportVersion + `", "runs": 3}`, func(b []byte) error { _, err := DecodeReport(b, "r.json"); return err }, "line 1: field runs: a JSON number where an array is wanted"},
+		{`{"schema": "` + DecodeVersion + `", "runs": 1.5}`, func(b []byte) error { _, err := DecodeDecode(b, "d.json"); return err }, "line 1: field runs: the number 1.5 where an integer is wanted"},
+	} {
+		err := c.read([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "Go ") {
+			t.Errorf("%s: %v, want %q and no Go type", c.in, err, c.want)
+		}
+	}
 }

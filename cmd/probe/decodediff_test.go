@@ -123,6 +123,9 @@ func TestDiffDecodeGate(t *testing.T) {
 	if !errors.As(err, &be) || be.n != 1 {
 		t.Fatalf("got %v, want a breach error of 1 breach (exit status 1)", err)
 	}
+	if want := "diff: 1 regression past --fail-on"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		t.Error("a breach is not a usage error")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,10 +25,29 @@ type diffCmdFlags struct {
 }
 
 // breachError is a --fail-on breach: exit status 1, the breaches already
-// written on stderr.
-type breachError struct{ n int }
+// written on stderr. n counts the regressions, unchecked what the limits
+// could not be checked on (a configuration that failed in head or that
+// head did not run, a limited metric head did not measure).
+type breachError struct{ n, unchecked int }
 
-func (b breachError) Error() string { return fmt.Sprintf("diff: %d regressions past --fail-on", b.n) }
+func (b breachError) Error() string {
+	var parts []string
+	if b.n > 0 || b.unchecked == 0 {
+		parts = append(parts, fmt.Sprintf("%d %s past --fail-on", b.n, plural(b.n, "regression", "regressions")))
+	}
+	if b.unchecked > 0 {
+		parts = append(parts, fmt.Sprintf("%d unchecked by --fail-on (failed or missing in head)", b.unchecked))
+	}
+	return "diff: " + strings.Join(parts, "; ")
+}
+
+// plural is one when n is 1, else many: "1 regression", "2 regressions".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
 
 func newDiffCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f diffCmdFlags
@@ -47,6 +67,20 @@ ledger_total_bytes, syncs_per_token) are compared exactly.
 means an increase is a regression, "-" a decrease; a limit is a percentage of
 the base's median or an amount in the metric's unit. A significant change past
 a limit is written on stderr, one line each, and the exit status is 1.
+
+A gate must not pass what it cannot check, so with --fail-on these are
+breaches too, each a line on stderr ("unchecked: ..."): a configuration
+that finished in base but failed, timed out, was killed or skipped in
+head; one base ran and head did not (so a partial head, one shard of probe
+run --shard I/N or a --phases subset, fails against a full base: merge the
+shards with probe merge first, or compare like with like); and a metric
+with a limit that base measured and head did not. A configuration only
+head ran is no breach. Without --fail-on they are only listed.
+
+A metric (of --metric or --fail-on) that no run report or decode result
+can have, a typo, is a usage error (exit 2); one that no configuration of
+BASE or HEAD measured is an error (exit 1), never a table of dashes or a
+limit that passes unchecked.
 
 BASE and HEAD may be directories: the reports in each are pooled, every
 repetition of a configuration counting (repeated runs of one commit). One
@@ -96,7 +130,7 @@ against a run report is refused, and so is a directory that mixes them.`,
 	}
 	cmd.Flags().StringSliceVar(&f.metrics, "metric", nil, "metrics to compare, comma-separated (default: "+strings.Join(report.DefaultDiffMetrics, ",")+
 		"; for decode results "+strings.Join(report.DefaultDecodeDiffMetrics, ",")+")")
-	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "regression limits, e.g. 'peak_rss_bytes:+5%,go_heap_allocs_per_step:+0': exit 1 past one")
+	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "regression limits, e.g. 'peak_rss_bytes:+5%,go_heap_allocs_per_step:+0': exit 1 past one, or where head cannot be checked (a configuration failed or missing)")
 	cmd.Flags().Float64Var(&f.alpha, "alpha", report.DefaultAlpha, "significance level of the U test")
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: "+strings.Join(report.DiffFormats, ", "))
 	cmd.Flags().StringVar(&f.reports, "reports", ".", "with a range BASE..HEAD: the directory of the probe-<commit>.json reports")
@@ -118,9 +152,15 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 		if strings.TrimSpace(m) == "" {
 			return usageError{fmt.Errorf("--metric: empty metric name")}
 		}
+		if err := checkMetricName("--metric", m, "probe diff"); err != nil {
+			return err
+		}
 	}
 	var extra []string
 	for _, t := range ths {
+		if err := checkMetricName("--fail-on", t.Metric, "probe diff"); err != nil {
+			return err
+		}
 		extra = append(extra, t.Metric) // a metric with a limit is compared even when --metric leaves it out
 	}
 	opt := report.DiffOptions{Metrics: f.metrics, Extra: extra, Alpha: f.alpha, BaseName: basePath, HeadName: headPath}
@@ -130,22 +170,57 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 	} else {
 		d, err = diffReports(basePath, headPath, f.reports, opt)
 	}
+	if ue, ok := errors.AsType[*report.UnmeasuredError](err); ok {
+		return unmeasuredError(ue, f.metrics)
+	}
 	if err != nil {
 		return err
 	}
 	if err := report.WriteDiff(stdout, d, f.format); err != nil {
 		return err
 	}
-	breaches := d.Breaches(ths)
-	for _, b := range breaches {
-		if _, err := fmt.Fprintln(stderr, "regression:", b); err != nil {
+	var be breachError
+	for _, b := range d.Breaches(ths) {
+		what := "regression:"
+		if b.Reason != "" {
+			what = "unchecked:"
+			be.unchecked++
+		} else {
+			be.n++
+		}
+		if _, err := fmt.Fprintln(stderr, what, b); err != nil {
 			return err
 		}
 	}
-	if len(breaches) > 0 {
-		return breachError{len(breaches)}
+	if be.n+be.unchecked > 0 {
+		return be
 	}
 	return nil
+}
+
+// checkMetricName refuses a metric name that no run report nor decode
+// result can have (report.KnownMetric): a usage error naming the flag,
+// with some names that exist.
+func checkMetricName(flag, m, cmd string) error {
+	if run, decode := report.KnownMetric(m); run || decode {
+		return nil
+	}
+	return usageError{fmt.Errorf("%s %s: no run report or decode result has a metric of that name (a metric is the JSON name of a figure: peak_rss_bytes or go_heap_allocs_per_step of a run report, tokens_per_sec or host_allocs_per_token of a decode result; see %s --help)", flag, m, cmd)}
+}
+
+// unmeasuredError says which named metrics (of --metric, else of
+// --fail-on) no configuration of the inputs measured: a runtime error
+// (exit 1), the names being possible ones.
+func unmeasuredError(ue *report.UnmeasuredError, metricFlag []string) error {
+	var names []string
+	for _, m := range ue.Metrics {
+		flag := "--fail-on"
+		if slices.Contains(metricFlag, m) {
+			flag = "--metric"
+		}
+		names = append(names, flag+" "+m)
+	}
+	return fmt.Errorf("%s: %s", strings.Join(names, ", "), ue.Detail())
 }
 
 // diffReports compares two run reports: files, directories of them

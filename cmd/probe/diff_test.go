@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"memprobe/internal/golden"
+	"memprobe/schema"
 )
 
 // The diff fixtures of package report (see its diff_test.go): a base at
@@ -20,20 +21,25 @@ const (
 )
 
 // TestDiffGate: a breach of --fail-on is exit status 1 with one line per
-// breach on stderr; the same commit run again passes the gate.
+// breach on stderr, and so is each configuration base ran that head did
+// not (unchecked); the same commit run again passes the gate.
 func TestDiffGate(t *testing.T) {
 	stdout, stderr, err := runProbe("diff", "--fail-on", "peak_rss_bytes:+5%", diffBase, diffRegressed)
 	var be breachError
-	if !errors.As(err, &be) || be.n != 2 {
-		t.Fatalf("got %v, want a breach error of 2 breaches (exit status 1)", err)
+	if !errors.As(err, &be) || be.n != 2 || be.unchecked != 3 {
+		t.Fatalf("got %v, want a breach error of 2 regressions and 3 unchecked (exit status 1)", err)
+	}
+	if want := "diff: 2 regressions past --fail-on; 3 unchecked by --fail-on (failed or missing in head)"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		t.Error("a breach is not a usage error")
 	}
 	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "regression: threads/P6 threads=7 peak_rss_bytes: ") ||
-		!strings.Contains(lines[0], "limit peak_rss_bytes:+5%") {
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "regression: threads/P6 threads=7 peak_rss_bytes: ") ||
+		!strings.Contains(lines[0], "limit peak_rss_bytes:+5%") ||
+		lines[4] != "unchecked: arena/P1: only in base, head did not run it: --fail-on cannot check it" {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	if !strings.Contains(stdout, "+19.58%") {
@@ -87,5 +93,121 @@ func TestDiffErrors(t *testing.T) {
 	var ue usageError
 	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "future.json") || !strings.Contains(err.Error(), `this build reads "memprobe.train/v3"`) {
 		t.Errorf("a result of a future version as head: got %v", err)
+	}
+}
+
+// writeReportFile writes rep as a report file in a temporary directory.
+func writeReportFile(t *testing.T, name string, rep *schema.Report) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := schema.WriteReport(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDiffGateUnchecked: --fail-on must not pass what it cannot check. A
+// configuration that finished in base and failed in head, and one head did
+// not run (a partial head), are breaches, one "unchecked:" line each on
+// stderr, exit status 1; a configuration only head ran is not. Without
+// --fail-on the same diff passes.
+func TestDiffGateUnchecked(t *testing.T) {
+	read := func() *schema.Report {
+		rep, err := schema.ReadReport(diffSame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	failed := read()
+	failed.Runs[1].Status, failed.Runs[1].Reason, failed.Runs[1].Repetitions = schema.StatusFailed, "exit status 2", nil // threads/P1 threads=7
+	failed.Runs[1].Outside, failed.Runs[1].Summary.Metrics = nil, nil
+	failedPath := writeReportFile(t, "failed.json", failed)
+	partial := read()
+	partial.Runs = partial.Runs[:2] // threads/before and P1 at threads=7
+	partialPath := writeReportFile(t, "partial.json", partial)
+
+	_, stderr, err := runProbe("diff", "--fail-on", "go_heap_allocs_per_step:+0", diffBase, failedPath)
+	var be breachError
+	if !errors.As(err, &be) || be.n != 0 || be.unchecked != 1 {
+		t.Fatalf("head failed: got %v, want a breach error of 1 unchecked (exit status 1)", err)
+	}
+	if want := "unchecked: threads/P1 threads=7: finished in base, failed in head: --fail-on cannot check it\n"; stderr != want {
+		t.Errorf("head failed: stderr %q, want %q", stderr, want)
+	}
+	if want := "diff: 1 unchecked by --fail-on (failed or missing in head)"; err.Error() != want {
+		t.Errorf("head failed: error %q, want %q", err, want)
+	}
+	_, stderr, err = runProbe("diff", "--fail-on", "go_heap_allocs_per_step:+0", diffBase, partialPath)
+	if !errors.As(err, &be) || be.unchecked == 0 || !strings.Contains(stderr, "unchecked: arena/P1: only in base, head did not run it: --fail-on cannot check it\n") {
+		t.Errorf("partial head: got %v, stderr\n%s", err, stderr)
+	}
+	// The partial report as base: what head has more is no breach.
+	if _, stderr, err := runProbe("diff", "--fail-on", "go_heap_allocs_per_step:+0", partialPath, diffSame); err != nil || stderr != "" {
+		t.Errorf("head runs more than base: %v, stderr %q", err, stderr)
+	}
+	for _, head := range []string{failedPath, partialPath} {
+		if _, stderr, err := runProbe("diff", diffBase, head); err != nil || stderr != "" {
+			t.Errorf("%s without --fail-on: %v, stderr %q", head, err, stderr)
+		}
+	}
+	help := strings.Join(strings.Fields(newDiffCmd(nil, nil).Long), " ")
+	if !strings.Contains(help, "a partial head, one shard of probe run --shard I/N or a --phases subset, fails against a full base") {
+		t.Errorf("probe diff --help does not say that a partial head fails the gate")
+	}
+}
+
+// TestDiffMetricErrors: a --metric or --fail-on metric no report or decode
+// result can have is a usage error naming it; one that no configuration
+// of the two files measured (a decode result has no peak_rss_bytes) is an
+// error (exit 1) naming it and what the files do measure. Neither is a
+// table of dashes or a gate that passes.
+func TestDiffMetricErrors(t *testing.T) {
+	dec := decodeFile(t, "d.json", false, decodeModes, nil)
+	dec2 := decodeFile(t, "d2.json", false, decodeModes, nil)
+	for _, c := range []struct {
+		args  []string
+		usage bool
+		want  string
+	}{
+		{[]string{"--fail-on", "bogus:+5%", diffBase, diffSame}, true, "--fail-on bogus: no run report or decode result has a metric of that name"},
+		{[]string{"--metric", "foo", diffBase, diffSame}, true, "--metric foo: no run report or decode result has a metric of that name"},
+		{[]string{"--metric", "foo", dec, dec2}, true, "--metric foo: no run report or decode result has a metric of that name"},
+		{[]string{"--fail-on", "peak_rss_bytes:+5%", dec, dec2}, false,
+			"--fail-on peak_rss_bytes: no configuration of base " + dec + " or head " + dec2 + " (decode results) measured it; peak_rss_bytes is a metric of run reports, not of decode results; they measure tokens_per_sec"},
+		{[]string{"--metric", "host_allocs_per_token", diffBase, diffSame}, false,
+			"--metric host_allocs_per_token: no configuration of base " + diffBase + " or head " + diffSame + " (run reports) measured it; host_allocs_per_token is a metric of decode results, not of run reports; they measure peak_rss_bytes"},
+		{[]string{"--metric", "syncs_per_token", "--fail-on", "runtime.peak.goroutines:+0", diffBase, diffSame}, false,
+			"--metric syncs_per_token, --fail-on runtime.peak.goroutines: no configuration of base"},
+	} {
+		stdout, stderr, err := runProbe(append([]string{"diff"}, c.args...)...)
+		var ue usageError
+		if err == nil || errors.As(err, &ue) != c.usage || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: got %v (usage error: %v), want one line containing %q", c.args, err, errors.As(err, &ue), c.want)
+		}
+		if stdout != "" || stderr != "" {
+			t.Errorf("%v: wrote %q, %q", c.args, stdout, stderr)
+		}
+	}
+	// A nested figure of a result is a metric too.
+	if stdout, _, err := runProbe("diff", "--metric", "counts.workers", diffBase, diffSame); err != nil || !strings.Contains(stdout, "counts.workers") {
+		t.Errorf("a nested metric: %v\n%s", err, stdout)
+	}
+}
+
+// TestDiffBreachWording: one regression is "1 regression".
+func TestDiffBreachWording(t *testing.T) {
+	for _, c := range []struct {
+		b    breachError
+		want string
+	}{
+		{breachError{n: 1}, "diff: 1 regression past --fail-on"},
+		{breachError{n: 2}, "diff: 2 regressions past --fail-on"},
+		{breachError{n: 1, unchecked: 3}, "diff: 1 regression past --fail-on; 3 unchecked by --fail-on (failed or missing in head)"},
+		{breachError{unchecked: 1}, "diff: 1 unchecked by --fail-on (failed or missing in head)"},
+	} {
+		if got := c.b.Error(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.b, got, c.want)
+		}
 	}
 }

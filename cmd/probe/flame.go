@@ -64,6 +64,21 @@ it shrank, the tooltip giving both values and the change.
 }
 
 func runFlame(stdout, stderr io.Writer, path string, f flameCmdFlags) error {
+	out := f.out
+	if out == "" {
+		out = path + ".svg"
+	}
+	// The graph must not replace a profile it reads, and must be
+	// writable, before any work.
+	if out != "-" {
+		if err := atomicfile.CheckDistinct([]atomicfile.Path{{Flag: "-o", Path: out}},
+			[]atomicfile.Path{{Flag: "PROFILE", Path: path}, {Flag: "--base", Path: f.base}}); err != nil {
+			return usageError{err}
+		}
+		if err := atomicfile.CheckWritable(out); err != nil {
+			return usageError{fmt.Errorf("-o %w", err)}
+		}
+	}
 	g, err := flameGraph(path, f.sample)
 	if err != nil {
 		return err
@@ -80,12 +95,8 @@ func runFlame(stdout, stderr io.Writer, path string, f flameCmdFlags) error {
 		title = filepath.Base(f.base) + " → " + title
 	}
 	write := func(w io.Writer) error { return flame.WriteSVG(w, g, flame.Options{Title: title}) }
-	out := f.out
-	switch out {
-	case "-":
+	if out == "-" {
 		return write(stdout)
-	case "":
-		out = path + ".svg"
 	}
 	if err := atomicfile.Write(out, write); err != nil {
 		return fmt.Errorf("writing flame graph: %w", err)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 )
 
 // wellFormedSVG parses an SVG as XML and counts its flame-graph frames.
@@ -84,5 +86,66 @@ func TestFlameUsage(t *testing.T) {
 		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want a usage error containing %q", c.args, err, c.want)
 		}
+	}
+}
+
+// writeHeapProfile writes a small heap profile of one stack to path.
+func writeHeapProfile(t *testing.T, path string) []byte {
+	t.Helper()
+	fn := &profile.Function{ID: 1, Name: "main.alloc", SystemName: "main.alloc", Filename: "main.go"}
+	loc := &profile.Location{ID: 1, Address: 0x1000, Line: []profile.Line{{Function: fn, Line: 10}}}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
+			{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}},
+		Sample:   []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{1, 1024, 1, 1024}}},
+		Location: []*profile.Location{loc},
+		Function: []*profile.Function{fn},
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestFlameOutputChecked: -o that names the profile or --base (by any
+// spelling) is refused before anything is written, and so is one that
+// cannot be written (a directory, a missing directory), naming -o: usage
+// errors (exit 2), the profiles untouched.
+func TestFlameOutputChecked(t *testing.T) {
+	dir := t.TempDir()
+	mem := filepath.Join(dir, "mem.pprof")
+	base := filepath.Join(dir, "base.pprof")
+	want := writeHeapProfile(t, mem)
+	writeHeapProfile(t, base)
+	if _, stderr, err := runProbe("flame", mem, "-o", filepath.Join(dir, "ok.svg")); err != nil {
+		t.Fatalf("the test's profile does not draw: %v\n%s", err, stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"flame", mem, "-o", mem}, "-o " + mem + ": is also the input PROFILE " + mem},
+		{[]string{"flame", mem, "-o", dir + "/./mem.pprof"}, "is also the input PROFILE " + mem},
+		{[]string{"flame", mem, "--base", base, "-o", base}, "-o " + base + ": is also the input --base " + base},
+		{[]string{"flame", mem, "-o", dir}, "-o " + dir + ": is a directory"},
+		{[]string{"flame", mem, "-o", filepath.Join(dir, "nodir", "x.svg")}, "-o " + filepath.Join(dir, "nodir", "x.svg") + ": directory " + filepath.Join(dir, "nodir") + ": no such file or directory"},
+	} {
+		_, _, err := runProbe(c.args...)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want a usage error containing %q", c.args, err, c.want)
+		}
+	}
+	for _, p := range []string{mem, base} {
+		if b, err := os.ReadFile(p); err != nil || !bytes.Equal(b, want) {
+			t.Errorf("%s changed: %v", p, err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 3 {
+		t.Errorf("files left in %s: %v", dir, ents)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,9 @@ import (
 // historyCmdFlags are the command-line options of `probe history`.
 type historyCmdFlags struct {
 	metric, plan, format, chart string
+	// metricSet says --metric was given: without it a history of decode
+	// results follows tokens_per_sec, of run reports peak_rss_bytes.
+	metricSet bool
 }
 
 func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -34,11 +38,15 @@ deterministic metrics) and ~ where it did not.
 
 DIR may instead hold decode results (probe decode --json), one per
 commit: then each column is a decode mode (with its device and shape where
-those vary), --metric is a decode figure (tokens_per_sec,
-host_wait_ns_per_token, device_busy_pct, host_allocs_per_token, ...), and a
-change is tested over the runs where both results pooled several (probe
-decode --runs N), else over the passes, as probe diff does. A directory
-that mixes decode results with run reports is refused.
+those vary), --metric is a decode figure (tokens_per_sec, the default
+there, host_wait_ns_per_token, device_busy_pct, host_allocs_per_token,
+...), and a change is tested over the runs where both results pooled
+several (probe decode --runs N), else over the passes, as probe diff does.
+A directory that mixes decode results with run reports is refused.
+
+A --metric that no report or decode result can have is a usage error (exit
+2); one that no configuration in DIR measured is an error (exit 1), not a
+column of dashes. DIR must be a directory: probe diff compares two files.
 
 --chart FILE also draws the metric across the reports as a line chart
 (gonum/plot), one line per configuration, SVG or PNG by FILE's extension.
@@ -54,13 +62,20 @@ the same arguments, or fails (exit 2) saying what to build.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.metricSet = cmd.Flags().Changed("metric")
+			if strings.TrimSpace(f.metric) == "" {
+				return usageError{fmt.Errorf("--metric: empty metric name")}
+			}
+			if err := checkMetricName("--metric", f.metric, "probe history"); err != nil {
+				return err
+			}
 			if f.chart != "" && writeHistoryChart == nil {
 				return delegateToViz("probe history --chart", commandArgs(cmd, args))
 			}
 			return runHistory(stdout, stderr, args[0], f)
 		},
 	}
-	cmd.Flags().StringVar(&f.metric, "metric", "peak_rss_bytes", "the metric to follow")
+	cmd.Flags().StringVar(&f.metric, "metric", "peak_rss_bytes", "the metric to follow (for decode results the default is tokens_per_sec)")
 	cmd.Flags().StringVar(&f.plan, "plan", "", "only this plan's configurations (default: all)")
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: text, markdown, csv")
 	cmd.Flags().StringVar(&f.chart, "chart", "", "also draw the metric across the reports into this .svg or .png file (viz build: bin/probe-viz)")
@@ -77,14 +92,16 @@ func runHistory(stdout, stderr io.Writer, dir string, f historyCmdFlags) error {
 			return usageError{fmt.Errorf("--chart: %w", err)}
 		}
 	}
+	if st, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("history: %w", err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("history: %s is a file, not a directory: history reads the *.json reports of a directory (probe report reads one, probe diff compares two)", dir)
+	}
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return err
 	}
 	if len(paths) == 0 {
-		if _, err := os.Stat(dir); err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
 		return fmt.Errorf("history: no *.json report in %s", dir)
 	}
 	var entries []report.HistoryEntry
@@ -104,7 +121,14 @@ func runHistory(stdout, stderr io.Writer, dir string, f historyCmdFlags) error {
 		}
 		entries = append(entries, e)
 	}
+	if !f.metricSet && len(entries) > 0 && entries[0].Report == nil {
+		f.metric = "tokens_per_sec" // a decode history's default: decode results have no peak_rss_bytes
+	}
 	if err := report.WriteHistory(stdout, entries, f.metric, f.plan, format); err != nil {
+		if ue, ok := errors.AsType[*report.UnmeasuredError](err); ok {
+			ue.Inputs = dir
+			return fmt.Errorf("history: --metric %s: %s", f.metric, ue.Detail())
+		}
 		return err
 	}
 	if f.chart == "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,5 +94,46 @@ func TestHistoryDecode(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644)
 	if _, _, err := runProbe("history", dir); err == nil || !strings.Contains(err.Error(), "history: 3 of 4 files are decode results, the rest run reports") {
 		t.Errorf("a mixed directory: %v", err)
+	}
+}
+
+// TestHistoryMetricErrors: a --metric no report can have, or an empty one,
+// is a usage error naming it; one that no configuration in the directory
+// measured is an error (exit 1) naming it and what the reports do
+// measure, not a table of dashes; a file is not a directory. A directory
+// of decode results follows tokens_per_sec unless told otherwise.
+func TestHistoryMetricErrors(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, diffBase, filepath.Join(dir, "base.json"))
+	copyFile(t, diffSame, filepath.Join(dir, "same.json"))
+	for _, c := range []struct {
+		args  []string
+		usage bool
+		want  string
+	}{
+		{[]string{"--metric", "foo", dir}, true, "--metric foo: no run report or decode result has a metric of that name"},
+		{[]string{"--metric", "", dir}, true, "--metric: empty metric name"},
+		{[]string{"--metric", "foo", "--chart", filepath.Join(dir, "c.svg"), dir}, true, "--metric foo: no run report or decode result"},
+		{[]string{"--metric", "host_allocs_per_token", dir}, false,
+			"history: --metric host_allocs_per_token: no configuration of " + dir + " (run reports) measured it; host_allocs_per_token is a metric of decode results, not of run reports; they measure peak_rss_bytes"},
+		{[]string{diffBase}, false, "history: " + diffBase + " is a file, not a directory"},
+	} {
+		stdout, _, err := runProbe(append([]string{"history"}, c.args...)...)
+		var ue usageError
+		if err == nil || errors.As(err, &ue) != c.usage || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: got %v (usage error: %v), want one line containing %q", c.args, err, errors.As(err, &ue), c.want)
+		}
+		if stdout != "" {
+			t.Errorf("%v: printed\n%s", c.args, stdout)
+		}
+	}
+	ddir := t.TempDir()
+	copyFile(t, decodeFile(t, "d.json", false, decodeModes, nil), filepath.Join(ddir, "d.json"))
+	stdout, _, err := runProbe("history", ddir)
+	if err != nil || !strings.HasPrefix(stdout, "tokens_per_sec by report") || strings.Contains(stdout, " - ") {
+		t.Errorf("a decode history without --metric: %v\n%s", err, stdout)
+	}
+	if _, _, err := runProbe("history", "--metric", "peak_rss_bytes", ddir); err == nil || !strings.Contains(err.Error(), "peak_rss_bytes is a metric of run reports") {
+		t.Errorf("a decode history of peak_rss_bytes: %v", err)
 	}
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"memprobe/internal/atomicfile"
 	"memprobe/report/memplot"
 	"memprobe/schema"
 )
@@ -45,6 +45,9 @@ extension (default: the input's name with .svg).`,
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("plot: want one result or report file: %w", err)}
 			}
+			if cmd.Flags().Changed("metric") && len(f.metrics) == 0 {
+				return usageError{fmt.Errorf("--metric is empty: want rss, vsz or both")}
+			}
 			for _, m := range f.metrics {
 				if memplot.Metrics[m] == nil {
 					return usageError{fmt.Errorf("--metric %q: want rss or vsz", m)}
@@ -67,18 +70,37 @@ extension (default: the input's name with .svg).`,
 }
 
 func runPlot(stderr io.Writer, path string, f plotCmdFlags) error {
+	out := f.out
+	if out == "" {
+		out = strings.TrimSuffix(path, filepath.Ext(path)) + ".svg"
+	}
+	// The chart must not replace the file it draws, and must be writable,
+	// before any work.
+	if err := atomicfile.CheckDistinct([]atomicfile.Path{{Flag: "-o", Path: out}}, []atomicfile.Path{{Flag: "FILE", Path: path}}); err != nil {
+		return usageError{err}
+	}
+	if err := atomicfile.CheckWritable(out); err != nil {
+		return usageError{fmt.Errorf("-o %w", err)}
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	var head struct{ Schema string }
-	if err := json.Unmarshal(b, &head); err != nil {
-		return fmt.Errorf("%s: not JSON: %w", path, err)
+	const takes = "plot draws the memory timeline of a job result (probe train --json) or a run report (probe run)"
+	switch k := schema.JSONKind(b); {
+	case k == "":
+		_, err := schema.DecodeResult(b, path) // says where and why it is not JSON
+		return err
+	case isDecodeResult(b):
+		return fmt.Errorf("%s is a decode result of probe decode, which has no memory timeline: %s", path, takes)
+	case k != "an object":
+		return fmt.Errorf("%s: %s, not a job result or run report: %s", path, k, takes)
 	}
+	head := schemaOf(b)
 	var series []memplot.Series
 	title := filepath.Base(path)
 	switch {
-	case strings.HasPrefix(head.Schema, "memprobe.train/"):
+	case strings.HasPrefix(head, "memprobe.train/"):
 		if len(f.runs) > 0 || f.outside {
 			return usageError{fmt.Errorf("%s is a result: --runs and --outside are for run reports", path)}
 		}
@@ -94,7 +116,7 @@ func runPlot(stderr io.Writer, path string, f plotCmdFlags) error {
 			name = "train"
 		}
 		series = append(series, memplot.Series{Name: name, Points: r.Sampler.Timeline})
-	case strings.HasPrefix(head.Schema, "memprobe.report/"):
+	case strings.HasPrefix(head, "memprobe.report/"):
 		rep, err := schema.DecodeReport(b, path)
 		if err != nil {
 			return err
@@ -103,20 +125,16 @@ func runPlot(stderr io.Writer, path string, f plotCmdFlags) error {
 			return err
 		}
 	default:
-		return fmt.Errorf("%s: schema %q is neither a result nor a run report", path, head.Schema)
+		return fmt.Errorf("%s is %s: %s", path, schema.Describe(head), takes)
 	}
 	c, err := memplot.New(title, series, f.metrics)
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
-	out := f.out
-	if out == "" {
-		out = strings.TrimSuffix(path, filepath.Ext(path)) + ".svg"
-	}
 	if err := c.Save(out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "probe plot: wrote %s (%d lines)\n", out, c.Lines)
+	fmt.Fprintf(stderr, "probe plot: wrote %s (%d %s)\n", out, c.Lines, plural(c.Lines, "line", "lines"))
 	return nil
 }
 

@@ -14,11 +14,15 @@ import (
 // --json, probe exec --json) as a report of one run of one repetition
 // (runner.FromResults), so that probe report, diff, export and history
 // read both. The file's "schema" field decides which reader reads it, and
-// so whose error a bad file gets.
+// so whose error a bad file gets; both word a value that does not fit the
+// format in JSON's words (package schema).
 func readReport(path string) (*schema.Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading report: %w", err)
+	}
+	if k := schema.JSONKind(b); k != "" && k != "an object" && k != "an array" {
+		return nil, fmt.Errorf("reading report %s: %s, not a run report or job result", path, k)
 	}
 	resultID, _, _ := strings.Cut(schema.ResultVersion, "/")
 	if !strings.HasPrefix(schemaOf(b), resultID+"/") {

@@ -60,3 +60,49 @@ func TestResultsAsReports(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONErrorsPlain: a file that is JSON but not what a command reads
+// is refused in one line naming it and saying what it is, in JSON's words,
+// never Go's ("into Go value of type struct { Schema *string ... }").
+func TestJSONErrorsPlain(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	num := file("n.json", "42\n")
+	str := file("s.json", `"a report"`)
+	runs := file("runs.json", `{"schema": "memprobe.report/v1",`+"\n"+`"runs": 5}`)
+	steps := file("steps.json", `{"schema": "memprobe.train/v3", "steps": "many"}`)
+	schemaNum := file("schema.json", `{"schema": 1}`)
+	decNum := file("decnum.json", `[42]`)
+	decField := file("decfield.json", `[{"schema": "memprobe.decode/v1", "tokens_per_sec": "fast"}]`)
+	decObj := file("decobj.json", `{"schema": "memprobe.decode/v1", "config": {"model": {"batch": 1.5}}}`)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", num}, "reading report " + num + ": a JSON number, not a run report or job result"},
+		{[]string{"export", num}, "reading report " + num + ": a JSON number, not a run report or job result"},
+		{[]string{"diff", str, str}, "reading report " + str + ": a JSON string, not a run report or job result"},
+		{[]string{"report", runs}, "reading report " + runs + ": line 2: field runs: a JSON number where an array is wanted"},
+		{[]string{"diff", steps, steps}, "reading result " + steps + ": line 1: field steps: a JSON string where an integer is wanted"},
+		{[]string{"report", schemaNum}, "reading report " + schemaNum + ": line 1: field schema: a JSON number where a string is wanted"},
+		{[]string{"diff", decNum, decNum}, "reading decode result " + decNum + ": a JSON number, not a memprobe decode result"},
+		{[]string{"export", decField}, "reading decode result " + decField + ": line 1: field tokens_per_sec: a JSON string where a number is wanted"},
+		{[]string{"diff", decObj, decObj}, "reading decode result " + decObj + ": line 1: field config.model.batch: the number 1.5 where an integer is wanted"},
+	} {
+		_, _, err := runProbe(c.args...)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v:\n got %v\nwant %s", c.args, err, c.want)
+		}
+	}
+	hdir := t.TempDir()
+	copyFile(t, decField, filepath.Join(hdir, "d.json"))
+	if _, _, err := runProbe("history", "--metric", "tokens_per_sec", hdir); err == nil || strings.Contains(err.Error(), "Go ") || !strings.Contains(err.Error(), "field tokens_per_sec: a JSON string where a number is wanted") {
+		t.Errorf("history of a bad decode result: %v", err)
+	}
+}

@@ -28,8 +28,8 @@ func TestPlot(t *testing.T) {
 		if err != nil {
 			t.Fatalf("plot: %v\n%s%s", err, stdout, stderr)
 		}
-		if !strings.Contains(stderr, "(1 lines)") {
-			t.Errorf("plot: %q, want one line", stderr)
+		if !strings.Contains(stderr, "(1 line)") {
+			t.Errorf("plot: %q, want (1 line)", stderr)
 		}
 		if strings.HasSuffix(out, ".svg") {
 			wellFormedSVG(t, out)
@@ -70,7 +70,7 @@ func plotReport(t *testing.T, dir, res string) {
 		want string
 	}{
 		{[]string{"--runs", "threads-before,threads-P6"}, "(4 lines)"},
-		{[]string{"--runs", "threads-P6", "--outside", "--metric", "rss"}, "(1 lines)"},
+		{[]string{"--runs", "threads-P6", "--outside", "--metric", "rss"}, "(1 line)"},
 		{nil, "run threads-P1 has no repetition"},
 		{[]string{"--runs", "threads-P9"}, `no run "threads-P9"`},
 	} {
@@ -150,5 +150,86 @@ func TestPprofBadProfile(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line with %q", c.path, err, c.want)
 		}
+	}
+}
+
+// TestPlotRefusals: probe plot refuses, before writing anything, an empty
+// --metric, an -o that is its input (by default, FILE.svg of a FILE named
+// .svg) or cannot be written; and says what a file it does not draw is (a
+// decode result, a JSON number, another format) in one line without Go's
+// types. The chart that was there is kept.
+func TestPlotRefusals(t *testing.T) {
+	dir := t.TempDir()
+	keep := filepath.Join(dir, "keep.svg")
+	if err := os.WriteFile(keep, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(trainResult)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := filepath.Join(dir, "t.json")
+	asSVG := filepath.Join(dir, "t.svg")
+	for _, p := range []string{res, asSVG} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", res, "--metric", "", "-o", keep}, "--metric is empty: want rss, vsz or both"},
+		{[]string{"plot", asSVG}, "-o " + asSVG + ": is also the input FILE " + asSVG},
+		{[]string{"plot", asSVG, "-o", dir + "/./t.svg"}, "is also the input FILE " + asSVG},
+		{[]string{"plot", res, "-o", filepath.Join(dir, "nodir", "x.svg")}, "-o " + filepath.Join(dir, "nodir", "x.svg") + ": directory " + filepath.Join(dir, "nodir") + ": no such file or directory"},
+	} {
+		_, _, err := runProbe(c.args...)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want a usage error containing %q", c.args, err, c.want)
+		}
+	}
+	if got, _ := os.ReadFile(keep); string(got) != "keep" {
+		t.Errorf("keep.svg was replaced")
+	}
+	if got, _ := os.ReadFile(asSVG); string(got) != string(b) {
+		t.Errorf("the input t.svg was replaced")
+	}
+	sub := filepath.Join(dir, "d.svg")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runProbe("plot", res, "-o", sub); err == nil || !strings.Contains(err.Error(), "-o "+sub+": is a directory") {
+		t.Errorf("-o a directory: %v", err)
+	}
+	file := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	dec := decodeFile(t, "d.json", false, decodeModes, nil)
+	num := file("n.json", "42")
+	other := file("o.json", `{"schema": "memprobe.report/v1", "runs": 3}`)
+	unknown := file("u.json", `{"x": 1}`)
+	notJSON := file("bad.json", "{\n  nope")
+	for _, c := range []struct {
+		path, want string
+	}{
+		{dec, dec + " is a decode result of probe decode, which has no memory timeline: plot draws the memory timeline of a job result (probe train --json) or a run report (probe run)"},
+		{num, num + ": a JSON number, not a job result or run report"},
+		{other, "reading report " + other + ": line 1: field runs: a JSON number where an array is wanted"},
+		{unknown, unknown + ` is not a memprobe file (no "schema")`},
+		{notJSON, "reading result " + notJSON + ": line 2: invalid character 'n' looking for beginning of object key string"},
+	} {
+		_, _, err := runProbe("plot", c.path, "-o", filepath.Join(dir, "out.svg"))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("plot %s:\n got %v\nwant %s...", c.path, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.svg")); err == nil {
+		t.Error("a refused plot wrote its chart")
 	}
 }
