@@ -9,9 +9,9 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"os"
 
 	"memprobe/internal/atomicfile"
+	"memprobe/trainer/data"
 	"memprobe/trainer/model"
 )
 
@@ -116,9 +116,11 @@ type checkpoint struct {
 }
 
 func readCheckpoint(path string) (*checkpoint, error) {
-	b, err := os.ReadFile(path)
+	// Only a regular file, read by its size: a pipe could block for ever
+	// and /dev/zero never ends.
+	b, err := data.ReadRegularFile(path, 0)
 	if err != nil {
-		return nil, fmt.Errorf("reading checkpoint: %w", err)
+		return nil, fmt.Errorf("reading checkpoint %s: %w", path, err)
 	}
 	return decodeCheckpoint(b, path)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSaveCheckpointWriteFails: a write that fails part way leaves the
@@ -61,5 +62,31 @@ func TestSaveCheckpointWriteFails(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("files left in the directory: %v, want only run.ck", names)
+	}
+}
+
+// TestReadCheckpointNotRegular: --resume of a named pipe or a device is
+// refused in one line before anything is read (a pipe with no writer
+// blocked the open for ever; /dev/zero was read until the process ran
+// out of memory).
+func TestReadCheckpointNotRegular(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "ck.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{fifo, "reading checkpoint " + fifo + ": not a regular file (a named pipe)"},
+		{"/dev/zero", "reading checkpoint /dev/zero: not a regular file (a character device)"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := ReadCheckpointConfig(c.path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != c.want {
+				t.Errorf("ReadCheckpointConfig(%s) = %v, want %q", c.path, err, c.want)
+			}
+		case <-time.After(time.Minute): // a guard against hanging for ever, not a timing check
+			t.Fatalf("ReadCheckpointConfig(%s) still blocked after a minute", c.path)
+		}
 	}
 }

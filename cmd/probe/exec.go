@@ -153,8 +153,8 @@ docs/exec.md.`,
 			}
 			if c := r.Process.ExitCode; c != nil && *c != 0 {
 				what := fmt.Sprintf("exec: %s exited with status %d", args[0], *c)
-				if r.Process.Signal != "" {
-					what = fmt.Sprintf("exec: %s was killed by %s", args[0], r.Process.Signal)
+				if by := outside.KilledBy(r.Process); by != "" {
+					what = fmt.Sprintf("exec: %s was killed by %s", args[0], by)
 				}
 				return exitStatus{*c, what}
 			}

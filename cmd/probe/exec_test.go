@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,12 +73,20 @@ func TestExecTrainAgrees(t *testing.T) {
 }
 
 // TestExecExitStatus: probe exec exits with the program's status, 128 +
-// the signal when a signal killed it.
+// the signal when a signal killed it, and says which in one line, the
+// signal by name and number as the docs write it (not strsignal's
+// "killed by killed").
 func TestExecExitStatus(t *testing.T) {
 	for _, c := range []struct {
 		script string
 		code   int
-	}{{"exit 0", 0}, {"exit 3", 3}, {"kill -TERM $$", 143}} {
+		want   string
+	}{
+		{"exit 0", 0, ""},
+		{"exit 3", 3, "exec: /bin/sh exited with status 3"},
+		{"kill -TERM $$", 143, "exec: /bin/sh was killed by SIGTERM (signal 15)"},
+		{"kill -KILL $$", 137, "exec: /bin/sh was killed by SIGKILL (signal 9)"},
+	} {
 		_, _, err := runProbe("exec", "--", "/bin/sh", "-c", c.script)
 		code := 0
 		var ec interface{ ExitCode() int }
@@ -88,7 +99,92 @@ func TestExecExitStatus(t *testing.T) {
 		if code != c.code {
 			t.Errorf("%q: exit status %d, want %d", c.script, code, c.code)
 		}
+		if c.want != "" && (err == nil || err.Error() != c.want) {
+			t.Errorf("%q: error %v, want %q", c.script, err, c.want)
+		}
 	}
+}
+
+// TestExecProbeKilled: a probe exec killed by SIGKILL, which it cannot
+// catch to forward, leaves no program behind: the program gets SIGKILL
+// as its parent dies (Pdeathsig). The probe runs as a process of its own
+// (this test binary as the probe command); the program carries the
+// test's mark in its environment, which is how it is found. The loop
+// waiting for it to go bounds a failure, not the time it takes.
+func TestExecProbeKilled(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc")
+	}
+	// The program's stderr is not the probe's pipe, which a survivor
+	// would hold open.
+	p := startProbe(t, nil, "exec", "--gpu=false", "--", "/bin/sh", "-c", "echo started >&2; exec sleep 60 2>/dev/null")
+	t.Cleanup(func() {
+		for _, pid := range p.marked() { // a survivor, started by this test
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	p.waitLine(t, regexp.MustCompile(`^started$`))
+	var prog []int
+	for _, pid := range p.marked() {
+		if pid != p.cmd.Process.Pid {
+			prog = append(prog, pid)
+		}
+	}
+	if len(prog) != 1 {
+		t.Fatalf("want the probe %d and its program marked, got %v\n%s", p.cmd.Process.Pid, p.marked(), p.text())
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != -1 {
+		t.Errorf("probe exec: exit status %d, want -1 (killed)", code)
+	}
+	p.noneLeft(t)
+}
+
+// TestAttachKernelThread: attaching to a kernel thread says it is one,
+// by name (not that it exited), exit status 1. Skipped where no kernel
+// thread is in sight (a PID namespace).
+func TestAttachKernelThread(t *testing.T) {
+	pid, name := findKernelThread()
+	if pid == 0 {
+		t.Skip("no kernel thread in /proc")
+	}
+	_, _, err := runProbe("attach", strconv.Itoa(pid))
+	var ue usageError
+	want := fmt.Sprintf("pid %d is a kernel thread (%s): nothing to attach to", pid, name)
+	if err == nil || err.Error() != want || errors.As(err, &ue) {
+		t.Errorf("attach %d: %v, want %q (exit status 1)", pid, err, want)
+	}
+}
+
+// findKernelThread is a kernel thread's pid and name (PF_KTHREAD in its
+// stat's flags): kthreadd, pid 2, where it is in sight; 0 if none is.
+func findKernelThread() (int, string) {
+	ents, _ := os.ReadDir("/proc")
+	names := []string{"2"}
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", n, "stat"))
+		i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 || j < i {
+			continue
+		}
+		f := strings.Fields(string(b[j+1:]))
+		if len(f) < 7 {
+			continue
+		}
+		if flags, _ := strconv.ParseUint(f[6], 10, 64); flags&0x00200000 != 0 {
+			return pid, string(b[i+1 : j])
+		}
+	}
+	return 0, ""
 }
 
 // TestExecAttachErrors: bad command lines are usage errors (exit 2); a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -13,6 +14,7 @@ import (
 // instrumentFlags switch the instruments and pprof hooks (see
 // docs/instruments.md).
 type instrumentFlags struct {
+	fs             *pflag.FlagSet
 	off            bool
 	sampleInterval time.Duration
 	samplePoints   int
@@ -27,6 +29,7 @@ type instrumentFlags struct {
 }
 
 func (f *instrumentFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	fs.BoolVar(&f.off, "no-instruments", false, "turn the instruments off (no ledger, sampler, runtime counters or RSS reconciliation): the overhead baseline")
 	fs.DurationVar(&f.sampleInterval, "sample-interval", sampler.DefaultInterval, "RSS sampler period (minimum 1ms)")
 	fs.IntVar(&f.samplePoints, "sample-max-points", sampler.DefaultMaxPoints, "bound on the sampler's timeline in the JSON (>= 2)")
@@ -44,7 +47,17 @@ func (f *instrumentFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.allowRemote, "pprof-allow-remote", false, "let --pprof-addr listen on a non-loopback address (exposes the process to the network)")
 }
 
+// apply sets the instrument and profiling options. Their ranges are
+// job.Options.Validate's, but a 0 there means the default: a 0 given
+// explicitly, below the documented minimum, is refused here.
 func (f *instrumentFlags) apply(o *job.Options) error {
+	changed := func(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+	if changed("sample-interval") && f.sampleInterval == 0 {
+		return fmt.Errorf("--sample-interval 0s is below the minimum %v", sampler.MinInterval)
+	}
+	if changed("sample-max-points") && f.samplePoints == 0 {
+		return fmt.Errorf("--sample-max-points 0 must be >= 2")
+	}
 	o.NoInstruments = f.off
 	o.SampleInterval = f.sampleInterval
 	o.SampleMaxPoints = f.samplePoints

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"memprobe/probe/job"
+	"memprobe/trainer"
 	"memprobe/trainer/phase"
 )
 
@@ -68,6 +69,11 @@ func (f *phaseFlags) apply(o *job.Options) error {
 	}
 	changed := func(name string) bool { return f.fs != nil && f.fs.Changed(name) }
 	if changed("cache-scale") {
+		// 0 in the options means the right-sized default: given
+		// explicitly it is out of the documented range, not the default.
+		if f.cacheScale == 0 {
+			return fmt.Errorf("--cache-scale 0 out of range [1, %d]", trainer.MaxCacheScale)
+		}
 		t.Pathology.CacheScale = f.cacheScale
 	}
 	if changed("batch-alloc") {
@@ -85,6 +91,9 @@ func (f *phaseFlags) apply(o *job.Options) error {
 		t.Pathology.WorkerStackBytes = n
 	}
 	if changed("engine") {
+		if f.engine == "" { // "" in the options is static
+			return fmt.Errorf(`--engine "": want static or tape`)
+		}
 		t.Engine = f.engine
 	}
 	return nil

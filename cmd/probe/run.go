@@ -165,9 +165,12 @@ and reads its peak RSS and CPU times from wait4). Each plan runs at the
 scale at which its before state is affordable (see --dry-run); --preset,
 --steps and --data override it.
 
-Before any child starts, the report's path is checked and each
+Before any child starts, the report's path, the --sweep values (the
+ranges of probe train's flags), --data and --profile-dir are checked (a
+bad one is a usage error, not a failure of every child), and each
 configuration's peak RSS is predicted by the analytical model; one above
---mem-limit is not started (skipped). A child past --timeout or
+--mem-limit is not started (skipped), and a run in which every one is
+exits 1. A child past --timeout or
 --mem-limit is killed with its process group and recorded (timeout,
 killed); one that crashes or writes no result is recorded as failed, with
 its exit status and the last line of its stderr; the run goes on. Ctrl-C
@@ -212,7 +215,11 @@ csv) or the report itself (--format json). See docs/run.md.`,
 			if err != nil {
 				return err
 			}
-			return unfinished(rep, o.Out)
+			limit := "--mem-limit " + f.memLimit
+			if f.memLimit == "" {
+				limit = "the default --mem-limit (MemAvailable less 10 %)"
+			}
+			return unfinished(rep, o.Out, limit)
 		},
 	}
 	f.register(cmd.Flags())
@@ -220,21 +227,33 @@ csv) or the report itself (--format json). See docs/run.md.`,
 }
 
 // unfinished is the error of a run in which some configuration failed,
-// timed out or was killed (a refused one is not an error): the report has
-// the reasons, the exit status is 1.
-func unfinished(rep *schema.Report, out string) error {
+// timed out or was killed, or in which every configuration was refused
+// up front (skipped: predicted above limit, which names the memory limit)
+// so that nothing ran. One refusal among configurations that ran is not
+// an error. The report has the reasons; the exit status is 1.
+func unfinished(rep *schema.Report, out, limit string) error {
 	var bad []string
+	refused := 0
 	for _, r := range rep.Runs {
 		switch r.Status {
-		case schema.StatusOK, schema.StatusSkipped:
+		case schema.StatusOK:
+		case schema.StatusSkipped: // the runner's only skip: above the memory limit
+			refused++
 		default:
 			bad = append(bad, r.Name+": "+string(r.Status))
 		}
 	}
-	if len(bad) == 0 {
-		return nil
+	if len(bad) > 0 {
+		return fmt.Errorf("%d of %d configurations did not finish (%s); the reasons are in %s", len(bad), len(rep.Runs), strings.Join(bad, ", "), out)
 	}
-	return fmt.Errorf("%d of %d configurations did not finish (%s); the reasons are in %s", len(bad), len(rep.Runs), strings.Join(bad, ", "), out)
+	if refused > 0 && refused == len(rep.Runs) {
+		what := fmt.Sprintf("all %d configurations were", refused)
+		if refused == 1 {
+			what = "the one configuration was"
+		}
+		return fmt.Errorf("nothing ran: %s refused by %s (predicted peak RSS above it); the predictions are in %s", what, limit, out)
+	}
+	return nil
 }
 
 // dryRun prints the plan of children and runs nothing.

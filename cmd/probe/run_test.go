@@ -101,14 +101,106 @@ func TestRunTimeout(t *testing.T) {
 }
 
 // TestRunMemLimit: a configuration predicted above --mem-limit is
-// refused up front; a refusal is not a failure.
+// refused up front, with the prediction in the report; when every one is
+// refused nothing ran, and the run says so in one line and exits 1 (not a
+// usage error), the report written all the same.
 func TestRunMemLimit(t *testing.T) {
-	rep, _, _, err := probeRun(t, append([]string{"--plan", "decode", "--phases", "before", "--mem-limit", "20MiB"}, small...)...)
-	if err != nil {
-		t.Errorf("probe run: %v", err)
+	for _, c := range []struct {
+		args []string
+		runs int
+		want string
+	}{
+		{[]string{"--plan", "decode", "--phases", "before", "--mem-limit", "20MiB"}, 1, "nothing ran: the one configuration was refused by --mem-limit 20MiB"},
+		{[]string{"--plan", "decode", "--mem-limit", "1B"}, 4, "nothing ran: all 4 configurations were refused by --mem-limit 1B"},
+	} {
+		rep, _, _, err := probeRun(t, append(c.args, small...)...)
+		var ue usageError
+		var ec interface{ ExitCode() int }
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") || errors.As(err, &ue) || errors.As(err, &ec) {
+			t.Errorf("%v: %v, want an error of exit status 1 containing %q", c.args, err, c.want)
+		}
+		if len(rep.Runs) != c.runs {
+			t.Fatalf("%v: %d runs in the report, want %d", c.args, len(rep.Runs), c.runs)
+		}
+		for _, r := range rep.Runs {
+			if r.Status != schema.StatusSkipped || !strings.Contains(r.Reason, "predicted peak RSS") || !strings.Contains(r.Reason, "above --mem-limit") || len(r.Outside) != 0 {
+				t.Errorf("%v: %s: status %s, reason %q", c.args, r.Name, r.Status, r.Reason)
+			}
+		}
 	}
-	if r := rep.Runs[0]; r.Status != schema.StatusSkipped || !strings.Contains(r.Reason, "above --mem-limit 20.0 MiB") || len(r.Outside) != 0 {
-		t.Errorf("status %s, reason %q", r.Status, r.Reason)
+}
+
+// TestRunUnfinished: the exit status of a finished run: refusals among
+// configurations that ran are not an error, a run where every
+// configuration was refused is, and so is any failure.
+func TestRunUnfinished(t *testing.T) {
+	rep := func(st ...schema.Status) *schema.Report {
+		r := &schema.Report{}
+		for i, s := range st {
+			r.Runs = append(r.Runs, schema.Run{Name: "c" + strconv.Itoa(i), Status: s})
+		}
+		return r
+	}
+	const limit = "--mem-limit 1GiB"
+	for _, c := range []struct {
+		rep  *schema.Report
+		want string // "": no error
+	}{
+		{rep(schema.StatusOK, schema.StatusOK), ""},
+		{rep(schema.StatusOK, schema.StatusSkipped), ""},
+		{rep(schema.StatusSkipped, schema.StatusSkipped), "nothing ran: all 2 configurations were refused by --mem-limit 1GiB (predicted peak RSS above it); the predictions are in r.json"},
+		{rep(schema.StatusSkipped), "nothing ran: the one configuration was refused by --mem-limit 1GiB"},
+		{rep(schema.StatusSkipped, schema.StatusFailed), "1 of 2 configurations did not finish (c1: failed)"},
+	} {
+		err := unfinished(c.rep, "r.json", limit)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%d runs: %v, want no error", len(c.rep.Runs), err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%d runs: %v, want %q", len(c.rep.Runs), err, c.want)
+		}
+	}
+}
+
+// TestRunInputsCheckedFirst: a value every child would refuse (a sweep
+// value out of probe train's range, an empty --data file, a
+// --profile-dir that is a file) is one usage error naming the flag before
+// any child starts: no report, no child.
+func TestRunInputsCheckedFirst(t *testing.T) {
+	t.Setenv(mainEnv, "1") // were a child started, it would be probe train
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.txt")
+	keep := filepath.Join(dir, "keep.out")
+	for _, f := range []string{empty, keep} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sweep", "cache-scale=0.5"}, "--sweep cache-scale: 0.5 out of range [1, 64]"},
+		{[]string{"--sweep", "cache-scale=NaN"}, `--sweep cache-scale: "NaN" is not a number`},
+		{[]string{"--sweep", "threads=2000"}, "--sweep threads: 2000 out of range [1, 1024]"},
+		{[]string{"--data", empty}, "--data " + empty + ": file is empty"},
+		{[]string{"--data", filepath.Join(dir, "missing.txt")}, "--data " + filepath.Join(dir, "missing.txt") + ": no such file or directory"},
+		{[]string{"--data", dir}, "--data " + dir + ": is a directory"},
+		{[]string{"--profile-dir", keep}, "--profile-dir " + keep + ": exists and is not a directory"},
+	} {
+		out := filepath.Join(t.TempDir(), "report.json")
+		args := append([]string{"run", "--quick", "--plan", "threads", "--out", out}, c.args...)
+		_, stderr, err := runProbe(args...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want one usage error line containing %q", c.args, err, c.want)
+		}
+		if _, err := os.Stat(out); err == nil || strings.Contains(stderr, "run 1/") {
+			t.Errorf("%v: children ran:\n%s", c.args, stderr)
+		}
+		if ch := childProcesses(t); len(ch) > 0 {
+			t.Errorf("%v: child processes left: %v", c.args, ch)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"memprobe/report"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
+	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 )
 
@@ -49,9 +51,12 @@ type trainFlags struct {
 	phase       phaseFlags
 	instruments instrumentFlags
 	decode      decodeFlags
+
+	fs *pflag.FlagSet // tells which flags were given
 }
 
 func (f *trainFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	f.shape.register(fs, "model preset: seed, tiny, micro or gpt2-head", "context length T (0: preset)", "sequences per step B (0: preset)")
 	fs.IntVar(&f.threads, "threads", 2, "logical worker threads, 1 to 1024")
 	fs.IntVar(&f.execs, "executors", 0, "executors holding one sequence's workspace each (0: min(threads, GOMAXPROCS, batch))")
@@ -78,11 +83,21 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 }
 
 // options turns the flags into a job. It parses (a size, a plan name)
-// but leaves the ranges to job.Options.Validate, which job.Run calls once.
+// but leaves the ranges to job.Options.Validate, which job.Run calls once;
+// what it checks itself is what Validate cannot see: a value given
+// explicitly that the options would read as "unset" (--gemm "", whose ""
+// means auto), and a --warmup-steps given explicitly that leaves no step
+// measured (job.Run shortens the default warm-up to fit --steps).
 func (f *trainFlags) options() (job.Options, error) {
 	cfg, err := f.shape.config()
 	if err != nil {
 		return job.Options{}, err
+	}
+	if f.changed("gemm") && f.gemm == "" {
+		return job.Options{}, fmt.Errorf(`--gemm "": want auto or one of %s`, strings.Join(gemm.Names(), ", "))
+	}
+	if w := f.instruments.warmup; f.changed("warmup-steps") && w > 0 && f.steps >= 1 && w >= f.steps {
+		return job.Options{}, fmt.Errorf("--warmup-steps %d must be below --steps %d: the per-step costs are measured over the steps after the warm-up", w, f.steps)
 	}
 	o := job.Options{
 		Trainer: trainer.Options{
@@ -116,6 +131,16 @@ func (f *trainFlags) options() (job.Options, error) {
 	return o, nil
 }
 
+// changed reports whether the flag was given on the command line.
+func (f *trainFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+
+// outputs are the files train writes, with their flags: --json (unless it
+// is standard output), the checkpoint and the profiles.
+func (f *trainFlags) outputs(o *job.Options) []atomicfile.Path {
+	out := []atomicfile.Path{{Flag: "--json", Path: f.jsonPath}}
+	return append(out, o.Outputs()...)
+}
+
 func newTrainCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f trainFlags
 	cmd := &cobra.Command{
@@ -130,7 +155,14 @@ the analytical model; one above --mem-limit or the memory available is
 refused with the figure. Ctrl-C or SIGTERM stops the training at the next
 step boundary: the result of the steps that ran is written, marked
 interrupted, and the exit status is 130 (SIGINT) or 143 (SIGTERM). Past
---mem-limit the training stops the same way and exits 1.`,
+--mem-limit the training stops the same way and exits 1.
+
+Profiles (--cpuprofile, --memprofile, --allocprofile, --mutexprofile,
+--blockprofile, --profile-dir) are written with the result, a partial
+one included, each through a temporary file beside it: a run that fails
+leaves the files they name as they were. Every output is checked before
+anything is built: it must be writable and name no input (--resume, a
+--data file) and no other output.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if done, err := f.phase.listPhases(stdout); done {
@@ -142,6 +174,12 @@ interrupted, and the exit status is 130 (SIGINT) or 143 (SIGTERM). Past
 			}
 			if f.jsonPath == "-" {
 				f.jsonPath = ""
+			}
+			// No output may replace an input or another output (the
+			// checkpoint overwritten by the JSON, the data file by a
+			// profile); job.Run checks the rest of the files.
+			if err := atomicfile.CheckDistinct(f.outputs(&o), o.Inputs()); err != nil {
+				return usageError{err}
 			}
 			if f.jsonPath != "" {
 				if err := atomicfile.CheckWritable(f.jsonPath); err != nil {

@@ -27,10 +27,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"time"
 
+	"memprobe/internal/atomicfile"
 	"memprobe/probe/ledger"
 	"memprobe/schema"
 	"memprobe/trainer"
@@ -72,7 +74,7 @@ type Options struct {
 // Run builds the model and the hidden states and measures each mode in
 // o.Modes in turn, in that order. Progress lines (the model, then one line
 // per mode) go to progress, which may be nil.
-func Run(o Options, progress io.Writer) ([]Measurement, error) {
+func Run(o Options, progress io.Writer) (ms []Measurement, err error) {
 	if progress == nil {
 		progress = io.Discard
 	}
@@ -83,6 +85,13 @@ func Run(o Options, progress io.Writer) ([]Measurement, error) {
 		return nil, fmt.Errorf("measuring decode: %d passes is not positive", o.Passes)
 	case o.Check != "" && o.Check != "cpu":
 		return nil, fmt.Errorf("measuring decode: check against %q: only cpu is a reference", o.Check)
+	}
+	if o.CPUProfile != "" {
+		// Before any work: a profile that could not be written fails
+		// now (the command checks it too, with the other files).
+		if err := atomicfile.CheckWritable(o.CPUProfile); err != nil {
+			return nil, fmt.Errorf("--cpuprofile %w", err)
+		}
 	}
 	if err := device.Available(o.Device); err != nil {
 		return nil, err
@@ -122,15 +131,18 @@ func Run(o Options, progress io.Writer) ([]Measurement, error) {
 	fmt.Fprintf(progress, "model %v: %s; data %s; gemm %s\n", cfg, modelSource(o), ds.Source, g.Name())
 
 	if o.CPUProfile != "" {
-		pf, err := os.Create(o.CPUProfile)
-		if err != nil {
-			return nil, fmt.Errorf("writing cpu profile: %w", err)
+		// The profile streams to a temporary file beside its path,
+		// renamed over it once every mode is measured: a failed run
+		// leaves what was there before.
+		stop, perr := startCPUProfile(o.CPUProfile)
+		if perr != nil {
+			return nil, perr
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return nil, fmt.Errorf("writing cpu profile %s: %w", o.CPUProfile, err)
-		}
-		defer pprof.StopCPUProfile()
+		defer func() { // err is Run's result
+			if serr := stop(err == nil); err == nil && serr != nil {
+				ms, err = nil, serr
+			}
+		}()
 	}
 	var watch *gpuWatch
 	if o.Device == "cuda" {
@@ -138,7 +150,7 @@ func Run(o Options, progress io.Writer) ([]Measurement, error) {
 		watch = newGPUWatch()
 		defer watch.close()
 	}
-	ms := make([]Measurement, 0, len(o.Modes))
+	ms = make([]Measurement, 0, len(o.Modes))
 	for _, m := range o.Modes {
 		meas, err := measureMode(o.Device, g, m, cfg, params.WTE, hidden, targets, o.Probs, o.Passes, watch)
 		if err != nil {
@@ -156,6 +168,44 @@ func Run(o Options, progress io.Writer) ([]Measurement, error) {
 		ms = append(ms, meas)
 	}
 	return ms, nil
+}
+
+// startCPUProfile starts the CPU profile of --cpuprofile path, written to
+// a temporary file in path's directory. stop(true) ends it and renames the
+// file over path (an error names path); stop(false) ends it and removes
+// the file, leaving path as it was.
+func startCPUProfile(path string) (stop func(keep bool) error, err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("writing cpu profile %s: %w", path, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("writing cpu profile %s: %w", path, err)
+	}
+	return func(keep bool) error {
+		pprof.StopCPUProfile()
+		err := f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if !keep {
+			os.Remove(f.Name())
+			return nil
+		}
+		if err == nil {
+			err = os.Chmod(f.Name(), 0o644)
+		}
+		if err == nil {
+			err = os.Rename(f.Name(), path)
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			return fmt.Errorf("writing cpu profile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }
 
 func modelSource(o Options) string {

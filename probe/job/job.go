@@ -22,6 +22,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sort"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -129,12 +130,58 @@ func (o *Options) Validate() error {
 	if o.MemLimit < 0 {
 		return fmt.Errorf("mem-limit %d must be positive", o.MemLimit)
 	}
+	if err := o.Trainer.Validate(); err != nil {
+		return err
+	}
+	return o.checkFiles()
+}
+
+// Outputs are the files the job writes, with the flags of `probe train`
+// that name them: the checkpoint and the profiles.
+func (o *Options) Outputs() []atomicfile.Path {
+	out := []atomicfile.Path{{Flag: "--checkpoint", Path: o.Checkpoint}}
+	return append(out, o.profiling().Outputs()...)
+}
+
+// Inputs are the files the job reads: the checkpoint it resumes from and
+// the data file (none for a synthetic corpus).
+func (o *Options) Inputs() []atomicfile.Path {
+	return []atomicfile.Path{{Flag: "--resume", Path: o.Resume}, {Flag: "--data", Path: data.SpecFile(o.Data)}}
+}
+
+// checkFiles fails, before any work, when an output would replace an
+// input or another output (atomicfile.CheckDistinct), or could not be
+// written: the checkpoint's and the profiles' directories must be there
+// and writable (a profile directory may be missing if it can be made).
+func (o *Options) checkFiles() error {
+	if err := atomicfile.CheckDistinct(o.Outputs(), o.Inputs()); err != nil {
+		return err
+	}
 	if o.Checkpoint != "" {
 		if err := atomicfile.CheckWritable(o.Checkpoint); err != nil {
-			return fmt.Errorf("checkpoint %w", err)
+			return fmt.Errorf("--checkpoint %w", err)
 		}
 	}
-	return o.Trainer.Validate()
+	return o.profiling().CheckOutputs()
+}
+
+// label is the job's name in profile files: Label, or "<plan>-<phase>"
+// for a phase run ("" is "default").
+func (o *Options) label() string {
+	if o.Label == "" && o.Plan != "" {
+		return o.Plan + "-" + o.Phase
+	}
+	return o.Label
+}
+
+// profiling is the Profiling options the job runs, the file names'
+// label resolved.
+func (o *Options) profiling() profiling.Options {
+	p := o.Profiling
+	if p.Name == "" {
+		p.Name = o.label()
+	}
+	return p
 }
 
 // Floor is the analytical memory floor of a configuration: parameters,
@@ -182,11 +229,19 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	if err := checkMemory(&o); err != nil {
 		return nil, err
 	}
+	// The watchdog's hard stop exits the process: the profiles' temporary
+	// files are removed first. The session starts after the watchdog, so
+	// it is handed over in an atomic.
+	var hardStopProf atomic.Pointer[profiling.Session]
+	if hard := o.MemHardStop; hard != nil {
+		o.MemHardStop = func(e *MemLimitError) {
+			hardStopProf.Load().Discard()
+			hard(e)
+		}
+	}
 	ctx, stopWatch := watchMemory(ctx, &o)
 	defer stopWatch()
-	if o.Label == "" && o.Plan != "" {
-		o.Label = o.Plan + "-" + o.Phase
-	}
+	o.Label = o.label()
 	start := time.Now()
 	env := environment()
 	cfg := o.Trainer.Config
@@ -195,8 +250,11 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		if err != nil {
 			return nil, err
 		}
-		ckCfg.Batch = cfg.Batch
-		if ckCfg != cfg {
+		// The batch size may change on resume; the model may not. The
+		// message shows the checkpoint's own shape, batch included.
+		same := ckCfg
+		same.Batch = cfg.Batch
+		if same != cfg {
 			return nil, fmt.Errorf("reading checkpoint %s: it holds a model with %v, this run is configured for %v", o.Resume, ckCfg, cfg)
 		}
 	}
@@ -209,11 +267,11 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	led := o.Trainer.Ledger
 
 	// Profiles and the sampler start before the dataset and the trainer
-	// are built, so that set-up allocations are in them.
-	popts := o.Profiling
-	if popts.Name == "" {
-		popts.Name = o.Label
-	}
+	// are built, so that set-up allocations are in them. They are written
+	// only with a result (prof.Stop below, the partial result of an
+	// interrupted job included): a job that fails discards them, leaving
+	// the files named as they were.
+	popts := o.profiling()
 	var prof *profiling.Session
 	if popts.Enabled() {
 		if prof, err = profiling.Start(popts); err != nil {
@@ -221,9 +279,10 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		}
 		defer func() {
 			if err != nil {
-				prof.Stop()
+				prof.Discard() // nil once stopped
 			}
 		}()
+		hardStopProf.Store(prof)
 		if a := prof.Addr(); a != "" {
 			fmt.Fprintf(progress, "pprof: serving http://%s/debug/pprof/\n", a)
 		}
@@ -267,7 +326,12 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	if logEvery == 0 {
 		logEvery = max(1, o.Steps/20)
 	}
+	// The warm-up leaves at least one step measured: the command's
+	// default of 1 with --steps 1 is none (an explicit --warmup-steps of
+	// --steps or more is refused by the command). The configuration
+	// records the warm-up used.
 	warmup := min(o.WarmupSteps, o.Steps-1)
+	o.WarmupSteps = warmup
 	startStep := tr.StepsDone()
 	// The headline allocation figures count what the steps allocate, from
 	// the end of the previous callback to the start of the next, so that

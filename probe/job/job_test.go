@@ -189,3 +189,85 @@ func checkProfile(t *testing.T, path string) {
 		t.Errorf("go tool pprof -top %s: %v\n%s", path, err, out)
 	}
 }
+
+// TestValidateFiles: an output that is an input or another output, or a
+// profile that could not be written, is refused by Validate (a usage
+// error in the command) naming the flags, before anything is built.
+func TestValidateFiles(t *testing.T) {
+	dir := t.TempDir()
+	ck, text := filepath.Join(dir, "ck.bin"), filepath.Join(dir, "t.txt")
+	nodir := filepath.Join(dir, "no", "p.pprof")
+	for _, tc := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Resume, o.Checkpoint = ck, ck }, "--checkpoint " + ck + ": is also the input --resume " + ck},
+		{func(o *Options) { o.Data, o.Profiling.CPU = text, text }, "--cpuprofile " + text + ": is also the input --data " + text},
+		{func(o *Options) { o.Checkpoint, o.Profiling.Heap = ck, ck }, "--memprofile " + ck + ": --checkpoint names the same file"},
+		{func(o *Options) { o.Profiling.Allocs = nodir }, "--allocprofile " + nodir + ": directory"},
+		{func(o *Options) { o.Checkpoint = nodir }, "--checkpoint " + nodir + ": directory"},
+	} {
+		o := tinyJob(1)
+		tc.set(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestRunFailureWritesNoProfile: a job that fails after its profiles
+// started (a data file that is not there) writes none of them: what the
+// paths held is kept, and no temporary file is left.
+func TestRunFailureWritesNoProfile(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyJob(1)
+	o.Data = filepath.Join(dir, "missing.txt")
+	o.Profiling = profiling.Options{CPU: filepath.Join(dir, "cpu.pprof"), Heap: filepath.Join(dir, "heap.pprof"), Block: filepath.Join(dir, "block.pprof")}
+	for _, p := range []string{o.Profiling.CPU, o.Profiling.Heap, o.Profiling.Block} {
+		os.WriteFile(p, []byte("keep"), 0o644)
+	}
+	if r, err := Run(context.Background(), o, io.Discard); err == nil || r != nil {
+		t.Fatalf("Run with a missing data file: %v, %v", r, err)
+	}
+	for _, p := range []string{o.Profiling.CPU, o.Profiling.Heap, o.Profiling.Block} {
+		if b, _ := os.ReadFile(p); string(b) != "keep" {
+			t.Errorf("%s: %.20q after a failed job, want keep", p, b)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 3 {
+		t.Errorf("%d files after a failed job, want the 3 kept", len(ents))
+	}
+}
+
+// TestRunWarmupRecorded: the configuration records the warm-up the job
+// used: the default of 1 with a one-step job is none.
+func TestRunWarmupRecorded(t *testing.T) {
+	o := tinyJob(1)
+	o.NoInstruments = true
+	r, err := Run(context.Background(), o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.WarmupSteps != 0 {
+		t.Errorf("config.warmup_steps %d for a one-step job, want 0 (the warm-up used)", r.Config.WarmupSteps)
+	}
+}
+
+// TestResumeOtherModel: the refusal of a checkpoint of another model
+// shows the checkpoint's shape as stored, batch included, not this run's
+// batch.
+func TestResumeOtherModel(t *testing.T) {
+	ck := filepath.Join(t.TempDir(), "ck.bin")
+	o := tinyJob(1)
+	o.Trainer.Config = model.Presets["micro"]
+	o.Checkpoint = ck
+	if _, err := Run(context.Background(), o, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	o = tinyJob(1)
+	o.Resume = ck
+	_, err := Run(context.Background(), o, io.Discard)
+	if want := "it holds a model with " + model.Presets["micro"].String() + ", this run is configured for " + model.Presets["tiny"].String(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("resume of a micro checkpoint as tiny: %v\nwant %q", err, want)
+	}
+}

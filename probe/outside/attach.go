@@ -1,6 +1,7 @@
 package outside
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +22,39 @@ import (
 
 // ErrNoProcess is wrapped by Attach's error for a pid that does not exist.
 var ErrNoProcess = errors.New("no such process")
+
+// ErrKernelThread is wrapped by Attach's error for a kernel thread: it
+// has no user memory (its smaps is empty, its exe and cmdline too), so
+// there is nothing to watch.
+var ErrKernelThread = errors.New("kernel thread")
+
+// pfKthread is PF_KTHREAD (include/linux/sched.h), the flag of a kernel
+// thread in /proc/PID/stat's field 9.
+const pfKthread = 0x00200000
+
+// kernelThread reports whether pid is a kernel thread, with its name
+// (the stat file's comm), from the PF_KTHREAD flag: the one sign that
+// tells a kernel thread from a zombie, whose smaps, exe and cmdline are
+// as empty.
+func kernelThread(fsys procfs.FS, pid int) (string, bool) {
+	b, err := os.ReadFile(fsys.Path(pid, "stat"))
+	if err != nil {
+		return "", false
+	}
+	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if i < 0 || j < i {
+		return "", false
+	}
+	f := strings.Fields(string(b[j+1:]))
+	if len(f) < 7 {
+		return "", false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64) // field 9: f[0] is field 3
+	if err != nil || flags&pfKthread == 0 {
+		return "", false
+	}
+	return string(b[i+1 : j]), true
+}
 
 // PermissionError is Attach's error for a process whose memory maps the
 // probe may not read.
@@ -75,6 +110,9 @@ func checkReadable(o Options, pid int) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("attaching to pid %d: %w", pid, ErrNoProcess)
+	}
+	if name, ok := kernelThread(o.FS, pid); ok {
+		return fmt.Errorf("pid %d is a %w (%s): nothing to attach to", pid, ErrKernelThread, name)
 	}
 	path := o.FS.Path(pid, "smaps")
 	f, err := os.Open(path)

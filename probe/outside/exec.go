@@ -6,8 +6,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"memprobe/probe/procfs"
 	"memprobe/schema"
@@ -51,9 +56,15 @@ func Exec(o ExecOptions) (*Session, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
+	// The program dies with the probe: a probe killed by SIGKILL (which
+	// it cannot catch to forward) leaves no program running behind it.
+	// No process group of its own: the program stays in the terminal's
+	// foreground group, where Ctrl-C reaches it (docs/exec.md).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var self procfs.Status
 	self, _ = procfs.ReadStatus(procfs.Self)
-	if err := cmd.Start(); err != nil {
+	release, err := startPinned(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("exec %s: %w", o.Args[0], unwrapExec(err))
 	}
 	s, err := newSession(o.Options, schema.ModeExec, cmd.Process.Pid, o.Args)
@@ -61,11 +72,45 @@ func Exec(o ExecOptions) (*Session, error) {
 		// The program may have exited before the first sample: let it
 		// be reaped, and say what happened.
 		_ = cmd.Wait()
+		release()
 		return nil, fmt.Errorf("exec %s: watching pid %d: %w (exit status %d)", o.Args[0], cmd.Process.Pid, err, exitCode(cmd.ProcessState))
 	}
-	s.cmd = cmd
+	s.cmd, s.release = cmd, release
 	s.probeHWM = self.VmHWMBytes
 	return s, nil
+}
+
+// startPinned starts cmd from a goroutine locked to its OS thread, and
+// keeps that thread, parked, until release is called (once the program
+// has been reaped).
+//
+// Why: Linux sends the parent-death signal (Pdeathsig) when the thread
+// that forked the child exits, not when the process does (prctl(2)
+// PR_SET_PDEATHSIG; go.dev/issue/27505). The Go runtime ends a thread when
+// a goroutine locked to it returns without unlocking, and any goroutine
+// of the probe could come to run on the thread that forked and do that:
+// the program would be killed in the middle of the watch. A thread held
+// by this goroutine runs nothing else, so it outlives the program unless
+// the whole probe dies, which is when the signal is wanted.
+func startPinned(cmd *exec.Cmd) (release func(), err error) {
+	started := make(chan error)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		// Unlocked, not ended with the goroutine: after the program is
+		// reaped (or never started) the thread may serve others again.
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			<-done
+		}
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }, nil
 }
 
 // Signal sends sig to the program (exec) or the process (attach).
@@ -83,6 +128,7 @@ func (s *Session) Signal(sig os.Signal) error {
 // waitExec waits for the program and fills the exit fields of p.
 func (s *Session) waitExec(p *schema.Process) {
 	err := s.cmd.Wait()
+	s.release()
 	p.Exited = true
 	st := s.cmd.ProcessState
 	if st == nil {
@@ -92,13 +138,34 @@ func (s *Session) waitExec(p *schema.Process) {
 	code := exitCode(st)
 	p.ExitCode = &code
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		p.Signal = ws.Signal().String()
+		p.Signal = signalName(ws.Signal())
 	}
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
 		p.RusageMaxRSSBytes = uint64(ru.Maxrss) * 1024 // KiB on Linux
 		p.RusageUserMs = ms64(time.Duration(ru.Utime.Nano()))
 		p.RusageSystemMs = ms64(time.Duration(ru.Stime.Nano()))
 	}
+}
+
+// signalName is a signal's name as the docs and probe run write it
+// ("SIGKILL"), or "signal N" for one without a name.
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}
+
+// KilledBy says which signal killed the program of an exec result, by
+// name and number: "SIGKILL (signal 9)"; "" when no signal did.
+func KilledBy(p *schema.Process) string {
+	if p == nil || p.Signal == "" {
+		return ""
+	}
+	if p.ExitCode == nil || *p.ExitCode <= 128 || !strings.HasPrefix(p.Signal, "SIG") {
+		return p.Signal
+	}
+	return fmt.Sprintf("%s (signal %d)", p.Signal, *p.ExitCode-128)
 }
 
 // exitCode is the exit status, or 128 + the signal that killed it.

@@ -20,6 +20,7 @@ import (
 
 	"memprobe/internal/fakenvml"
 	"memprobe/probe/gpumem"
+	"memprobe/probe/procfs"
 	"memprobe/probe/reconcile"
 	"memprobe/schema"
 )
@@ -339,13 +340,15 @@ func TestResultSchema(t *testing.T) {
 }
 
 // TestExecStatus: probe exec's result carries the program's exit status,
-// and 128 + the signal when a signal killed it; Signal forwards one.
+// and 128 + the signal when a signal killed it, the signal by its name as
+// the docs and probe run write it (SIGKILL, not strsignal's "killed"),
+// which the report says with its number; Signal forwards one.
 func TestExecStatus(t *testing.T) {
 	for _, c := range []struct {
 		script string
 		code   int
 		sig    string
-	}{{"exit 3", 3, ""}, {"kill -KILL $$", 137, "killed"}} {
+	}{{"exit 3", 3, ""}, {"kill -KILL $$", 137, "SIGKILL"}} {
 		s, err := Exec(ExecOptions{Args: []string{"/bin/sh", "-c", c.script}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
 		if err != nil {
 			if strings.Contains(err.Error(), "watching pid") {
@@ -361,6 +364,14 @@ func TestExecStatus(t *testing.T) {
 		if p.ExitCode == nil || *p.ExitCode != c.code || p.Signal != c.sig || !p.Exited {
 			t.Errorf("%q: exit %v signal %q exited %v, want %d %q", c.script, p.ExitCode, p.Signal, p.Exited, c.code, c.sig)
 		}
+		if c.sig != "" {
+			if got, want := KilledBy(p), "SIGKILL (signal 9)"; got != want {
+				t.Errorf("%q: KilledBy %q, want %q", c.script, got, want)
+			}
+			if out := render(t, r); !strings.Contains(out, "killed by SIGKILL (signal 9, status 137) after") {
+				t.Errorf("%q: the report does not say killed by SIGKILL (signal 9, status 137):\n%s", c.script, out)
+			}
+		}
 	}
 
 	h := execHeld(t, Options{}, nil, cprog(t, "threads"), "1", "1", "64", "stdin")
@@ -373,8 +384,8 @@ func TestExecStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := r.Process; p.ExitCode == nil || *p.ExitCode != 143 || p.Signal != "terminated" {
-		t.Errorf("after SIGTERM: exit %v signal %q, want 143 terminated", p.ExitCode, p.Signal)
+	if p := r.Process; p.ExitCode == nil || *p.ExitCode != 143 || p.Signal != "SIGTERM" || KilledBy(p) != "SIGTERM (signal 15)" {
+		t.Errorf("after SIGTERM: exit %v signal %q (%s), want 143 SIGTERM (signal 15)", p.ExitCode, p.Signal, KilledBy(p))
 	}
 }
 
@@ -388,6 +399,54 @@ func TestAttachNoProcess(t *testing.T) {
 	}
 	if want := fmt.Sprintf("attaching to pid %d: no such process", pid); err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
+	}
+}
+
+// TestAttachKernelThread: a kernel thread (PF_KTHREAD in its stat's
+// flags) has an empty smaps, as a zombie has; attach says it is a kernel
+// thread, by name, not that it exited. A zombie still reads as one. The
+// /proc files are fakes (a kernel thread may be out of sight in a
+// container); pid 2 is tried too where it is one.
+func TestAttachKernelThread(t *testing.T) {
+	root := t.TempDir()
+	for pid, stat := range map[int]string{
+		// kthreadd as Linux 6 shows it: flags 0x208040.
+		2: "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 1 0 0 0 20 0 1 0 24 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		// A kernel thread whose name has spaces and parentheses.
+		77: "77 (kworker/u8:1 (x)) I 2 0 0 0 -1 69238880 0 0 0 0 0 3 0 0 20 0 1 0 40 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		// A zombie of a user process: flags 0x400044, no PF_KTHREAD.
+		99: "99 (sleep) Z 1 99 99 0 -1 4194372 0 0 0 0 0 0 0 0 20 0 1 0 50 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+	} {
+		d := filepath.Join(root, strconv.Itoa(pid))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range map[string]string{"stat": stat, "smaps": "", "cmdline": ""} {
+			if err := os.WriteFile(filepath.Join(d, name), []byte(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fake := Options{FS: procfs.NewFS(root)}
+	for pid, want := range map[int]string{
+		2:  "pid 2 is a kernel thread (kthreadd): nothing to attach to",
+		77: "pid 77 is a kernel thread (kworker/u8:1 (x)): nothing to attach to",
+	} {
+		_, err := Attach(pid, fake)
+		if !errors.Is(err, ErrKernelThread) || err.Error() != want {
+			t.Errorf("pid %d: %v, want %q wrapping ErrKernelThread", pid, err, want)
+		}
+	}
+	if _, err := Attach(99, fake); !errors.Is(err, ErrNoProcess) || !strings.Contains(err.Error(), "waits to be reaped") {
+		t.Errorf("a zombie: %v, want it said to wait to be reaped", err)
+	}
+	if _, ok := kernelThread(procfs.FS{}, 2); !ok {
+		return // pid 2 is not a kernel thread here (a PID namespace)
+	}
+	name, _ := kernelThread(procfs.FS{}, 2)
+	_, err := Attach(2, Options{})
+	if want := fmt.Sprintf("pid 2 is a kernel thread (%s): nothing to attach to", name); !errors.Is(err, ErrKernelThread) || err.Error() != want {
+		t.Errorf("the real pid 2: %v, want %q", err, want)
 	}
 }
 

@@ -38,6 +38,9 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	switch {
 	case p.ExitCode != nil && p.Signal != "":
 		status = fmt.Sprintf("killed by %s (status %d)", p.Signal, *p.ExitCode)
+		if strings.HasPrefix(p.Signal, "SIG") && *p.ExitCode > 128 {
+			status = fmt.Sprintf("killed by %s (signal %d, status %d)", p.Signal, *p.ExitCode-128, *p.ExitCode)
+		}
 	case p.ExitCode != nil:
 		status = fmt.Sprintf("exited with status %d", *p.ExitCode)
 	case p.Exited:

@@ -37,6 +37,9 @@ type Session struct {
 	walker  *walker
 	status  *procfs.StatusReader
 	cmd     *exec.Cmd // exec only
+	// release frees the thread that started cmd (startPinned), once cmd
+	// has been reaped.
+	release func()
 	// probeHWM is the probe's own VmHWM when it started the program.
 	probeHWM uint64
 

@@ -135,12 +135,15 @@ func (w *peakWatcher) check() {
 	runtime.GC()
 	live = max(live, w.read())
 	w.live = max(w.live, live)
-	if err := writeProfile("heap", path); err != nil {
+	// Staged: the file becomes path when the session stops, and is
+	// removed if it is discarded (a failed job leaves no profile).
+	tmp, err := stageProfile("heap", path)
+	if err != nil {
 		w.s.warnf("heap peak profile: %v", err)
 		return
 	}
 	w.hwm, w.last = live, time.Now()
-	w.s.record(File{Kind: "heap-peak", Path: path, HeapLiveBytes: live, TMs: w.s.since()})
+	w.s.stage(File{Kind: "heap-peak", Path: path, HeapLiveBytes: live, TMs: w.s.since()}, tmp)
 }
 
 // crossed reports whether live exceeds mark by the margin.

@@ -14,6 +14,13 @@
 //	... train ...
 //	files, err := s.Stop()            // heap/allocs/mutex/block written
 //
+// or, when the training failed, discarded: s.Discard() writes nothing. No
+// file named in Options is touched before Stop: the CPU profile and the
+// heap-peak profiles are streamed to temporary files beside their paths
+// and renamed over them by Stop (removed by Discard), and the profiles
+// taken at the end are written then, each through a temporary file, so
+// that a failed run leaves what was there before.
+//
 // Mutex and block profiling cost time on every contended lock and blocking
 // operation, so their rates are set only when those profiles are asked for,
 // and restored by Stop. Labels (pprof.Do / SetGoroutineLabels) are set by
@@ -21,16 +28,20 @@
 package profiling
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"memprobe/internal/atomicfile"
@@ -127,12 +138,12 @@ type Report struct {
 	Warnings    []string `json:"warnings"`
 }
 
-// Session is a running set of profiles. Stop ends it once.
+// Session is a running set of profiles. Stop or Discard ends it once.
 type Session struct {
 	o       Options
 	paths   map[string]string // kind -> path
 	start   time.Time
-	cpuFile *os.File
+	cpuFile *os.File // the CPU profile's temporary file, renamed to paths["cpu"] by Stop
 	server  *server
 	peak    *peakWatcher
 
@@ -144,8 +155,114 @@ type Session struct {
 
 	mu      sync.Mutex
 	files   []File
+	staged  map[string]string // path -> its temporary file, for files written during the session
 	warn    []string
 	stopped bool
+}
+
+// Flags names the command-line flag of each profile kind (`probe train`'s),
+// for errors; a path that comes from Dir is named by "--profile-dir".
+var Flags = map[string]string{
+	"cpu": "--cpuprofile", "heap": "--memprofile", "allocs": "--allocprofile",
+	"mutex": "--mutexprofile", "block": "--blockprofile",
+}
+
+// Outputs are the files o writes at the end, with the flags that name them,
+// in a fixed order (the heap-peak profiles beside the heap profile are
+// not listed: their names are numbered after it).
+func (o Options) Outputs() []atomicfile.Path {
+	paths := o.Paths()
+	var out []atomicfile.Path
+	for _, kind := range []string{"cpu", "heap", "allocs", "mutex", "block"} {
+		path, ok := paths[kind]
+		if !ok {
+			continue
+		}
+		flag := Flags[kind]
+		if o.fromDir(kind) {
+			flag = "--profile-dir"
+		}
+		out = append(out, atomicfile.Path{Flag: flag, Path: path})
+	}
+	return out
+}
+
+// fromDir reports whether kind's path is Dir's, not its own flag's.
+func (o Options) fromDir(kind string) bool {
+	explicit := map[string]string{"cpu": o.CPU, "heap": o.Heap, "allocs": o.Allocs, "mutex": o.Mutex, "block": o.Block}[kind]
+	return explicit == "" && o.Dir != ""
+}
+
+// CheckOutputs fails, naming the flag, when a profile could not be
+// written: its directory is missing or not writable, or the path is a
+// directory; Dir may be missing if it could be created (Start creates
+// it). It creates nothing that stays. A command calls it before any work,
+// so that a typo fails at once as a usage error; Start checks the same.
+func (o Options) CheckOutputs() error {
+	dirPending := false
+	if o.Dir != "" {
+		fi, err := os.Stat(o.Dir)
+		switch {
+		case err == nil && !fi.IsDir():
+			return fmt.Errorf("--profile-dir %s: exists and is not a directory", o.Dir)
+		case err != nil && !missing(err):
+			return fmt.Errorf("--profile-dir %s: %w", o.Dir, unwrapPath(err))
+		case err != nil:
+			if err := checkCreatable(o.Dir); err != nil {
+				return fmt.Errorf("--profile-dir %s: cannot be created: %w", o.Dir, err)
+			}
+			dirPending = true
+		}
+	}
+	for _, p := range o.Outputs() {
+		if dirPending && p.Flag == "--profile-dir" {
+			continue // checked above: the directory is made by Start
+		}
+		if err := atomicfile.CheckWritable(p.Path); err != nil {
+			return fmt.Errorf("%s %w", p.Flag, err)
+		}
+	}
+	return nil
+}
+
+// checkCreatable fails when the missing directory dir could not be made:
+// its nearest existing parent is not a directory or not writable.
+func checkCreatable(dir string) error {
+	parent := filepath.Dir(filepath.Clean(dir))
+	for {
+		fi, err := os.Stat(parent)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a directory", parent)
+			}
+			if err := atomicfile.CheckWritable(filepath.Join(parent, "x")); err != nil {
+				return fmt.Errorf("directory %s is not writable", parent)
+			}
+			return nil
+		}
+		if !missing(err) {
+			return unwrapPath(err)
+		}
+		next := filepath.Dir(parent)
+		if next == parent {
+			return unwrapPath(err)
+		}
+		parent = next
+	}
+}
+
+// missing reports whether a Stat error says the path is not there: it or a
+// parent does not exist, or a parent is a file (ENOTDIR).
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// unwrapPath drops the path an *fs.PathError repeats.
+func unwrapPath(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
 }
 
 // Paths resolves which files o writes, by kind; a kind absent from the map
@@ -183,10 +300,11 @@ func SafeName(s string) string {
 }
 
 // Start begins the session: it checks every output location, starts the CPU
-// profile, sets the mutex and block rates asked for, starts the live-heap
-// watcher and the pprof server. On error nothing is left running.
+// profile (into a temporary file beside its path), sets the mutex and block
+// rates asked for, starts the live-heap watcher and the pprof server. On
+// error nothing is left running, and no file is left behind but Dir.
 func Start(o Options) (*Session, error) {
-	s := &Session{o: o, paths: o.Paths(), start: time.Now()}
+	s := &Session{o: o, paths: o.Paths(), start: time.Now(), staged: map[string]string{}}
 	if err := s.start1(); err != nil {
 		s.abort()
 		return nil, err
@@ -207,18 +325,24 @@ func (s *Session) start1() error {
 		}
 	}
 	// Check every output location now, so a typo fails before training.
-	for kind, path := range s.paths {
-		if err := checkWritable(path); err != nil {
-			return fmt.Errorf("%s profile %s: %w", kind, path, err)
+	for _, kind := range []string{"cpu", "heap", "allocs", "mutex", "block"} {
+		if path, ok := s.paths[kind]; ok {
+			if err := atomicfile.CheckWritable(path); err != nil {
+				return fmt.Errorf("%s profile %w", kind, err)
+			}
 		}
 	}
 	if path, ok := s.paths["cpu"]; ok {
-		f, err := os.Create(path)
+		// The profile streams for the whole session: into a temporary
+		// file, renamed over path by Stop, so that a failed run leaves
+		// path as it was.
+		f, err := createStaged(path)
 		if err != nil {
 			return fmt.Errorf("cpu profile %s: %w", path, err)
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			f.Close()
+			os.Remove(f.Name())
 			return fmt.Errorf("cpu profile %s: %w", path, err)
 		}
 		s.cpuFile = f
@@ -249,35 +373,70 @@ func (s *Session) start1() error {
 	return nil
 }
 
-// checkWritable makes sure path's directory exists and path can be
-// created, without leaving a file behind that was not there.
-func checkWritable(path string) error {
-	if _, err := os.Stat(path); err == nil {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	f, err := os.Create(path)
-	if err != nil {
+// createStaged creates the temporary file a profile of path is written to
+// before it is renamed over path: in path's directory (a rename does not
+// cross file systems), hidden, as atomicfile names its own.
+func createStaged(path string) (*os.File, error) {
+	return os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+}
+
+// commitStaged makes the temporary file tmp path: readable as a file
+// written by os.Create is, synced, renamed over path, and the directory
+// synced so that the rename survives a crash.
+func commitStaged(tmp, path string) error {
+	if err := os.Chmod(tmp, 0o644); err != nil {
 		return err
 	}
-	f.Close()
-	return os.Remove(path)
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync() // best effort: some file systems cannot sync a directory
+		d.Close()
+	}
+	return nil
 }
 
 // abort undoes a partial Start.
-func (s *Session) abort() {
+func (s *Session) abort() { s.discard() }
+
+// Discard ends the session without writing any profile: the CPU profile
+// stops and its temporary file is removed, as are the heap-peak profiles
+// taken so far; the rates are restored and the server closed. What was at
+// the profiles' paths before Start is left as it was. It is what a failed
+// job calls instead of Stop. A nil Session, or one already stopped, is a
+// no-op. It is safe to call from another goroutine than Start's (the
+// memory watchdog's, before the process exits).
+func (s *Session) Discard() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	s.discard()
+}
+
+func (s *Session) discard() {
+	if s.peak != nil {
+		s.peak.stop()
+	}
 	if s.cpuFile != nil {
 		pprof.StopCPUProfile()
 		s.cpuFile.Close()
 		os.Remove(s.cpuFile.Name())
 	}
-	s.restoreRates()
-	if s.peak != nil {
-		s.peak.stop()
+	s.mu.Lock()
+	for _, tmp := range s.staged {
+		os.Remove(tmp)
 	}
+	s.staged = nil
+	s.mu.Unlock()
+	s.restoreRates()
 	if s.server != nil {
 		s.server.close()
 	}
@@ -314,6 +473,24 @@ func (s *Session) record(f File) {
 	s.mu.Unlock()
 }
 
+// stage records a profile written during the session to the temporary
+// file tmp, to be renamed over f.Path by Stop; it reports false, and
+// removes tmp, when the session has ended meanwhile.
+func (s *Session) stage(f File, tmp string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.staged == nil {
+		os.Remove(tmp)
+		return false
+	}
+	if old, ok := s.staged[f.Path]; ok {
+		os.Remove(old)
+	}
+	s.staged[f.Path] = tmp
+	s.files = append(s.files, f)
+	return true
+}
+
 func (s *Session) warnf(format string, args ...any) {
 	s.mu.Lock()
 	s.warn = append(s.warn, fmt.Sprintf(format, args...))
@@ -321,8 +498,11 @@ func (s *Session) warnf(format string, args ...any) {
 }
 
 // Stop ends the CPU profile, writes the heap, allocs, mutex and block
-// profiles asked for, restores the rates and closes the server. A nil
-// Session is a no-op. It returns the first error, after doing all it can.
+// profiles asked for, puts the CPU and heap-peak profiles in place
+// (renamed from their temporary files), restores the rates and closes the
+// server. A nil Session is a no-op. It returns the errors joined, after
+// doing all it can; a profile that could not be written is not in the
+// Report's Files.
 func (s *Session) Stop() (Report, error) {
 	r := Report{Files: []File{}, Warnings: []string{}}
 	if s == nil {
@@ -342,11 +522,38 @@ func (s *Session) Stop() (Report, error) {
 	}
 	if s.cpuFile != nil {
 		pprof.StopCPUProfile()
-		if err := s.cpuFile.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("cpu profile %s: %w", s.cpuFile.Name(), err))
-		} else {
-			s.record(File{Kind: "cpu", Path: s.cpuFile.Name(), TMs: s.since()})
+		path, tmp := s.paths["cpu"], s.cpuFile.Name()
+		err := s.cpuFile.Sync()
+		if cerr := s.cpuFile.Close(); err == nil {
+			err = cerr
 		}
+		if err == nil {
+			err = commitStaged(tmp, path)
+		}
+		if err != nil {
+			os.Remove(tmp)
+			errs = append(errs, fmt.Errorf("cpu profile %s: %w", path, err))
+		} else {
+			s.record(File{Kind: "cpu", Path: path, TMs: s.since()})
+		}
+	}
+	// The heap-peak profiles taken during the session.
+	s.mu.Lock()
+	staged := s.staged
+	s.staged = nil
+	s.mu.Unlock()
+	failed := map[string]bool{}
+	for path, tmp := range staged {
+		if err := commitStaged(tmp, path); err != nil {
+			os.Remove(tmp)
+			failed[path] = true
+			errs = append(errs, fmt.Errorf("heap peak profile %s: %w", path, err))
+		}
+	}
+	if len(failed) > 0 {
+		s.mu.Lock()
+		s.files = slices.DeleteFunc(s.files, func(f File) bool { return failed[f.Path] })
+		s.mu.Unlock()
 	}
 	// heap: what is live now, as of a fresh GC (the profile reports the
 	// last completed cycle, so collect first to make it current).
@@ -390,6 +597,36 @@ func writeProfile(kind, path string) error {
 		return fmt.Errorf("%s profile: %w", kind, err)
 	}
 	return nil
+}
+
+// stageProfile writes the named profile, as writeProfile does, to a new
+// temporary file beside path, synced and closed, and returns its name: the
+// profile becomes path when the session stops (commitStaged).
+func stageProfile(kind, path string) (tmp string, err error) {
+	p := pprof.Lookup(kind)
+	if p == nil {
+		return "", fmt.Errorf("%s profile: runtime/pprof has no such profile", kind)
+	}
+	f, err := createStaged(path)
+	if err != nil {
+		return "", fmt.Errorf("%s profile %s: %w", kind, path, err)
+	}
+	bw := bufio.NewWriter(f)
+	err = p.WriteTo(bw, 0)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("%s profile %s: %w", kind, path, err)
+	}
+	return f.Name(), nil
 }
 
 // CheckAddr checks --pprof-addr: CheckListenAddr with the job's flag

@@ -299,3 +299,140 @@ func TestPprofServer(t *testing.T) {
 		t.Error("server still answers after Stop")
 	}
 }
+
+// TestDiscardKeepsFiles: until Stop, no file named in the options is
+// touched (the CPU profile streams to a temporary file beside its path,
+// the heap-peak profiles are staged the same way); Discard, what a failed
+// job calls, ends the session writing nothing: the files hold what they
+// held before, no peak profile appears and no temporary file is left.
+// Before, Start created the CPU profile's file at once (emptying what was
+// there) and a peak profile was written in place when it was taken.
+func TestDiscardKeepsFiles(t *testing.T) {
+	defer func(d time.Duration) { peakMinInterval = d }(peakMinInterval)
+	peakMinInterval = 0
+	dir := t.TempDir()
+	paths := map[string]string{}
+	for _, kind := range []string{"cpu", "heap", "allocs", "mutex"} {
+		paths[kind] = filepath.Join(dir, kind+".pprof")
+		if err := os.WriteFile(paths[kind], []byte("old "+kind), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for kind, p := range paths {
+			if b, err := os.ReadFile(p); err != nil || string(b) != "old "+kind {
+				t.Errorf("%s: %s holds %.20q (%v), want %q", when, p, b, err, "old "+kind)
+			}
+		}
+	}
+	runtime.GC()
+	s, err := Start(Options{CPU: paths["cpu"], Heap: paths["heap"], Allocs: paths["allocs"], Mutex: paths["mutex"], PeakMax: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after Start")
+	// A live-heap peak: its profile is taken, and staged.
+	b := make([]byte, 32<<20)
+	for i := range b {
+		b[i] = 1
+	}
+	deadline := time.Now().Add(time.Minute) // stops a hang only
+	for {
+		s.mu.Lock()
+		n := len(s.staged)
+		s.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no peak profile taken")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	runtime.KeepAlive(b)
+	check("with a peak profile taken")
+	s.Discard()
+	check("after Discard")
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != len(paths) {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("after Discard the directory holds %v, want only the four files", names)
+	}
+	if runtime.SetMutexProfileFraction(-1) != 0 {
+		t.Error("Discard left the mutex rate set")
+	}
+	s.Discard() // a second one is a no-op
+	if _, err := s.Stop(); err == nil {
+		t.Error("Stop after Discard: no error")
+	}
+}
+
+// TestStopReplaces: Stop puts every profile in place, over what was there,
+// mode 0644, and leaves no temporary file.
+func TestStopReplaces(t *testing.T) {
+	dir := t.TempDir()
+	cpu, heap := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "heap.pprof")
+	for _, p := range []string{cpu, heap} {
+		os.WriteFile(p, []byte("old"), 0o600)
+	}
+	s, err := Start(Options{CPU: cpu, Heap: heap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work()
+	r, err := s.Stop()
+	if err != nil || len(r.Files) != 2 {
+		t.Fatalf("Stop: %+v, %v", r.Files, err)
+	}
+	for _, p := range []string{cpu, heap} {
+		checkProfile(t, p)
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v (%v), want 0644", p, fi.Mode(), err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("%d files in the directory after Stop, want 2", len(ents))
+	}
+}
+
+// TestCheckOutputs: every location is checked before any work, with the
+// flag that named it, and nothing is created.
+func TestCheckOutputs(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, nil, 0o644)
+	nodir := filepath.Join(dir, "no", "x.pprof")
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{CPU: filepath.Join(dir, "c.pprof"), Dir: filepath.Join(dir, "new", "p")}, ""},
+		{Options{CPU: nodir}, "--cpuprofile " + nodir + ": directory " + filepath.Dir(nodir)},
+		{Options{Heap: dir}, "--memprofile " + dir + ": is a directory"},
+		{Options{Allocs: nodir}, "--allocprofile " + nodir},
+		{Options{Mutex: nodir}, "--mutexprofile " + nodir},
+		{Options{Block: nodir}, "--blockprofile " + nodir},
+		{Options{Dir: file}, "--profile-dir " + file + ": exists and is not a directory"},
+		{Options{Dir: filepath.Join(file, "a", "b")}, "--profile-dir " + filepath.Join(file, "a", "b") + ": cannot be created: " + file + " is not a directory"},
+	} {
+		err := c.o.CheckOutputs()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v: %v", c.o, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("CheckOutputs left %d entries in %s, want only f", len(ents), dir)
+	}
+	out := Options{Dir: "d", CPU: "c"}.Outputs()
+	if len(out) != 5 || out[0].Flag != "--cpuprofile" || out[0].Path != "c" || out[1].Flag != "--profile-dir" || out[1].Path != filepath.Join("d", "default.heap.pprof") {
+		t.Errorf("Outputs = %+v", out)
+	}
+}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"memprobe/probe/profiling"
 	"memprobe/schema"
 	"memprobe/trainer"
+	"memprobe/trainer/data"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/model"
 	"memprobe/trainer/phase"
@@ -71,8 +73,11 @@ type Axis struct {
 }
 
 // ParseAxis reads one --sweep: AXIS=V1,V2,... where AXIS is threads,
-// cache-scale, decode or batch-alloc. Each value is checked for its
-// syntax here; ranges are the child's to check (probe train validates).
+// cache-scale, decode or batch-alloc. Each value is checked here with
+// the syntax and the range probe train's flag enforces (its threads and
+// cache scale ranges are trainer.MaxThreads and trainer.MaxCacheScale),
+// so that a bad value fails once, before any child starts, and not once
+// per configuration and repetition in the children.
 func ParseAxis(s string) (Axis, error) {
 	name, list, ok := strings.Cut(s, "=")
 	if !ok || name == "" || list == "" {
@@ -95,12 +100,21 @@ func ParseAxis(s string) (Axis, error) {
 func checkAxisValue(axis, v string) error {
 	switch axis {
 	case AxisThreads:
-		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+		n, err := strconv.Atoi(v)
+		if err != nil {
 			return fmt.Errorf("%q is not a thread count", v)
 		}
+		if n < 1 || n > trainer.MaxThreads {
+			return fmt.Errorf("%d out of range [1, %d]", n, trainer.MaxThreads)
+		}
 	case AxisCacheScale:
-		if f, err := strconv.ParseFloat(v, 64); err != nil || f <= 0 {
-			return fmt.Errorf("%q is not a positive factor", v)
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%q is not a number (want a factor in [1, %d])", v, trainer.MaxCacheScale)
+		}
+		// probe train --cache-scale: 1 (right-sized) to MaxCacheScale.
+		if f < 1 || f > trainer.MaxCacheScale {
+			return fmt.Errorf("%s out of range [1, %d]", v, trainer.MaxCacheScale)
 		}
 	case AxisDecode:
 		if _, err := decode.ParseMode(v); err != nil {
@@ -300,6 +314,11 @@ func configure(o Options, p phase.Plan, phaseName string, point map[string]strin
 	if err := p.Configure(&t, phaseName); err != nil {
 		return Config{}, err
 	}
+	// The child checks its data spec against its vocabulary (a synthetic
+	// corpus must hold every id): so does the parent, once.
+	if err := data.CheckSpec(s.Data, t.Config.Vocab); err != nil {
+		return Config{}, fmt.Errorf("--data: %w", err)
+	}
 	k, _ := p.Index(phaseName)
 	c := Config{
 		Name: p.Name + "-" + phaseName, Plan: p.Name, Phase: phaseName,
@@ -333,6 +352,11 @@ func configure(o Options, p phase.Plan, phaseName string, point map[string]strin
 		if axis != AxisThreads {
 			c.Args = append(c.Args, "--"+axis, v)
 		}
+	}
+	// probe train refuses a decode head on the tape engine (the arena and
+	// embedding plans' phases): every child of such a point would fail.
+	if v, ok := point[AxisDecode]; ok && t.Engine == "tape" {
+		return Config{}, fmt.Errorf("--sweep decode=%s: %s runs the tape engine, and the decode head runs with engine static only; sweep decode over --plan threads or decode", v, c.Name)
 	}
 	c.Schema = schema.Config{
 		Preset: s.Preset, Model: schema.Model(mc), Threads: threads,

@@ -5,13 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"memprobe/internal/atomicfile"
 	"memprobe/probe/job"
 	"memprobe/schema"
+	"memprobe/trainer/data"
 )
 
 // Defaults of Options.
@@ -140,6 +146,93 @@ func (o *Options) resolve() error {
 	return nil
 }
 
+// checkInputs checks what every child would otherwise find wrong on its
+// own, once per configuration and repetition: the --data file (a
+// synthetic:SIZE spec is checked against each preset's vocabulary in
+// Plan) and the --profile-dir directory.
+func (o *Options) checkInputs() error {
+	if err := checkDataFile(o.Data); err != nil {
+		return err
+	}
+	return checkProfileDir(o.ProfileDir)
+}
+
+// checkDataFile fails when spec names a file the children could not
+// train on: missing, unreadable, not a regular file, or empty (probe
+// train's own checks of a file's contents, its text and its encoding,
+// need the whole file and stay the child's). "" and synthetic:SIZE pass.
+func checkDataFile(spec string) error {
+	if spec == "" || strings.HasPrefix(spec, "synthetic:") {
+		return nil
+	}
+	if err := data.CheckSpec(spec, 0); err != nil { // an unknown kind:
+		return fmt.Errorf("--data: %w", err)
+	}
+	if err := data.CheckFile(spec); err != nil {
+		return fmt.Errorf("--data %s: %w; want a text file or synthetic:SIZE", spec, err)
+	}
+	f, err := os.Open(spec) // readable by this user, as the child will need
+	if err != nil {
+		return fmt.Errorf("--data %s: %w", spec, unwrapPath(err))
+	}
+	return f.Close()
+}
+
+// checkProfileDir fails when dir could not receive the children's
+// profiles: it exists and is not a directory or not writable, or it is
+// missing and could not be created (a parent is a file, or the nearest
+// existing one is not writable). It creates nothing: each child makes the
+// directory as it does with probe train --profile-dir.
+func checkProfileDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("--profile-dir %s: exists and is not a directory", dir)
+		}
+		// As atomicfile.CheckWritable does: a file made and removed.
+		f, err := os.CreateTemp(dir, ".check-*")
+		if err != nil {
+			return fmt.Errorf("--profile-dir %s: not writable: %w", dir, unwrapPath(err))
+		}
+		f.Close()
+		return os.Remove(f.Name())
+	}
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("--profile-dir %s: %w", dir, unwrapPath(err))
+	}
+	// Missing: the nearest existing ancestor must be a directory the
+	// children can create it in.
+	for p := filepath.Dir(filepath.Clean(dir)); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && !fi.IsDir():
+			return fmt.Errorf("--profile-dir %s: cannot be created: %s is not a directory", dir, p)
+		case err == nil:
+			if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
+				return fmt.Errorf("--profile-dir %s: cannot be created in %s: %w", dir, p, err)
+			}
+			return nil
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return fmt.Errorf("--profile-dir %s: %s: %w", dir, p, unwrapPath(err))
+		}
+		if p == filepath.Dir(p) {
+			return nil // the root is missing: nothing left to check
+		}
+	}
+}
+
+// unwrapPath drops the path an *fs.PathError repeats.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // OptionsError is Prepare's and Run's error for options out of range or a
 // plan that cannot be made: a usage error.
 type OptionsError struct{ Err error }
@@ -152,6 +245,9 @@ func (e *OptionsError) Unwrap() error { return e.Err }
 // *OptionsError.
 func Prepare(o *Options) ([]Config, error) {
 	if err := o.resolve(); err != nil {
+		return nil, &OptionsError{err}
+	}
+	if err := o.checkInputs(); err != nil {
 		return nil, &OptionsError{err}
 	}
 	cs, err := Plan(*o)
@@ -201,6 +297,14 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 	}
 	if o.Out != "" {
 		if err := CheckOutput(o.Out); err != nil {
+			return nil, &OptionsError{err}
+		}
+		// The report may replace --resume's (it holds it), not the data.
+		var in []atomicfile.Path
+		if o.Data != "" && !strings.HasPrefix(o.Data, "synthetic:") {
+			in = append(in, atomicfile.Path{Flag: "--data", Path: o.Data})
+		}
+		if err := atomicfile.CheckDistinct([]atomicfile.Path{{Flag: "--out", Path: o.Out}}, in); err != nil {
 			return nil, &OptionsError{err}
 		}
 	}

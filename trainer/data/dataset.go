@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 )
@@ -39,7 +38,9 @@ func (d *Dataset) Bytes() int64 { return 2 * int64(len(d.Tokens)) }
 
 // Load reads a dataset spec: "synthetic:SIZE" (SIZE as for ParseSize) for
 // SIZE/BytesPerToken tokens of Synthetic(n, vocabCap, seed), or the path of
-// a UTF-8 text file, tokenized by NewCharTokenizer(text, vocabCap). vocabCap
+// a UTF-8 text file, tokenized by NewCharTokenizer(text, vocabCap). The
+// file must be a regular one (ReadRegularFile): a pipe, a device or a
+// directory is refused before anything is read. vocabCap
 // must be in [2, MaxVocab]; seed matters only for a synthetic corpus.
 //
 // A file with more distinct characters than vocabCap is not an error: its
@@ -99,6 +100,15 @@ func CheckSpec(spec string, vocab int) error {
 	return nil
 }
 
+// SpecFile is the file a dataset spec reads, "" for a synthetic corpus
+// (or an empty spec): what a command must not write over.
+func SpecFile(spec string) string {
+	if spec == "" || strings.HasPrefix(spec, "synthetic:") {
+		return ""
+	}
+	return spec
+}
+
 func isKindPrefixed(spec string) bool {
 	kind, _, ok := strings.Cut(spec, ":")
 	return ok && isKindName(kind)
@@ -133,11 +143,10 @@ func loadSynthetic(spec, size string, vocab int, seed uint64) (*Dataset, error) 
 }
 
 func loadFile(path string, vocabCap int) (*Dataset, error) {
-	raw, err := os.ReadFile(path)
+	// Only a regular file, read by its size: a pipe could block for ever
+	// and /dev/zero never ends.
+	raw, err := ReadRegularFile(path, maxFileBytes)
 	if err != nil {
-		if pe, ok := errors.AsType[*fs.PathError](err); ok {
-			err = pe.Err // the path is already in our message
-		}
 		return nil, fmt.Errorf("loading dataset file %q: %w", path, err)
 	}
 	if len(raw) == 0 {

@@ -2,11 +2,14 @@ package data
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -164,6 +167,97 @@ func TestCheckSpec(t *testing.T) {
 			t.Errorf("CheckSpec(%q): %v", c.spec, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("CheckSpec(%q) = %v, want %q", c.spec, err, c.want)
+		}
+	}
+}
+
+// TestLoadNotRegular: a named pipe, a device or a /proc file is refused in
+// one line before anything is read: opening a pipe with no writer blocks
+// for ever, and /dev/zero never ends (the whole of it was read, until the
+// process died out of memory). A /proc file reports size 0 and reads as
+// empty.
+func TestLoadNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "ff")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	cases := []struct {
+		spec, want string
+		is         error
+	}{
+		{fifo, "not a regular file (a named pipe)", ErrNotRegular},
+		{dir, "is a directory", nil},
+	}
+	for _, p := range []struct{ path, want string }{
+		{"/dev/zero", "not a regular file (a character device)"},
+		{"/dev/null", "not a regular file (a character device)"},
+		{"/proc/self/status", "file is empty"},
+	} {
+		if _, err := os.Stat(p.path); err == nil {
+			cases = append(cases, struct {
+				spec, want string
+				is         error
+			}{p.path, p.want, nil})
+		}
+	}
+	for _, c := range cases {
+		done := make(chan error, 1)
+		go func() { _, err := Load(c.spec, 788, 1); done <- err }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(time.Minute): // a guard against hanging for ever, not a timing check
+			t.Fatalf("Load(%q) still blocked after a minute", c.spec)
+		}
+		want := fmt.Sprintf("loading dataset file %q: %s", c.spec, c.want)
+		if err == nil || err.Error() != want {
+			t.Errorf("Load(%q) = %v, want %q", c.spec, err, want)
+		}
+		if c.is != nil && !errors.Is(err, c.is) {
+			t.Errorf("Load(%q) error %v is not %v", c.spec, err, c.is)
+		}
+	}
+}
+
+// TestReadRegularFile: a regular file is read whole, by its size; one past
+// the limit is refused from its size, without reading it.
+func TestReadRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.txt")
+	if err := os.WriteFile(path, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadRegularFile(path, 5); err != nil || string(b) != "hello" {
+		t.Errorf("ReadRegularFile = %q, %v; want hello", b, err)
+	}
+	if b, err := ReadRegularFile(path, 4); err == nil || err.Error() != "5 bytes, more than the limit of 4" {
+		t.Errorf("ReadRegularFile past the limit = %q, %v", b, err)
+	}
+	if _, err := ReadRegularFile(filepath.Join(dir, "missing"), 0); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), dir) {
+		t.Errorf("missing file: %v, want ErrNotExist without the path", err)
+	}
+	empty := filepath.Join(dir, "e.txt")
+	os.WriteFile(empty, nil, 0o644)
+	if b, err := ReadRegularFile(empty, 0); err != nil || len(b) != 0 {
+		t.Errorf("empty file = %q, %v", b, err)
+	}
+}
+
+// TestSizeUnitsListed: both ParseSize errors that list the units list the
+// same ones, every unit it accepts.
+func TestSizeUnitsListed(t *testing.T) {
+	_, noNumber := ParseSize("MB")
+	_, badUnit := ParseSize("1XB")
+	const all = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
+	for _, err := range []error{noNumber, badUnit} {
+		if err == nil || !strings.Contains(err.Error(), all+")") {
+			t.Errorf("%v: want the units listed as %s", err, all)
+		}
+	}
+	for _, u := range strings.Split(all, ", ") {
+		if _, err := ParseSize("1" + u); err != nil {
+			t.Errorf("listed unit %s is refused: %v", u, err)
 		}
 	}
 }
