@@ -110,6 +110,10 @@ func CheckWritable(path string) error {
 		return fmt.Errorf("%s: %s is not a directory", path, dir)
 	}
 	f, err := os.CreateTemp(dir, ".check-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory is there but takes no new file: /proc, /sys.
+		return fmt.Errorf("%s: directory %s does not accept new files", path, dir)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: directory %s is not writable: %w", path, dir, unwrapPath(err))
 	}

@@ -212,3 +212,18 @@ func TestCheckDistinct(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckWritableProc: a directory that exists but takes no new file
+// (/proc) is said to be one, not "no such file or directory".
+func TestCheckWritableProc(t *testing.T) {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc")
+	}
+	// As root, creating a file in /proc fails with ENOENT; as another user,
+	// with EACCES first.
+	err := CheckWritable("/proc/x.json")
+	if err == nil || (err.Error() != "/proc/x.json: directory /proc does not accept new files" &&
+		err.Error() != "/proc/x.json: directory /proc is not writable: permission denied") {
+		t.Errorf("got %v", err)
+	}
+}
