@@ -78,12 +78,7 @@ func WriteDecode(w io.Writer, recs []schema.DecodeRecord, o Options) error {
 	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, pg); err != nil {
-		return fmt.Errorf("rendering HTML: %w", err)
-	}
-	_, err = w.Write(b.Bytes())
-	return err
+	return renderPage(w, pg)
 }
 
 // WriteDecodeFile renders the page of decode records into path,

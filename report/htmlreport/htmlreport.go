@@ -138,11 +138,16 @@ func Write(w io.Writer, rep *schema.Report, o Options) error {
 	if err != nil {
 		return err
 	}
+	return renderPage(w, pg)
+}
+
+// renderPage executes the page template for pg into w, whole or not at all.
+func renderPage(w io.Writer, pg *Page) error {
 	var b bytes.Buffer
 	if err := tmpl.Execute(&b, pg); err != nil {
 		return fmt.Errorf("rendering HTML: %w", err)
 	}
-	_, err = w.Write(b.Bytes())
+	_, err := w.Write(b.Bytes())
 	return err
 }
 
