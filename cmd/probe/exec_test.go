@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"memprobe/schema"
 )
@@ -118,16 +119,30 @@ func TestExecProbeKilled(t *testing.T) {
 	// The program's stderr is not the probe's pipe, which a survivor
 	// would hold open.
 	p := startProbe(t, nil, "exec", "--gpu=false", "--", "/bin/sh", "-c", "echo started >&2; exec sleep 60 2>/dev/null")
+	reaped := false
 	t.Cleanup(func() {
 		for _, pid := range p.marked() { // a survivor, started by this test
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
+		if !reaped { // a failure before the wait: reap the probe, no zombie for the next test
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
 	})
 	p.waitLine(t, regexp.MustCompile(`^started$`))
+	// The program's environment can be unreadable for a moment (the
+	// shell's exec of sleep): look again until it is there. The deadline
+	// bounds a failure only.
 	var prog []int
-	for _, pid := range p.marked() {
-		if pid != p.cmd.Process.Pid {
-			prog = append(prog, pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		prog = prog[:0]
+		for _, pid := range p.marked() {
+			if pid != p.cmd.Process.Pid {
+				prog = append(prog, pid)
+			}
+		}
+		if len(prog) == 1 || time.Now().After(deadline) {
+			break
 		}
 	}
 	if len(prog) != 1 {
@@ -136,7 +151,9 @@ func TestExecProbeKilled(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if code := p.wait(t); code != -1 {
+	code := p.wait(t)
+	reaped = true
+	if code != -1 {
 		t.Errorf("probe exec: exit status %d, want -1 (killed)", code)
 	}
 	p.noneLeft(t)
