@@ -2,16 +2,13 @@ package htmlreport
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"memprobe/report"
 	"memprobe/schema"
@@ -289,33 +286,12 @@ func TestDecodeBrowser(t *testing.T) {
 	if err := os.WriteFile(checked, []byte(strings.Replace(page, "</body>", verdictScript+"</body>", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A guard against a browser that hangs, not a timed assertion.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	browse := func(args ...string) []byte {
-		t.Helper()
-		args = append([]string{"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-			"--no-first-run", "--disable-extensions", "--disable-background-networking", "--hide-scrollbars",
-			"--user-data-dir=" + filepath.Join(dir, "chromium-profile")}, args...)
-		var stderr strings.Builder
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", bin, err, stderr.String())
-		}
-		return out
-	}
-	dom := browse("--virtual-time-budget=10000", "--dump-dom", "file://"+checked)
-	m := regexp.MustCompile(`<pre id="verdict">([^<]*)</pre>`).FindSubmatch(dom)
-	if m == nil {
-		t.Fatal("no verdict in the page Chromium loaded")
-	}
+	b := newBrowser(t, bin, dir)
+	defer b.close()
+	v := b.verdict(t, checked)
 	want := "OK charts=3 tables=" + strconv.Itoa(strings.Count(page, "<table")) + " flames=0"
-	if v := string(m[1]); v != want {
+	if v != want {
 		t.Errorf("Chromium: %s, want %s", v, want)
 	}
-	shot := filepath.Join(t.ArtifactDir(), "decode.png")
-	browse("--window-size=1400,2400", "--screenshot="+shot, "file://"+filepath.Join(dir, "checked.html"))
-	t.Logf("screenshot: %s", shot)
+	b.screenshot(t, filepath.Join(t.ArtifactDir(), "decode.png"), "1400,2400", checked)
 }
