@@ -284,30 +284,48 @@ func compareDecodeRecords(b, h *decodeView, axes, metrics []string, alpha float6
 			c.Sweep[k] = all[k]
 		}
 	}
-	// Runs against runs, or passes against passes: never one side's
-	// independent runs against the other's passes of one process.
-	runs := b.Runs > 1 && h.Runs > 1
 	for _, m := range metrics {
-		bv, bPasses, bok := b.metric(m, runs)
-		hv, hPasses, hok := h.metric(m, runs)
+		r, bok, hok := decodeRow(m, b, h, alpha)
 		if bok && !hok {
 			c.HeadLacks = append(c.HeadLacks, m)
 		}
-		if !bok || !hok {
-			continue
+		if bok && hok {
+			c.Rows = append(c.Rows, r)
 		}
-		var warn []string
-		if bPasses || hPasses {
-			warn = append(warn, passesWarning)
-		}
-		r := diffValues(m, bv, hv, decodeExact(m, b, h), alpha, warn)
-		if m == "host_allocs_per_token" && r.Delta != 0 && math.Abs(r.Delta) < tinyAllocsNoise && r.Base.Median != 0 && r.Head.Median != 0 {
-			r.Significant = false
-			r.Warnings = append(r.Warnings, tinyAllocsWarning)
-		}
-		c.Rows = append(c.Rows, r)
 	}
 	return c
+}
+
+// decodeRow compares metric m of two decode records, as probe diff and
+// probe history both do: over each side's runs where both pooled several
+// runs of this metric, else over their passes (never one side's
+// independent runs against the other's passes of one process, which a
+// metric's runs can be absent from on one side: a busy figure a run could
+// not time), exactly for the counts a mode fixes, and with the tiny
+// allocations' caveat. bok and hok say whether each side has the metric.
+func decodeRow(m string, b, h *decodeView, alpha float64) (r MetricDiff, bok, hok bool) {
+	runs := b.hasRuns(m) && h.hasRuns(m)
+	bv, bPasses, bok := b.metric(m, runs)
+	hv, hPasses, hok := h.metric(m, runs)
+	if !bok || !hok {
+		return MetricDiff{}, bok, hok
+	}
+	var warn []string
+	if bPasses || hPasses {
+		warn = append(warn, passesWarning)
+	}
+	r = diffValues(m, bv, hv, decodeExact(m, b, h), alpha, warn)
+	if m == "host_allocs_per_token" && r.Delta != 0 && math.Abs(r.Delta) < tinyAllocsNoise && r.Base.Median != 0 && r.Head.Median != 0 {
+		r.Significant = false
+		r.Warnings = append(r.Warnings, tinyAllocsWarning)
+	}
+	return r, true, true
+}
+
+// hasRuns says whether the record pooled several runs of metric m.
+func (v *decodeView) hasRuns(m string) bool {
+	vals, ok := numbers(v.json, m+runsSuffix)
+	return ok && len(vals) > 1
 }
 
 // tinyAllocsNoise bounds the noise in host_allocs_per_token between two

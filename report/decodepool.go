@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"memprobe/schema"
@@ -63,11 +65,18 @@ func PoolDecode(names []string, sets [][]schema.DecodeRecord, commandLine []stri
 	for _, k := range keys {
 		g := groups[k]
 		recs := make([]schema.DecodeRecord, len(g))
+		seen := map[string]string{} // a run's passes → where it was first
 		for i, m := range g {
 			if i > 0 {
 				if err := samePooled(g[0].rec, m.rec); err != nil {
 					return nil, fmt.Errorf("pooling decode results: %s in %s and %s: %v", k, g[0].from, m.from, err)
 				}
+			}
+			for _, id := range runIdentities(m.rec) {
+				if first, ok := seen[id]; ok {
+					return nil, fmt.Errorf("pooling decode results: %s in %s holds a run already pooled from %s (the same timed passes): pool each run once (a directory holding runs and their merge pools them twice)", k, m.from, first)
+				}
+				seen[id] = m.from
 			}
 			recs[i] = *m.rec
 		}
@@ -78,6 +87,28 @@ func PoolDecode(names []string, sets [][]schema.DecodeRecord, commandLine []stri
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// runIdentities names each run a record holds by its timed passes'
+// tokens/s, bit for bit: two measurements never time every pass alike,
+// so a run met twice is one file pooled twice (the per-run files and
+// their merge, one file named twice), which would count its samples twice
+// and make a U test find changes that are not there. A record whose
+// passes do not split into runs of Config.Passes names none.
+func runIdentities(r *schema.DecodeRecord) []string {
+	n, passes := r.Config.Passes, r.TokensPerSecPasses
+	if n < 1 || len(passes) == 0 || len(passes)%n != 0 {
+		return nil
+	}
+	var ids []string
+	for i := 0; i < len(passes); i += n {
+		var b strings.Builder
+		for _, x := range passes[i : i+n] {
+			fmt.Fprintf(&b, "%x,", math.Float64bits(x))
+		}
+		ids = append(ids, b.String())
+	}
+	return ids
 }
 
 // sameBuild says how two records' builds or machines differ, or nil.

@@ -135,6 +135,7 @@ func TestPoolDecodeRefusals(t *testing.T) {
 		{"syncs", run(func(r *schema.DecodeRecord) { r.SyncsPerToken = 1 }), "syncs_per_token 0.0078125 and 1, where runs of one decode loop agree"},
 		{"duplicate", append(run(nil), run(nil)...), "pooling decode results: b has two records of decode batch on cpu"},
 		{"empty", nil, "pooling decode results: b has no record"},
+		{"the same run twice", run(nil), "in b holds a run already pooled from a (the same timed passes)"},
 	} {
 		_, err := PoolDecode([]string{"a", "b"}, [][]schema.DecodeRecord{run(nil), c.b}, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
@@ -211,6 +212,30 @@ func TestDecodeTablesPooled(t *testing.T) {
 	for _, want := range []string{"3 runs of 10 timed passes, each its own process: medians of the runs", "mode,tokens/s,runs,slowest run,fastest run,", "\nbatch,70000,3,60000,90000,"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
+// TestHistoryDecodeAsDiff: probe history judges a change between two
+// decode results as probe diff does: a tiny-block move of host
+// allocations is not a change, a ledger peak is compared exactly.
+func TestHistoryDecodeAsDiff(t *testing.T) {
+	a := decodeRec("per-token-view", speeds(13750, 0))
+	b := decodeRec("per-token-view", speeds(13750, 3))
+	b.HostAllocsPerToken = 1.511
+	b.DevicePeakBytes *= 2
+	b.StartTime = "2026-11-26T03:00:00Z"
+	es := []HistoryEntry{{Name: "a.json", Decode: []schema.DecodeRecord{a}}, {Name: "b.json", Decode: []schema.DecodeRecord{b}}}
+	for _, c := range []struct{ metric, want string }{
+		{"host_allocs_per_token", "1.51 ~"},
+		{"device_peak_bytes", " ↑"},
+	} {
+		var buf bytes.Buffer
+		if err := WriteHistory(&buf, es, c.metric, "", table.CSV); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), c.want) {
+			t.Errorf("%s: no %q in\n%s", c.metric, c.want, buf.String())
 		}
 	}
 }

@@ -95,10 +95,11 @@ type historyCell struct {
 	// over its repetitions, a decode record's own figure (tokens/s over
 	// all its passes, or the median of its pooled runs).
 	shown float64
-	// runs are independent samples: a run's repetitions, a pooled decode
-	// record's runs, or a decode record's one figure; passes, a decode
-	// record's per-pass samples (one process's).
-	runs, passes []float64
+	// runs are a run's repetitions, independent samples.
+	runs []float64
+	// decode is the decode record the cell is of (nil for a run report's
+	// configuration): decodeRow compares two, as probe diff does.
+	decode *decodeView
 }
 
 // historyColumns are the columns of a history of metric over es, sorted:
@@ -216,8 +217,8 @@ func oneDecodeSetting(es []HistoryEntry) bool {
 	return true
 }
 
-// decodeCell is a decode record's metric: its own figure shown, its runs
-// (or its one figure) and its passes as samples.
+// decodeCell is a decode record's metric: its own figure shown (the
+// median of its samples where it has no figure of that name).
 func decodeCell(v *decodeView, metric string) (historyCell, bool) {
 	shown, ok := lookup(v.json, metric)
 	if !ok {
@@ -227,25 +228,18 @@ func decodeCell(v *decodeView, metric string) (historyCell, bool) {
 		}
 		shown = medianOf(vals)
 	}
-	c := historyCell{shown: shown, runs: []float64{shown}}
-	if vals, ok := numbers(v.json, metric+runsSuffix); ok {
-		c.runs = vals
-	}
-	if vals, ok := numbers(v.json, metric+passesSuffix); ok {
-		c.passes = vals
-	}
-	return c, true
+	return historyCell{shown: shown, decode: v}, true
 }
 
-// compareCells is the change from prev to cur: over their runs where both
-// have several (or neither has passes), else over their passes, as probe
-// diff compares decode records.
+// compareCells is the change from prev to cur: two decode records as
+// probe diff compares them (decodeRow), a run's repetitions by the U
+// test, or exactly for a deterministic metric.
 func compareCells(metric string, exact bool, prev, cur historyCell) MetricDiff {
-	a, b := prev.runs, cur.runs
-	if (len(a) < 2 || len(b) < 2) && len(prev.passes) > 0 && len(cur.passes) > 0 {
-		a, b = prev.passes, cur.passes
+	if prev.decode != nil && cur.decode != nil {
+		r, _, _ := decodeRow(metric, prev.decode, cur.decode, DefaultAlpha)
+		return r
 	}
-	return diffValues(metric, a, b, exact, DefaultAlpha, nil)
+	return diffValues(metric, prev.runs, cur.runs, exact, DefaultAlpha, nil)
 }
 
 // HistoryMedians is what `probe history --chart` draws: the entries oldest

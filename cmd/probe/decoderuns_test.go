@@ -120,9 +120,19 @@ func TestMergeDecode(t *testing.T) {
 	var files []string
 	for i, tps := range []float64{50000, 60000, 55000, 52000} {
 		files = append(files, decodeFile(t, "r.json", false, decodeModes, func(r *schema.DecodeRecord) {
-			r.TokensPerSec = tps * (1 + float64(slices.Index(decodeModes, r.Decode)))
+			f := tps * (1 + float64(slices.Index(decodeModes, r.Decode))) / r.TokensPerSec
+			r.TokensPerSec *= f
+			for k := range r.TokensPerSecPasses {
+				r.TokensPerSecPasses[k] *= f // each run its own passes
+			}
 			r.StartTime = "2026-11-26T02:00:0" + string(rune('0'+i)) + "Z"
 		}))
+	}
+	// A run pooled twice (the same file named twice, or the runs and
+	// their merge in one directory) is refused: it would count twice.
+	_, _, err := runProbe("merge", "--out", filepath.Join(dir, "twice.json"), files[0], files[1], files[0])
+	if err == nil || !strings.Contains(err.Error(), "holds a run already pooled from "+files[0]) {
+		t.Errorf("a run pooled twice: %v", err)
 	}
 	out := filepath.Join(dir, "all.json")
 	stdout, _, err := runProbe(append([]string{"merge", "--out", out}, files...)...)

@@ -187,6 +187,12 @@ func iec(b int64) string { return table.FormatBytesShort(b) }
 // its host: note 003's trainer ran its GPU at 10 %.
 const idleGPUPct = 30
 
+// ownAboveDeviceSlackPct is how far the process's own mean SM utilization
+// may exceed the device-wide mean before diagnoseGPU takes it for a mean
+// over its bursts only: the two come from different NVML sample windows
+// and are rounded to whole percents.
+const ownAboveDeviceSlackPct = 5
+
 // hostSyncHint is what to look for when the GPU waits on the host.
 const hostSyncHint = "look for a host–device sync per step or per token (probe decode measures what one costs)"
 
@@ -202,7 +208,19 @@ func diagnoseGPU(g *schema.ProcessGPU, add func(topic, metric string, value floa
 		add("gpu", "gpu_peak_bytes", float64(g.PeakBytes), "on the GPU, NVML charged the process up to %s (%s at the last of %d readings, every %.0f ms): device memory with the CUDA context and the libraries' workspaces, not only its own allocations",
 			iec(g.PeakBytes), iec(g.FinalBytes), g.Samples, g.IntervalMs)
 	}
-	if own := g.MeanProcessSMUtilPct; own != nil {
+	// The process's own share of the GPU's time cannot exceed the whole
+	// GPU's. Where its mean does, by more than NVML's rounding, it is a
+	// mean over the readings that had a sample of it: NVML keeps samples
+	// only of processes that did something, so a period in which the
+	// process sat idle, alone on the GPU, gave no sample and no 0, and the
+	// mean covers its bursts only (a trainer busy 0.5 s in every 2.5 s
+	// reads 80 % alone, 16 % device-wide). The device-wide figure is then
+	// the honest one.
+	own := g.MeanProcessSMUtilPct
+	if own != nil && g.MeanUtilPct != nil && *own > *g.MeanUtilPct+ownAboveDeviceSlackPct {
+		own = nil
+	}
+	if own != nil {
 		u := *own
 		device := ""
 		if g.MeanUtilPct != nil {
@@ -223,8 +241,16 @@ func diagnoseGPU(g *schema.ProcessGPU, add func(topic, metric string, value floa
 		return
 	}
 	u := *g.MeanUtilPct
+	bursts := ""
+	if g.MeanProcessSMUtilPct != nil && own == nil {
+		bursts = fmt.Sprintf("; its own kernels' %.0f %% is a mean over the readings in which NVML had a sample of it, its bursts only", *g.MeanProcessSMUtilPct)
+	}
 	if u < idleGPUPct {
-		add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide): the GPU waits on the host; %s", u, hostSyncHint)
+		add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide%s): the GPU waits on the host; %s", u, bursts, hostSyncHint)
+		return
+	}
+	if bursts != "" {
+		add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide%s)", u, bursts)
 		return
 	}
 	add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide)", u)

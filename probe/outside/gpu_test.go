@@ -66,6 +66,14 @@ func TestDiagnoseGPU(t *testing.T) {
 			has: []string{"its own kernels", "busy 12 %", "as a whole were busy 90 %", "other processes' kernels share the GPU"}, hasnt: []string{"waits on the host"}},
 		{name: "own without device-wide (MIG has neither, an old product one)", own: pctp(5), metric: "process_sm_util_pct", value: 5,
 			has: []string{"busy 5 %", "waits on the host"}, hasnt: []string{"as a whole"}},
+		// Alone on its GPU, busy in bursts: NVML has samples of its bursts
+		// only, so its own mean (80 %) exceeds the device's (16 %), which
+		// is the honest figure.
+		{name: "own above device-wide: bursts only", device: pctp(16), own: pctp(80), metric: "gpu_util_pct", value: 16,
+			has: []string{"busy 16 %", "device-wide", "its own kernels' 80 % is a mean over the readings in which NVML had a sample of it", "waits on the host"}},
+		{name: "own above device-wide, GPU busy", device: pctp(50), own: pctp(90), metric: "gpu_util_pct", value: 50,
+			has: []string{"busy 50 %", "its bursts only"}, hasnt: []string{"waits"}},
+		{name: "own a little above device-wide: rounding", device: pctp(40), own: pctp(43), metric: "process_sm_util_pct", value: 43},
 	} {
 		f := gpuFinding(&schema.ProcessGPU{Samples: 3, MeanUtilPct: tc.device, MeanProcessSMUtilPct: tc.own})
 		if tc.metric == "" {
