@@ -155,10 +155,8 @@ func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 	if err := gemm.Check(f.gemm); err != nil {
 		return o, fmt.Errorf("--gemm: %w", err)
 	}
-	if f.device != "cuda" { // always built; whether it opens is the machine's
-		if err := device.Available(f.device); err != nil {
-			return o, fmt.Errorf("--device: %w", err)
-		}
+	if err := device.Check(f.device); err != nil {
+		return o, fmt.Errorf("--device: %w", err)
 	}
 	if f.runs < 1 || f.runs > maxDecodeRuns {
 		return o, fmt.Errorf("--runs %d out of range [1, %d]", f.runs, maxDecodeRuns)

@@ -8,13 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
+	"memprobe/internal/childproc"
 	"memprobe/report"
 	"memprobe/schema"
 )
@@ -69,19 +68,9 @@ func runDecodeRuns(stderr io.Writer, o decodeOptions) ([]schema.DecodeRecord, er
 		out := &prefixWriter{w: stderr, prefix: label + ": "}
 		cmd := exec.Command(exe, append(o.childArgs, "--runs=1", "--json="+path, "--format=csv")...)
 		cmd.Stdout, cmd.Stderr = io.Discard, out
-		// A run dies with this process: an interrupted measurement leaves
-		// no decoder behind on the machine it is measuring. The kernel
-		// sends Pdeathsig when the thread that forked exits, not the
-		// process (go.dev/issue/27505), so the run is started and waited
-		// for on a thread locked to one goroutine until the run is over.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		done := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			done <- cmd.Run()
-		}()
-		runErr := <-done
+		// A run dies with this process (childproc): an interrupted
+		// measurement leaves no decoder behind on the machine it measures.
+		runErr := childproc.Run(cmd)
 		out.Flush()
 		recs, readErr := schema.ReadDecode(path)
 		if runErr != nil && (readErr != nil || !failedCheck(recs)) {

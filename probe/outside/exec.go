@@ -6,14 +6,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"memprobe/internal/childproc"
 	"memprobe/probe/procfs"
 	"memprobe/schema"
 )
@@ -56,14 +55,14 @@ func Exec(o ExecOptions) (*Session, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
-	// The program dies with the probe: a probe killed by SIGKILL (which
-	// it cannot catch to forward) leaves no program running behind it.
-	// No process group of its own: the program stays in the terminal's
-	// foreground group, where Ctrl-C reaches it (docs/exec.md).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The program dies with the probe (childproc): a probe killed by
+	// SIGKILL (which it cannot catch to forward) leaves no program
+	// running behind it. No process group of its own: the program stays
+	// in the terminal's foreground group, where Ctrl-C reaches it
+	// (docs/exec.md).
 	var self procfs.Status
 	self, _ = procfs.ReadStatus(procfs.Self)
-	release, err := startPinned(cmd)
+	release, err := childproc.Start(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("exec %s: %w", o.Args[0], unwrapExec(err))
 	}
@@ -78,39 +77,6 @@ func Exec(o ExecOptions) (*Session, error) {
 	s.cmd, s.release = cmd, release
 	s.probeHWM = self.VmHWMBytes
 	return s, nil
-}
-
-// startPinned starts cmd from a goroutine locked to its OS thread, and
-// keeps that thread, parked, until release is called (once the program
-// has been reaped).
-//
-// Why: Linux sends the parent-death signal (Pdeathsig) when the thread
-// that forked the child exits, not when the process does (prctl(2)
-// PR_SET_PDEATHSIG; go.dev/issue/27505). The Go runtime ends a thread when
-// a goroutine locked to it returns without unlocking, and any goroutine
-// of the probe could come to run on the thread that forked and do that:
-// the program would be killed in the middle of the watch. A thread held
-// by this goroutine runs nothing else, so it outlives the program unless
-// the whole probe dies, which is when the signal is wanted.
-func startPinned(cmd *exec.Cmd) (release func(), err error) {
-	started := make(chan error)
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		// Unlocked, not ended with the goroutine: after the program is
-		// reaped (or never started) the thread may serve others again.
-		defer runtime.UnlockOSThread()
-		err := cmd.Start()
-		started <- err
-		if err == nil {
-			<-done
-		}
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	var once sync.Once
-	return func() { once.Do(func() { close(done) }) }, nil
 }
 
 // Signal sends sig to the program (exec) or the process (attach).

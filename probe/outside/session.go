@@ -37,7 +37,7 @@ type Session struct {
 	walker  *walker
 	status  *procfs.StatusReader
 	cmd     *exec.Cmd // exec only
-	// release frees the thread that started cmd (startPinned), once cmd
+	// release frees the thread that started cmd (childproc.Start), once cmd
 	// has been reaped.
 	release func()
 	// probeHWM is the probe's own VmHWM when it started the program.

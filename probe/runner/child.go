@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"memprobe/internal/childproc"
 	"memprobe/internal/table"
 	"memprobe/probe/job"
 	"memprobe/probe/procfs"
@@ -57,11 +58,12 @@ func (c *child) run(ctx context.Context, rep int) (schema.Outside, *schema.Resul
 	}
 	// A process group of its own, so that a kill reaches whatever it
 	// started, and the terminal's Ctrl-C reaches only the parent, which
-	// decides; the child dies with the parent.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// decides; the child dies with the parent (childproc.Start).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second // stderr held open by a stray grandchild
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	release, err := childproc.Start(cmd)
+	if err != nil {
 		out.ExitCode, out.Status, out.Reason = -1, schema.StatusFailed, fmt.Sprintf("starting %s: %v", c.exe, err)
 		return out, nil
 	}
@@ -139,6 +141,7 @@ wait:
 	// Kill what the child may have left in its group, then reap it.
 	syscall.Kill(-pid, syscall.SIGKILL)
 	waitErr := cmd.Wait()
+	release()
 	ps := cmd.ProcessState
 	if ps == nil {
 		out.ExitCode = -1

@@ -214,9 +214,19 @@ func Names() []string {
 // every binary; cuda also needs the NVIDIA driver (libcuda.so.1) and a GPU,
 // and is refused in one line where they are missing.
 func Available(name string) error {
+	if err := Check(name); err != nil {
+		return err
+	}
 	if name == "cuda" {
 		return cudaAvailable()
 	}
+	return nil
+}
+
+// Check reports whether name names a device of this build, whether or not
+// this machine can open it (Available says that): a name the build lacks
+// is a bad command line, a driver the machine lacks is not.
+func Check(name string) error {
 	if _, ok := registry[name]; ok {
 		return nil
 	}
