@@ -30,7 +30,7 @@ func (f *phaseFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.list, "list-phases", false, "print the plans and their phases, one line each, and exit")
 	fs.Float64Var(&f.cacheScale, "cache-scale", 1, "caches as a factor of right-sized, 1 to 64")
 	fs.StringVar(&f.batchAlloc, "batch-alloc", "lazy", "batches: lazy (one, refilled each step) or eager (a whole epoch up front)")
-	fs.StringVar(&f.workerStack, "worker-stack", "0", "0: goroutine workers; else each worker on its own pthread with this stack (64KiB to 1GiB; KiB/MiB/GiB suffixes)")
+	fs.StringVar(&f.workerStack, "worker-stack", "0", "0: goroutine workers; else each worker on its own pthread with this stack (64KiB to 1GiB; units as for sizes: KiB, MiB, GiB, KB, MB, ...)")
 	fs.StringVar(&f.engine, "engine", "static", "how a sequence runs: static (preallocated workspaces) or tape (op-by-op autograd)")
 }
 

@@ -217,31 +217,18 @@ func TestAfter(t *testing.T) {
 	}
 }
 
-func TestParseBytes(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want int64
-	}{{"0", 0}, {"65536", 65536}, {"64KiB", 64 << 10}, {"8MiB", 8 << 20}, {"1M", 1 << 20}, {"1 GiB", 1 << 30}, {"2g", 2 << 30}} {
-		got, err := ParseBytes(c.in)
-		if err != nil || got != c.want {
-			t.Errorf("ParseBytes(%q) = %d, %v; want %d", c.in, got, err, c.want)
-		}
-	}
-	for _, in := range []string{"", "abc", "-1", "8MB", "1.5MiB", "99999999999999999999", "9999999999GiB"} {
-		if _, err := ParseBytes(in); err == nil {
-			t.Errorf("ParseBytes(%q): no error", in)
-		}
-	}
-}
-
 func TestKnobs(t *testing.T) {
 	if n, err := WorkerStack("0"); n != 0 || err != nil {
 		t.Errorf("WorkerStack(0) = %d, %v", n, err)
 	}
-	if n, err := WorkerStack("96KiB"); n != 96<<10 || err != nil {
-		t.Errorf("WorkerStack(96KiB) = %d, %v", n, err)
+	// The units of every other size flag (data.ParseSize): binary and
+	// decimal, both spelled out.
+	for in, want := range map[string]int64{"96KiB": 96 << 10, "8MiB": 8 << 20, "1MB": 1e6, "1 GiB": 1 << 30, "65536": 65536} {
+		if n, err := WorkerStack(in); n != want || err != nil {
+			t.Errorf("WorkerStack(%q) = %d, %v; want %d", in, n, err, want)
+		}
 	}
-	for _, in := range []string{"x", "-1", "10.5M"} {
+	for _, in := range []string{"", "x", "-1", "10.5M", "1.5B", "99999999999999999999"} {
 		if _, err := WorkerStack(in); err == nil || !strings.HasPrefix(err.Error(), "--worker-stack") {
 			t.Errorf("WorkerStack(%q): %v", in, err)
 		}
