@@ -21,13 +21,18 @@ import (
 //	version  uint32   CheckpointVersion
 //	cfglen   uint32   length of the JSON config that follows
 //	config   []byte   model.Config as JSON
+//	datalen  uint32   length of the JSON that follows (version 2 on)
+//	data     []byte   the training data's data.Origin as JSON, or null
 //	step     uint64   optimizer steps taken
 //	nparams  uint64   parameter count, NumParams() of config
 //	params   [nparams]float32
 //	adam m   [nparams]float32
 //	adam v   [nparams]float32
 //	crc      uint32   CRC-32 (IEEE) of every byte before it
-const CheckpointVersion = 1
+//
+// Version 1 had no data fields; this build still reads it (its data is
+// unknown, so it cannot be checked against the run's).
+const CheckpointVersion = 2
 
 var checkpointMagic = [8]byte{'M', 'P', 'R', 'O', 'B', 'E', 'C', 'K'}
 
@@ -50,9 +55,24 @@ func (t *Trainer) writeCheckpoint(w io.Writer) error {
 // moments (NumParams floats each): the trainer's own, or a snapshot of them.
 // The side work (Options.Side) writes it to io.Discard.
 func (t *Trainer) writeCheckpointFrom(w io.Writer, params, m, v []float32) error {
+	var origin *data.Origin
+	if t.data != nil {
+		o := t.data.Origin()
+		origin = &o
+	}
+	return writeCheckpointOf(w, &checkpoint{cfg: t.cfg, data: origin, step: t.step}, params, m, v)
+}
+
+// writeCheckpointOf writes the checkpoint of ck's header (its payload
+// unused) and the given parameters and moments.
+func writeCheckpointOf(w io.Writer, ck *checkpoint, params, m, v []float32) error {
 	crc := crc32.NewIEEE()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
-	cfgJSON, err := json.Marshal(t.cfg)
+	cfgJSON, err := json.Marshal(ck.cfg)
+	if err != nil {
+		return err
+	}
+	dataJSON, err := json.Marshal(ck.data)
 	if err != nil {
 		return err
 	}
@@ -63,7 +83,10 @@ func (t *Trainer) writeCheckpointFrom(w io.Writer, params, m, v []float32) error
 	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(cfgJSON)))
 	bw.Write(hdr[:4])
 	bw.Write(cfgJSON)
-	binary.LittleEndian.PutUint64(hdr[:], uint64(t.step))
+	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(dataJSON)))
+	bw.Write(hdr[:4])
+	bw.Write(dataJSON)
+	binary.LittleEndian.PutUint64(hdr[:], uint64(ck.step))
 	bw.Write(hdr[:])
 	binary.LittleEndian.PutUint64(hdr[:], uint64(len(params)))
 	bw.Write(hdr[:])
@@ -98,21 +121,35 @@ func writeFloats(w io.Writer, s []float32) error {
 // ErrCorruptCheckpoint is wrapped by every error about a damaged file.
 var ErrCorruptCheckpoint = errors.New("corrupt checkpoint")
 
-// ReadCheckpointConfig returns the model configuration stored in a
-// checkpoint, after verifying the whole file. A command can use it to build
-// a trainer that matches before calling LoadCheckpoint.
-func ReadCheckpointConfig(path string) (model.Config, error) {
+// CheckpointInfo is what a checkpoint says of itself.
+type CheckpointInfo struct {
+	Config model.Config
+	Step   int // optimizer steps taken
+	// Data is the data the model was trained on; nil when the file does
+	// not say (version 1).
+	Data *data.Origin
+}
+
+// ReadCheckpointInfo returns what a checkpoint says of itself, after
+// verifying the whole file. A command can use it to build a trainer that
+// matches before calling LoadCheckpoint.
+func ReadCheckpointInfo(path string) (CheckpointInfo, error) {
 	ck, err := readCheckpoint(path)
 	if err != nil {
-		return model.Config{}, err
+		return CheckpointInfo{}, err
 	}
-	return ck.cfg, nil
+	return ck.info(), nil
 }
 
 type checkpoint struct {
 	cfg     model.Config
+	data    *data.Origin
 	step    int
 	payload []byte // 3*nparams float32s
+}
+
+func (ck *checkpoint) info() CheckpointInfo {
+	return CheckpointInfo{Config: ck.cfg, Step: ck.step, Data: ck.data}
 }
 
 func readCheckpoint(path string) (*checkpoint, error) {
@@ -137,8 +174,9 @@ func decodeCheckpoint(b []byte, path string) (*checkpoint, error) {
 	if [8]byte(b[:8]) != checkpointMagic {
 		return nil, bad("wrong magic (not a memprobe checkpoint)")
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != CheckpointVersion {
-		return nil, fmt.Errorf("reading checkpoint %s: version %d, this build reads version %d", path, v, CheckpointVersion)
+	version := binary.LittleEndian.Uint32(b[8:])
+	if version != 1 && version != CheckpointVersion {
+		return nil, fmt.Errorf("reading checkpoint %s: version %d, this build reads versions 1 to %d", path, version, CheckpointVersion)
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
 	if crc32.ChecksumIEEE(body) != sum {
@@ -156,6 +194,24 @@ func decodeCheckpoint(b []byte, path string) (*checkpoint, error) {
 		return nil, bad("config: " + err.Error())
 	}
 	rest := body[16+n:]
+	if version >= 2 {
+		if len(rest) < 4 {
+			return nil, bad("data length runs past the end of the file")
+		}
+		m := int(binary.LittleEndian.Uint32(rest))
+		if 4+m+16 > len(rest) {
+			return nil, bad("data runs past the end of the file")
+		}
+		if err := json.Unmarshal(rest[4:4+m], &ck.data); err != nil {
+			return nil, bad("data: " + err.Error())
+		}
+		if ck.data != nil {
+			if err := ck.data.Validate(); err != nil {
+				return nil, bad("data: " + err.Error())
+			}
+		}
+		rest = rest[4+m:]
+	}
 	ck.step = int(binary.LittleEndian.Uint64(rest))
 	np := binary.LittleEndian.Uint64(rest[8:])
 	if np != uint64(ck.cfg.NumParams()) {
@@ -169,7 +225,8 @@ func decodeCheckpoint(b []byte, path string) (*checkpoint, error) {
 }
 
 // LoadCheckpoint restores parameters, Adam moments and the step count. The
-// checkpoint's model configuration must equal the trainer's.
+// checkpoint's model configuration must equal the trainer's, and its data's
+// ids must mean what the trainer's data's do (CheckCheckpointData).
 func (t *Trainer) LoadCheckpoint(path string) error {
 	ck, err := readCheckpoint(path)
 	if err != nil {
@@ -179,6 +236,9 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 	want.Batch = t.cfg.Batch // the batch size may change on resume; the model may not
 	if want != t.cfg {
 		return fmt.Errorf("reading checkpoint %s: it holds a model with %v, this run is configured for %v", path, ck.cfg, t.cfg)
+	}
+	if err := CheckCheckpointData(path, ck.info(), t.data); err != nil {
+		return err
 	}
 	P := len(t.Param.Memory)
 	for k, s := range [][]float32{t.Param.Memory, t.M.Memory, t.V.Memory} {
@@ -192,4 +252,36 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 	t.version++ // caches and decode heads must follow the new parameters
 	t.refreshHeads()
 	return t.Err()
+}
+
+// CheckCheckpointData returns an error when the checkpoint at path (info)
+// was trained on data whose ids mean other things than ds's (another
+// character table, another synthetic language): going on from it would
+// train the model on a language it never saw, and its generated text
+// would be garbled, with nothing failing. Nil when they agree or when the
+// checkpoint does not say (version 1).
+func CheckCheckpointData(path string, info CheckpointInfo, ds *data.Dataset) error {
+	if info.Data == nil || ds == nil {
+		return nil
+	}
+	if err := info.Data.SameIDs(ds.Origin()); err != nil {
+		return fmt.Errorf("checkpoint %s was trained on other data: %w", path, err)
+	}
+	return nil
+}
+
+// CheckpointDataNotes are the caveats of going on from the checkpoint at path
+// (info) with ds, whose ids CheckCheckpointData found to agree: the
+// checkpoint does not say what it was trained on (version 1), or it was
+// trained on another source in the same ids (another size of the same
+// synthetic language, another text in the same characters): legitimate,
+// but the losses then do not continue the first run's.
+func CheckpointDataNotes(path string, info CheckpointInfo, ds *data.Dataset) []string {
+	switch {
+	case info.Data == nil:
+		return []string{fmt.Sprintf("checkpoint %s does not record its training data (version 1): %s was not checked against it", path, ds.Source)}
+	case info.Data.Source != ds.Source:
+		return []string{fmt.Sprintf("checkpoint %s was trained on %s, this run reads %s (the same ids)", path, info.Data.Source, ds.Source)}
+	}
+	return nil
 }

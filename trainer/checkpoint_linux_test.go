@@ -79,14 +79,14 @@ func TestReadCheckpointNotRegular(t *testing.T) {
 		{"/dev/zero", "reading checkpoint /dev/zero: not a regular file (a character device)"},
 	} {
 		done := make(chan error, 1)
-		go func() { _, err := ReadCheckpointConfig(c.path); done <- err }()
+		go func() { _, err := ReadCheckpointInfo(c.path); done <- err }()
 		select {
 		case err := <-done:
 			if err == nil || err.Error() != c.want {
-				t.Errorf("ReadCheckpointConfig(%s) = %v, want %q", c.path, err, c.want)
+				t.Errorf("ReadCheckpointInfo(%s) = %v, want %q", c.path, err, c.want)
 			}
 		case <-time.After(time.Minute): // a guard against hanging for ever, not a timing check
-			t.Fatalf("ReadCheckpointConfig(%s) still blocked after a minute", c.path)
+			t.Fatalf("ReadCheckpointInfo(%s) still blocked after a minute", c.path)
 		}
 	}
 }

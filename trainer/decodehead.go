@@ -110,20 +110,20 @@ func (h *decodeHead) close() error {
 // way, device memory in use and at peak.
 func (h *decodeHead) stats() device.Stats { return h.dev.Stats() }
 
-// ReadCheckpointParams reads the model configuration and the parameters of
-// a checkpoint (not the Adam moments), after verifying the whole file, into
+// ReadCheckpointParams reads what a checkpoint says of itself and its
+// parameters (not the Adam moments), after verifying the whole file, into
 // memory counted in acct (nil counts nothing). It is for commands that run
 // the model without training it, such as `probe decode`.
-func ReadCheckpointParams(path string, acct *ledger.Account) (model.Config, *model.Params, error) {
+func ReadCheckpointParams(path string, acct *ledger.Account) (CheckpointInfo, *model.Params, error) {
 	ck, err := readCheckpoint(path)
 	if err != nil {
-		return model.Config{}, nil, err
+		return CheckpointInfo{}, nil, err
 	}
 	p := model.NewParams(ck.cfg, acct.Float32s(ck.cfg.NumParams()))
 	for i := range p.Memory {
 		p.Memory[i] = math.Float32frombits(binary.LittleEndian.Uint32(ck.payload[4*i:]))
 	}
-	return ck.cfg, p, nil
+	return ck.info(), p, nil
 }
 
 func (t *Trainer) deviceName() string {

@@ -313,12 +313,15 @@ func TestReadCheckpointParams(t *testing.T) {
 	if err := tr.SaveCheckpoint(path); err != nil {
 		t.Fatal(err)
 	}
-	gotCfg, p, err := ReadCheckpointParams(path, nil)
+	info, p, err := ReadCheckpointParams(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gotCfg != cfg || !slices.Equal(p.Memory, tr.Param.Memory) {
-		t.Errorf("read back config %v and %d params; want %v and the trainer's params", gotCfg, len(p.Memory), cfg)
+	if info.Config != cfg || info.Step != 1 || !slices.Equal(p.Memory, tr.Param.Memory) {
+		t.Errorf("read back config %v at step %d and %d params; want %v at step 1 and the trainer's params", info.Config, info.Step, len(p.Memory), cfg)
+	}
+	if info.Data == nil || *info.Data != ds.Origin() {
+		t.Errorf("read back data %+v, want %+v", info.Data, ds.Origin())
 	}
 	if _, _, err := ReadCheckpointParams(t.TempDir()+"/missing", nil); err == nil {
 		t.Error("missing file: no error")

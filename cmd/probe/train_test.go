@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"memprobe/schema"
 	"memprobe/trainer/model"
 )
 
@@ -314,5 +315,54 @@ func TestResumeWrongShapeMessage(t *testing.T) {
 		", this run is configured for " + model.Presets["tiny"].String()
 	if err == nil || err.Error() != want {
 		t.Errorf("resume of a micro checkpoint as tiny: %v\nwant %s", err, want)
+	}
+}
+
+// TestResumeOtherData: a checkpoint trained on one text, resumed on a text
+// whose characters map to other ids, is refused in one line naming both
+// (exit 1, nothing written); resumed on the same text it goes on, and the
+// characters sent to <unk> (the micro preset has 13 ids for sample.txt's
+// many characters) are a warning in the result and on stderr, not silent.
+func TestResumeOtherData(t *testing.T) {
+	dir := t.TempDir()
+	sample := "../../testdata/sample.txt"
+	other := filepath.Join(dir, "other.txt")
+	if err := os.WriteFile(other, []byte(strings.Repeat("0123456789+-= ", 50)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "ck.bin")
+	args := func(data string, more ...string) []string {
+		return append([]string{"train", "--preset", "micro", "--steps", "1", "--threads", "1", "--data", data}, more...)
+	}
+	_, stderr, err := runProbe(args(sample, "--checkpoint", ck)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "warning: dataset file \""+sample+"\": ") || !strings.Contains(stderr, "map to <unk> id 12") {
+		t.Errorf("no <unk> warning on stderr:\n%s", stderr)
+	}
+
+	out := filepath.Join(dir, "out.json")
+	_, _, err = runProbe(args(other, "--resume", ck, "--json", out)...)
+	want := "checkpoint " + ck + " was trained on other data: " + sample + " and " + other + " map characters to ids differently"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("resume on other characters: %v\nwant %s...", err, want)
+	}
+	if errors.As(err, new(usageError)) || errors.As(err, new(interface{ ExitCode() int })) {
+		t.Errorf("%v: not exit status 1", err)
+	}
+	if _, serr := os.Stat(out); !os.IsNotExist(serr) {
+		t.Errorf("a refused resume wrote %s", out)
+	}
+
+	if _, stderr, err = runProbe(args(sample, "--resume", ck, "--json", out)...); err != nil {
+		t.Fatalf("resume on the same text: %v\n%s", err, stderr)
+	}
+	r, err := schema.ReadResult(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(r.Warnings, "\n"); !strings.Contains(w, "map to <unk> id 12") {
+		t.Errorf("result warnings %q do not carry the <unk> caveat", r.Warnings)
 	}
 }

@@ -100,13 +100,27 @@ func Run(o Options, progress io.Writer) (ms []Measurement, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, params, err := loadModel(o)
+	cfg, params, ckInfo, err := loadModel(o)
 	if err != nil {
 		return nil, err
 	}
 	ds, err := data.Load(o.Data, cfg.Vocab, o.DataSeed)
 	if err != nil {
 		return nil, err
+	}
+	// The figures measure speed, which the tokens' meaning does not
+	// change: data other than the checkpoint's is a caveat here, not an
+	// error as it is for resuming training.
+	notes := slices.Clone(ds.Warnings)
+	if ckInfo != nil {
+		if err := trainer.CheckCheckpointData(o.Checkpoint, *ckInfo, ds); err != nil {
+			notes = append(notes, err.Error())
+		} else {
+			notes = append(notes, trainer.CheckpointDataNotes(o.Checkpoint, *ckInfo, ds)...)
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(progress, "warning: %s\n", n)
 	}
 	if ds.Vocab > cfg.Vocab {
 		return nil, fmt.Errorf("dataset %s has %d distinct tokens but the model's vocab is %d", ds.Source, ds.Vocab, cfg.Vocab)
@@ -216,26 +230,27 @@ func modelSource(o Options) string {
 }
 
 // loadModel returns the configuration and parameters: from the checkpoint
-// (with Batch applied; Context, if given, must be the checkpoint's), or
-// fresh from the seed.
-func loadModel(o Options) (model.Config, *model.Params, error) {
+// (with Batch applied; Context, if given, must be the checkpoint's), with
+// what it says of itself, or fresh from the seed (a nil info).
+func loadModel(o Options) (model.Config, *model.Params, *trainer.CheckpointInfo, error) {
 	if o.Checkpoint == "" {
 		p := model.NewParams(o.Config, make([]float32, o.Config.NumParams()))
 		model.Init(o.Config, p, o.Seed)
-		return o.Config, p, nil
+		return o.Config, p, nil, nil
 	}
-	cfg, p, err := trainer.ReadCheckpointParams(o.Checkpoint, nil)
+	info, p, err := trainer.ReadCheckpointParams(o.Checkpoint, nil)
 	if err != nil {
-		return model.Config{}, nil, err
+		return model.Config{}, nil, nil, err
 	}
+	cfg := info.Config
 	if o.Config.Context > 0 && o.Config.Context != cfg.Context {
 		// Named after the flag: the command passes this error through.
-		return model.Config{}, nil, fmt.Errorf("--context %d: checkpoint %s holds a model with context %d", o.Config.Context, o.Checkpoint, cfg.Context)
+		return model.Config{}, nil, nil, fmt.Errorf("--context %d: checkpoint %s holds a model with context %d", o.Config.Context, o.Checkpoint, cfg.Context)
 	}
 	if o.Config.Batch > 0 {
 		cfg.Batch = o.Config.Batch
 	}
-	return cfg, p, nil
+	return cfg, p, &info, nil
 }
 
 // measureMode opens the device, makes a decoder in mode m, measures it and

@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -245,17 +246,17 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	start := time.Now()
 	env := environment()
 	cfg := o.Trainer.Config
+	var resumed trainer.CheckpointInfo
 	if o.Resume != "" {
-		ckCfg, err := trainer.ReadCheckpointConfig(o.Resume)
-		if err != nil {
+		if resumed, err = trainer.ReadCheckpointInfo(o.Resume); err != nil {
 			return nil, err
 		}
 		// The batch size may change on resume; the model may not. The
 		// message shows the checkpoint's own shape, batch included.
-		same := ckCfg
+		same := resumed.Config
 		same.Batch = cfg.Batch
 		if same != cfg {
-			return nil, fmt.Errorf("reading checkpoint %s: it holds a model with %v, this run is configured for %v", o.Resume, ckCfg, cfg)
+			return nil, fmt.Errorf("reading checkpoint %s: it holds a model with %v, this run is configured for %v", o.Resume, resumed.Config, cfg)
 		}
 	}
 	switch {
@@ -301,6 +302,18 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	ds, err := data.Load(o.Data, cfg.Vocab, o.DataSeed)
 	if err != nil {
 		return nil, err
+	}
+	// Caveats about the data go to the progress stream now and into the
+	// result's warnings at the end.
+	dataNotes := slices.Clone(ds.Warnings)
+	if o.Resume != "" {
+		if err := trainer.CheckCheckpointData(o.Resume, resumed, ds); err != nil {
+			return nil, err
+		}
+		dataNotes = append(dataNotes, trainer.CheckpointDataNotes(o.Resume, resumed, ds)...)
+	}
+	for _, n := range dataNotes {
+		fmt.Fprintf(progress, "warning: %s\n", n)
 	}
 	ledger.Record(led.Account(ledger.DatasetTokens), ds.Tokens)
 	tr, err := trainer.New(o.Trainer, ds)
@@ -446,7 +459,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		}
 		r.Profiles = &rep
 	}
-	r.Warnings = perturbations(r, popts)
+	r.Warnings = append(perturbations(r, popts), dataNotes...)
 	// Every figure is taken. What the caller does next (the summary, the
 	// JSON) allocates; returning the free heap to the system here (a GC
 	// and a scavenge, a few milliseconds) makes that output fit under the

@@ -49,7 +49,7 @@ func TestRunStopped(t *testing.T) {
 	if w := r.Warnings; len(w) == 0 || !strings.Contains(w[len(w)-1], "interrupted after 2 of 50 steps (test stop)") {
 		t.Errorf("warnings %q", w)
 	}
-	if _, err := trainer.ReadCheckpointConfig(o.Checkpoint); err != nil {
+	if _, err := trainer.ReadCheckpointInfo(o.Checkpoint); err != nil {
 		t.Errorf("checkpoint of the interrupted job: %v", err)
 	}
 	goroutines.Settle(t, before)

@@ -28,6 +28,9 @@ type Dataset struct {
 	Vocab     int
 	Source    string         // the spec, e.g. "synthetic:24MB", or the file path
 	Tokenizer *CharTokenizer // nil for a synthetic corpus
+	// Seed is the synthetic generator's seed, which with Vocab fixes its
+	// language (Synthetic); 0 for a file.
+	Seed uint64
 	// Warnings are one-line notes to print beside results (for example,
 	// characters mapped to <unk>); nil when there are none.
 	Warnings []string
@@ -139,6 +142,7 @@ func loadSynthetic(spec, size string, vocab int, seed uint64) (*Dataset, error) 
 		Tokens: Synthetic(int(n), vocab, seed),
 		Vocab:  vocab,
 		Source: spec,
+		Seed:   seed,
 	}, nil
 }
 

@@ -102,6 +102,10 @@ func NewCharTokenizer(text string, vocabCap int) (*CharTokenizer, error) {
 // least this large.
 func (t *CharTokenizer) Size() int { return len(t.runes) }
 
+// Chars returns the character of each id, in id order; the <unk> id's is
+// U+FFFD (see Unk).
+func (t *CharTokenizer) Chars() []rune { return slices.Clone(t.runes) }
+
 // Unk returns the <unk> id; ok is false when the tokenizer has none because
 // every character of its text fit under the cap.
 func (t *CharTokenizer) Unk() (id uint16, ok bool) {
