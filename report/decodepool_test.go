@@ -227,8 +227,8 @@ func TestHistoryDecodeAsDiff(t *testing.T) {
 	b.StartTime = "2026-11-26T03:00:00Z"
 	es := []HistoryEntry{{Name: "a.json", Decode: []schema.DecodeRecord{a}}, {Name: "b.json", Decode: []schema.DecodeRecord{b}}}
 	for _, c := range []struct{ metric, want string }{
-		{"host_allocs_per_token", "1.51 ~"},
-		{"device_peak_bytes", " ↑"},
+		{"host_allocs_per_token", ",1.511,~\n"},
+		{"device_peak_bytes", ",1622216,↑\n"},
 	} {
 		var buf bytes.Buffer
 		if err := WriteHistory(&buf, es, c.metric, "", table.CSV); err != nil {

@@ -21,7 +21,8 @@ import (
 //  2. for each metric of each matched configuration it compares the
 //     repetitions' values: a Mann-Whitney U test (benchmath.AssumeNothing,
 //     as benchstat does) for measured metrics, exact equality for the
-//     deterministic ones (DeterministicMetrics);
+//     deterministic ones (DeterministicMetrics) while each side's
+//     repetitions agree, the U test where they do not;
 //  3. Diff.Breaches checks the changes against --fail-on thresholds
 //     (ParseThresholds), and WriteDiff renders the diff (diffrender.go).
 //
@@ -40,15 +41,16 @@ const MinRepetitions = 4
 var DefaultDiffMetrics = []string{
 	"peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes",
 	"go_heap_alloc_bytes_per_step", "go_heap_allocs_per_step",
-	"tokens_per_sec", "step_ns_median", "ledger_total_bytes", "syncs_per_token",
+	"tokens_per_sec", "step_ns_median", "ledger_total_bytes", "decode_stats.syncs",
 }
 
 // DeterministicMetrics are the metrics a configuration fixes (at a fixed
-// seed): they are compared exactly, any change shown, without statistics.
+// seed): they are compared exactly, any change shown, without statistics,
+// as long as each side's repetitions agree (diffValues).
 var DeterministicMetrics = map[string]bool{
 	"go_heap_allocs_per_step": true,
 	"ledger_total_bytes":      true,
-	"syncs_per_token":         true,
+	"decode_stats.syncs":      true, // the host's waits on the decode device over the job
 }
 
 // DiffOptions choose what Compare compares.
@@ -459,16 +461,27 @@ func diffValues(name string, base, head []float64, exact bool, alpha float64, wa
 		r.Pct = &pct
 	}
 	if exact {
+		// A metric the configuration fixes gives one value however many
+		// repetitions. Where the repetitions of one build disagree, it is
+		// not fixed here (allocations the tiny allocator packs into shared
+		// blocks, a sync.Pool, work timed against the step), and a change
+		// of the medians would be noise called a regression: it is then
+		// compared as a measurement, and the row says why.
+		var varies []string
 		for _, s := range []struct {
 			name string
 			v    []float64
 		}{{"base", base}, {"head", head}} {
 			if lo, hi := slices.Min(s.v), slices.Max(s.v); lo != hi {
-				r.Warnings = append(r.Warnings, fmt.Sprintf("varies in %s (%s to %s): the median is compared", s.name, formatValue(name, lo), formatValue(name, hi)))
+				varies = append(varies, fmt.Sprintf("%s to %s in %s", formatValue(name, lo), formatValue(name, hi), s.name))
 			}
 		}
-		r.Significant = r.Delta != 0
-		return r
+		if varies == nil {
+			r.Significant = r.Delta != 0
+			return r
+		}
+		r.Exact = false
+		r.Warnings = append(r.Warnings, fmt.Sprintf("varies between repetitions of one build (%s): compared as a measurement, not exactly", strings.Join(varies, ", ")))
 	}
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = alpha

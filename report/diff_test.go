@@ -393,7 +393,7 @@ func TestCompareUnmeasured(t *testing.T) {
 	if !ok || !slices.Equal(ue.Metrics, []string{"syncs_per_token", "bogus"}) {
 		t.Fatalf("got %v, want an UnmeasuredError of syncs_per_token and bogus", err)
 	}
-	want := "metrics syncs_per_token, bogus: no configuration of base a.json or head b.json (run reports) measured them; they measure peak_rss_bytes, max_rss_bytes, final_vsz_bytes"
+	want := "metrics syncs_per_token, bogus: no configuration of base a.json or head b.json (run reports) measured them; syncs_per_token is a metric of decode results, not of run reports; they measure peak_rss_bytes, max_rss_bytes, final_vsz_bytes"
 	if !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error:\n got %s\nwant %s...", err, want)
 	}
@@ -443,14 +443,52 @@ func TestKnownMetric(t *testing.T) {
 		{"host_wait_ns_per_token", false, true},
 		{"device_busy_ns_per_token", false, true},
 		{"device_memory.process_peak_bytes", false, true},
-		{"syncs_per_token", true, true}, // a default of both
-		{"decode", false, false},        // a string
-		{"config", false, false},        // an object
+		{"syncs_per_token", false, true},    // a decode record's; a job's is decode_stats.syncs
+		{"decode_stats.syncs", true, false}, // a default of run reports
+		{"decode", false, false},            // a string
+		{"config", false, false},            // an object
 		{"bogus", false, false},
 		{"", false, false},
 	} {
 		if run, decode := KnownMetric(c.name); run != c.run || decode != c.decode {
 			t.Errorf("%q: run %v, decode %v; want %v, %v", c.name, run, decode, c.run, c.decode)
+		}
+	}
+}
+
+// TestDiffExactVaries: a deterministic metric whose repetitions of one
+// build disagree (the arena and decode plans' allocations per step moved
+// by a few between runs, tiny allocations sharing heap blocks) is compared
+// as a measurement, saying so: three runs a side of one build within that
+// noise breach no +0 limit. Where each side's repetitions agree, any
+// change is still a change, even with one repetition a side.
+func TestDiffExactVaries(t *testing.T) {
+	ths, err := ParseThresholds("go_heap_allocs_per_step:+0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		base, head []float64
+		exact, sig bool
+		warnPrefix string
+	}{
+		// Measured: probe-*.json of one commit, arena/before.
+		{[]float64{2102.5, 2100.5, 2102.5}, []float64{2103, 2101, 2101}, false, false, "varies between repetitions of one build (2,100 to 2,102 in base, 2,101 to 2,103 in head)"},
+		{[]float64{3072, 3072, 3072}, []float64{3072, 3073, 3072}, false, false, "varies between repetitions of one build (3,072 to 3,073 in head)"},
+		{[]float64{0, 0, 0}, []float64{1, 1, 1}, true, true, ""},
+		{[]float64{2085}, []float64{2086}, true, true, ""},
+		{[]float64{5, 5}, []float64{5, 5}, true, false, ""},
+	} {
+		r := diffValues("go_heap_allocs_per_step", c.base, c.head, true, DefaultAlpha, nil)
+		if r.Exact != c.exact || r.Significant != c.sig || (c.exact != (r.P == nil)) {
+			t.Errorf("%v -> %v: exact %v significant %v p %v; want exact %v significant %v", c.base, c.head, r.Exact, r.Significant, r.P, c.exact, c.sig)
+		}
+		if c.warnPrefix != "" && (len(r.Warnings) == 0 || !strings.HasPrefix(r.Warnings[0], c.warnPrefix)) {
+			t.Errorf("%v -> %v: warnings %q, want %q first", c.base, c.head, r.Warnings, c.warnPrefix)
+		}
+		d := &Diff{Configs: []ConfigDiff{{Key: "arena/before", BaseStatus: schema.StatusOK, HeadStatus: schema.StatusOK, Rows: []MetricDiff{r}}}}
+		if n := len(d.Breaches(ths)); n != map[bool]int{true: 1, false: 0}[c.sig && r.Delta > 0] {
+			t.Errorf("%v -> %v: %d breaches of +0", c.base, c.head, n)
 		}
 	}
 }

@@ -15,29 +15,30 @@ import (
 
 // benchUnits are the metrics WriteBench writes on each line, with their
 // units in the Go benchmark format (no spaces; "B" for bytes as benchstat
-// scales it). ns/op is the step's median time: an op is one training
-// step.
+// scales it) and the result field each comes from. ns/op is the step's
+// median time: an op is one training step.
 var benchUnits = []struct {
-	unit string
-	get  func(r *schema.Result, o *schema.Outside) (float64, bool)
+	unit, metric string // metric: the JSON name, for Result.Measures
+	get          func(r *schema.Result, o *schema.Outside) (float64, bool)
 }{
-	{"ns/op", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.StepNsMedian), true }},
-	{"tokens/s", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return r.TokensPerSec, true }},
-	{"peak-rss-B", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.PeakRSSBytes), true }},
-	{"max-rss-B", func(_ *schema.Result, o *schema.Outside) (float64, bool) {
+	{"ns/op", "step_ns_median", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.StepNsMedian), true }},
+	{"tokens/s", "tokens_per_sec", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return r.TokensPerSec, true }},
+	{"peak-rss-B", "peak_rss_bytes", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.PeakRSSBytes), true }},
+	{"max-rss-B", "max_rss_bytes", func(_ *schema.Result, o *schema.Outside) (float64, bool) {
 		if o == nil {
 			return 0, false
 		}
 		return float64(o.MaxRSSBytes), true
 	}},
-	{"final-vsz-B", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.FinalVSZBytes), true }},
-	{"heap-B/step", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return r.HeapAllocBytesPerStep, true }},
-	{"heap-allocs/step", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return r.HeapAllocsPerStep, true }},
-	{"ledger-B", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.LedgerTotalBytes), true }},
+	{"final-vsz-B", "final_vsz_bytes", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.FinalVSZBytes), true }},
+	{"heap-B/step", "go_heap_alloc_bytes_per_step", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return r.HeapAllocBytesPerStep, true }},
+	{"heap-allocs/step", "go_heap_allocs_per_step", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return r.HeapAllocsPerStep, true }},
+	{"ledger-B", "ledger_total_bytes", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.LedgerTotalBytes), true }},
 }
 
 // BenchUnits lists the units WriteBench writes, in order (max-rss-B only
-// where the parent measured the repetition).
+// where the parent measured the repetition; of a process result, only
+// those it measures).
 func BenchUnits() []string {
 	var out []string
 	for _, u := range benchUnits {
@@ -83,8 +84,14 @@ func WriteBench(w io.Writer, rep *schema.Report) error {
 				o = outside[k]
 			}
 			bw.WriteString(name + " 1")
+			r := &run.Repetitions[k]
 			for _, u := range benchUnits {
-				if x, ok := u.get(&run.Repetitions[k], o); ok {
+				// A process result (probe exec) has no training figures:
+				// left out, not written as zeros for benchstat to compare.
+				if !r.Measures(u.metric) {
+					continue
+				}
+				if x, ok := u.get(r, o); ok {
 					fmt.Fprintf(bw, " %s %s", benchValue(x), u.unit)
 				}
 			}

@@ -187,3 +187,36 @@ func TestBenchValuePlain(t *testing.T) {
 		t.Errorf("WriteBench writes an exponent:\n%s", b.String())
 	}
 }
+
+// TestWriteBenchProcess: a process result (probe exec, probe attach) has
+// no training figures: its line carries the memory it measured and no
+// ns/op, tokens/s, allocations or ledger, which benchstat would compare as
+// zeros. Before, it wrote "0 ns/op 0 tokens/s ... 0 ledger-B".
+func TestWriteBenchProcess(t *testing.T) {
+	rep, err := schema.ReadReport(reportFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Runs = rep.Runs[:1]
+	rep.Runs[0].Repetitions = rep.Runs[0].Repetitions[:1]
+	r := &rep.Runs[0].Repetitions[0]
+	r.Kind = schema.KindProcess
+	var b bytes.Buffer
+	if err := WriteBench(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.Lines(b.String()) {
+		if strings.HasPrefix(l, "Benchmark") {
+			line = l
+		}
+	}
+	for _, u := range []string{" ns/op", " tokens/s", " heap-B/step", " heap-allocs/step", " ledger-B"} {
+		if strings.Contains(line, u) {
+			t.Errorf("process line has %s: %q", u, line)
+		}
+	}
+	if want := " " + strconv.FormatUint(r.PeakRSSBytes, 10) + " peak-rss-B"; !strings.Contains(line, want) || !strings.Contains(line, " final-vsz-B") {
+		t.Errorf("process line %q lacks%s or final-vsz-B", line, want)
+	}
+}

@@ -285,8 +285,18 @@ func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f ta
 	if len(keys) == 0 {
 		return fmt.Errorf("history: no configuration of plan %q in %d %s", plan, len(es), plural(len(es), "report", "reports"))
 	}
+	// Text and markdown show a value and its trend in one cell; CSV, for
+	// programs, the exact value (bytes as integers, no digit groups) in
+	// one column and the trend in the next.
+	csv := f == table.CSV
 	cols := []table.Column{{Name: "report"}, {Name: "commit"}, {Name: "time"}}
 	for _, k := range keys {
+		if csv {
+			// Decimals -1: the shortest exact form, so bytes are
+			// integers and a median between two runs keeps its half.
+			cols = append(cols, table.Column{Name: k, Kind: table.Float, Decimals: -1}, table.Column{Name: k + " change"})
+			continue
+		}
 		cols = append(cols, table.Column{Name: k, Align: table.Right})
 	}
 	t := table.New(metric+" by report, oldest first; ↑ ↓ a significant change from the report before, ~ none", cols...)
@@ -297,22 +307,32 @@ func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f ta
 			c, ok := cells[i][k]
 			if !ok {
 				row = append(row, nil)
+				if csv {
+					row = append(row, nil)
+				}
 				continue
 			}
-			cell := formatValue(metric, c.shown)
+			trend := ""
 			if p, ok := prev[k]; ok {
 				d := compareCells(metric, exact, p, c)
 				switch {
 				case !d.Significant:
-					cell += " ~"
+					trend = "~"
 				case d.Delta > 0:
-					cell += " ↑"
+					trend = "↑"
 				default:
-					cell += " ↓"
+					trend = "↓"
 				}
 			}
 			prev[k] = c
-			row = append(row, cell)
+			switch {
+			case csv:
+				row = append(row, c.shown, trend)
+			case trend != "":
+				row = append(row, formatValue(metric, c.shown)+" "+trend)
+			default:
+				row = append(row, formatValue(metric, c.shown))
+			}
 		}
 		t.Add(row...)
 	}

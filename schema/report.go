@@ -5,7 +5,7 @@ import "memprobe/probe/sampler"
 // ReportVersion names the format of Report.
 const ReportVersion = "memprobe.report/v1"
 
-// Report is what the experiment runner (`probe run`, next) writes: many
+// Report is what the experiment runner (`probe run`) writes: many
 // configurations, each run in fresh child processes one or more times
 // (repetitions), with the environment they all ran in.
 type Report struct {
@@ -34,7 +34,7 @@ const (
 	StatusFailed  Status = "failed"  // a repetition exited non-zero or wrote no readable result
 	StatusTimeout Status = "timeout" // a repetition ran past its time limit and was stopped
 	StatusKilled  Status = "killed"  // a repetition died of a signal (out of memory, interrupted)
-	StatusSkipped Status = "skipped" // not run (unsupported here, or an earlier failure made it pointless)
+	StatusSkipped Status = "skipped" // not run: its predicted peak RSS is above --mem-limit
 )
 
 // Valid reports whether s is one of the statuses above.
@@ -125,9 +125,9 @@ type Outside struct {
 	Timeline     []sampler.Point `json:"timeline"`
 }
 
-// Summary condenses a Run's repetitions. Its statistics are computed by
-// the runner's statistics stage (to come); this version defines where
-// they go.
+// Summary condenses a Run's repetitions: per metric the median and its
+// distribution-free confidence interval (probe/runner/stats.go, with
+// golang.org/x/perf/benchmath).
 type Summary struct {
 	// Repetitions is how many repetitions were asked for; Completed how
 	// many wrote a result (len(Run.Repetitions)).

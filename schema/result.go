@@ -34,8 +34,10 @@ type Result struct {
 	// KindProcess for any process watched from outside (probe exec,
 	// probe attach), whose view is in Process.
 	Kind string `json:"kind,omitempty"`
-	// Interrupted is true when the job was stopped (SIGINT, SIGTERM)
-	// before its last step: every figure covers the steps that ran.
+	// Interrupted is true when the job was stopped before its last step
+	// (SIGINT, SIGTERM, or --mem-limit reached): every figure covers the
+	// steps that ran. For a process result, the watch ended before the
+	// process did.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Process is the outside view of a watched process (Kind
 	// KindProcess); nil for a train job.

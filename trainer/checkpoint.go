@@ -53,69 +53,91 @@ func (t *Trainer) writeCheckpoint(w io.Writer) error {
 
 // writeCheckpointFrom writes a checkpoint of the given parameters and Adam
 // moments (NumParams floats each): the trainer's own, or a snapshot of them.
-// The side work (Options.Side) writes it to io.Discard.
+// The side work (Options.Side) writes it to io.Discard every step.
 func (t *Trainer) writeCheckpointFrom(w io.Writer, params, m, v []float32) error {
-	var origin *data.Origin
-	if t.data != nil {
-		o := t.data.Origin()
-		origin = &o
-	}
-	return writeCheckpointOf(w, &checkpoint{cfg: t.cfg, data: origin, step: t.step}, params, m, v)
+	return writeCheckpointOf(w, t.checkpointHeader, t.step, params, m, v)
 }
 
-// writeCheckpointOf writes the checkpoint of ck's header (its payload
-// unused) and the given parameters and moments.
-func writeCheckpointOf(w io.Writer, ck *checkpoint, params, m, v []float32) error {
-	crc := crc32.NewIEEE()
-	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
-	cfgJSON, err := json.Marshal(ck.cfg)
-	if err != nil {
-		return err
+// checkpointHeader is the bytes of a checkpoint before its step: magic,
+// version, the model's configuration and the data's origin (JSON null
+// when ds is nil), each JSON part after its length.
+func checkpointHeader(cfg model.Config, ds *data.Dataset) ([]byte, error) {
+	var origin *data.Origin
+	if ds != nil {
+		o := ds.Origin()
+		origin = &o
 	}
-	dataJSON, err := json.Marshal(ck.data)
+	return checkpointHeaderOf(cfg, origin)
+}
+
+func checkpointHeaderOf(cfg model.Config, origin *data.Origin) ([]byte, error) {
+	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var hdr [8]byte
-	bw.Write(checkpointMagic[:])
-	binary.LittleEndian.PutUint32(hdr[:4], CheckpointVersion)
-	bw.Write(hdr[:4])
-	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(cfgJSON)))
-	bw.Write(hdr[:4])
-	bw.Write(cfgJSON)
-	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(dataJSON)))
-	bw.Write(hdr[:4])
-	bw.Write(dataJSON)
-	binary.LittleEndian.PutUint64(hdr[:], uint64(ck.step))
-	bw.Write(hdr[:])
-	binary.LittleEndian.PutUint64(hdr[:], uint64(len(params)))
-	bw.Write(hdr[:])
+	dataJSON, err := json.Marshal(origin)
+	if err != nil {
+		return nil, err
+	}
+	b := append([]byte(nil), checkpointMagic[:]...)
+	b = binary.LittleEndian.AppendUint32(b, CheckpointVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(cfgJSON)))
+	b = append(b, cfgJSON...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(dataJSON)))
+	return append(b, dataJSON...), nil
+}
+
+// writeCheckpointOf writes a checkpoint: header (checkpointHeader), the
+// step, the parameter count, the parameters and moments, and the CRC of
+// all of it. Its allocations are the same every call (the buffer and the
+// CRC's writer), none of them tiny: the side work's allocation count per
+// step is exact.
+func writeCheckpointOf(w io.Writer, header []byte, step int, params, m, v []float32) error {
+	cw := &crcWriter{w: w}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	bw.Write(header)
+	bw.Write(binary.LittleEndian.AppendUint64(bw.AvailableBuffer(), uint64(step)))
+	bw.Write(binary.LittleEndian.AppendUint64(bw.AvailableBuffer(), uint64(len(params))))
 	for _, s := range [][]float32{params, m, v} {
-		if err := writeFloats(bw, s); err != nil {
-			return err
-		}
+		writeFloats(bw, s)
 	}
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	binary.LittleEndian.PutUint32(hdr[:4], crc.Sum32())
-	_, err = w.Write(hdr[:4])
+	// The CRC goes to w directly, past the CRC's writer, from the
+	// buffer's free space.
+	_, err := w.Write(binary.LittleEndian.AppendUint32(bw.AvailableBuffer(), cw.crc))
 	return err
 }
 
-func writeFloats(w io.Writer, s []float32) error {
-	var buf [4096]byte
+// crcWriter passes writes to w, keeping the CRC-32 (IEEE) of what went by.
+type crcWriter struct {
+	w   io.Writer
+	crc uint32
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	c.crc = crc32.Update(c.crc, crc32.IEEETable, p)
+	return c.w.Write(p)
+}
+
+// writeFloats writes s little-endian into bw's free space, a buffer at a
+// time; bw keeps the first error for its Flush.
+func writeFloats(bw *bufio.Writer, s []float32) {
 	for len(s) > 0 {
-		n := min(len(s), len(buf)/4)
-		for i, v := range s[:n] {
-			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+		if bw.Available() < 4 {
+			bw.Flush()
 		}
-		if _, err := w.Write(buf[:4*n]); err != nil {
-			return err
+		b := bw.AvailableBuffer()
+		n := min(len(s), cap(b)/4)
+		for _, v := range s[:n] {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+		if _, err := bw.Write(b); err != nil {
+			return
 		}
 		s = s[n:]
 	}
-	return nil
 }
 
 // ErrCorruptCheckpoint is wrapped by every error about a damaged file.

@@ -25,8 +25,18 @@ func microCheckpoint(t testing.TB) []byte {
 	}
 	unk := 2
 	origin := &data.Origin{Source: "corpus.txt", Kind: "chars", Vocab: 3, Chars: "ab\uFFFD", Unk: &unk}
+	return encode(t, &checkpoint{cfg: cfg, data: origin, step: 3}, p, m, v)
+}
+
+// encode writes a checkpoint of ck's header, parameters and moments.
+func encode(t testing.TB, ck *checkpoint, p, m, v []float32) []byte {
+	t.Helper()
+	header, err := checkpointHeaderOf(ck.cfg, ck.data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
-	if err := writeCheckpointOf(&buf, &checkpoint{cfg: cfg, data: origin, step: 3}, p, m, v); err != nil {
+	if err := writeCheckpointOf(&buf, header, ck.step, p, m, v); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -54,11 +64,7 @@ func encodeCheckpoint(t *testing.T, ck *checkpoint) []byte {
 	for i := range fl {
 		fl[i] = math.Float32frombits(binary.LittleEndian.Uint32(ck.payload[4*i:]))
 	}
-	var buf bytes.Buffer
-	if err := writeCheckpointOf(&buf, ck, fl[:P], fl[P:2*P], fl[2*P:]); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return encode(t, ck, fl[:P], fl[P:2*P], fl[2*P:])
 }
 
 // FuzzReadCheckpoint: the checkpoint reader never panics and never

@@ -1,8 +1,6 @@
 package trainer
 
 import (
-	"math/rand/v2"
-
 	"memprobe/trainer/model"
 )
 
@@ -58,23 +56,25 @@ func (s staticEngine) generate(prompt []uint16, n int, seed uint64) []uint16 {
 	t := s.t
 	cfg := t.cfg
 	T, V := cfg.Context, cfg.Vocab
-	rng := rand.New(rand.NewPCG(seed, 0x73616d706c65)) // "sample"
+	rng := model.NewSampler(seed, model.SampleStream)
 	e := t.execs[0]
 	window := make([]uint16, T)
 	targets := make([]uint16, T)
-	out := make([]uint16, 0, n)
-	hist := append([]uint16(nil), prompt...)
-	for len(out) < n {
+	// One buffer holds the prompt and the tokens drawn, of at least 16
+	// bytes: smaller, the tiny allocator would pack it into a shared
+	// block or not, and the count of allocations would vary between runs.
+	hist := make([]uint16, len(prompt), max(len(prompt)+n, 8))
+	copy(hist, prompt)
+	for len(hist) < len(prompt)+n {
 		start := max(0, len(hist)-T)
 		k := copy(window, hist[start:])
 		clear(window[k:])
 		model.Forward(t.gemm, cfg, t.Param, e.acts, window, targets)
 		probs := e.acts.Probs[(k-1)*V : k*V]
 		next := model.SampleToken(probs, rng.Float32())
-		out = append(out, next)
 		hist = append(hist, next)
 	}
-	return out
+	return hist[len(prompt):]
 }
 
 func (staticEngine) stage(params, m, v []float32) ([]float32, []float32, []float32) {

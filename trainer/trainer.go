@@ -72,6 +72,10 @@ type Trainer struct {
 	loss      float32 // the last step's
 
 	stepFn, sideFn func() // stepBody and sideBody as values made once: the engine's iteration takes them every step
+	// checkpointHeader is a checkpoint's bytes before its step (magic,
+	// version, model, data), which no step changes: made once, so that
+	// the side work's checkpoint every step allocates the same each time.
+	checkpointHeader []byte
 
 	errMu sync.Mutex
 	err   error
@@ -109,6 +113,9 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{opts: opts, cfg: cfg, gemm: g, data: ds, version: 1}
+	if t.checkpointHeader, err = checkpointHeader(cfg, ds); err != nil {
+		return nil, err
+	}
 	t.engine = staticEngine{t}
 	t.stepFn, t.sideFn = t.stepBody, t.sideBody
 	led := opts.Ledger

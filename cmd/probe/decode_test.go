@@ -213,24 +213,24 @@ func TestTrainDecodeFlags(t *testing.T) {
 	if o, err := g.options(); err != nil || o.Trainer.Decode != "" {
 		t.Errorf("no --decode: Decode %q, error %v; want the host head", o.Trainer.Decode, err)
 	}
-	cases := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--decode", "fast"}, `--decode: parsing decode mode "fast"`},
-		{[]string{"--device", "cpu"}, "--device cpu: a device runs only the decode head; add --decode MODE"},
-		{[]string{"--decode", "batch", "--device", "tpu"}, `--device: device "tpu" is not available in this build`},
-	}
+	// A bad command line is exit status 2; a device this machine cannot
+	// open (cuda without a driver) is 1, as for probe decode --device cuda.
 	t.Setenv(cudadrv.EnvLibCUDA, "/nonexistent/libcuda.so.1")
-	cases = append(cases, struct {
-		args []string
-		want string
-	}{[]string{"--decode", "batch", "--device", "cuda"}, "--device: device cuda: no CUDA driver: /nonexistent/libcuda.so.1 not found"})
-	for _, c := range cases {
+	for _, c := range []struct {
+		args  []string
+		usage bool
+		want  string
+	}{
+		{[]string{"--decode", "fast"}, true, `--decode: parsing decode mode "fast"`},
+		{[]string{"--device", "cpu"}, true, "--device cpu: a device runs only the decode head; add --decode MODE"},
+		{[]string{"--decode", "batch", "--device", "tpu"}, true, `--device: device "tpu" is not available in this build`},
+		{[]string{"--decode", "batch", "--device", "cuda"}, false, "--device: device cuda: no CUDA driver: /nonexistent/libcuda.so.1 not found"},
+		{[]string{"--plan", "decode", "--phase", "after", "--device", "cuda"}, false, "--device: device cuda: no CUDA driver: /nonexistent/libcuda.so.1 not found"},
+	} {
 		_, _, err := runProbe(append([]string{"train", "--steps", "1"}, c.args...)...)
 		var ue usageError
-		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%v: %v, want a one-line usage error containing %q", c.args, err, c.want)
+		if err == nil || errors.As(err, &ue) != c.usage || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v (usage error: %v), want one line containing %q (usage error: %v)", c.args, err, errors.As(err, &ue), c.want, c.usage)
 		}
 	}
 }

@@ -27,13 +27,14 @@ func (f *decodeFlags) register(fs *pflag.FlagSet) {
 }
 
 // apply sets Decode and Device. --device without --decode is an error: the
-// device serves only the decode head. A device missing from this build is
-// refused here, before any work.
+// device serves only the decode head. A device name this build lacks is
+// refused here, as a bad command line; whether the machine has the device
+// (a driver, a GPU) is checkDevice's, a runtime error.
 func (f *decodeFlags) apply(o *job.Options) error {
 	if f.mode == "" {
 		if o.Trainer.Decode != "" {
 			// --plan decode chose the mode; --device picks where it runs.
-			if err := device.Available(f.device); err != nil {
+			if err := device.Check(f.device); err != nil {
 				return fmt.Errorf("--device: %w", err)
 			}
 			o.Trainer.Device = f.device
@@ -47,10 +48,23 @@ func (f *decodeFlags) apply(o *job.Options) error {
 	if _, err := decode.ParseMode(f.mode); err != nil {
 		return fmt.Errorf("--decode: %w", err)
 	}
-	if err := device.Available(f.device); err != nil {
+	if err := device.Check(f.device); err != nil {
 		return fmt.Errorf("--device: %w", err)
 	}
 	o.Trainer.Decode = f.mode
 	o.Trainer.Device = f.device
+	return nil
+}
+
+// checkDevice refuses, before any work, a decode device this machine
+// cannot open (cuda without a driver): exit status 1, as probe decode
+// --device cuda gives, not the 2 of a bad command line.
+func checkDevice(o *job.Options) error {
+	if o.Trainer.Decode == "" {
+		return nil
+	}
+	if err := device.Available(o.Trainer.Device); err != nil {
+		return fmt.Errorf("--device: %w", err)
+	}
 	return nil
 }

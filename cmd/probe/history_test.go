@@ -73,15 +73,16 @@ func TestHistoryDecode(t *testing.T) {
 	if err != nil || stderr != "" {
 		t.Fatalf("%v, stderr %q", err, stderr)
 	}
-	want := "report,commit,time,per-token-copy,per-token-view,per-token-prealloc,batch\n" +
-		`c-base.json,aaaa,2026-11-26T01:00:00Z,"50,000","100,000","150,000","200,000"` + "\n" +
-		`a-same.json,aaaa,2026-11-26T02:00:00Z,"50,000 ~","100,000 ~","150,000 ~","200,000 ~"` + "\n" +
-		`b-slower.json,bbbb,2026-11-26T03:00:00Z,"50,000 ~","100,000 ~","150,000 ~","160,000 ↓"` + "\n"
+	// CSV is for programs: exact numbers, the trend in a column of its own.
+	want := "report,commit,time,per-token-copy,per-token-copy change,per-token-view,per-token-view change,per-token-prealloc,per-token-prealloc change,batch,batch change\n" +
+		"c-base.json,aaaa,2026-11-26T01:00:00Z,50000,,100000,,150000,,200000,\n" +
+		"a-same.json,aaaa,2026-11-26T02:00:00Z,50000,~,100000,~,150000,~,200000,~\n" +
+		"b-slower.json,bbbb,2026-11-26T03:00:00Z,50000,~,100000,~,150000,~,160000,↓\n"
 	if stdout != want {
 		t.Errorf("history of decode results:\n%s\nwant\n%s", stdout, want)
 	}
 	stdout, _, err = runProbe("history", "--metric", "syncs_per_token", "--format", "csv", dir)
-	if err != nil || !strings.Contains(stdout, "b-slower.json,bbbb,2026-11-26T03:00:00Z,1 ~,1 ~,1 ~,1 ~") {
+	if err != nil || !strings.Contains(stdout, "b-slower.json,bbbb,2026-11-26T03:00:00Z,1,~,1,~,1,~,1,~") {
 		t.Errorf("syncs_per_token: %v\n%s", err, stdout)
 	}
 	if _, _, err := runProbe("history", "--plan", "threads", dir); err == nil || !strings.Contains(err.Error(), "--plan threads: decode results are of plan decode") {

@@ -101,14 +101,8 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := report.WriteRunTables(stdout, rep, format); err != nil {
+	if err := writeReportTables(stdout, rep, format); err != nil {
 		return err
-	}
-	if t := profiles.Table(rep); t != nil {
-		fmt.Fprintln(stdout)
-		if err := t.Render(stdout, format); err != nil {
-			return err
-		}
 	}
 	if f.html != "" {
 		if err := writeHTML(f.html, path, rep); err != nil {
@@ -171,4 +165,18 @@ func reportDecode(stdout, stderr io.Writer, b []byte, path string, format table.
 	}
 	_, err = fmt.Fprintf(stderr, "probe report: wrote %s\n", f.html)
 	return err
+}
+
+// writeReportTables writes a run report's tables and, when its runs wrote
+// profiles (probe run --profile-dir), the table of them: what probe run
+// prints at its end and probe report prints again.
+func writeReportTables(w io.Writer, rep *schema.Report, format table.Format) error {
+	if err := report.WriteRunTables(w, rep, format); err != nil {
+		return err
+	}
+	if t := profiles.Table(rep); t != nil {
+		fmt.Fprintln(w)
+		return t.Render(w, format)
+	}
+	return nil
 }

@@ -18,7 +18,6 @@ import (
 	"memprobe/internal/table"
 	"memprobe/probe/job"
 	"memprobe/probe/runner"
-	"memprobe/report"
 	"memprobe/schema"
 	"memprobe/trainer/data"
 )
@@ -287,7 +286,7 @@ func writeRunOutput(w io.Writer, rep *schema.Report, format string) error {
 		_, err = w.Write(b)
 		return err
 	}
-	return report.WriteRunTables(w, rep, table.Format(format))
+	return writeReportTables(w, rep, table.Format(format))
 }
 
 // isTerminal reports whether w is a terminal (the test golang.org/x/term

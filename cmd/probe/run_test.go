@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -230,6 +231,9 @@ func TestRunQuick(t *testing.T) {
 	if !strings.Contains(stdout, "plan decode") || !strings.Contains(stderr, "configurations in") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
+	if !slices.Contains(rep.Warnings, "--quick: tiny scale, one repetition: a smoke test, not a measurement") {
+		t.Errorf("warnings %q", rep.Warnings)
+	}
 }
 
 // TestRunDryRunAndMerge: --dry-run prints the children and starts none;
@@ -303,5 +307,30 @@ func TestRunUsageErrors(t *testing.T) {
 	_, _, err := runProbe("run", "--plan", "decode", "--out", filepath.Join(t.TempDir(), "missing", "r.json"))
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("--out in a missing directory: %v", err)
+	}
+}
+
+// TestRunProfilesTable: probe run prints the same tables as probe report
+// of the report it wrote, the profiles of --profile-dir included (before,
+// only probe report listed them).
+func TestRunProfilesTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "prof")
+	rep, stdout, stderr, err := probeRun(t, append([]string{"--plan", "decode", "--phases", "before", "--profile-dir", dir}, small...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "profiles written by probe run --profile-dir") {
+		t.Errorf("probe run lists no profiles:\n%s", stdout)
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	if err := schema.WriteReport(out, rep); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := runProbe("report", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != stdout {
+		t.Errorf("probe run printed\n%s\nprobe report prints\n%s", stdout, again)
 	}
 }

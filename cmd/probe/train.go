@@ -172,6 +172,9 @@ anything is built: it must be writable and name no input (--resume, a
 			if err != nil {
 				return usageError{err}
 			}
+			if err := checkDevice(&o); err != nil {
+				return err
+			}
 			if f.jsonPath == "-" {
 				f.jsonPath = ""
 			}

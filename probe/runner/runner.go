@@ -333,7 +333,11 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 		Runs: []schema.Run{}, Warnings: []string{},
 	}
 	if o.Quick {
-		rep.Warnings = append(rep.Warnings, "--quick: tiny scale, one repetition: a smoke test, not a measurement")
+		reps := "one repetition"
+		if o.Count > 1 {
+			reps = fmt.Sprintf("%d repetitions", o.Count)
+		}
+		rep.Warnings = append(rep.Warnings, "--quick: tiny scale, "+reps+": a smoke test, not a measurement")
 	}
 	if o.Shards > 1 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("shard %d/%d: %d configurations; merge the shards with probe merge", o.Shard, o.Shards, len(cs)))

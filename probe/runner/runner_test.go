@@ -227,6 +227,20 @@ func TestMemLimitRefusal(t *testing.T) {
 	if _, err := schema.ReadReport(o.Out); err != nil {
 		t.Errorf("report: %v", err)
 	}
+
+	// --quick's warning counts the repetitions asked for: --count 2 is
+	// not "one repetition".
+	for count, want := range map[int]string{0: "one repetition", 2: "2 repetitions"} {
+		q := fakeOptions(t, "crash:decode-before")
+		q.Plans, q.Phases, q.MemLimit, q.Quick, q.Count = []string{"decode"}, []string{"before"}, 10<<20, true, count
+		rep, err := Run(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := "--quick: tiny scale, " + want + ": a smoke test, not a measurement"; !slices.Contains(rep.Warnings, w) {
+			t.Errorf("--quick --count %d: warnings %q, want %q", count, rep.Warnings, w)
+		}
+	}
 }
 
 // TestChildren: a child that crashes and one that writes no readable

@@ -224,6 +224,30 @@ func Backward(g gemm.Backend, c Config, p, grads *Params, a *Acts, ga *GradActs,
 	ts.Leave(se)
 }
 
+// Sampler is the seeded generator of the uniforms SampleToken takes, a
+// PCG held by value: rand.New(rand.NewPCG(...)) puts the PCG on the heap,
+// a 16-byte object that the tiny allocator packs into a shared block or
+// not depending on what ran before, so a step's allocation count would
+// move between runs of one build. Its draws are rand.New(rand.NewPCG(seed,
+// stream)).Float32()'s, bit for bit.
+type Sampler struct{ pcg rand.PCG }
+
+// NewSampler returns the sampler of seed and stream.
+func NewSampler(seed, stream uint64) Sampler {
+	var s Sampler
+	s.pcg.Seed(seed, stream)
+	return s
+}
+
+// Float32 is the next uniform in [0, 1), as rand.Rand.Float32 computes it.
+func (s *Sampler) Float32() float32 {
+	return float32(uint32(s.pcg.Uint64()>>32)<<8>>8) / (1 << 24)
+}
+
+// SampleStream is the PCG stream of generation's samplers ("sample"),
+// shared by both engines so that they draw the same tokens.
+const SampleStream = 0x73616d706c65
+
 // SampleToken draws a token from probs (one position's softmax) given a
 // uniform r in [0, 1): the first id whose cumulative probability exceeds r,
 // or the last id when rounding leaves the sum below r.

@@ -1,8 +1,6 @@
 package tape
 
 import (
-	"math/rand/v2"
-
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 )
@@ -21,12 +19,15 @@ func Sample(g gemm.Backend, c model.Config, p *model.Params, prompt []uint16, n 
 		panic("tape: Sample needs a prompt of at least one token")
 	}
 	T, V := c.Context, c.Vocab
-	rng := rand.New(rand.NewPCG(seed, 0x73616d706c65)) // "sample", as trainer.Generate
+	rng := model.NewSampler(seed, model.SampleStream)
 	window := make([]uint16, T)
 	targets := make([]uint16, T)
-	out := make([]uint16, 0, n)
-	hist := append([]uint16(nil), prompt...)
-	for len(out) < n {
+	// One buffer holds the prompt and the tokens drawn, of at least 16
+	// bytes: smaller, the tiny allocator would pack it into a shared
+	// block or not, and the count of allocations would vary between runs.
+	hist := make([]uint16, len(prompt), max(len(prompt)+n, 8))
+	copy(hist, prompt)
+	for len(hist) < len(prompt)+n {
 		start := max(0, len(hist)-T)
 		k := copy(window, hist[start:])
 		clear(window[k:])
@@ -34,10 +35,9 @@ func Sample(g gemm.Backend, c model.Config, p *model.Params, prompt []uint16, n 
 		probs := gr.Probs()[(k-1)*V : k*V]
 		next := model.SampleToken(probs, rng.Float32())
 		gr.Release()
-		out = append(out, next)
 		hist = append(hist, next)
 	}
-	return out
+	return hist[len(prompt):]
 }
 
 // StageCheckpoint copies parts back to back into one buffer from alloc and
