@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -473,7 +474,9 @@ func diffValues(name string, base, head []float64, exact bool, alpha float64, wa
 			v    []float64
 		}{{"base", base}, {"head", head}} {
 			if lo, hi := slices.Min(s.v), slices.Max(s.v); lo != hi {
-				varies = append(varies, fmt.Sprintf("%s to %s in %s", formatValue(name, lo), formatValue(name, hi), s.name))
+				// Every digit: rounded, 6,143.5 to 6,144 would read "6,144 to 6,144".
+				exactly := func(x float64) string { return groupDigits(strconv.FormatFloat(x, 'f', -1, 64)) }
+				varies = append(varies, fmt.Sprintf("%s to %s in %s", exactly(lo), exactly(hi), s.name))
 			}
 		}
 		if varies == nil {

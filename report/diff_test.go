@@ -473,7 +473,7 @@ func TestDiffExactVaries(t *testing.T) {
 		warnPrefix string
 	}{
 		// Measured: probe-*.json of one commit, arena/before.
-		{[]float64{2102.5, 2100.5, 2102.5}, []float64{2103, 2101, 2101}, false, false, "varies between repetitions of one build (2,100 to 2,102 in base, 2,101 to 2,103 in head)"},
+		{[]float64{2102.5, 2100.5, 2102.5}, []float64{2103, 2101, 2101}, false, false, "varies between repetitions of one build (2,100.5 to 2,102.5 in base, 2,101 to 2,103 in head)"},
 		{[]float64{3072, 3072, 3072}, []float64{3072, 3073, 3072}, false, false, "varies between repetitions of one build (3,072 to 3,073 in head)"},
 		{[]float64{0, 0, 0}, []float64{1, 1, 1}, true, true, ""},
 		{[]float64{2085}, []float64{2086}, true, true, ""},
