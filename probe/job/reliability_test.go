@@ -62,6 +62,23 @@ func TestRunStopped(t *testing.T) {
 		t.Errorf("stopped at once: result %v, %v", r != nil, err)
 	}
 	goroutines.Settle(t, before)
+
+	// Stopped while the first step runs (the stop lands in AfterStep(1),
+	// as a signal during that step is seen at the next step's check): the
+	// step counts, and its result is written (docs/reliability.md).
+	ctx, cancel3 := context.WithCancelCause(context.Background())
+	defer cancel3(nil)
+	o = tinyJob(3)
+	o.AfterStep = func(step int) {
+		if step == 1 {
+			cancel3(cause)
+		}
+	}
+	r, err = Run(ctx, o, io.Discard)
+	if !errors.As(err, &st) || st.Steps != 1 || st.Of != 3 || r == nil || !r.Interrupted || r.Steps != 1 {
+		t.Errorf("stopped during the first step: result %+v, %v; want a 1-step result", r != nil, err)
+	}
+	goroutines.Settle(t, before)
 }
 
 // TestMemoryRefusal: a configuration predicted above --mem-limit or the
