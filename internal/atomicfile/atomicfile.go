@@ -21,8 +21,22 @@ import (
 // syncs the directory, so that after a crash path holds the old file or
 // the whole new one. Any error (write's own, a full disk at any step, a
 // failed rename) leaves path as it was and removes the temporary file.
+//
+// A symbolic link is followed: the file it names is replaced, the link
+// kept (a rename over the link would turn it into a regular file). A path
+// that is not a regular file (a named pipe, /dev/null, /dev/stdout, a
+// terminal) is written through, as a shell's redirection would: a rename
+// would replace the device node or pipe with a regular file; there is
+// nothing to keep atomic in a stream.
 func Write(path string, write func(w io.Writer) error) (err error) {
-	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	dst, through, err := Target(path)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if through {
+		return writeThrough(path, write)
+	}
+	f, err := createTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -48,16 +62,127 @@ func Write(path string, write func(w io.Writer) error) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := os.Rename(f.Name(), dst); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	// The rename is durable once the directory is synced. The new file is
 	// in place whatever happens here: an error only says that a crash now
 	// could bring back the old one.
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := syncDir(filepath.Dir(dst)); err != nil {
 		return fmt.Errorf("writing %s: syncing its directory: %w", path, err)
 	}
 	return nil
+}
+
+// Target is where Write puts path's bytes: the file path names after
+// its symbolic links (one not yet there when the last link dangles), and
+// whether it is written through rather than replaced (it exists and is
+// neither a regular file nor a directory). A directory is an error.
+func Target(path string) (dst string, through bool, err error) {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return "", false, errors.New("is a directory")
+	case err == nil && !fi.Mode().IsRegular():
+		// Opened by its own name: the kernel follows /dev/stdout's
+		// /proc/self/fd/1 to the pipe, which no path names.
+		return path, true, nil
+	case err == nil:
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			return real, false, nil
+		}
+		return path, false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return path, false, nil // the write says what is wrong
+	}
+	// A new file, or links ending in one: follow them by hand, as
+	// EvalSymlinks refuses a target that is not there yet.
+	p := path
+	for range 40 { // the kernel's own limit
+		li, err := os.Lstat(p)
+		if err != nil || li.Mode()&fs.ModeSymlink == 0 {
+			return p, false, nil
+		}
+		link, err := os.Readlink(p)
+		if err != nil {
+			return p, false, nil
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(p), link)
+		}
+		p = link
+	}
+	return "", false, errors.New("too many levels of symbolic links")
+}
+
+// writeThrough writes to an existing file that is not a regular one (a
+// pipe, a device), opened for writing as it is.
+func writeThrough(path string, write func(w io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// CreateStaged creates the temporary file a streaming writer fills (a CPU
+// profile runs for a whole job) before CommitStaged puts it at path:
+// hidden, beside the file path names (Target), since a rename does not
+// cross file systems. A writer that fails removes it.
+func CreateStaged(path string) (*os.File, error) {
+	dst, through, err := Target(path)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(dst)
+	if through {
+		dir = os.TempDir() // its bytes are copied into the stream
+	}
+	return os.CreateTemp(dir, "."+filepath.Base(dst)+".tmp*")
+}
+
+// CommitStaged puts the closed temporary file tmp (CreateStaged) at path
+// as Write would: readable as os.Create makes files, renamed over the file
+// path names and its directory synced; or, where path is a stream (a
+// pipe, a device), its bytes copied into it. tmp is gone either way, and
+// an error leaves path as it was (a stream: as far as it was written).
+func CommitStaged(tmp, path string) (err error) {
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	dst, through, err := Target(path)
+	if err != nil {
+		return err
+	}
+	if through {
+		f, err := os.Open(tmp)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		defer os.Remove(tmp)
+		return writeThrough(path, func(w io.Writer) error { _, err := io.Copy(w, f); return err })
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dst))
 }
 
 // tempFile is what Write needs of its temporary file (an *os.File; tests
@@ -98,10 +223,19 @@ func WriteBytes(path string, b []byte) error {
 // a directory. It creates and removes a temporary file beside path, the
 // way Write will. Call it before long work whose result goes to path.
 func CheckWritable(path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s: is a directory", path)
+	dst, through, err := Target(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
+	if through {
+		// Opening a named pipe for writing waits for a reader: ask the
+		// kernel for permission instead.
+		if err := syscall.Access(path, 2 /* W_OK */); err != nil {
+			return fmt.Errorf("%s: not writable: %w", path, err)
+		}
+		return nil
+	}
+	dir := filepath.Dir(dst)
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("%s: directory %s: %w", path, dir, unwrapPath(err))

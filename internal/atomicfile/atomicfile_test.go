@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,5 +226,137 @@ func TestCheckWritableProc(t *testing.T) {
 	if err == nil || (err.Error() != "/proc/x.json: directory /proc does not accept new files" &&
 		err.Error() != "/proc/x.json: directory /proc is not writable: permission denied") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestWriteFollowsLinksAndStreams: a symbolic link is followed (the file
+// it names is replaced and the link kept), a dangling one creates its
+// target, and what is not a regular file (a named pipe, /dev/null) is
+// written through, not replaced by a regular file. Before, the rename
+// turned the link, the pipe and the device node into regular files.
+func TestWriteFollowsLinksAndStreams(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.json")
+	link := filepath.Join(dir, "link.json")
+	if err := os.WriteFile(real, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.json", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckWritable(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("%s is no longer a link: %v, %v", link, fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(real); string(b) != "new" {
+		t.Errorf("%s holds %q, want the new bytes", real, b)
+	}
+
+	dangling := filepath.Join(dir, "dangling.json")
+	if err := os.Symlink(filepath.Join(dir, "later.json"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(dangling, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "later.json")); err != nil || string(b) != "x" {
+		t.Errorf("dangling link's target: %q, %v", b, err)
+	}
+	if fi, err := os.Lstat(dangling); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("%s is no longer a link", dangling)
+	}
+
+	fifo := filepath.Join(dir, "ff")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo) // the reader the writer waits for
+		got <- string(b)
+	}()
+	if err := CheckWritable(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(fifo, []byte("through the pipe")); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "through the pipe" {
+		t.Errorf("the pipe's reader got %q", s)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("%s is no longer a named pipe: %v", fifo, fi.Mode())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 5 {
+		t.Errorf("%d entries in the directory, want 5 (no temporary file left)", len(entries))
+	}
+
+	// A device node: a null device of our own (never the system's
+	// /dev/null, which a regression would replace), where mknod is
+	// allowed (root, CAP_MKNOD).
+	null := filepath.Join(dir, "null")
+	if err := syscall.Mknod(null, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+		t.Skip("cannot make a device node here:", err)
+	}
+	if err := WriteBytes(null, []byte("discarded")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(null); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
+		t.Errorf("%s is no longer a character device: %v", null, fi.Mode())
+	}
+}
+
+// TestStaged: a staged file is put in place as Write puts its own: over
+// the file a link names (the link kept), into a named pipe, and not at
+// all when the commit fails; its temporary file is gone in every case.
+func TestStaged(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "p.pprof"), filepath.Join(dir, "link.pprof")
+	os.WriteFile(real, []byte("old"), 0o644)
+	os.Symlink("p.pprof", link)
+	stage := func(path, content string) string {
+		t.Helper()
+		f, err := CreateStaged(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(content)
+		f.Close()
+		return f.Name()
+	}
+	tmp := stage(link, "profile")
+	if err := CommitStaged(tmp, link); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(real); string(b) != "profile" {
+		t.Errorf("%s holds %q", real, b)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("%s is no longer a link", link)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("temporary file %s left: %v", tmp, err)
+	}
+
+	fifo := filepath.Join(dir, "ff")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	got := make(chan string, 1)
+	go func() { b, _ := os.ReadFile(fifo); got <- string(b) }()
+	tmp = stage(fifo, "streamed")
+	if err := CommitStaged(tmp, fifo); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "streamed" {
+		t.Errorf("the pipe's reader got %q", s)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("temporary file %s left: %v", tmp, err)
 	}
 }

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"time"
@@ -189,7 +188,7 @@ func Run(o Options, progress io.Writer) (ms []Measurement, err error) {
 // file over path (an error names path); stop(false) ends it and removes
 // the file, leaving path as it was.
 func startCPUProfile(path string) (stop func(keep bool) error, err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.CreateStaged(path)
 	if err != nil {
 		return nil, fmt.Errorf("writing cpu profile %s: %w", path, err)
 	}
@@ -204,18 +203,13 @@ func startCPUProfile(path string) (stop func(keep bool) error, err error) {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		if !keep {
+		if !keep || err != nil {
 			os.Remove(f.Name())
-			return nil
 		}
-		if err == nil {
-			err = os.Chmod(f.Name(), 0o644)
-		}
-		if err == nil {
-			err = os.Rename(f.Name(), path)
+		if err == nil && keep {
+			err = atomicfile.CommitStaged(f.Name(), path)
 		}
 		if err != nil {
-			os.Remove(f.Name())
 			return fmt.Errorf("writing cpu profile %s: %w", path, err)
 		}
 		return nil

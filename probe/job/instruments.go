@@ -47,6 +47,8 @@ type instruments struct {
 	small     *[64]byte
 
 	stopped bool
+	// sampled is the sampler's result once stopSampling has stopped it.
+	sampled *sampled
 
 	peakRSS  uint64
 	peakStep int
@@ -301,11 +303,12 @@ func (in *instruments) stop(r *schema.Result) {
 	if in == nil || in.stopped {
 		return
 	}
+	in.stopSampling()
 	in.stopped = true
-	res, err := in.smp.Stop()
 	if in.status != nil {
 		in.status.Close()
 	}
+	res, err := in.sampled.res, in.sampled.err
 	if err != nil {
 		return
 	}
@@ -319,6 +322,25 @@ func (in *instruments) stop(r *schema.Result) {
 	}
 }
 
+// sampled is what the sampler measured, kept between stopSampling and
+// stop.
+type sampled struct {
+	res sampler.Result
+	err error
+}
+
+// stopSampling takes the sampler's last sample and stops it. The job calls
+// it before reading its VmHWM, so that the high-water mark read covers
+// every sample and the sampler's peak can only be lower (RSSAgreement);
+// read first, a last sample above it made diff_pct positive.
+func (in *instruments) stopSampling() {
+	if in == nil || in.stopped || in.sampled != nil {
+		return
+	}
+	res, err := in.smp.Stop()
+	in.sampled = &sampled{res, err}
+}
+
 // abort stops the sampler on an error path.
 func (in *instruments) abort() {
 	if in == nil || in.stopped {
@@ -329,7 +351,9 @@ func (in *instruments) abort() {
 		in.sites.End(0) // restores MemProfileRate
 		in.sites = nil
 	}
-	in.smp.Stop()
+	if in.sampled == nil {
+		in.smp.Stop()
+	}
 	if in.status != nil {
 		in.status.Close()
 	}

@@ -444,6 +444,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 			r.Generated = ds.Tokenizer.Decode(ids)
 		}
 	}
+	inst.stopSampling() // its last sample before the high-water mark is read
 	if st, serr := procfs.ReadStatus(procfs.Self); serr == nil {
 		r.PeakRSSBytes, r.FinalRSSBytes, r.FinalVSZBytes, r.OSThreads = st.VmHWMBytes, st.VmRSSBytes, st.VmSizeBytes, st.Threads
 	}

@@ -373,29 +373,13 @@ func (s *Session) start1() error {
 	return nil
 }
 
-// createStaged creates the temporary file a profile of path is written to
-// before it is renamed over path: in path's directory (a rename does not
-// cross file systems), hidden, as atomicfile names its own.
-func createStaged(path string) (*os.File, error) {
-	return os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-}
-
-// commitStaged makes the temporary file tmp path: readable as a file
-// written by os.Create is, synced, renamed over path, and the directory
-// synced so that the rename survives a crash.
-func commitStaged(tmp, path string) error {
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync() // best effort: some file systems cannot sync a directory
-		d.Close()
-	}
-	return nil
-}
+// createStaged and commitStaged stage a profile beside its path and put
+// it in place when the session stops (atomicfile: a failed run leaves the
+// path as it was; a link is followed, a pipe or device written through).
+var (
+	createStaged = atomicfile.CreateStaged
+	commitStaged = atomicfile.CommitStaged
+)
 
 // abort undoes a partial Start.
 func (s *Session) abort() { s.discard() }
