@@ -1,7 +1,7 @@
 // Package sampler watches a process's memory over time: on Linux the
-// /proc/<pid>/statm, status and smaps_rollup fields that
-// [memprobe/probe/procfs] parses (RSS is statm's resident, VmRSS of status;
-// VSZ is statm's size, VmSize: the counters gopsutil reads), elsewhere RSS
+// /proc/<pid>/status, smaps_rollup and statm fields that
+// [memprobe/probe/procfs] parses (RSS is VmRSS of status, statm's resident;
+// VSZ is VmSize, statm's size: the counters gopsutil reads), elsewhere RSS
 // and VSZ from gopsutil.
 //
 // It is the second stage of the probe: procfs reads one moment, sampler
@@ -13,26 +13,44 @@
 // bad pid is an error at once); Stop takes a last one (so a run shorter than
 // the interval still has a value).
 //
-// Cost. Every sample reads statm (about a microsecond); every StatusEvery-th
-// reads status (tens of microseconds); smaps_rollup, whose page walk takes
+// Cost. Every sample reads status (about 7 µs of kernel time; statm, which
+// holds only RSS and VSZ, costs 1.5 µs, and Options.StatusEvery can make
+// most samples read only statm); smaps_rollup, whose page walk takes
 // milliseconds on a large process, is read at most every SmapsEvery samples
-// and within SmapsBudget of wall time. Fields not read in a sample are
-// carried forward from the last read. Result.CostMs says what the sampling
-// took. On Linux a sample allocates nothing: the files are re-read through
-// descriptors kept open into reused buffers (procfs.StatusReader and
-// friends), and the timeline's storage is allocated once. When the sampler
-// watches its own process it is one of its goroutines, so this keeps it out
-// of the process-wide allocation counters that per-step costs are derived
-// from.
+// and within SmapsBudget of wall time. A sample presents only what it read:
+// a field of a file it did not read is 0, and the point's StatusSamples and
+// SmapsSamples say which were read (nothing is carried forward from an
+// earlier read, so no point mixes moments). Result.CostMs says what the
+// sampling took. On Linux a sample allocates nothing: the files are re-read
+// through descriptors kept open into reused buffers (procfs.StatusReader
+// and friends), and the timeline's storage is allocated once. When the
+// sampler watches its own process it is one of its goroutines, so this
+// keeps it out of the process-wide allocation counters that per-step costs
+// are derived from.
+//
+// Descriptors kept open can go stale while the process lives: one of
+// smaps_rollup holds the address space it was opened on, and after the
+// process calls execve (a shell's exec, a wrapper script's exec "$@") every
+// read of it fails with ESRCH. A read that fails is retried once on freshly
+// opened files when /proc/<pid>/stat says the same process (same start
+// time) still lives; the sampler stops only when it is gone. A process
+// without an address space (a zombie waiting to be reaped, or a process
+// exiting) has no memory to sample: the sampler stops there too, so no
+// point reads zero for an exited process. Without smaps_rollup (Linux
+// before 4.14, or where it cannot be read) the sampler goes on without its
+// fields, saying so in a warning.
 package sampler
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/shirou/gopsutil/v4/process"
@@ -45,9 +63,12 @@ const (
 	DefaultInterval   = 10 * time.Millisecond
 	MinInterval       = time.Millisecond
 	DefaultSmapsEvery = 10
-	// DefaultStatusEvery: status every 10th sample; statm, which holds
-	// RSS and VSZ, on every one.
-	DefaultStatusEvery = 10
+	// DefaultStatusEvery: status on every sample. A sample then costs
+	// about 9 µs, against 3 with status every tenth (BenchmarkSample):
+	// 0.09 % of one core at the default 10 ms. It is what gives every
+	// point VmHWM, RssAnon/RssFile/RssShmem and the thread count of the
+	// same moment as its RSS, and their peaks every sample's value.
+	DefaultStatusEvery = 1
 	// DefaultSmapsBudget caps smaps_rollup reads at 0.25 % of wall time.
 	DefaultSmapsBudget = 0.0025
 	DefaultMaxPoints   = 512
@@ -67,11 +88,10 @@ type Options struct {
 	SmapsEvery int
 	// StatusEvery reads /proc/<pid>/status every StatusEvery-th sample
 	// (and always on the first and the last); the samples between take
-	// RSS and VSZ from statm, which costs about a microsecond where
-	// status costs tens, and carry the other status fields forward. VmHWM
-	// is a running maximum, so its peak loses nothing. 0 means
-	// DefaultStatusEvery; 1 reads status every time. Where statm cannot
-	// be opened (a fixture tree), status is read every time.
+	// RSS and VSZ from statm, which costs 1.5 µs where status costs 7,
+	// and have no status fields (their StatusSamples is 0: nothing is
+	// carried forward). 0 means DefaultStatusEvery, every sample. Where
+	// statm cannot be opened (a fixture tree), status is read every time.
 	StatusEvery int
 	// SmapsBudget caps the share of wall time spent reading smaps_rollup:
 	// its page walk costs milliseconds on a process with a large resident
@@ -92,17 +112,37 @@ type Result struct {
 	// PID is the process sampled.
 	PID int `json:"pid"`
 	// Peaks is the field-wise maximum over every sample, not just the
-	// timeline's points; TMs is 0 and Samples the sample count.
+	// timeline's points: TMs is 0, Samples the sample count. Each field's
+	// peak is over the samples that read it: RSS and VSZ over all of
+	// them, the status fields over the StatusSamples that read status
+	// (every sample by default), the smaps_rollup fields (PSS, swap, the
+	// private/shared split) over the SmapsSamples readings of
+	// smaps_rollup only, so a spike between two of those is missed.
+	// Peaks are not of one moment: each field may peak at another time.
 	Peaks Point `json:"peaks"`
+	// First and Last are the first and the last sample exactly as taken
+	// (Samples 1), not the maxima of the timeline's first and last
+	// buckets: the start and final values of the run. Every sample is of
+	// the live process (the sampler stops at one that has exited), so
+	// Last is the last moment it was seen alive. Nil only before a first
+	// sample (a Result that no successful Start produced).
+	First *Point `json:"first"`
+	Last  *Point `json:"last"`
 	// Timeline is at most MaxPoints points; each is the field-wise maximum
 	// of the Samples samples it covers. Never nil.
 	Timeline []Point `json:"timeline"`
 	// Samples is the number of samples taken.
 	Samples int `json:"samples"`
 	// StatusSamples and SmapsSamples are how many of them read status and
-	// smaps_rollup (the others carry those fields forward).
+	// smaps_rollup (the others have those fields at 0: not read).
 	StatusSamples int `json:"status_samples"`
 	SmapsSamples  int `json:"smaps_samples"`
+	// Reopens is how many times the sampler opened the process's /proc
+	// files again while it lived: after a read failed (a descriptor that
+	// an execve left stale) or when it saw an execve.
+	Reopens int `json:"reopens"`
+	// Execs are the execve calls the sampler saw, in order; never nil.
+	Execs []Exec `json:"execs"`
 	// IntervalMs is the requested interval, in milliseconds.
 	IntervalMs float64 `json:"interval_ms"`
 	// DurationMs is the time from the first sample to the last.
@@ -113,19 +153,98 @@ type Result struct {
 	CostMs      float64 `json:"cost_ms"`
 	SmapsCostMs float64 `json:"smaps_cost_ms"`
 	// Warnings are problems that did not stop the run, e.g. the process
-	// exited before Stop; never nil.
+	// exited before Stop, or smaps_rollup could not be read; never nil.
 	Warnings []string `json:"warnings"`
+}
+
+// Exec is an execve the process made while sampled: the same process
+// (pid and start time) now runs another program, and every sample from
+// TMs on is of it.
+type Exec struct {
+	// TMs is the time of the sample that saw it (the execve came after
+	// the sample before), in milliseconds since Start.
+	TMs float64 `json:"t_ms"`
+	// Exe is /proc/<pid>/exe after it ("" where it cannot be read), Name
+	// the command name that status gave last (the new program's, when
+	// status was read in that sample, as by default).
+	Exe  string `json:"exe"`
+	Name string `json:"name"`
+}
+
+// reader is a /proc file re-read through a descriptor kept open: one of
+// procfs's StatusReader, StatmReader and SmapsRollupReader, or in tests a
+// stand-in that fails on cue.
+type reader[T any] interface {
+	Read(*T) error
+	Close() error
+}
+
+// files are the descriptors a sample reads.
+type files struct {
+	status reader[procfs.Status]
+	statm  reader[procfs.Statm]       // nil: status on every sample
+	smaps  reader[procfs.SmapsRollup] // nil: smaps_rollup is not read
+}
+
+func (f *files) close() {
+	for _, c := range []interface{ Close() error }{f.status, f.statm, f.smaps} {
+		if c != nil {
+			c.Close()
+		}
+	}
+	*f = files{}
+}
+
+// openers open the files; tests replace them to make reads fail.
+type openers struct {
+	status func(procfs.FS, int) (reader[procfs.Status], error)
+	statm  func(procfs.FS, int) (reader[procfs.Statm], error)
+	smaps  func(procfs.FS, int) (reader[procfs.SmapsRollup], error)
+}
+
+var procOpeners = openers{
+	status: func(fs procfs.FS, pid int) (reader[procfs.Status], error) {
+		r, err := fs.OpenStatus(pid)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	},
+	statm: func(fs procfs.FS, pid int) (reader[procfs.Statm], error) {
+		r, err := fs.OpenStatm(pid)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	},
+	smaps: func(fs procfs.FS, pid int) (reader[procfs.SmapsRollup], error) {
+		r, err := fs.OpenSmapsRollup(pid)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	},
 }
 
 // Sampler samples one process. Start and Stop are each called once.
 type Sampler struct {
-	opts   Options
-	proc   *process.Process // non-Linux only
-	linux  bool
-	status *procfs.StatusReader
-	statm  *procfs.StatmReader // nil: status on every sample
-	smapsR *procfs.SmapsRollupReader
-	st     procfs.Status // last status read, reused
+	opts  Options
+	proc  *process.Process // non-Linux only
+	linux bool
+	open  openers
+	f     files
+	st    procfs.Status      // last status read, reused
+	sm    procfs.Statm       // last statm read, reused
+	roll  procfs.SmapsRollup // last smaps_rollup read, reused
+	// The process's identity and program: /proc/<pid>/stat's start time
+	// ("" where stat cannot be read, as in a fixture tree), which execve
+	// keeps and a new process under a reused pid does not; exe and the
+	// command name last seen, to notice an execve.
+	startTime string
+	exe       string
+	comm      string
+	// openedN is the sample during which the files were last reopened.
+	openedN int
 
 	start  time.Time
 	stop   context.CancelFunc
@@ -144,9 +263,9 @@ type Sampler struct {
 	cost      time.Duration // time spent in sample
 	smapsCost time.Duration
 	nStatus   int
-	sm        procfs.Statm
+	reopens   int
+	execs     []Exec
 	final     bool
-	smaps     procfs.SmapsRollup
 	last      time.Duration
 	warnings  []string
 }
@@ -183,33 +302,39 @@ func New(opts Options) (*Sampler, error) {
 	return &Sampler{
 		opts:  opts,
 		linux: runtime.GOOS == "linux",
+		open:  procOpeners,
 		tl:    NewTimeline(opts.MaxPoints),
 		done:  make(chan struct{}),
 	}, nil
 }
 
 // Start takes the first sample, then samples every interval until ctx is
-// done or Stop is called. It fails if the process cannot be read.
+// done or Stop is called. It fails if the process cannot be read: it does
+// not exist, its status cannot be read, or it has no address space (it
+// has exited; the error then wraps syscall.ESRCH). A process whose
+// smaps_rollup cannot be read is sampled without it, with a warning.
 func (s *Sampler) Start(ctx context.Context) error {
 	if s.stop != nil {
 		return fmt.Errorf("sampler: pid %d: already started", s.opts.PID)
 	}
 	if s.linux {
-		st, err := s.opts.FS.OpenStatus(s.opts.PID)
+		if f := procfs.StatFields(s.opts.FS.Path(s.opts.PID, "stat")); len(f) > statStartTime {
+			s.startTime = f[statStartTime]
+		}
+		s.exe = s.readExe()
+		f, smErr, err := s.openFiles(s.opts.SmapsEvery > 0)
 		if err != nil {
 			return fmt.Errorf("sampler: pid %d: %w", s.opts.PID, err)
 		}
-		s.status = st
-		if sm, err := s.opts.FS.OpenStatm(s.opts.PID); err == nil {
-			s.statm = sm
-		}
-		if s.opts.SmapsEvery > 0 {
-			sm, err := s.opts.FS.OpenSmapsRollup(s.opts.PID)
-			if err != nil {
-				st.Close()
-				return fmt.Errorf("sampler: pid %d: %w", s.opts.PID, err)
+		s.f = f
+		if smErr != nil {
+			// Linux before 4.14 has no smaps_rollup: RSS, VSZ and the
+			// status fields are worth having without it.
+			why := ""
+			if errors.Is(smErr, fs.ErrNotExist) {
+				why = " (Linux before 4.14 has none)"
 			}
-			s.smapsR = sm
+			s.warn(fmt.Sprintf("%v%s: PSS, swap and the private/shared split are not sampled", smErr, why))
 		}
 	} else {
 		p, err := process.NewProcessWithContext(ctx, int32(s.opts.PID))
@@ -220,12 +345,37 @@ func (s *Sampler) Start(ctx context.Context) error {
 	}
 	s.start = time.Now()
 	if err := s.sample(ctx); err != nil {
-		s.closeFiles()
+		s.f.close()
 		return fmt.Errorf("sampler: pid %d: %w", s.opts.PID, err)
 	}
 	ctx, s.stop = context.WithCancel(ctx)
 	go s.loop(ctx)
 	return nil
+}
+
+// statStartTime is the index of field 22 of /proc/<pid>/stat, the start
+// time, in procfs.StatFields (which begins at field 3).
+const statStartTime = 22 - 3
+
+// openFiles opens status (which must open), statm (when samples between
+// status reads need it) and, when smaps, smaps_rollup; smErr is why
+// smaps_rollup could not be opened, and the files are then without it.
+func (s *Sampler) openFiles(smaps bool) (f files, smErr, err error) {
+	pid := s.opts.PID
+	if f.status, err = s.open.status(s.opts.FS, pid); err != nil {
+		return files{}, nil, err
+	}
+	if s.opts.StatusEvery > 1 {
+		if r, err := s.open.statm(s.opts.FS, pid); err == nil {
+			f.statm = r
+		}
+	}
+	if smaps {
+		if f.smaps, smErr = s.open.smaps(s.opts.FS, pid); smErr != nil {
+			f.smaps = nil
+		}
+	}
+	return f, smErr, nil
 }
 
 func (s *Sampler) loop(ctx context.Context) {
@@ -261,20 +411,8 @@ func (s *Sampler) Stop() (Result, error) {
 	if err := s.sample(context.Background()); err != nil {
 		s.warn(fmt.Sprintf("final sample: %v", err))
 	}
-	s.closeFiles()
+	s.f.close()
 	return s.result(), nil
-}
-
-func (s *Sampler) closeFiles() {
-	if s.status != nil {
-		s.status.Close()
-	}
-	if s.smapsR != nil {
-		s.smapsR.Close()
-	}
-	if s.statm != nil {
-		s.statm.Close()
-	}
 }
 
 // SetPaused stops (true) or resumes (false) the periodic samples without
@@ -288,19 +426,28 @@ func (s *Sampler) Peek() Result { return s.result() }
 func (s *Sampler) result() Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Result{
+	r := Result{
 		PID:           s.opts.PID,
 		Peaks:         s.peaks,
 		Timeline:      s.tl.Points(),
 		Samples:       s.n,
 		StatusSamples: s.nStatus,
 		SmapsSamples:  s.nSmaps,
+		Reopens:       s.reopens,
+		Execs:         append([]Exec{}, s.execs...),
 		IntervalMs:    ms(s.opts.Interval),
 		DurationMs:    ms(s.last),
 		CostMs:        ms(s.cost),
 		SmapsCostMs:   ms(s.smapsCost),
 		Warnings:      append([]string{}, s.warnings...),
 	}
+	if p, ok := s.tl.First(); ok {
+		r.First = &p
+	}
+	if p, ok := s.tl.Last(); ok {
+		r.Last = &p
+	}
+	return r
 }
 
 func (s *Sampler) warn(w string) {
@@ -313,48 +460,23 @@ func (s *Sampler) warn(w string) {
 func (s *Sampler) sample(ctx context.Context) error {
 	t0 := time.Now()
 	t := t0.Sub(s.start)
-	var p Point
-	readSmaps, readStatus := false, false
+	p := Point{TMs: ms(t)}
+	var d time.Duration // of the smaps_rollup read
 	if !s.linux {
 		mi, err := s.proc.MemoryInfoWithContext(ctx)
 		if err != nil {
 			return fmt.Errorf("reading memory info: %w", err)
 		}
-		p = Point{TMs: ms(t), RSSBytes: mi.RSS, VSZBytes: mi.VMS}
+		p.RSSBytes, p.VSZBytes = mi.RSS, mi.VMS
 	} else {
-		st := &s.st
-		if s.statm == nil || s.n == 0 || s.final || s.n%s.opts.StatusEvery == 0 {
-			if err := s.status.Read(st); err != nil {
+		var err error
+		if d, err = s.read(&p, t); err != nil {
+			if d, err = s.retry(&p, t, err); err != nil {
 				return err
 			}
-			readStatus = true
 		}
-		// VmRSS and VmSize are the kernel counters that statm prints as
-		// resident and size, which is what gopsutil's MemoryInfo reads.
-		p = Point{TMs: ms(t), RSSBytes: st.VmRSSBytes, VSZBytes: st.VmSizeBytes}
-		if s.statm != nil {
-			if err := s.statm.Read(&s.sm); err != nil {
-				return err
-			}
-			p.RSSBytes, p.VSZBytes = s.sm.ResidentBytes, s.sm.SizeBytes
-		}
-		p.VmHWMBytes = st.VmHWMBytes
-		p.VmPeakBytes = st.VmPeakBytes
-		p.RssAnonBytes = st.RssAnonBytes
-		p.RssFileBytes = st.RssFileBytes
-		p.RssShmemBytes = st.RssShmemBytes
-		p.VmStkBytes = st.VmStkBytes
-		p.Threads = st.Threads
-		readSmaps = s.smapsDue(t)
 	}
-	var sm procfs.SmapsRollup
-	var d time.Duration // of the smaps_rollup read
-	if readSmaps {
-		t1 := time.Now()
-		if err := s.smapsR.Read(&sm); err != nil {
-			return err
-		}
-		d = time.Since(t1)
+	if p.SmapsSamples > 0 {
 		s.smapsAt, s.smapsN = t, s.n
 		if s.opts.SmapsBudget > 0 {
 			s.smapsGap = time.Duration(float64(d) / s.opts.SmapsBudget)
@@ -363,23 +485,13 @@ func (s *Sampler) sample(ctx context.Context) error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if readSmaps {
-		s.smaps = sm
-		s.nSmaps++
+	s.nSmaps += p.SmapsSamples
+	s.nStatus += p.StatusSamples
+	if p.SmapsSamples > 0 {
 		s.smapsCost += d
 	}
-	if readStatus {
-		s.nStatus++
-	}
-	p.PssBytes = s.smaps.PssBytes
-	p.PrivateDirtyBytes = s.smaps.PrivateDirtyBytes
-	p.PrivateCleanBytes = s.smaps.PrivateCleanBytes
-	p.SharedDirtyBytes = s.smaps.SharedDirtyBytes
-	p.SharedCleanBytes = s.smaps.SharedCleanBytes
-	p.AnonymousBytes = s.smaps.AnonymousBytes
-	p.SwapBytes = s.smaps.SwapBytes
-	s.tl.Add(p)
 	p.Samples = 1
+	s.tl.Add(p)
 	if s.n == 0 {
 		s.peaks = p
 	} else {
@@ -390,6 +502,190 @@ func (s *Sampler) sample(ctx context.Context) error {
 	s.last = t
 	s.cost += time.Since(t0)
 	return nil
+}
+
+// smapsError is a failed read of smaps_rollup, told apart from the other
+// files': the process can be sampled without it.
+type smapsError struct{ err error }
+
+func (e *smapsError) Error() string { return e.err.Error() }
+func (e *smapsError) Unwrap() error { return e.err }
+
+// read reads the files due at the sample at t (since start) into p, and
+// returns how long the smaps_rollup read took. It fails, wrapping
+// syscall.ESRCH, when the process has no address space: it has exited (a
+// zombie's status has no Vm lines, its statm reads 0) or is exiting.
+func (s *Sampler) read(p *Point, t time.Duration) (time.Duration, error) {
+	if s.f.statm == nil || s.n == 0 || s.final || s.n%s.opts.StatusEvery == 0 {
+		st := &s.st
+		if err := s.f.status.Read(st); err != nil {
+			return 0, err
+		}
+		// RSS and VSZ from the same read as the rest, so a point's
+		// RssAnon + RssFile + RssShmem is its RSS, and its VmHWM at
+		// least its RSS. VmRSS and VmSize are the counters statm prints
+		// as resident and size, and gopsutil's MemoryInfo reads.
+		p.StatusSamples = 1
+		p.RSSBytes, p.VSZBytes = st.VmRSSBytes, st.VmSizeBytes
+		p.VmHWMBytes = st.VmHWMBytes
+		p.VmPeakBytes = st.VmPeakBytes
+		p.RssAnonBytes = st.RssAnonBytes
+		p.RssFileBytes = st.RssFileBytes
+		p.RssShmemBytes = st.RssShmemBytes
+		p.VmStkBytes = st.VmStkBytes
+		p.Threads = st.Threads
+		// A new command name may be an execve (or a prctl rename):
+		// /proc/<pid>/exe tells. Comparing costs nothing; the name
+		// string is reused while it does not change.
+		if st.Name != s.comm {
+			seen := s.n > 0
+			s.comm = st.Name
+			if seen && st.VmSizeBytes > 0 && s.checkExec(t, false) && s.openedN != s.n {
+				// smaps_rollup's descriptor holds the replaced
+				// address space: reopen before it is read (unless
+				// this sample has just done so).
+				if err := s.reopen(); err != nil {
+					return 0, err
+				}
+			}
+		}
+	} else {
+		if err := s.f.statm.Read(&s.sm); err != nil {
+			return 0, err
+		}
+		p.RSSBytes, p.VSZBytes = s.sm.ResidentBytes, s.sm.SizeBytes
+	}
+	if p.VSZBytes == 0 {
+		return 0, &exitedError{s.opts.PID}
+	}
+	if s.f.smaps == nil || !s.smapsDue(t) {
+		return 0, nil
+	}
+	t1 := time.Now()
+	if err := s.f.smaps.Read(&s.roll); err != nil {
+		return 0, &smapsError{err}
+	}
+	d := time.Since(t1)
+	sm := &s.roll
+	p.SmapsSamples = 1
+	p.PssBytes = sm.PssBytes
+	p.PrivateDirtyBytes = sm.PrivateDirtyBytes
+	p.PrivateCleanBytes = sm.PrivateCleanBytes
+	p.SharedDirtyBytes = sm.SharedDirtyBytes
+	p.SharedCleanBytes = sm.SharedCleanBytes
+	p.AnonymousBytes = sm.AnonymousBytes
+	p.SwapBytes = sm.SwapBytes
+	return d, nil
+}
+
+// exitedError is a process without an address space. It wraps
+// syscall.ESRCH, what the kernel's reads of such a process return.
+type exitedError struct{ pid int }
+
+func (e *exitedError) Error() string {
+	return fmt.Sprintf("pid %d has no address space: it has exited, or is exiting", e.pid)
+}
+func (e *exitedError) Unwrap() error { return syscall.ESRCH }
+
+// retry handles a failed read (err) of the sample at t: unless the file
+// was malformed or the process has exited, it reopens the files and reads
+// again. A descriptor opened earlier can fail while the process lives:
+// smaps_rollup's holds the address space it was opened on, which an
+// execve replaces, and its reads are ESRCH from then on. If smaps_rollup
+// alone still fails on a fresh descriptor (a set-uid program, which the
+// probe may not inspect), sampling goes on without it.
+func (s *Sampler) retry(p *Point, t time.Duration, err error) (time.Duration, error) {
+	var pe *procfs.ParseError
+	var ee *exitedError
+	if errors.As(err, &pe) || errors.As(err, &ee) {
+		return 0, err
+	}
+	execs := len(s.execs)
+	if rerr := s.reopen(); rerr != nil {
+		return 0, fmt.Errorf("%w; %v", err, rerr)
+	}
+	*p = Point{TMs: ms(t)}
+	d, err2 := s.read(p, t)
+	var se *smapsError
+	dropped := errors.As(err2, &se)
+	if dropped {
+		s.f.smaps.Close()
+		s.f.smaps = nil
+		s.warn(fmt.Sprintf("%v, also on a new descriptor: PSS, swap and the private/shared split are not sampled from %.0f ms on", se.err, ms(t)))
+		*p = Point{TMs: ms(t)}
+		d, err2 = s.read(p, t)
+	}
+	if err2 != nil {
+		return 0, err2
+	}
+	switch {
+	case dropped: // said above
+	case len(s.execs) > execs: // read saw the new program's name
+	case errors.Is(err, syscall.ESRCH):
+		// The process lives and has an address space, but not the one
+		// the old descriptor held: it called execve, perhaps of the
+		// same program (exe and name unchanged).
+		s.checkExec(t, true)
+	default:
+		s.warn(fmt.Sprintf("%v: read again on new descriptors at %.0f ms, and sampling went on", err, ms(t)))
+	}
+	return d, nil
+}
+
+// reopen opens the process's files anew, if it is the same process and
+// has not exited: /proc/<pid>/stat gives the start time it had at Start
+// (a pid reused by a new process gives another) and a state other than
+// zombie. Where stat could not be read at Start (a fixture tree), only
+// status opening again is checked.
+func (s *Sampler) reopen() error {
+	pid := s.opts.PID
+	if s.startTime != "" {
+		f := procfs.StatFields(s.opts.FS.Path(pid, "stat"))
+		switch {
+		case len(f) <= statStartTime:
+			return fmt.Errorf("pid %d has exited", pid)
+		case f[statStartTime] != s.startTime:
+			return fmt.Errorf("pid %d has exited (the pid is now another process's)", pid)
+		case f[0] == "Z" || f[0] == "X":
+			return fmt.Errorf("pid %d has exited", pid)
+		}
+	}
+	f, smErr, err := s.openFiles(s.f.smaps != nil)
+	if err != nil {
+		return fmt.Errorf("reopening: %w", err)
+	}
+	if smErr != nil {
+		s.warn(fmt.Sprintf("%v: PSS, swap and the private/shared split are not sampled from now on", smErr))
+	}
+	s.f.close()
+	s.f = f
+	s.openedN = s.n
+	s.mu.Lock()
+	s.reopens++
+	s.mu.Unlock()
+	return nil
+}
+
+// checkExec records an Exec at t when /proc/<pid>/exe differs from the
+// last read, or when force says that one happened whatever exe says. It
+// reports whether it recorded one.
+func (s *Sampler) checkExec(t time.Duration, force bool) bool {
+	exe := s.readExe()
+	if exe == s.exe && !force {
+		return false
+	}
+	s.exe = exe
+	s.mu.Lock()
+	s.execs = append(s.execs, Exec{TMs: ms(t), Exe: exe, Name: s.comm})
+	s.mu.Unlock()
+	return true
+}
+
+// readExe is the target of /proc/<pid>/exe; "" where it cannot be read
+// (another user's process, a fixture tree).
+func (s *Sampler) readExe() string {
+	exe, _ := os.Readlink(s.opts.FS.Path(s.opts.PID, "exe"))
+	return exe
 }
 
 // smapsDue reports whether the sample at t (since start) reads

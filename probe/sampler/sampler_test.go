@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,19 +54,35 @@ func checkResult(t *testing.T, r Result, maxPoints int) {
 	if len(r.Timeline) == 0 || len(r.Timeline) > maxPoints {
 		t.Errorf("timeline has %d points, want 1..%d", len(r.Timeline), maxPoints)
 	}
-	total := 0
+	total, status, smaps := 0, 0, 0
 	for i, p := range r.Timeline {
 		total += p.Samples
+		status += p.StatusSamples
+		smaps += p.SmapsSamples
 		if MaxPoint(r.Peaks, p) != withTime(r.Peaks, p) {
 			t.Errorf("point %d %+v exceeds peaks %+v", i, p, r.Peaks)
 		}
 		if i > 0 && p.TMs < r.Timeline[i-1].TMs {
 			t.Errorf("point %d at %v ms is before point %d", i, p.TMs, i-1)
 		}
+		checkPoint(t, fmt.Sprintf("point %d", i), p)
 	}
 	if total != r.Samples || r.Peaks.Samples != r.Samples {
 		t.Errorf("timeline covers %d samples, peaks %d, result says %d", total, r.Peaks.Samples, r.Samples)
 	}
+	if status != r.StatusSamples || smaps != r.SmapsSamples || r.Peaks.StatusSamples != status || r.Peaks.SmapsSamples != smaps {
+		t.Errorf("points read status %d and smaps_rollup %d times, peaks %d and %d, result says %d and %d",
+			status, smaps, r.Peaks.StatusSamples, r.Peaks.SmapsSamples, r.StatusSamples, r.SmapsSamples)
+	}
+	if r.First == nil || r.Last == nil {
+		t.Fatalf("first %v, last %v: want both", r.First, r.Last)
+	}
+	if r.First.Samples != 1 || r.Last.Samples != 1 || r.First.TMs != r.Timeline[0].TMs || r.Last.TMs < r.Timeline[len(r.Timeline)-1].TMs ||
+		MaxPoint(r.Peaks, *r.Last) != withTime(r.Peaks, *r.Last) {
+		t.Errorf("first %+v, last %+v: want single samples, the first at the timeline's start, the last in its last bucket", r.First, r.Last)
+	}
+	checkPoint(t, "first", *r.First)
+	checkPoint(t, "last", *r.Last)
 	if runtime.GOOS == "linux" {
 		if r.Peaks.Threads < 1 || r.Peaks.VmHWMBytes == 0 || r.Peaks.PssBytes == 0 || r.SmapsSamples < 1 {
 			t.Errorf("Linux fields missing: %+v, %d smaps samples", r.Peaks, r.SmapsSamples)
@@ -73,11 +90,39 @@ func checkResult(t *testing.T, r Result, maxPoints int) {
 	}
 }
 
-// withTime is peaks with p's time and sample count, what MaxPoint(peaks, p)
-// is when p exceeds peaks nowhere.
+// checkPoint checks that p presents only what its samples read: a file's
+// fields are 0 where no sample read it; where every sample of p read
+// status, RSS is the sum of its parts (a single sample) or at most the
+// largest VmHWM.
+func checkPoint(t *testing.T, what string, p Point) {
+	t.Helper()
+	if p.StatusSamples > p.Samples || p.SmapsSamples > p.Samples {
+		t.Errorf("%s: %d status and %d smaps_rollup reads in %d samples", what, p.StatusSamples, p.SmapsSamples, p.Samples)
+	}
+	if p.StatusSamples == 0 && (p.VmHWMBytes|p.VmPeakBytes|p.RssAnonBytes|p.RssFileBytes|p.RssShmemBytes|p.VmStkBytes != 0 || p.Threads != 0) {
+		t.Errorf("%s: status fields without a status read: %+v", what, p)
+	}
+	if p.SmapsSamples == 0 && p.PssBytes|p.PrivateDirtyBytes|p.PrivateCleanBytes|p.SharedDirtyBytes|p.SharedCleanBytes|p.AnonymousBytes|p.SwapBytes != 0 {
+		t.Errorf("%s: smaps_rollup fields without a smaps_rollup read: %+v", what, p)
+	}
+	if runtime.GOOS != "linux" || p.StatusSamples != p.Samples {
+		return
+	}
+	if p.Samples == 1 && p.RSSBytes != p.RssAnonBytes+p.RssFileBytes+p.RssShmemBytes {
+		t.Errorf("%s: RSS %d is not RssAnon + RssFile + RssShmem %d", what, p.RSSBytes, p.RssAnonBytes+p.RssFileBytes+p.RssShmemBytes)
+	}
+	if p.VmHWMBytes < p.RSSBytes {
+		t.Errorf("%s: VmHWM %d below RSS %d", what, p.VmHWMBytes, p.RSSBytes)
+	}
+}
+
+// withTime is peaks with p's time and sample counts, what MaxPoint(peaks,
+// p) is when p exceeds peaks nowhere.
 func withTime(peaks, p Point) Point {
 	peaks.TMs = min(peaks.TMs, p.TMs)
 	peaks.Samples += p.Samples
+	peaks.StatusSamples += p.StatusSamples
+	peaks.SmapsSamples += p.SmapsSamples
 	return peaks
 }
 

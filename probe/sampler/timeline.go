@@ -2,20 +2,39 @@ package sampler
 
 // Point is one sample, or after downsampling the field-wise maximum of
 // Samples consecutive samples. Sizes are bytes.
+//
+// Every field is a measurement taken in the samples the point covers, never
+// a value carried over from an earlier sample. Not every sample reads every
+// file: StatusSamples and SmapsSamples say how many of the point's samples
+// read /proc/<pid>/status and smaps_rollup. A field from a file that none of
+// them read is 0, meaning "not read", not a measured zero; in a merged point
+// each field is the maximum over the samples that read it.
 type Point struct {
 	// TMs is the time of the bucket's first sample, in milliseconds since
 	// Start.
 	TMs float64 `json:"t_ms"`
 	// Samples is how many samples this point merges.
 	Samples int `json:"samples"`
+	// StatusSamples is how many of them read /proc/<pid>/status (Linux;
+	// by default every sample does): the status fields below are measured
+	// in this point only when it is above 0.
+	StatusSamples int `json:"status_samples"`
+	// SmapsSamples is how many of them read smaps_rollup (at most every
+	// SmapsEvery-th sample, within a budget): the smaps_rollup fields
+	// below are measured in this point only when it is above 0.
+	SmapsSamples int `json:"smaps_samples"`
 
-	// RSSBytes and VSZBytes come from gopsutil's process.MemoryInfo
-	// (RSS and VMS).
+	// RSSBytes and VSZBytes are read by every sample. On Linux they are
+	// VmRSS and VmSize of the status read in that sample (so RSSBytes is
+	// exactly RssAnon + RssFile + RssShmem and at most VmHWM of the same
+	// read), or, in a sample that reads no status (Options.StatusEvery >
+	// 1), statm's resident and size: the same kernel counters. Elsewhere
+	// they are gopsutil's process.MemoryInfo RSS and VMS.
 	RSSBytes uint64 `json:"rss_bytes"`
 	VSZBytes uint64 `json:"vsz_bytes"`
 
-	// The rest are Linux only, from /proc/<pid>/status (see
-	// procfs.Status for each field's meaning).
+	// From /proc/<pid>/status, Linux only (see procfs.Status for each
+	// field's meaning); 0 when StatusSamples is 0.
 	VmHWMBytes    uint64 `json:"vm_hwm_bytes"`
 	VmPeakBytes   uint64 `json:"vm_peak_bytes"`
 	RssAnonBytes  uint64 `json:"rss_anon_bytes"`
@@ -24,9 +43,9 @@ type Point struct {
 	VmStkBytes    uint64 `json:"vm_stk_bytes"`
 	Threads       int    `json:"threads"`
 
-	// From /proc/<pid>/smaps_rollup, read every SmapsEvery-th tick; in
-	// between, the last reading is carried forward (zero before the
-	// first).
+	// From /proc/<pid>/smaps_rollup, Linux only; 0 when SmapsSamples is
+	// 0 (the samples between two smaps_rollup reads carry nothing
+	// forward).
 	PssBytes          uint64 `json:"pss_bytes"`
 	PrivateDirtyBytes uint64 `json:"private_dirty_bytes"`
 	PrivateCleanBytes uint64 `json:"private_clean_bytes"`
@@ -37,12 +56,16 @@ type Point struct {
 }
 
 // MaxPoint returns the field-wise maximum of a and b. TMs is the earlier
-// of the two and Samples the sum, so merging adjacent points gives the
-// point of their combined bucket.
+// of the two, Samples, StatusSamples and SmapsSamples the sums, so merging
+// adjacent points gives the point of their combined bucket. A field not
+// read in one of them is 0 there, so the maximum is over the points that
+// read it.
 func MaxPoint(a, b Point) Point {
 	return Point{
 		TMs:               min(a.TMs, b.TMs),
 		Samples:           a.Samples + b.Samples,
+		StatusSamples:     a.StatusSamples + b.StatusSamples,
+		SmapsSamples:      a.SmapsSamples + b.SmapsSamples,
 		RSSBytes:          max(a.RSSBytes, b.RSSBytes),
 		VSZBytes:          max(a.VSZBytes, b.VSZBytes),
 		VmHWMBytes:        max(a.VmHWMBytes, b.VmHWMBytes),
@@ -82,11 +105,18 @@ func MergePairs(pts []Point) []Point {
 // point covers Stride samples; when the store fills, adjacent points are
 // merged (MergePairs) and the stride doubles. Peaks survive exactly,
 // because merging keeps each field's maximum; dips between peaks do not.
+//
+// So once the run has outgrown Max, the first and the last point are the
+// maxima of their buckets, not the values at the start and at the end: a
+// process that frees most of its memory just before it ends has a last
+// point as high as its peak. First and Last keep those two samples exactly
+// as they were taken, beside the merged points.
 type Timeline struct {
-	max     int
-	stride  int
-	points  []Point
-	pending Point // the bucket being filled, pending.Samples < stride
+	max         int
+	stride      int
+	points      []Point
+	pending     Point // the bucket being filled, pending.Samples < stride
+	first, last Point // the first and the latest sample, as taken
 }
 
 // NewTimeline returns a Timeline of at most max points; max must be at
@@ -101,6 +131,10 @@ func NewTimeline(max int) *Timeline {
 // Add appends one sample; p.Samples is taken as 1.
 func (t *Timeline) Add(p Point) {
 	p.Samples = 1
+	if t.first.Samples == 0 {
+		t.first = p
+	}
+	t.last = p
 	if t.pending.Samples == 0 {
 		t.pending = p
 	} else {
@@ -119,6 +153,14 @@ func (t *Timeline) Add(p Point) {
 
 // Stride is how many samples each full point covers now.
 func (t *Timeline) Stride() int { return t.stride }
+
+// First is the first sample added, exactly as it was (Samples 1); false
+// before any.
+func (t *Timeline) First() (Point, bool) { return t.first, t.first.Samples > 0 }
+
+// Last is the latest sample added, exactly as it was (Samples 1), not the
+// maximum of its bucket; false before any.
+func (t *Timeline) Last() (Point, bool) { return t.last, t.last.Samples > 0 }
 
 // Points returns a copy of the stored points followed by the partly filled
 // bucket, if any; never more than max, never nil.
