@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -37,7 +39,9 @@ const (
 	// PROT_NONE and made read-write from the bottom as the arena grows.
 	GlibcHeapMaxBytes = 64 << 20
 	// maxGuardBytes bounds what counts as a stack's guard mapping: glibc
-	// puts one page (pthread_attr_setguardsize) below every stack.
+	// puts one page (pthread_attr_setguardsize) below every stack, musl
+	// two. Go's arenas have PROT_NONE reservations of megabytes below
+	// their read-write part, which this tells from a guard.
 	maxGuardBytes = 64 << 10
 	// minStackBytes is the smallest read-write mapping that the guard
 	// shape takes for a thread stack (osthread.MinStackBytes).
@@ -88,11 +92,20 @@ type layout struct {
 	// arenas: on a goroutine stack, not their own.
 	goroutineSPs int
 	liveStacks   int // stacks that hold a thread's stack pointer or are registered
-	estimated    bool
-	warnings     []string
-	smapsRSS     int64
-	smapsSize    int64
-	pss          int64
+	// heaps are glibc's malloc heaps found; arenas the arenas they belong
+	// to (exactly, by their headers, when arenasExact).
+	heaps       []glibcHeap
+	arenas      int
+	arenasExact bool
+	// bssAssumed lists the files whose ELF headers could not be used: the
+	// anonymous mapping above their data was taken whole as .bss.
+	bssAssumed      []string
+	bssAssumedBytes int64
+	estimated       bool
+	warnings        []string
+	smapsRSS        int64
+	smapsSize       int64
+	pss             int64
 }
 
 func (l *layout) tally(class string) *tally {
@@ -222,7 +235,7 @@ func classify(in *Input) *layout {
 		case strings.HasPrefix(p, "[anon: glibc: malloc arena"):
 			v.owner = clArenas
 			if v.Perms[0] == 'r' {
-				l.tally(clArenas).count++
+				l.heaps = append(l.heaps, glibcHeap{v.Start, v.SizeBytes})
 			}
 		case strings.HasPrefix(p, "[anon: glibc: malloc"):
 			v.owner = clMmap
@@ -264,14 +277,48 @@ func classify(in *Input) *layout {
 		}
 	}
 
-	// 4. .bss: the anonymous mapping directly above a file's writable
-	// data mapping is the zero-initialised rest of that segment (the Go
-	// binary's holds the runtime's globals; libc's, its own).
+	// 4. .bss: the anonymous mapping directly above a file's writable,
+	// private data mapping is the zero-initialised rest of that segment
+	// (the Go binary's holds the runtime's globals; libc's, its own), up
+	// to the end the ELF headers give the segment in memory. The rest of
+	// the anonymous mapping (the kernel merges it with an adjacent
+	// anonymous mapping of the same flags) is left to the later rules. A
+	// shared mapping (rw-s) has no .bss: MAP_SHARED maps a file, not a
+	// loaded segment, and whatever lies above it is not its.
+	page := uint64(os.Getpagesize())
 	for i := 1; i < len(l.vmas); i++ {
 		p, v := &l.vmas[i-1], &l.vmas[i]
-		if v.anon() && p.owner == clFile && p.End == v.Start && p.Perms[1] == 'w' && l.claimWhole(i, clBSS) {
-			l.bss(p.Path, v)
+		if !v.anon() || !v.free() || p.owner != clFile || p.End != v.Start || p.Perms[1] != 'w' || p.Perms[3] != 'p' {
+			continue
 		}
+		end, err := l.bssEnd(in, i-1, page)
+		switch {
+		case err == nil:
+		case errors.Is(err, errNotELF):
+			continue // a data file mapped private: nothing above it is its
+		case i >= 2 && l.vmas[i-2].Path == p.Path:
+			// The headers cannot be read (deleted, another mount
+			// namespace) or do not match. The file is mapped in
+			// pieces, as a loaded ELF object is (text below its
+			// data): assume the anonymous mapping above is all its
+			// .bss, and say so.
+			end = v.End
+			l.bssAssumed = append(l.bssAssumed, fmt.Sprintf("%s (%v)", p.Path, err))
+			l.bssAssumedBytes += int64(v.SizeBytes)
+		default:
+			continue // one mapping of a file: not a loaded object
+		}
+		if end <= v.Start {
+			continue // the segment has no .bss beyond its last file page
+		}
+		if res, resv := l.claimRange(in, v.Start, end, clBSS); resv > 0 {
+			l.bss(p.Path, res, resv)
+			l.tally(clBSS).count++
+		}
+	}
+	if n := len(l.bssAssumed); n > 0 {
+		l.warn("file.bss: the ELF headers of %s could not be used (first: %s): the %s of anonymous mappings directly above their data are taken whole as their .bss",
+			plural(n, "file"), l.bssAssumed[0], iec(l.bssAssumedBytes))
 	}
 
 	// 5. Thread stacks whose address ranges are known (pthread_getattr_np
@@ -319,16 +366,34 @@ func classify(in *Input) *layout {
 			}
 			continue
 		}
-		if !v.anon() || v.Perms[:2] != "rw" || v.owner != "" {
+		// A thread's stack pointer alone does not make a stack: Go's
+		// threads (a pure-Go binary's, seen from outside where no heap
+		// address is known) run on g0 and goroutine stacks inside Go's
+		// heap mappings. glibc's and musl's thread stacks sit directly
+		// above a small PROT_NONE guard; Go's arenas have a PROT_NONE
+		// reservation of megabytes below them, or none.
+		if !v.anon() || v.Perms[:2] != "rw" || v.owner != "" || !l.guardBelow(i) {
 			continue
 		}
 		// glibc puts a stack at the bottom of its mapping, above the
-		// guard; a pointer above the default size from there is not in
-		// a stack glibc made at that size (a goroutine stack in an
-		// arena no known address found, a custom stack): left alone.
+		// guard, and the thread's frames at its top: stacks grow down.
+		// A pointer within the default size from the bottom is in a
+		// stack of that size (or a larger one used that deep: the two
+		// cannot be told apart), and the rest of a larger mapping is
+		// what the kernel merged with it. A pointer above that is in a
+		// stack made larger (pthread_attr_setstacksize): it reaches at
+		// least to the pointer, and its top, where the frames are, is
+		// at the end of the mapping. That is claimed whole. On kernels
+		// before 6.7 (MAP_STACK did not set VM_NOHUGEPAGE) an anonymous
+		// read-write mapping placed directly above can be merged into
+		// it and is then claimed with it: where the stack ends inside
+		// the mapping is not visible from outside.
 		lo, hi := v.Start, stackEnd(v, def)
 		if t.SP >= hi {
-			continue
+			if len(v.subs) > 0 {
+				continue // part of it is claimed: not one stack
+			}
+			hi = v.End
 		}
 		if st, ok := l.claimStack(in, i, lo, hi, "syscall sp"); ok {
 			st.TID = t.TID
@@ -341,15 +406,14 @@ func classify(in *Input) *layout {
 	// of exited threads glibc keeps for reuse): a read-write mapping of
 	// at least 64 KiB directly above a small PROT_NONE guard.
 	for i := 1; i < len(l.vmas); i++ {
-		g, v := &l.vmas[i-1], &l.vmas[i]
-		if !g.anon() || !v.anon() || g.Perms != "---p" || v.Perms != "rw-p" || g.End != v.Start ||
-			g.SizeBytes > maxGuardBytes || !g.free() || v.owner != "" || v.SizeBytes < minStackBytes {
+		v := &l.vmas[i]
+		if !v.anon() || v.Perms != "rw-p" || !l.guardBelow(i) || v.owner != "" || v.SizeBytes < minStackBytes {
 			continue
 		}
 		if len(v.subs) > 0 && v.subs[0].lo == v.Start {
 			continue
 		}
-		if st, ok := l.claimStack(in, i, v.Start, stackEnd(v, def), "guard shape"); ok {
+		if st, ok := l.claimStack(in, i, v.Start, l.shapeStackEnd(in, v, def, page), "guard shape"); ok {
 			l.stacks = append(l.stacks, st)
 		}
 	}
@@ -366,9 +430,13 @@ func classify(in *Input) *layout {
 			continue
 		}
 		if _, s := l.claimRange(in, h.Start, h.Start+GlibcHeapMaxBytes, clArenas); s > 0 {
-			l.tally(clArenas).count++
+			l.heaps = append(l.heaps, glibcHeap{h.Start, h.SizeBytes})
 		}
 	}
+	// An arena that outgrew its heap has several: count arenas, not
+	// heaps.
+	l.countArenas(in)
+	l.tally(clArenas).count = l.arenas
 
 	// Tally the claims; what is left of each mapping is reserved address
 	// space (nothing resident, or PROT_NONE) or a candidate.
@@ -395,8 +463,8 @@ func classify(in *Input) *layout {
 			t := l.tally(v.owner)
 			t.resident += int64(v.RssBytes)
 			t.reserved += int64(v.SizeBytes)
-			if v.owner != clThreads && v.owner != clWorkers && v.owner != clArenas {
-				t.count++ // stacks and arenas are counted as they are found
+			if v.owner != clThreads && v.owner != clWorkers && v.owner != clArenas && v.owner != clBSS {
+				t.count++ // stacks, arenas and .bss are counted as they are found
 			}
 			continue
 		}
@@ -432,7 +500,7 @@ func classify(in *Input) *layout {
 		}
 	}
 	if l.estimated {
-		l.warn("pagemap unreadable: the resident bytes of stacks and arenas that share a mapping with other memory are estimated")
+		l.warn("pagemap unreadable: the resident bytes of stacks, arenas and .bss that share a mapping with other memory are estimated")
 	}
 	return l
 }
@@ -459,6 +527,42 @@ func (l *layout) claimStack(in *Input, i int, lo, hi uint64, source string) (Thr
 // stack with the mapping above it).
 func stackEnd(v *vma, def uint64) uint64 { return min(v.End, v.Start+def) }
 
+// guardBelow says whether mapping i sits directly above glibc's (or musl's)
+// stack guard: an unclaimed anonymous PROT_NONE mapping of at most
+// maxGuardBytes ending where i starts.
+func (l *layout) guardBelow(i int) bool {
+	if i == 0 {
+		return false
+	}
+	g := &l.vmas[i-1]
+	return g.anon() && g.Perms == "---p" && g.End == l.vmas[i].Start && g.SizeBytes <= maxGuardBytes && g.free()
+}
+
+// shapeStackEnd is where the stack found by its shape at the bottom of v
+// ends, when no thread's stack pointer says: stackEnd, unless pagemap shows
+// v to be one stack larger than the default. glibc (and musl) keep the
+// thread's descriptor and static TLS at the top of its stack, written when
+// the thread is made, so a stack's top page is resident, running thread or
+// stack kept for reuse alike. A default-size stack merged with a mapping
+// above has its top, resident, def bytes up; a stack made larger has
+// nothing resident there (its frames are at the mapping's top, unless it
+// is used that deep) and its top page at the mapping's end. Only that
+// second shape is claimed whole. Without pagemap nothing tells the two
+// apart, and the default size is claimed: what a larger stack holds above
+// it is then unexplained, not hidden in a stack that may not be one.
+func (l *layout) shapeStackEnd(in *Input, v *vma, def, page uint64) uint64 {
+	hi := stackEnd(v, def)
+	if hi == v.End || in.Resident == nil {
+		return hi
+	}
+	atDef, err1 := in.Resident(hi-page, hi)
+	atTop, err2 := in.Resident(v.End-page, v.End)
+	if err1 == nil && err2 == nil && atDef == 0 && atTop > 0 {
+		return v.End
+	}
+	return hi
+}
+
 // stackHolding returns the index of the stack that holds addr, or -1.
 func (l *layout) stackHolding(addr uint64) int {
 	for k, s := range l.stacks {
@@ -481,14 +585,14 @@ func (l *layout) file(v *vma) {
 	f.Mappings++
 }
 
-func (l *layout) bss(path string, v *vma) {
+func (l *layout) bss(path string, resident, reserved int64) {
 	f, ok := l.files[path]
 	if !ok {
 		f = &FileShare{Path: path}
 		l.files[path] = f
 	}
-	f.BSSResidentBytes += int64(v.RssBytes)
-	f.BSSReservedBytes += int64(v.SizeBytes)
+	f.BSSResidentBytes += resident
+	f.BSSReservedBytes += reserved
 }
 
 // shmemPath says whether a shared mapping's path is shared memory (counted

@@ -24,17 +24,29 @@
 //     base, so it is found by address, not by place), and the anonymous
 //     mappings contiguous with them (the arenas' PROT_NONE reservations).
 //  3. With the race detector, its shadow memory, by its fixed addresses.
-//  4. .bss: the anonymous mapping directly above a file's writable data.
+//  4. .bss: the anonymous mapping directly above a file's writable,
+//     private data, up to the end of the segment in memory (its ELF
+//     program headers, read through Input.OpenFile); where they cannot be
+//     read, the whole mapping, with a warning. A shared mapping has none.
 //  5. Thread stacks with known ranges (Input.ThreadStacks: trainer/osthread
 //     records pthread_getattr_np's), each with its guard.
 //  6. The stacks of blocked threads: the mapping holding the stack pointer
-//     in /proc/<pid>/task/*/syscall, from its bottom (above the guard) for
-//     the default pthread stack size.
+//     in /proc/<pid>/task/*/syscall, if it sits above glibc's guard (a
+//     PROT_NONE mapping of at most 64 KiB: Go's heap, where a pure-Go
+//     program's threads run, has none), from its bottom for the default
+//     pthread stack size, or to its end when the pointer is above that (a
+//     larger stack: stacks grow down from the top).
 //  7. glibc's stack shape, for the other pthreads (running ones, stacks kept
 //     for reuse): a read-write mapping of at least 64 KiB above a PROT_NONE
-//     guard of at most 64 KiB.
-//  8. glibc's malloc arenas: a read-write head at a 64 MiB-aligned address
-//     followed by PROT_NONE to the end of the 64 MiB heap.
+//     guard of at most 64 KiB; the default size from its bottom, or the
+//     whole mapping where pagemap shows one larger stack (its top page,
+//     the thread descriptor, resident; nothing where a default stack's
+//     top would be).
+//  8. glibc's malloc heaps: a read-write head at a 64 MiB-aligned address
+//     followed by PROT_NONE to the end of the 64 MiB heap. An arena that
+//     outgrows a heap opens another, so heaps are grouped into arenas: by
+//     their headers' arena pointer (Input.ReadMemory), or else by taking
+//     a full heap as followed by another of its arena.
 //
 // A range inside a mapping (a stack the kernel merged with its neighbour)
 // is measured with pagemap. What is left of each mapping is either
@@ -68,7 +80,9 @@
 // The shape rules can take a Go mapping of the same shape (a page-summary
 // island of 64 KiB or more above a small PROT_NONE piece) for a stack, and
 // miss a stack whose guard the kernel merged with another PROT_NONE
-// mapping. The status counters are per-CPU batched and may lag smaps's
+// mapping, or a stack made without a guard. A larger stack the kernel
+// merged with an anonymous mapping above it (before Linux 6.7) is claimed
+// with it. Without the heaps' headers the arena count is an estimate. The status counters are per-CPU batched and may lag smaps's
 // page walk by a few hundred KiB per CPU. The runtime, the ledger and
 // /proc are read moments apart; pagemap is read when Compute runs, so
 // Compute must run right after the input is gathered.
@@ -77,6 +91,7 @@ package reconcile
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -130,6 +145,21 @@ type Input struct {
 	Race bool
 	// Threads is the number of OS threads; 0 means Status.Threads.
 	Threads int
+	// OpenFile opens a mapped file, by the path smaps shows, to read its
+	// ELF program headers: the .bss rule bounds the anonymous mapping
+	// above a file's data by the segment's size in memory. nil opens the
+	// path itself, which names the process's file only in its own mount
+	// namespace (a different file at that path is caught: its headers do
+	// not match the mappings); a probe of another process can open
+	// "/proc/<pid>/root" + path instead. What it returns is closed when it
+	// is an io.Closer.
+	OpenFile func(path string) (io.ReaderAt, error)
+	// ReadMemory reads the process's memory at addr (/proc/<pid>/mem,
+	// which needs ptrace access). It is used for one word at the start of
+	// each glibc heap (heap_info.ar_ptr, the heap's arena), which tells
+	// the arenas apart; nil, or a failed read, estimates the arenas from
+	// the heaps' sizes (GlibcArenasExact false).
+	ReadMemory func(addr uint64, b []byte) error
 }
 
 // StackRange is a known thread stack: [Lo, Hi) usable, GuardBytes of guard
@@ -221,9 +251,23 @@ type Reconciliation struct {
 	ThreadStackReservedBytes int64 `json:"thread_stack_reserved_bytes"`
 	ThreadStackGuardBytes    int64 `json:"thread_stack_guard_bytes"`
 	ThreadStackResidentBytes int64 `json:"thread_stack_resident_bytes"`
-	// GlibcArenas counts glibc malloc arenas found by shape ([heap] not
-	// included).
+	// GlibcArenas counts glibc malloc arenas other than the main one
+	// ([heap]); it is also c.malloc.arenas' count. An arena lives in one
+	// or more 64 MiB heaps (GlibcHeaps): with Input.ReadMemory the heaps'
+	// headers say which arena each belongs to (GlibcArenasExact);
+	// otherwise a heap whose read-write part has grown to within
+	// glibcHeapFullSlack of 64 MiB is taken as one its arena has
+	// outgrown, followed by another heap of the same arena, and the
+	// arenas are the other heaps (at least 1 when there are heaps).
 	GlibcArenas int `json:"glibc_arenas"`
+	// GlibcHeaps counts glibc's 64 MiB malloc heaps found (by shape or
+	// name): what GlibcArenas counted before arenas were told apart.
+	// Absent from the JSON when 0, as GlibcArenasExact when false, so
+	// that results without glibc heaps read as before.
+	GlibcHeaps int `json:"glibc_heaps,omitempty"`
+	// GlibcArenasExact says GlibcArenas comes from the heaps' headers
+	// (heap_info.ar_ptr), not from the estimate.
+	GlibcArenasExact bool `json:"glibc_arenas_exact,omitempty"`
 	// GoArenaRSSBytes is resident in Go's heap arena mappings (smaps);
 	// GoMappedNotResidentBytes is what Go's classes count mapped (total −
 	// released) beyond what is resident in all of Go's mappings found.
@@ -392,7 +436,7 @@ func Compute(in Input) Reconciliation {
 		{clWorkers, "pthread stacks of trainer/osthread workers (pthread_getattr_np ranges) with their guards"},
 		{clThreads, stacksNote},
 		{clBrk, "[heap]: glibc's main malloc arena (brk)"},
-		{clArenas, "glibc malloc arenas: 64 MiB-aligned heaps, read-write head + PROT_NONE tail"},
+		{clArenas, l.arenasNote()},
 		{clMmap, "glibc malloc's mmapped chunks (named by glibc)"},
 		{clRace, "race detector shadow memory"},
 		{clBSS, "anonymous mapping above a file's data: the binary's and libraries' .bss"},
@@ -411,7 +455,7 @@ func Compute(in Input) Reconciliation {
 		}
 		add(p.name, t.resident, t.reserved, t.count, p.note)
 	}
-	r.GlibcArenas = l.tallies[clArenas].countOrZero()
+	r.GlibcArenas, r.GlibcHeaps, r.GlibcArenasExact = l.arenas, len(l.heaps), l.arenasExact
 
 	// Stacks and files, for the JSON.
 	for _, s := range l.stacks {
@@ -486,13 +530,6 @@ func (r *Reconciliation) finish() {
 	}
 	r.UnexplainedBytes = r.RSSBytes - res
 	r.UnexplainedReservedBytes = r.VSZBytes - resv
-}
-
-func (t *tally) countOrZero() int {
-	if t == nil {
-		return 0
-	}
-	return t.count
 }
 
 // stacksNote says how the other pthread stacks were found.

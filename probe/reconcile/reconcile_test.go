@@ -81,6 +81,7 @@ func fixture(t *testing.T) Input {
 			{Lo: 0x7f0020102000, Hi: 0x7f0020202000, GuardBytes: 4 * KiB},
 		},
 		ThreadStackBytes: 8 * MiB,
+		OpenFile:         files(fixtureFiles()),
 	}
 }
 

@@ -126,8 +126,8 @@ type Result struct {
 	// the live process (the sampler stops at one that has exited), so
 	// Last is the last moment it was seen alive. Nil only before a first
 	// sample (a Result that no successful Start produced).
-	First *Point `json:"first"`
-	Last  *Point `json:"last"`
+	First *Point `json:"first,omitempty"`
+	Last  *Point `json:"last,omitempty"`
 	// Timeline is at most MaxPoints points; each is the field-wise maximum
 	// of the Samples samples it covers. Never nil.
 	Timeline []Point `json:"timeline"`
@@ -140,9 +140,9 @@ type Result struct {
 	// Reopens is how many times the sampler opened the process's /proc
 	// files again while it lived: after a read failed (a descriptor that
 	// an execve left stale) or when it saw an execve.
-	Reopens int `json:"reopens"`
-	// Execs are the execve calls the sampler saw, in order; never nil.
-	Execs []Exec `json:"execs"`
+	Reopens int `json:"reopens,omitempty"`
+	// Execs are the execve calls the sampler saw, in order (absent: none).
+	Execs []Exec `json:"execs,omitempty"`
 	// IntervalMs is the requested interval, in milliseconds.
 	IntervalMs float64 `json:"interval_ms"`
 	// DurationMs is the time from the first sample to the last.

@@ -1,0 +1,378 @@
+package reconcile
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"memprobe/probe/procfs"
+)
+
+// The tests here build address spaces by hand, each the shape a real
+// program showed (probe exec's smaps walks of the audit's programs), to
+// pin the heuristics of classify: what is a thread stack, a file's .bss, a
+// glibc arena.
+
+// mk is one anonymous or file mapping of smaps, rss bytes resident.
+func mk(start, size uint64, perms, path string, rss uint64) procfs.Mapping {
+	m := procfs.Mapping{Start: start, End: start + size, Perms: perms, Path: path, SizeBytes: size, RssBytes: rss, PssBytes: rss}
+	if path == "" {
+		m.AnonymousBytes, m.PrivateDirtyBytes = rss, rss
+	}
+	return m
+}
+
+// space is an Input over ms, with VmRSS and VmSize their sums (nothing
+// drifts) and no Go runtime.
+func space(ms ...procfs.Mapping) Input {
+	in := Input{Mappings: ms, ThreadStackBytes: 8 * MiB, OpenFile: noFiles}
+	for _, m := range ms {
+		in.Status.VmRSSBytes += m.RssBytes
+		in.Status.VmSizeBytes += m.SizeBytes
+	}
+	return in
+}
+
+// noFiles is an OpenFile that finds no file: tests never read the
+// machine's.
+func noFiles(path string) (io.ReaderAt, error) {
+	return nil, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
+}
+
+// files is an OpenFile serving the given contents by path.
+func files(m map[string][]byte) func(string) (io.ReaderAt, error) {
+	return func(path string) (io.ReaderAt, error) {
+		if b, ok := m[path]; ok {
+			return bytes.NewReader(b), nil
+		}
+		return noFiles(path)
+	}
+}
+
+// pagemap is a Resident function over the given resident ranges.
+func pagemap(ranges ...[2]uint64) func(lo, hi uint64) (int64, error) {
+	return func(lo, hi uint64) (int64, error) {
+		var n int64
+		for _, r := range ranges {
+			if a, z := max(lo, r[0]), min(hi, r[1]); a < z {
+				n += int64(z - a)
+			}
+		}
+		return n, nil
+	}
+}
+
+// elfFile is the ELF header and program headers of a 64-bit x86-64
+// object with the given PT_LOAD segments: all the .bss rule reads.
+func elfFile(typ elf.Type, loads ...elf.ProgHeader) []byte {
+	var b bytes.Buffer
+	hdr := elf.Header64{
+		Type: uint16(typ), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT),
+		Phoff: 64, Ehsize: 64, Phentsize: 56, Phnum: uint16(len(loads)),
+	}
+	copy(hdr.Ident[:], elf.ELFMAG)
+	hdr.Ident[elf.EI_CLASS], hdr.Ident[elf.EI_DATA], hdr.Ident[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	binary.Write(&b, binary.LittleEndian, hdr)
+	for _, l := range loads {
+		binary.Write(&b, binary.LittleEndian, elf.Prog64{Type: uint32(elf.PT_LOAD), Flags: uint32(l.Flags),
+			Off: l.Off, Vaddr: l.Vaddr, Paddr: l.Vaddr, Filesz: l.Filesz, Memsz: l.Memsz, Align: 0x1000})
+	}
+	return b.Bytes()
+}
+
+func load(flags elf.ProgFlag, off, vaddr, filesz, memsz uint64) elf.ProgHeader {
+	return elf.ProgHeader{Type: elf.PT_LOAD, Flags: flags, Off: off, Vaddr: vaddr, Filesz: filesz, Memsz: memsz}
+}
+
+// fixtureFiles are the ELF headers of testdata/smaps_cgo's two objects:
+// the binary's data segment has 32 MiB of .bss, libc's 52 KiB (its real
+// layout: RELRO splits the data mapping, the .bss ends mid-page).
+func fixtureFiles() map[string][]byte {
+	return map[string][]byte{
+		"/usr/bin/probe": elfFile(elf.ET_EXEC,
+			load(elf.PF_R, 0, 0x400000, 0x2000, 0x2000),
+			load(elf.PF_R|elf.PF_X, 0x2000, 0x402000, 0x100000, 0x100000),
+			load(elf.PF_R|elf.PF_W, 0x102000, 0x502000, 0x800, 0x2000e40)),
+		"/usr/lib/x86_64-linux-gnu/libc.so.6": elfFile(elf.ET_DYN,
+			load(elf.PF_R, 0, 0, 0x25388, 0x25388),
+			load(elf.PF_R|elf.PF_X, 0x26000, 0x26000, 0x1550fc, 0x1550fc),
+			load(elf.PF_R|elf.PF_W, 0x17c8d0, 0x17c8d0, 0x5700, 0x12680)),
+	}
+}
+
+func partsByName(r Reconciliation) map[string]Part {
+	got := map[string]Part{}
+	for _, p := range r.Parts {
+		got[p.Name] = p
+	}
+	return got
+}
+
+// cStack is a glibc thread stack: a 4 KiB guard, then size read-write, rss
+// of it resident.
+func cStack(guard, size, rss uint64) []procfs.Mapping {
+	return []procfs.Mapping{mk(guard, 4*KiB, "---p", "", 0), mk(guard+4*KiB, size, "rw-p", "", rss)}
+}
+
+// TestGoHeapIsNotAThreadStack: a pure-Go binary seen from outside (no Go
+// heap address known). Its threads' stack pointers lie in Go's heap
+// mapping (g0 and goroutine stacks), which has megabytes of PROT_NONE
+// reservation below it, not a guard: it is no thread stack, and its
+// resident bytes stay unexplained. The C stack beside it, with glibc's
+// guard, is still found by its thread's stack pointer. (Before the fix
+// the heap's first 8 MiB were a "thread stack" with a 64 KiB "guard" cut
+// from the reservation.)
+func TestGoHeapIsNotAThreadStack(t *testing.T) {
+	const heap = 0x2b8644000000
+	ms := []procfs.Mapping{
+		mk(heap, 8*MiB, "---p", "", 0),
+		mk(heap+8*MiB, 108*MiB, "rw-p", "", 100*MiB),
+		mk(heap+116*MiB, 12*MiB, "---p", "", 0),
+	}
+	ms = append(ms, cStack(0x7f0000000000, 8*MiB, 16*KiB)...)
+	in := space(ms...)
+	in.ThreadSPs = []procfs.ThreadSP{
+		{TID: 1, SP: heap + 8*MiB + 0x10f00},         // a Go thread on g0
+		{TID: 2, SP: heap + 20*MiB},                  // one on a goroutine stack
+		{TID: 3, SP: 0x7f0000001000 + 8*MiB - 0x300}, // a C thread, blocked
+	}
+	in.Resident = pagemap([2]uint64{0x7f0000001000 + 8*MiB - 16*KiB, 0x7f0000001000 + 8*MiB})
+	r := Compute(in)
+	checkSums(t, r)
+	want := ThreadStack{Lo: 0x7f0000001000, Hi: 0x7f0000801000, TID: 3, ReservedBytes: 8 * MiB, GuardBytes: 4 * KiB, ResidentBytes: 16 * KiB, Source: "syscall sp"}
+	if len(r.ThreadStacks) != 1 || r.ThreadStacks[0] != want {
+		t.Errorf("stacks %+v, want only %+v", r.ThreadStacks, want)
+	}
+	if p := partsByName(r)["stacks.threads"]; p.Bytes != 16*KiB || p.ReservedBytes != 8*MiB+4*KiB || p.Count != 1 {
+		t.Errorf("stacks.threads %+v", p)
+	}
+	if len(r.UnexplainedMappings) != 1 || r.UnexplainedMappings[0].Start != heap+8*MiB || r.UnexplainedMappings[0].ResidentBytes != 100*MiB {
+		t.Errorf("unexplained %+v, want Go's heap mapping whole", r.UnexplainedMappings)
+	}
+}
+
+// TestBSSNotAboveSharedMapping: bss.c maps 64 MiB anonymous, then a 1 MiB
+// file MAP_SHARED read-write that lands right below it. A shared mapping
+// has no .bss: the 64 MiB stay unexplained.
+func TestBSSNotAboveSharedMapping(t *testing.T) {
+	in := space(
+		mk(0x7ff5e0000000, 1*MiB, "rw-s", "/tmp/audit2/c/data.bin", 4*KiB),
+		mk(0x7ff5e0100000, 64*MiB, "rw-p", "", 64*MiB),
+	)
+	r := Compute(in)
+	checkSums(t, r)
+	if p := partsByName(r)["file.bss"]; p.Bytes != 0 || p.ReservedBytes != 0 {
+		t.Errorf("file.bss %+v, want nothing", p)
+	}
+	if r.UnexplainedBytes != 64*MiB || len(r.UnexplainedMappings) != 1 || r.UnexplainedMappings[0].Start != 0x7ff5e0100000 {
+		t.Errorf("unexplained %d: %+v, want the 64 MiB", r.UnexplainedBytes, r.UnexplainedMappings)
+	}
+}
+
+// TestBSSBoundedByELF: the .bss is the anonymous mapping above a loaded
+// object's data only up to the end its segment has in memory. Here the
+// kernel merged a library's 12 KiB .bss with a 64 MiB mapping placed
+// right above it: 12 KiB are .bss (8 KiB resident, by pagemap), the rest
+// is left to the other rules (unexplained). A private writable mapping
+// of a file that is not ELF (one mapping, a data file) has no .bss either.
+func TestBSSBoundedByELF(t *testing.T) {
+	const lib = 0x7f1000000000
+	in := space(
+		mk(0x7e0000000000, 1*MiB, "rw-p", "/data/table.bin", 1*MiB),
+		mk(0x7e0000100000, 2*MiB, "rw-p", "", 2*MiB),
+		mk(lib, 4*KiB, "r--p", "/usr/lib/libx.so", 4*KiB),
+		mk(lib+4*KiB, 4*KiB, "r-xp", "/usr/lib/libx.so", 4*KiB),
+		mk(lib+8*KiB, 4*KiB, "rw-p", "/usr/lib/libx.so", 4*KiB),
+		mk(lib+12*KiB, 64*MiB+12*KiB, "rw-p", "", 40*MiB+8*KiB),
+	)
+	in.OpenFile = files(map[string][]byte{
+		"/data/table.bin": bytes.Repeat([]byte{7}, 4096),
+		"/usr/lib/libx.so": elfFile(elf.ET_DYN,
+			load(elf.PF_R, 0, 0, 0x800, 0x800),
+			load(elf.PF_R|elf.PF_X, 0x1000, 0x1000, 0x900, 0x900),
+			// .data ends at 0x2a00 in the file, .bss at 0x5010 in
+			// memory: anonymous from 0x3000 to 0x6000.
+			load(elf.PF_R|elf.PF_W, 0x2000, 0x2000, 0xa00, 0x3010)),
+	})
+	in.Resident = pagemap([2]uint64{lib + 12*KiB, lib + 20*KiB}, [2]uint64{lib + 24*KiB, lib + 24*KiB + 40*MiB})
+	r := Compute(in)
+	checkSums(t, r)
+	if p := partsByName(r)["file.bss"]; p.Bytes != 8*KiB || p.ReservedBytes != 12*KiB || p.Count != 1 {
+		t.Errorf("file.bss %+v, want 8 KiB resident of 12 KiB, 1", p)
+	}
+	if len(r.Files) != 2 || r.Files[1].Path != "/usr/lib/libx.so" || r.Files[1].BSSResidentBytes != 8*KiB || r.Files[1].BSSReservedBytes != 12*KiB {
+		t.Errorf("files %+v", r.Files)
+	}
+	var big, data bool
+	for _, p := range r.UnexplainedMappings {
+		big = big || p.Start == lib+12*KiB && p.ResidentBytes == 40*MiB && p.ReservedBytes == 64*MiB
+		data = data || p.Start == 0x7e0000100000 && p.ResidentBytes == 2*MiB
+	}
+	if !big || !data || len(r.Warnings) != 0 {
+		t.Errorf("unexplained %+v, want the 64 MiB above the .bss and the 2 MiB above the data file; warnings %q", r.UnexplainedMappings, r.Warnings)
+	}
+}
+
+// TestBSSUnreadableFile: where the headers cannot be read (a deleted
+// binary, a file in another mount namespace) an object mapped in pieces
+// keeps the old assumption, the whole anonymous mapping above its data,
+// and a warning says so. A segment whose memory ends on its last file
+// page has no .bss: the mapping above it is not claimed.
+func TestBSSUnreadableFile(t *testing.T) {
+	in := space(
+		mk(0x400000, 8*KiB, "r-xp", "/app/trainer (deleted)", 8*KiB),
+		mk(0x402000, 4*KiB, "rw-p", "/app/trainer (deleted)", 4*KiB),
+		mk(0x403000, 200*KiB, "rw-p", "", 60*KiB),
+		mk(0x7f2000000000, 4*KiB, "r--p", "/usr/lib/liby.so", 4*KiB),
+		mk(0x7f2000001000, 4*KiB, "rw-p", "/usr/lib/liby.so", 4*KiB),
+		mk(0x7f2000002000, 1*MiB, "rw-p", "", 1*MiB),
+	)
+	in.OpenFile = files(map[string][]byte{
+		"/usr/lib/liby.so": elfFile(elf.ET_DYN,
+			load(elf.PF_R, 0, 0, 0x800, 0x800),
+			load(elf.PF_R|elf.PF_W, 0x1000, 0x1000, 0x100, 0x180)),
+	})
+	r := Compute(in)
+	checkSums(t, r)
+	if p := partsByName(r)["file.bss"]; p.Bytes != 60*KiB || p.ReservedBytes != 200*KiB || p.Count != 1 {
+		t.Errorf("file.bss %+v, want the deleted binary's 200 KiB whole", p)
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "/app/trainer (deleted) (the file is deleted)") || !strings.Contains(r.Warnings[0], "taken whole") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+	if len(r.UnexplainedMappings) != 1 || r.UnexplainedMappings[0].Start != 0x7f2000002000 {
+		t.Errorf("unexplained %+v, want liby's neighbour", r.UnexplainedMappings)
+	}
+}
+
+// TestBigThreadStacks: stacks grow down, so a stack larger than the
+// default holds its frames at the top of its mapping. bigstack.c: one
+// thread, 16 MiB stack, 4 MiB written, blocked: its stack pointer is above
+// the default 8 MiB, and the whole mapping is its stack (before: the
+// bottom 8 MiB, nothing resident, and the 4 MiB unexplained). A running
+// thread's (no stack pointer) 16 MiB stack is claimed whole where pagemap
+// shows glibc's shape: its top page (the thread descriptor) resident,
+// nothing where a default-size stack's top would be. A default stack the
+// kernel merged with a mapping above has its top there, and only the
+// default size is claimed; so is everything without pagemap.
+func TestBigThreadStacks(t *testing.T) {
+	const (
+		blocked = 0x7f0000000000 // 16 MiB, stack pointer 4 MiB below the top
+		running = 0x7f0010000000 // 16 MiB, no stack pointer
+		merged  = 0x7f0020000000 // 8 MiB stack + 24 MiB above it
+		huge    = 0x7f0100000000 // 1 GiB, blocked (thr 4 1048576 1 1500)
+	)
+	var ms []procfs.Mapping
+	ms = append(ms, cStack(blocked, 16*MiB, 4*MiB+8*KiB)...)
+	ms = append(ms, cStack(running, 16*MiB, 64*KiB)...)
+	ms = append(ms, cStack(merged, 32*MiB, 2*MiB+8*KiB)...)
+	ms = append(ms, cStack(huge, 1024*MiB, 24*KiB)...)
+	in := space(ms...)
+	top := func(base, size uint64) uint64 { return base + 4*KiB + size }
+	in.ThreadSPs = []procfs.ThreadSP{
+		{TID: 11, SP: top(blocked, 16*MiB) - 4*MiB - 0x100},
+		{TID: 12},
+		{TID: 14, SP: top(huge, 1024*MiB) - 20*KiB},
+	}
+	in.Resident = pagemap(
+		[2]uint64{top(blocked, 16*MiB) - 4*MiB - 8*KiB, top(blocked, 16*MiB)},
+		[2]uint64{top(running, 16*MiB) - 64*KiB, top(running, 16*MiB)},
+		[2]uint64{merged + 4*KiB + 8*MiB - 8*KiB, merged + 4*KiB + 8*MiB}, // the stack's top
+		[2]uint64{top(merged, 32*MiB) - 2*MiB, top(merged, 32*MiB)},       // the neighbour's
+		[2]uint64{top(huge, 1024*MiB) - 24*KiB, top(huge, 1024*MiB)},
+	)
+	r := Compute(in)
+	checkSums(t, r)
+	want := []ThreadStack{
+		{Lo: blocked + 4*KiB, Hi: top(blocked, 16*MiB), TID: 11, ReservedBytes: 16 * MiB, GuardBytes: 4 * KiB, ResidentBytes: 4*MiB + 8*KiB, Source: "syscall sp"},
+		{Lo: running + 4*KiB, Hi: top(running, 16*MiB), ReservedBytes: 16 * MiB, GuardBytes: 4 * KiB, ResidentBytes: 64 * KiB, Source: "guard shape"},
+		{Lo: merged + 4*KiB, Hi: merged + 4*KiB + 8*MiB, ReservedBytes: 8 * MiB, GuardBytes: 4 * KiB, ResidentBytes: 8 * KiB, Source: "guard shape"},
+		{Lo: huge + 4*KiB, Hi: top(huge, 1024*MiB), TID: 14, ReservedBytes: 1024 * MiB, GuardBytes: 4 * KiB, ResidentBytes: 24 * KiB, Source: "syscall sp"},
+	}
+	if len(r.ThreadStacks) != len(want) {
+		t.Fatalf("stacks %+v", r.ThreadStacks)
+	}
+	for i, w := range want {
+		if r.ThreadStacks[i] != w {
+			t.Errorf("stack %d:\n got %+v\nwant %+v", i, r.ThreadStacks[i], w)
+		}
+	}
+	// Only the merged neighbour's 2 MiB are unexplained.
+	if r.UnexplainedBytes != 2*MiB || len(r.UnexplainedMappings) != 1 || r.UnexplainedMappings[0].Start != merged+4*KiB {
+		t.Errorf("unexplained %d: %+v", r.UnexplainedBytes, r.UnexplainedMappings)
+	}
+
+	// Without pagemap the running thread's stack cannot be told from a
+	// merged one: the default size. The blocked threads' pointers still
+	// say.
+	in.Resident = nil
+	r = Compute(in)
+	checkSums(t, r)
+	if len(r.ThreadStacks) != 4 || r.ThreadStacks[0].ReservedBytes != 16*MiB || r.ThreadStacks[1].ReservedBytes != 8*MiB || r.ThreadStacks[3].ReservedBytes != 1024*MiB {
+		t.Errorf("without pagemap: stacks %+v", r.ThreadStacks)
+	}
+}
+
+// heapsSpace is arena.c's address space, and a second thread's arena: one
+// arena grew past its first heap (64 MiB less 44 KiB read-write) into a
+// second (16 MiB), the other has one heap of 132 KiB.
+func heapsSpace() Input {
+	return space(
+		mk(0x7fa964000000, 16*MiB+72*KiB, "rw-p", "", 16*MiB+72*KiB),
+		mk(0x7fa965012000, 48*MiB-72*KiB, "---p", "", 0),
+		mk(0x7fa96c000000, 64*MiB-44*KiB, "rw-p", "", 64*MiB-44*KiB),
+		mk(0x7fa96fff5000, 44*KiB, "---p", "", 0),
+		mk(0x7fa974000000, 132*KiB, "rw-p", "", 16*KiB),
+		mk(0x7fa974021000, 64*MiB-132*KiB, "---p", "", 0),
+	)
+}
+
+// TestArenasNotHeaps: arena.c's worker mallocs 80 MiB in 64 KiB pieces,
+// so its arena has two 64 MiB heaps. Three heaps are two arenas (before:
+// three), estimated from the full heap; GlibcHeaps keeps the heaps.
+func TestArenasNotHeaps(t *testing.T) {
+	r := Compute(heapsSpace())
+	checkSums(t, r)
+	p := partsByName(r)["c.malloc.arenas"]
+	if r.GlibcArenas != 2 || r.GlibcHeaps != 3 || r.GlibcArenasExact || p.Count != 2 || p.ReservedBytes != 192*MiB || p.Bytes != 80*MiB+44*KiB {
+		t.Errorf("arenas %d, heaps %d, exact %v; part %+v", r.GlibcArenas, r.GlibcHeaps, r.GlibcArenasExact, p)
+	}
+	if !strings.Contains(p.Note, "3 heaps, 2 arenas (estimated") {
+		t.Errorf("note %q", p.Note)
+	}
+}
+
+// TestArenasByHeader: with the process's memory readable, each heap's
+// heap_info.ar_ptr says its arena. Here the small heap's arena is the
+// same as the others' (a thread that outgrew the first heap, freed, then
+// grew again: glibc deletes only the top heap), which no size can show;
+// and where a read fails the estimate stands.
+func TestArenasByHeader(t *testing.T) {
+	in := heapsSpace()
+	arena := uint64(0x7fa96c000000 + 48) // the first heap's, past its heap_info
+	in.ReadMemory = func(addr uint64, b []byte) error {
+		switch addr {
+		case 0x7fa964000000, 0x7fa96c000000, 0x7fa974000000:
+			binary.NativeEndian.PutUint64(b, arena)
+			return nil
+		}
+		return errors.New("unmapped")
+	}
+	r := Compute(in)
+	if r.GlibcArenas != 1 || r.GlibcHeaps != 3 || !r.GlibcArenasExact || partsByName(r)["c.malloc.arenas"].Count != 1 {
+		t.Errorf("arenas %d, heaps %d, exact %v", r.GlibcArenas, r.GlibcHeaps, r.GlibcArenasExact)
+	}
+	in.ReadMemory = func(addr uint64, b []byte) error { return errors.New("EIO") }
+	if r := Compute(in); r.GlibcArenas != 2 || r.GlibcArenasExact {
+		t.Errorf("unreadable: arenas %d, exact %v; want the estimate 2", r.GlibcArenas, r.GlibcArenasExact)
+	}
+	in.ReadMemory = func(addr uint64, b []byte) error { binary.NativeEndian.PutUint64(b, 0x1234); return nil }
+	if r := Compute(in); r.GlibcArenas != 2 || r.GlibcArenasExact {
+		t.Errorf("implausible ar_ptr: arenas %d, exact %v; want the estimate 2", r.GlibcArenas, r.GlibcArenasExact)
+	}
+}
