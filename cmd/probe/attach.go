@@ -21,9 +21,10 @@ func newAttachCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "watch a running process's memory from outside until it exits, --duration ends or Ctrl-C",
 		Long: `attach samples a running process's memory from /proc until it exits,
 --duration ends, or Ctrl-C (SIGINT, SIGTERM), then takes a last walk of its
-address space and prints the report (stdout, or stderr with --json -). The
-process is not changed or stopped. Reading its memory maps needs the same
-user or root. See docs/exec.md.`,
+address space, writes --json and prints the report (stdout, or stderr with
+--json -). The process is not changed or stopped. Reading its memory maps
+needs the same user or root. A thread id is taken for its process, with a
+note. See docs/exec.md.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("attach: want one PID, got %d arguments", len(args))}
@@ -40,6 +41,7 @@ user or root. See docs/exec.md.`,
 				return usageError{err}
 			}
 			o.Progress = stderr
+			survivePipe()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if f.duration > 0 {

@@ -24,6 +24,7 @@ import (
 // outsideFlags are the options of `probe exec` and `probe attach`, kept
 // apart from the commands so that parsing is testable.
 type outsideFlags struct {
+	fs         *pflag.FlagSet // to tell a flag given from its default
 	interval   time.Duration
 	smapsEvery time.Duration
 	jsonPath   string
@@ -36,9 +37,10 @@ type outsideFlags struct {
 }
 
 func (f *outsideFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	fs.DurationVar(&f.interval, "interval", outside.DefaultInterval, "sampling period of RSS, VSZ and the /proc fields (about 1 µs of the probe's time per sample, status every 10th, smaps_rollup at most 0.25 % of wall time)")
-	fs.DurationVar(&f.smapsEvery, "smaps-every", outside.DefaultSmapsEvery, "least time between full smaps walks (taken at new RSS highs, when RSS moves, and at the end)")
-	fs.StringVar(&f.jsonPath, "json", "", "write the result (schema memprobe.train/v3, kind process) to this file; - is stdout (the report then goes to stderr)")
+	fs.DurationVar(&f.smapsEvery, "smaps-every", outside.DefaultSmapsEvery, "least time between full smaps walks (taken at new RSS highs, when RSS moves, and at the end); not given, it is the interval where that is longer")
+	fs.StringVar(&f.jsonPath, "json", "", "write the result (schema memprobe.train/v3, kind process) to this file; - is stdout, which then carries the JSON only: the report goes to stderr, and so does exec's program's own stdout")
 	fs.StringVar(&f.outDir, "out-dir", "", "write the raw smaps walks at the peak and the end (and --pprof's heap profile) to this directory")
 	fs.StringVar(&f.format, "format", "text", "report format: text or markdown")
 	fs.StringVar(&f.pprof, "pprof", "", "a Go program's net/http/pprof heap URL (http://127.0.0.1:6060/debug/pprof/heap): fetched at the peak into --out-dir")
@@ -62,6 +64,11 @@ func (f *outsideFlags) options() (outside.Options, table.Format, error) {
 	}
 	if f.smapsEvery <= 0 {
 		return o, "", fmt.Errorf("--smaps-every %v: must be positive", f.smapsEvery)
+	}
+	if f.fs != nil && !f.fs.Changed("smaps-every") {
+		// Not given: outside's default, which follows a long --interval
+		// instead of refusing it for a flag the user never set.
+		o.SmapsEvery = 0
 	}
 	if f.duration < 0 {
 		return o, "", fmt.Errorf("--duration %v: must not be negative", f.duration)
@@ -95,6 +102,57 @@ type exitStatus struct {
 func (e exitStatus) Error() string { return e.what }
 func (e exitStatus) ExitCode() int { return e.code }
 
+// programStatus says how the program ended, for a message: "/bin/sh
+// exited with status 3", "/bin/sh was killed by SIGTERM (signal 15)".
+func programStatus(name string, p *schema.Process) string {
+	switch {
+	case p == nil || p.ExitCode == nil:
+		return name + " exited with an unknown status"
+	case outside.KilledBy(p) != "":
+		return fmt.Sprintf("%s was killed by %s", name, outside.KilledBy(p))
+	}
+	return fmt.Sprintf("%s exited with status %d", name, *p.ExitCode)
+}
+
+// outputError is exec's failure to write its output (--json, the report)
+// after the program ran. It says the program's status too, which would
+// otherwise be lost, and exits with it where that is not 0 (the status
+// probe exec promises, and a failure either way); a program that
+// succeeded gives 1, the probe's own error. docs/exec.md.
+type outputError struct {
+	status string // programStatus
+	code   int    // the program's exit status
+	err    error
+}
+
+func (e outputError) Error() string {
+	return fmt.Sprintf("exec: %s, but its result was not all written: %v", e.status, e.err)
+}
+
+func (e outputError) Unwrap() error { return e.err }
+
+func (e outputError) ExitCode() int {
+	if e.code != 0 {
+		return e.code
+	}
+	return 1
+}
+
+var catchSIGPIPE sync.Once
+
+// survivePipe makes a write to a closed stdout or stderr fail with EPIPE
+// instead of killing the probe: Go's runtime kills a program that writes
+// to a broken pipe on fd 1 or 2 unless it has asked for SIGPIPE, and the
+// probe must still write --json and exit with the program's status when
+// its reader went away (probe exec ... | head). signal.Notify, not
+// signal.Ignore: an ignored signal stays ignored across execve, so the
+// program (and its children) would lose their SIGPIPE; a caught one is
+// reset to the default by execve. The channel is never read: a signal
+// that finds it full is dropped, which is all that is wanted.
+func survivePipe() {
+	catchSIGPIPE.Do(func() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) })
+}
+
 func newExecCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f outsideFlags
 	cmd := &cobra.Command{
@@ -102,12 +160,18 @@ func newExecCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "run any program and explain its memory from outside: timeline, stacks, arenas, diagnosis",
 		Long: `exec starts CMD, samples its memory from /proc until it exits (with
 --children, its descendants too), forwards SIGINT, SIGTERM, SIGHUP and
-SIGQUIT to it, prints the report (stdout, or stderr with --json -) and exits
-with CMD's own status (128 + the signal when a signal killed it). See
+SIGQUIT to it, writes --json, prints the report (stdout, or stderr with
+--json -, which also sends CMD's own stdout to stderr so that stdout carries
+the JSON alone) and exits with CMD's own status (128 + the signal when a
+signal killed it). If --json or the report cannot be written, it says so
+with CMD's status and exits with that status, or 1 where CMD exited 0. See
 docs/exec.md.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError{errors.New("exec: no program: probe exec [flags] -- CMD [ARGS...]")}
+			}
+			if args[0] == "" {
+				return usageError{errors.New("exec: the program's name is empty: probe exec [flags] -- CMD [ARGS...]")}
 			}
 			return nil
 		},
@@ -124,11 +188,20 @@ docs/exec.md.`,
 				stderr = &lockedWriter{w: stderr}
 			}
 			o.Progress = stderr
+			survivePipe()
+			// With --json -, stdout is the JSON's: the program's own
+			// output there would make it unreadable (the report moves to
+			// stderr for the same reason), so the program writes to
+			// stderr too.
+			progOut := stdout
+			if f.jsonPath == "-" {
+				progOut = stderr
+			}
 			// Catch the signals before the program starts, so none is lost.
 			sigs := make(chan os.Signal, 4)
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			defer signal.Stop(sigs)
-			s, err := outside.Exec(outside.ExecOptions{Options: o, Args: args, Stdout: stdout, Stderr: stderr})
+			s, err := outside.Exec(outside.ExecOptions{Options: o, Args: args, Stdout: progOut, Stderr: stderr})
 			if err != nil {
 				return err
 			}
@@ -148,15 +221,15 @@ docs/exec.md.`,
 			if err != nil {
 				return err
 			}
-			if err := writeOutside(stdout, stderr, f.jsonPath, format, r); err != nil {
-				return err
+			code := 0
+			if c := r.Process.ExitCode; c != nil {
+				code = *c
 			}
-			if c := r.Process.ExitCode; c != nil && *c != 0 {
-				what := fmt.Sprintf("exec: %s exited with status %d", args[0], *c)
-				if by := outside.KilledBy(r.Process); by != "" {
-					what = fmt.Sprintf("exec: %s was killed by %s", args[0], by)
-				}
-				return exitStatus{*c, what}
+			if err := writeOutside(stdout, stderr, f.jsonPath, format, r); err != nil {
+				return outputError{status: programStatus(args[0], r.Process), code: code, err: err}
+			}
+			if code != 0 {
+				return exitStatus{code, "exec: " + programStatus(args[0], r.Process)}
 			}
 			return nil
 		},
@@ -167,23 +240,37 @@ docs/exec.md.`,
 	return cmd
 }
 
-// writeOutside prints the report and writes the JSON: with --json -, the
-// JSON goes to stdout and the report to stderr.
+// writeOutside writes the JSON, then prints the report: with --json -,
+// the JSON goes to stdout and the report to stderr. The JSON comes first
+// so that a report that cannot be printed (a closed pipe: probe exec ...
+// | head) does not cost the file; a JSON that cannot be written does not
+// cost the report. Both failures are returned.
 func writeOutside(stdout, stderr io.Writer, jsonPath string, format table.Format, r *schema.Result) error {
 	reportTo := stdout
 	if jsonPath == "-" {
 		reportTo = stderr
 	}
-	if err := outside.Render(reportTo, r, format); err != nil {
-		return err
-	}
+	var jerr error
 	switch jsonPath {
 	case "":
-		return nil
 	case "-":
-		return writeJSON(stdout, "", r)
+		if err := writeJSON(stdout, "", r); err != nil {
+			jerr = fmt.Errorf("writing the JSON to stdout: %w", err)
+		}
+	default:
+		jerr = schema.WriteResult(jsonPath, r)
 	}
-	return schema.WriteResult(jsonPath, r)
+	var rerr error
+	if err := outside.Render(reportTo, r, format); err != nil {
+		rerr = fmt.Errorf("printing the report: %w", err)
+	}
+	switch {
+	case jerr != nil && rerr != nil:
+		return fmt.Errorf("%w; %w", jerr, rerr)
+	case jerr != nil:
+		return jerr
+	}
+	return rerr
 }
 
 // lockedWriter serialises writes to w.

@@ -75,20 +75,41 @@ func (e *PermissionError) Error() string {
 		return fmt.Sprintf("attaching to pid %d: permission denied reading %s: the process is %s's, as the probe is, but may not be inspected (not dumpable, Yama's ptrace_scope, another namespace); run the probe with CAP_SYS_PTRACE",
 			e.PID, e.Path, owner)
 	}
-	return fmt.Sprintf("attaching to pid %d: permission denied reading %s: the process belongs to %s and the probe runs as %s; run the probe as %s, or as root (CAP_SYS_PTRACE)",
-		e.PID, e.Path, owner, e.Self, owner)
+	way := fmt.Sprintf("run the probe as %s, or as root (CAP_SYS_PTRACE)", owner)
+	if owner == "uid 0" || strings.HasSuffix(owner, "(uid 0)") {
+		// Root's process: "as root, or as root" says one thing twice.
+		way = "run the probe as root (or with CAP_SYS_PTRACE)"
+	}
+	return fmt.Sprintf("attaching to pid %d: permission denied reading %s: the process belongs to %s and the probe runs as %s; %s",
+		e.PID, e.Path, owner, e.Self, way)
 }
 
 func (e *PermissionError) Unwrap() error { return fs.ErrPermission }
 
 // Attach watches a running process. It fails at once, in one line, when
 // the pid does not exist or its memory maps cannot be read.
+//
+// A thread id (what top -H, a log or gettid shows) is taken for the
+// process the thread belongs to, with a note (Options.Progress, and the
+// result's warnings): memory belongs to the process, which every thread
+// shares, and watching a thread's /proc entry would end the watch when
+// that thread exits while the process lives on.
 func Attach(pid int, o Options) (*Session, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
 	if pid < 1 {
 		return nil, fmt.Errorf("attaching to pid %d: not a process id", pid)
+	}
+	note := ""
+	if tgid := threadGroup(o.FS, pid); tgid > 0 && tgid != pid {
+		note = fmt.Sprintf("%d is a thread of process %d (%s): watching the process", pid, tgid, comm(o.FS, tgid))
+		pid = tgid
+		// Said now, before the watch's own lines (and before an error
+		// about the process, which names its pid, not the thread's).
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "probe: %s\n", note)
+		}
 	}
 	if err := checkReadable(o, pid); err != nil {
 		return nil, err
@@ -100,7 +121,42 @@ func Attach(pid int, o Options) (*Session, error) {
 		}
 		return nil, fmt.Errorf("attaching to pid %d: %w", pid, err)
 	}
+	if note != "" {
+		s.mu.Lock()
+		s.warnf("%s", note)
+		s.mu.Unlock()
+	}
 	return s, nil
+}
+
+// threadGroup is the process (Tgid of /proc/ID/status) that the task id
+// belongs to: id itself for a process, its process for a thread; 0 when
+// unreadable. /proc/TID is there for every thread, though ls /proc does
+// not list it.
+func threadGroup(fsys procfs.FS, id int) int {
+	b, err := os.ReadFile(fsys.Path(id, "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return 0
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// comm is the command name of pid (/proc/PID/comm); "?" when unreadable.
+func comm(fsys procfs.FS, pid int) string {
+	b, err := os.ReadFile(fsys.Path(pid, "comm"))
+	if err != nil || len(b) == 0 {
+		return "?"
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // checkReadable says, in one line, why pid cannot be watched: it does not

@@ -13,8 +13,9 @@ import (
 // diagnose says what the figures of p mean, a sentence each, with the
 // figure behind it. Thresholds: a part is worth a line when it is at
 // least 10 % of RSS (or, for address space, 64 MiB); growth when RSS rose
-// by 16 MiB and 20 % of its peak.
-func diagnose(p *schema.Process) []schema.Finding {
+// by 16 MiB and 20 % of its peak; a release when it then fell by more
+// than a tenth of that growth by the end. f says what p does not.
+func diagnose(p *schema.Process, f facts) []schema.Finding {
 	out := []schema.Finding{}
 	add := func(topic, metric string, value float64, format string, args ...any) {
 		out = append(out, schema.Finding{Topic: topic, Text: fmt.Sprintf(format, args...), Metric: metric, Value: value})
@@ -22,7 +23,24 @@ func diagnose(p *schema.Process) []schema.Finding {
 	tl := p.Timeline
 
 	// The peak, two ways.
-	if p.PeakAgreementPct != nil {
+	under := undersampled(p, f.aliveSamples) && p.RusageMaxRSSBytes > 0
+	if under {
+		// One sample, taken as execve left the program, is no peak:
+		// wait4's maxrss is the one figure of its whole life.
+		which := "a second"
+		if f.aliveSamples == 0 {
+			which = "the first"
+		}
+		interval := interval(p.IntervalMs)
+		if forkImage(p) {
+			add("peak", "rusage_maxrss_bytes", float64(p.RusageMaxRSSBytes), "peak RSS at most %s: the program exited before %s sample (every %s), and wait4's maxrss at exit is no more than the probe's own size when it started the program (Linux carries the replaced image's peak across exec), so it bounds the program's peak from above only",
+				iec(int64(p.RusageMaxRSSBytes)), which, interval)
+		} else {
+			add("peak", "rusage_maxrss_bytes", float64(p.RusageMaxRSSBytes), "peak RSS %s from wait4's maxrss at exit: the program exited before %s sample (every %s), so the timeline has no peak of its own",
+				iec(int64(p.RusageMaxRSSBytes)), which, interval)
+		}
+	}
+	if p.PeakAgreementPct != nil && !under {
 		d := *p.PeakAgreementPct
 		switch {
 		case forkImage(p):
@@ -37,13 +55,30 @@ func diagnose(p *schema.Process) []schema.Finding {
 		}
 	}
 
-	// Growth.
-	if g := tl.GrowthBytes; g > 16<<20 && float64(g) > 0.2*float64(tl.PeakRSSBytes) {
+	// Growth, and what became of it. Not from a timeline the sampler
+	// cut short: its final figure is not the end (a warning says so).
+	if g := tl.GrowthBytes; g > 16<<20 && float64(g) > 0.2*float64(tl.PeakRSSBytes) && !f.timelineCut {
 		secs := seconds(tl.PeakAtMs)
-		if tl.LastQuarterGrowthBytes > g/10 {
+		released := int64(tl.PeakRSSBytes) - int64(tl.FinalRSSBytes)
+		switch {
+		case tl.LastQuarterGrowthBytes > g/10:
 			add("growth", "growth_bytes", float64(g), "RSS grew %s in %s with no plateau (%s of it in the last quarter of the run)",
 				iec(g), secs, iec(tl.LastQuarterGrowthBytes))
-		} else {
+		case released > g/10:
+			// Down from the peak by more than the plateau's tolerance:
+			// memory given back (free, munmap, MADV_DONTNEED), which a
+			// "levelled off at the peak" would hide.
+			by := ""
+			if f.releasedByMs >= 0 {
+				by = " by " + seconds(f.releasedByMs)
+			}
+			end := ""
+			if f.endMs > 0 {
+				end = " (" + seconds(f.endMs) + ")"
+			}
+			add("release", "released_bytes", float64(released), "RSS grew %s in %s to %s, then released %s%s, down to %s at the end%s",
+				iec(g), secs, iec(int64(tl.PeakRSSBytes)), iec(released), by, iec(int64(tl.FinalRSSBytes)), end)
+		default:
 			add("growth", "growth_bytes", float64(g), "RSS grew %s in %s, then levelled off at %s",
 				iec(g), secs, iec(int64(tl.PeakRSSBytes)))
 		}

@@ -1,6 +1,8 @@
 package outside
 
 import (
+	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +42,11 @@ func Exec(o ExecOptions) (*Session, error) {
 	if len(o.Args) == 0 {
 		return nil, errors.New("exec: no program to run")
 	}
+	if o.Args[0] == "" {
+		// exec.Command("") fails with "exec: no command", which read
+		// as "exec : exec: no command" after the program's empty name.
+		return nil, errors.New("exec: the program's name is empty")
+	}
 	cmd := exec.Command(o.Args[0], o.Args[1:]...)
 	cmd.Env = o.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
@@ -64,7 +71,7 @@ func Exec(o ExecOptions) (*Session, error) {
 	self, _ = procfs.ReadStatus(procfs.Self)
 	release, err := childproc.Start(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("exec %s: %w", o.Args[0], unwrapExec(err))
+		return nil, fmt.Errorf("exec %s: %w", o.Args[0], explainStart(cmd.Path, unwrapExec(err)))
 	}
 	s, err := newSession(o.Options, schema.ModeExec, cmd.Process.Pid, o.Args)
 	if err != nil {
@@ -143,6 +150,73 @@ func exitCode(st *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return st.ExitCode()
+}
+
+// explainStart says why execve failed where its errno misleads: ENOENT
+// for a file that exists means that the interpreter it names is missing,
+// a script's #! line or an ELF binary's dynamic loader (PT_INTERP), and
+// "no such file or directory" alone sends the user looking for the
+// program itself.
+//
+// ENOEXEC ("exec format error") of a file with no #! line gets a word
+// too: unlike a shell, the probe does not run such a file with /bin/sh.
+func explainStart(path string, err error) error {
+	noent, noexec := errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOEXEC)
+	if !noent && !noexec || path == "" {
+		return err
+	}
+	fi, serr := os.Stat(path)
+	if serr != nil || !fi.Mode().IsRegular() {
+		return err
+	}
+	interp, what := interpreter(path)
+	switch {
+	case noexec && what == "":
+		return fmt.Errorf("%w (neither a binary this machine runs nor a script with a #! line)", err)
+	case noexec, interp == "":
+		return err
+	}
+	if _, serr := os.Stat(interp); serr == nil {
+		return fmt.Errorf("%w, though the file and its %s %s exist (one that %s needs in turn is missing)", err, what, interp, interp)
+	}
+	return fmt.Errorf("the %s it names, %s: %w (the file itself exists)", what, interp, err)
+}
+
+// interpreter is the program that execve runs for the file at path: the
+// #! line's interpreter of a script, or an ELF binary's PT_INTERP (its
+// dynamic loader); "" when it has none or cannot be read.
+func interpreter(path string) (interp, what string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	var head [256]byte
+	n, _ := io.ReadFull(f, head[:])
+	b := head[:n]
+	if bytes.HasPrefix(b, []byte("#!")) {
+		line, _, _ := bytes.Cut(b[2:], []byte("\n"))
+		if fields := strings.Fields(string(line)); len(fields) > 0 {
+			return fields[0], "#! interpreter"
+		}
+		return "", "#! interpreter" // a script, naming none
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return "", ""
+	}
+	defer ef.Close()
+	for _, p := range ef.Progs {
+		if p.Type != elf.PT_INTERP {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(p.Open(), 4096))
+		if err != nil {
+			return "", ""
+		}
+		return string(bytes.TrimRight(b, "\x00")), "ELF interpreter (dynamic loader)"
+	}
+	return "", ""
 }
 
 // unwrapExec drops the "exec: " and path an exec error repeats.

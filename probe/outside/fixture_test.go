@@ -174,7 +174,7 @@ func TestRenderGolden(t *testing.T) {
 	p.GPU = &schema.ProcessGPU{IntervalMs: 100, Samples: 400, PeakBytes: 1536 << 20, FinalBytes: 1024 << 20, MeanUtilPct: &util,
 		MeanProcessSMUtilPct: &ownSM, MeanProcessMemUtilPct: &ownMem, ProcessUtilNoSampleReadings: 150,
 		Timeline: []schema.GPUSample{}}
-	p.Diagnosis = diagnose(p)
+	p.Diagnosis = diagnose(p, facts{aliveSamples: -1, releasedByMs: -1})
 	r := &schema.Result{Kind: schema.KindProcess, Process: p, Warnings: []string{}}
 	for _, f := range []table.Format{table.Text, table.Markdown} {
 		var b bytes.Buffer

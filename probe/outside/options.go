@@ -3,6 +3,7 @@ package outside
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"time"
 
 	"memprobe/probe/procfs"
@@ -25,8 +26,10 @@ type Options struct {
 	// sampler.MinInterval is an error.
 	Interval time.Duration
 	// SmapsEvery is the least time between two full smaps walks; 0 means
-	// DefaultSmapsEvery. A walk is taken when RSS has reached a new high
-	// (by 1 MiB and 0.5 %) or moved that much since the last walk.
+	// DefaultSmapsEvery, or Interval where that is longer (a walk cannot
+	// come more often than a sample). A walk is taken when RSS has reached
+	// a new high (by 1 MiB and 0.5 %) or moved that much since the last
+	// walk.
 	SmapsEvery time.Duration
 	// Children watches the process's descendants too: their peaks, and
 	// the tree's summed RSS.
@@ -60,14 +63,32 @@ func (o *Options) defaults() error {
 	}
 	switch {
 	case o.SmapsEvery == 0:
-		o.SmapsEvery = DefaultSmapsEvery
+		// Left to the default, it follows a long interval rather than
+		// refusing it: the caller did not ask for this period.
+		o.SmapsEvery = max(DefaultSmapsEvery, o.Interval)
 	case o.SmapsEvery < o.Interval:
 		return fmt.Errorf("smaps-every %v is below the interval %v", o.SmapsEvery, o.Interval)
 	}
-	if o.PprofURL != "" && o.OutDir == "" {
-		return fmt.Errorf("pprof %s: needs an out-dir to write the heap profile to", o.PprofURL)
+	if o.PprofURL != "" {
+		if err := checkPprofURL(o.PprofURL); err != nil {
+			return err
+		}
+		if o.OutDir == "" {
+			return fmt.Errorf("pprof %s: needs an out-dir to write the heap profile to", o.PprofURL)
+		}
 	}
 	return nil
+}
+
+// checkPprofURL refuses a --pprof that cannot be fetched at all (not an
+// http or https URL with a host), at the start rather than as a warning
+// at the first peak, seconds or hours into the run.
+func checkPprofURL(s string) error {
+	u, err := url.Parse(s)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return nil
+	}
+	return fmt.Errorf("pprof %q: not an http(s) URL with a host (want e.g. http://127.0.0.1:6060/debug/pprof/heap)", s)
 }
 
 // Validate checks o as New would: for flag handling, before any work.

@@ -42,7 +42,15 @@ type built struct {
 	err  error
 }
 
+// holdEnv makes this test binary a Go program that holds until its
+// standard input ends (TestGoAfterExec): something for a wrapper to exec.
+const holdEnv = "OUTSIDE_TEST_HOLD"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(holdEnv) == "1" {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "outside-cprogs-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

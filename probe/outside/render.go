@@ -3,7 +3,10 @@ package outside
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
+	"unicode"
 
 	"memprobe/internal/table"
 	"memprobe/probe/reconcile"
@@ -13,21 +16,28 @@ import (
 // Render writes a process result as text or markdown: the run in one
 // line, the timeline, the reconciliation at the peak, stacks, arenas,
 // anonymous mappings by size and files, the diagnosis, the cost.
+//
+// In markdown every block (a line of text, a table with its notes, a
+// list, a heading) is set apart by a blank line: GitHub's markdown takes a
+// line written directly under a table as one more row of it, and one
+// under a list as part of the list's last item.
 func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	p := r.Process
 	if p == nil {
 		return fmt.Errorf("rendering: not a process result (kind %q)", r.Kind)
 	}
-	e := &errWriter{w: w}
 	md := f == table.Markdown
+	e := &errWriter{w: w, md: md}
 	heading := func(s string) {
 		if md {
-			e.printf("\n### %s\n\n", s)
+			e.block()
+			e.printf("### %s\n", s)
 		} else {
 			e.printf("\n%s\n", s)
 		}
 	}
 	render := func(t *table.Table) {
+		e.block()
 		if e.err == nil {
 			e.err = t.Render(w, f)
 		}
@@ -50,29 +60,18 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	if p.Go != nil {
 		lang = fmt.Sprintf("a Go program (%s, %s)", p.Go.GoVersion, p.Go.Path)
 	}
-	cmd := strings.Join(p.Command, " ")
+	cmd := QuoteCommand(p.Command)
 	if md {
-		cmd = "`" + cmd + "`"
+		cmd = codeSpan(cmd)
 	}
-	e.printf("probe %s: %s (pid %d) %s after %.2f s; %s\n", p.Mode, cmd, p.PID, status, p.DurationMs/1000, lang)
-	peak := fmt.Sprintf("peak RSS %s (VmHWM as last sampled)", iec(int64(p.VmHWMBytes)))
-	switch {
-	case p.VmHWMBytes == 0 && p.RusageMaxRSSBytes > 0:
-		peak = fmt.Sprintf("peak RSS %s (wait4's maxrss at exit; never sampled)", iec(int64(p.RusageMaxRSSBytes)))
-	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil:
-		peak = fmt.Sprintf("peak RSS %s (VmHWM as last sampled) against %s (wait4's maxrss at exit): %+.2f %%",
-			iec(int64(p.VmHWMBytes)), iec(int64(p.RusageMaxRSSBytes)), *p.PeakAgreementPct)
-	}
-	if md {
-		e.printf("\n")
-	}
-	e.printf("%s\n", peak)
+	e.line("probe %s: %s (pid %d) %s after %.2f s; %s", p.Mode, cmd, p.PID, status, p.DurationMs/1000, lang)
+	e.line("%s", peakLine(r))
 
 	// The timeline.
 	heading("Timeline")
 	tl := p.Timeline
 	if tl.Samples == 0 {
-		e.printf("no samples: the process ended before the first\n")
+		e.line("no samples: the process ended before the first")
 	} else {
 		tt := table.New("", table.Column{Name: "figure"}, table.Column{Name: "start", Kind: table.Bytes},
 			table.Column{Name: "peak", Kind: table.Bytes}, table.Column{Name: "final", Kind: table.Bytes}, table.Column{Name: "source"})
@@ -84,11 +83,15 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		tt.Add("PSS", nil, tl.PeakPSSBytes, nil, "smaps_rollup Pss")
 		tt.Add("swap", nil, tl.PeakSwapBytes, nil, "smaps_rollup Swap")
 		render(tt)
-		e.printf("%d samples every %.0f ms over %.2f s; threads at most %d; RSS grew %s, peak at %.2f s, %s in the last quarter\n",
-			tl.Samples, p.IntervalMs, p.DurationMs/1000, tl.PeakThreads, iec(tl.GrowthBytes), tl.PeakAtMs/1000, iec(tl.LastQuarterGrowthBytes))
+		samples := fmt.Sprintf("%d samples", tl.Samples)
+		if tl.Samples == 1 {
+			samples = "1 sample"
+		}
+		e.line("%s every %s over %.2f s; threads at most %d; RSS grew %s, peak at %.2f s, %s in the last quarter",
+			samples, interval(p.IntervalMs), p.DurationMs/1000, tl.PeakThreads, iec(tl.GrowthBytes), tl.PeakAtMs/1000, iec(tl.LastQuarterGrowthBytes))
 	}
 	if p.TreePeakRSSBytes > 0 {
-		e.printf("with %d descendants: tree RSS peak %s\n", len(p.Children), iec(int64(p.TreePeakRSSBytes)))
+		e.line("with %d descendants: tree RSS peak %s", len(p.Children), iec(int64(p.TreePeakRSSBytes)))
 	}
 
 	if g := p.GPU; g != nil {
@@ -100,14 +103,14 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		rec := s.Reconciliation
 		heading(fmt.Sprintf("Resident and reserved memory at the peak walk (%.2f s, RSS %s, VSZ %s)", s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
 		render(reconcile.Table(rec))
-		e.printf("thread stacks: %d found, %s reserved, %s guard, %s resident (%d threads, %d stack pointers read; default stack %s)\n",
+		e.line("thread stacks: %d found, %s reserved, %s guard, %s resident (%d threads, %d stack pointers read; default stack %s)",
 			rec.PthreadStacks, iec(rec.ThreadStackReservedBytes), iec(rec.ThreadStackGuardBytes), iec(rec.ThreadStackResidentBytes),
 			s.Threads, s.StackPointers, iec(s.ThreadStackDefaultBytes))
 		arenaMax := "unset"
 		if s.MallocArenaMax != "" {
 			arenaMax = s.MallocArenaMax
 		}
-		e.printf("glibc arenas: %d besides the main one; default limit 8 × %d CPUs = %d; MALLOC_ARENA_MAX %s\n",
+		e.line("glibc arenas: %d besides the main one; default limit 8 × %d CPUs = %d; MALLOC_ARENA_MAX %s",
 			rec.GlibcArenas, s.CPUs, s.GlibcArenaLimit, arenaMax)
 
 		heading("Anonymous mappings by size (all of them, stacks and arenas included)")
@@ -131,7 +134,7 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		render(ft)
 		if end := p.End; end != nil && end != s {
 			er := end.Reconciliation
-			e.printf("end walk (%.2f s): RSS %s, VSZ %s, %d stacks (%s reserved, %s resident), %d arenas, unexplained %s\n",
+			e.line("end walk (%.2f s): RSS %s, VSZ %s, %d stacks (%s reserved, %s resident), %d arenas, unexplained %s",
 				end.TMs/1000, iec(er.RSSBytes), iec(er.VSZBytes), er.PthreadStacks, iec(er.ThreadStackReservedBytes),
 				iec(er.ThreadStackResidentBytes), er.GlibcArenas, iec(er.UnexplainedBytes))
 		}
@@ -139,23 +142,102 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 
 	heading("Diagnosis")
 	if len(p.Diagnosis) == 0 {
-		e.printf("- nothing stands out\n")
+		e.item("nothing stands out")
 	}
 	for _, d := range p.Diagnosis {
-		e.printf("- %s\n", d.Text)
+		e.item("%s", d.Text)
 	}
 
 	heading("Cost")
 	o := p.Overhead
-	e.printf("sampler %.1f ms reading /proc over %d samples; %d smaps walks %.1f ms; the probe's CPU %.1f ms over %.2f s (%.2f %% of one core)\n",
+	e.line("sampler %.1f ms reading /proc over %d samples; %d smaps walks %.1f ms; the probe's CPU %.1f ms over %.2f s (%.2f %% of one core)",
 		o.SamplerCostMs, tl.Samples, p.Walks, o.WalkCostMs, o.ProbeCPUMs, p.DurationMs/1000, o.ProbeCPUPct)
 	for _, f := range p.Files {
-		e.printf("wrote %s\n", f)
+		e.line("wrote %s", f)
 	}
 	for _, w := range r.Warnings {
-		e.printf("warning: %s\n", w)
+		e.line("warning: %s", w)
 	}
 	return e.err
+}
+
+// peakLine is the report's second line: the peak RSS and where it comes
+// from. A program that exited before a second sample has no sampled peak:
+// its one sample shows it as execve left it (a few KiB), so the line
+// gives wait4's maxrss and says so, as an upper bound where that is the
+// probe's own image (forkImage).
+func peakLine(r *schema.Result) string {
+	p := r.Process
+	n := -1 // samples while it lived; unknown without the sampler's part
+	if r.Sampler != nil {
+		n = aliveSamples(r.Sampler.Timeline)
+	}
+	maxrss := iec(int64(p.RusageMaxRSSBytes))
+	sampled := "the program exited before the first sample"
+	if n > 0 {
+		sampled = fmt.Sprintf("the program exited before a second sample, and its one sample, at the start, read %s", iec(int64(p.Timeline.PeakRSSBytes)))
+	}
+	switch {
+	case p.Exited && undersampled(p, n) && p.RusageMaxRSSBytes > 0 && forkImage(p):
+		return fmt.Sprintf("peak RSS at most %s (wait4's maxrss at exit, no more than the probe's own size when it started the program): %s",
+			maxrss, sampled)
+	case p.Exited && undersampled(p, n) && p.RusageMaxRSSBytes > 0:
+		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit): %s", maxrss, sampled)
+	case p.Exited && n == 1 && undersampled(p, n):
+		return fmt.Sprintf("peak RSS %s (VmHWM at the one sample: the process exited before a second)", iec(int64(p.VmHWMBytes)))
+	case p.VmHWMBytes == 0 && p.RusageMaxRSSBytes > 0:
+		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit; never sampled)", maxrss)
+	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil:
+		return fmt.Sprintf("peak RSS %s (VmHWM as last sampled) against %s (wait4's maxrss at exit): %+.2f %%",
+			iec(int64(p.VmHWMBytes)), maxrss, *p.PeakAgreementPct)
+	}
+	return fmt.Sprintf("peak RSS %s (VmHWM as last sampled)", iec(int64(p.VmHWMBytes)))
+}
+
+// interval formats the sampling period: "10 ms", and a long one as Go
+// writes a duration ("1h0m0s", not "3600000 ms").
+func interval(ms float64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return time.Duration(ms * float64(time.Millisecond)).String()
+}
+
+// QuoteCommand joins a command line for one line of a report: an
+// argument that is empty or holds a space, a quote, a backslash, a
+// dollar, a backtick or a character that does not print (a newline
+// would break the line) is quoted as Go quotes a string; the others are
+// as they are, so "sh -c \"exec python3 late.py\"" reads as it was typed.
+func QuoteCommand(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return unicode.IsSpace(r) || !unicode.IsPrint(r) || strings.ContainsRune("\"'\\$`", r)
+		}) {
+			a = strconv.Quote(a)
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// codeSpan is s as a markdown code span: fenced by one more backtick than
+// the longest run in it, padded where it starts or ends with one.
+func codeSpan(s string) string {
+	run, longest := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
 }
 
 // renderGPU writes NVML's view of the process in a line or two.
@@ -165,16 +247,16 @@ func renderGPU(e *errWriter, g *schema.ProcessGPU) {
 		if why == "" {
 			why = g.FirstError
 		}
-		e.printf("no GPU memory figure for the process in %d readings (every %.0f ms): %s\n", g.NoEntrySamples+g.Errors, g.IntervalMs, why)
+		e.line("no GPU memory figure for the process in %d readings (every %.0f ms): %s", g.NoEntrySamples+g.Errors, g.IntervalMs, why)
 		return
 	}
-	e.printf("device memory NVML charges to the process: peak %s, final %s over %d readings every %.0f ms\n",
+	e.line("device memory NVML charges to the process: peak %s, final %s over %d readings every %.0f ms",
 		iec(g.PeakBytes), iec(g.FinalBytes), g.Samples, g.IntervalMs)
 	switch {
 	case g.MeanUtilPct != nil:
-		e.printf("GPU utilization (device-wide, NVML's window): mean %.1f %% over the readings\n", *g.MeanUtilPct)
+		e.line("GPU utilization (device-wide, NVML's window): mean %.1f %% over the readings", *g.MeanUtilPct)
 	case g.UtilErrors > 0:
-		e.printf("GPU utilization: not reported (%s)\n", g.UtilFirstError)
+		e.line("GPU utilization: not reported (%s)", g.UtilFirstError)
 	}
 	switch {
 	case g.MeanProcessSMUtilPct != nil:
@@ -186,23 +268,53 @@ func renderGPU(e *errWriter, g *schema.ProcessGPU) {
 		if g.ProcessUtilNoSampleReadings > 0 {
 			none = fmt.Sprintf(" (%d had none)", g.ProcessUtilNoSampleReadings)
 		}
-		e.printf("the process's own utilization (NVML's per-process samples): SM %.1f %%%s, mean over the readings with a new NVML sample%s\n",
+		e.line("the process's own utilization (NVML's per-process samples): SM %.1f %%%s, mean over the readings with a new NVML sample%s",
 			*g.MeanProcessSMUtilPct, mem, none)
 	case g.ProcessUtilErrors > 0:
-		e.printf("the process's own utilization: not reported (%s)\n", g.ProcessUtilFirstError)
+		e.line("the process's own utilization: not reported (%s)", g.ProcessUtilFirstError)
 	case g.ProcessUtilNoSampleReadings > 0:
-		e.printf("the process's own utilization: NVML recorded no sample in %d readings (no process busy on its GPUs, or a run shorter than NVML's period)\n",
+		e.line("the process's own utilization: NVML recorded no sample in %d readings (no process busy on its GPUs, or a run shorter than NVML's period)",
 			g.ProcessUtilNoSampleReadings)
 	}
 }
 
+// errWriter writes the report, keeping the first error. In markdown it
+// sets blocks apart (block).
 type errWriter struct {
 	w   io.Writer
 	err error
+	md  bool
+	// wrote: something has been written; inList: the last block is a
+	// list still open to more items.
+	wrote, inList bool
 }
 
 func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
+	e.wrote = true
+}
+
+// block starts a block: in markdown, a blank line after what came before.
+func (e *errWriter) block() {
+	if e.md && e.wrote {
+		e.printf("\n")
+	}
+	e.inList = false
+}
+
+// line writes a line of text: in markdown a paragraph of its own.
+func (e *errWriter) line(format string, args ...any) {
+	e.block()
+	e.printf(format+"\n", args...)
+}
+
+// item writes an item of a list: consecutive items make one list.
+func (e *errWriter) item(format string, args ...any) {
+	if !e.inList {
+		e.block()
+	}
+	e.printf("- "+format+"\n", args...)
+	e.inList = true
 }

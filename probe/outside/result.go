@@ -16,7 +16,7 @@ import (
 // duration), and then takes a last walk of the still running process.
 func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	p := &schema.Process{
-		Mode: s.mode, Command: s.command, PID: s.pid, Go: s.goBuild,
+		Mode: s.mode, Command: s.command, PID: s.pid,
 		IntervalMs: ms64(s.opts.Interval), SmapsEveryMs: ms64(s.opts.SmapsEvery),
 		Children: []schema.Child{}, Diagnosis: []schema.Finding{}, Files: []string{},
 	}
@@ -46,6 +46,8 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.writeRaw()
+	// The Go build as last read: a wrapper that exec'd a Go program is one.
+	p.Go = s.goBuild
 	p.AtPeak, p.End, p.Walks = s.peak, s.end, s.walks
 	p.Timeline = summarize(samp)
 	// VmHWM ≥ VmRSS at every moment, and statm's RSS is sampled ten
@@ -53,6 +55,8 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	// from below when the peak came after the last status read.
 	p.VmHWMBytes = max(samp.Peaks.VmHWMBytes, s.hwm, samp.Peaks.RSSBytes)
 	p.ProbeVmHWMAtStartBytes = s.probeHWM
+	f := facts{aliveSamples: aliveSamples(samp.Timeline), timelineCut: s.timelineCut}
+	f.releasedByMs, f.endMs = releasedBy(samp.Timeline)
 	if p.RusageMaxRSSBytes > 0 && p.VmHWMBytes > 0 {
 		d := 100 * (float64(p.VmHWMBytes) - float64(p.RusageMaxRSSBytes)) / float64(p.RusageMaxRSSBytes)
 		p.PeakAgreementPct = &d
@@ -77,7 +81,27 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	if p.AtPeak == nil {
 		s.warnf("no smaps walk was taken: the process ended before the first (it lived %.0f ms; walks start after %v)", p.DurationMs, s.tick())
 	}
-	p.Diagnosis = diagnose(p)
+	if p.Exited && undersampled(p, f.aliveSamples) {
+		which := "a second"
+		if f.aliveSamples == 0 {
+			which = "the first"
+		}
+		switch {
+		case p.RusageMaxRSSBytes > 0 && forkImage(p):
+			s.warnf("the program exited before %s sample (every %v; it lived %.2f s): its peak is not measured; peak_rss_bytes is wait4's maxrss at exit, %s, which is no more than the probe's own size when it started the program, so an upper bound",
+				which, s.opts.Interval, p.DurationMs/1000, iec(int64(p.RusageMaxRSSBytes)))
+		case p.RusageMaxRSSBytes > 0:
+			s.warnf("the program exited before %s sample (every %v; it lived %.2f s): peak_rss_bytes is wait4's maxrss at exit, %s, not the timeline's",
+				which, s.opts.Interval, p.DurationMs/1000, iec(int64(p.RusageMaxRSSBytes)))
+		case f.aliveSamples == 1:
+			s.warnf("the process exited before a second sample (every %v): the peak is VmHWM at the one sample, %s, its life up to then; a later peak is not measured",
+				s.opts.Interval, iec(int64(p.VmHWMBytes)))
+		}
+	}
+	for _, e := range s.execs {
+		s.warnf("pid %d called execve %s: the figures before it are the first program's", s.pid, e)
+	}
+	p.Diagnosis = diagnose(p, f)
 
 	r := &schema.Result{
 		Schema: schema.ResultVersion, Kind: schema.KindProcess, Process: p,
@@ -89,7 +113,7 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		Warnings:      append([]string{}, s.warnings...),
 		Sampler:       &samp,
 		FinalRSSBytes: p.Timeline.FinalRSSBytes, FinalVSZBytes: p.Timeline.FinalVSZBytes,
-		PeakRSSBytes: peakRSS(p),
+		PeakRSSBytes: peakRSS(p, f.aliveSamples),
 	}
 	if r.CommandLine == nil {
 		r.CommandLine = []string{}
@@ -121,6 +145,61 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("pid %d: exit status unknown", s.pid))
 	}
 	return r, nil
+}
+
+// facts are what the diagnosis needs to know that the schema's process
+// result does not say.
+type facts struct {
+	// aliveSamples is the number of samples taken while the process
+	// lived; -1 when unknown (a result without its sampler part).
+	aliveSamples int
+	// timelineCut says the sampler stopped while the process lived on.
+	timelineCut bool
+	// releasedByMs is when RSS, after its peak, first came down halfway
+	// to its final value; endMs is the time of the last sample taken while
+	// the process lived. -1 (releasedByMs) or 0 when unknown.
+	releasedByMs, endMs float64
+}
+
+// releasedBy finds in the timeline when RSS came down from its peak,
+// halfway to where it ended (releasedByMs, -1 if it did not come down),
+// and when the last sample of the living process was taken.
+func releasedBy(pts []sampler.Point) (releasedByMs, endMs float64) {
+	pts = aliveTimeline(pts)
+	if len(pts) == 0 {
+		return -1, 0
+	}
+	peak := 0
+	for i, p := range pts {
+		if p.RSSBytes > pts[peak].RSSBytes {
+			peak = i
+		}
+	}
+	final := pts[len(pts)-1]
+	half := final.RSSBytes + (pts[peak].RSSBytes-final.RSSBytes)/2
+	for _, p := range pts[peak+1:] {
+		if p.RSSBytes <= half && p.RSSBytes < pts[peak].RSSBytes {
+			return p.TMs, final.TMs
+		}
+	}
+	return -1, final.TMs
+}
+
+// aliveSamples counts the samples of the timeline's points taken while
+// the process lived.
+func aliveSamples(pts []sampler.Point) int {
+	n := 0
+	for _, p := range aliveTimeline(pts) {
+		n += max(p.Samples, 1)
+	}
+	return n
+}
+
+// undersampled says whether the timeline saw the process fewer than twice
+// and no walk was taken: its one sample (at the start, for exec: the
+// program as execve left it, before it ran) is no peak. n < 0: unknown.
+func undersampled(p *schema.Process, n int) bool {
+	return n >= 0 && n < 2 && p.Walks == 0
 }
 
 // aliveTimeline is the timeline without the points sampled after the
@@ -178,7 +257,15 @@ func forkImage(p *schema.Process) bool {
 
 // peakRSS is the result's peak_rss_bytes: the larger of the sampled
 // VmHWM and wait4's maxrss, unless the latter is the probe's own image.
-func peakRSS(p *schema.Process) uint64 {
+// A program that exited before a second sample (n, the samples taken
+// while it lived) has no sampled peak worth the name, only its state as
+// execve left it: wait4's maxrss, which covers its whole life, is the
+// peak then, even where it is the probe's image (an upper bound: the
+// report and a warning say so).
+func peakRSS(p *schema.Process, n int) uint64 {
+	if undersampled(p, n) && p.RusageMaxRSSBytes > 0 {
+		return max(p.VmHWMBytes, p.RusageMaxRSSBytes)
+	}
 	if forkImage(p) {
 		return p.VmHWMBytes
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,14 +30,16 @@ type Session struct {
 	mode    string
 	pid     int
 	command []string
-	goBuild *schema.GoBuild
 	start   time.Time
 	cpu0    time.Duration
 	smp     *sampler.Sampler
-	gpu     *gpuWatch // nil: no NVML, or Options.NoGPU
-	walker  *walker
-	status  *procfs.StatusReader
-	cmd     *exec.Cmd // exec only
+	// smpStart is when the sampler started: its samples' times count
+	// from it.
+	smpStart time.Time
+	gpu      *gpuWatch // nil: no NVML, or Options.NoGPU
+	walker   *walker
+	status   *procfs.StatusReader
+	cmd      *exec.Cmd // exec only
 	// release frees the thread that started cmd (childproc.Start), once cmd
 	// has been reaped.
 	release func()
@@ -60,6 +63,22 @@ type Session struct {
 	hwm       uint64 // the largest VmHWM read by the loop and the walks
 	warnings  []string
 	files     map[string]bool
+	// goBuild is the program's Go build information, nil for another
+	// language: read at the start and again after each execve seen, so
+	// that a wrapper (sh -c 'exec ./goprog') ends up judged by what it
+	// became.
+	goBuild *schema.GoBuild
+	// exe is /proc/PID/exe as last read; execs the execve calls seen
+	// (exe changed), each "at about T s: old → new".
+	exe   string
+	execs []string
+	// lastAlive is the last moment the process was seen with memory (a
+	// status read by the loop, a walk): against the sampler's last sample
+	// it tells a timeline cut short from one that ended with the process.
+	lastAlive time.Time
+	// timelineCut says the sampler stopped while the process lived on
+	// (finish): the timeline's figures end early.
+	timelineCut bool
 }
 
 // newSession starts watching pid: the sampler takes its first sample now.
@@ -70,19 +89,13 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
 		children: map[int]*schema.Child{}, warnings: []string{}, files: map[string]bool{},
 	}
-	if bi, err := buildinfo.ReadFile(opts.FS.Path(pid, "exe")); err == nil {
-		g := &schema.GoBuild{GoVersion: bi.GoVersion, Path: bi.Path}
-		for _, kv := range bi.Settings {
-			if kv.Key == "CGO_ENABLED" {
-				g.Cgo = kv.Value
-			}
-		}
-		s.goBuild = g
-	}
+	s.goBuild = readGoBuild(opts.FS, pid)
+	s.exe, _ = os.Readlink(opts.FS.Path(pid, "exe"))
 	smp, err := sampler.New(sampler.Options{PID: pid, Interval: opts.Interval, FS: opts.FS})
 	if err != nil {
 		return nil, err
 	}
+	s.smpStart = time.Now()
 	if err := smp.Start(context.Background()); err != nil {
 		// ESRCH: the task is exiting (its memory already released, not
 		// yet a zombie), a window in which stat still says running.
@@ -131,10 +144,13 @@ func (s *Session) loop() {
 		if s.status == nil || s.status.Read(&st) != nil || st.VmSizeBytes == 0 {
 			continue // exited, or exiting: Wait will see it
 		}
+		seen := time.Now()
+		s.checkExec()
 		if s.opts.Children {
 			s.readChildren(st.VmRSSBytes)
 		}
 		s.mu.Lock()
+		s.lastAlive = seen
 		s.hwm = max(s.hwm, st.VmHWMBytes)
 		due := !time.Now().Before(s.nextWalk) && s.walkWanted(st.VmRSSBytes)
 		s.mu.Unlock()
@@ -166,13 +182,17 @@ func (s *Session) walkWanted(rss uint64) bool {
 // Exec and Attach take walks on their own; Walk is for a caller that
 // knows a moment matters (a test, before it lets the program go on).
 func (s *Session) Walk() error {
-	t := time.Since(s.start)
+	t0 := time.Now()
+	t := t0.Sub(s.start)
 	snap, raw, err := s.walker.walk()
 	if err != nil {
 		return fmt.Errorf("walking pid %d: %w", s.pid, err)
 	}
 	snap.TMs = ms64(t)
 	s.mu.Lock()
+	if t0.After(s.lastAlive) {
+		s.lastAlive = t0
+	}
 	s.walks++
 	d := time.Duration(snap.WalkMs * float64(time.Millisecond))
 	s.walkCost += d
@@ -237,6 +257,48 @@ func (s *Session) warnf(format string, args ...any) {
 	s.warnings = append(s.warnings, w)
 }
 
+// readGoBuild is the Go build information of pid's executable; nil when
+// it is not a Go program or cannot be read.
+func readGoBuild(fsys procfs.FS, pid int) *schema.GoBuild {
+	bi, err := buildinfo.ReadFile(fsys.Path(pid, "exe"))
+	if err != nil {
+		return nil
+	}
+	g := &schema.GoBuild{GoVersion: bi.GoVersion, Path: bi.Path}
+	for _, kv := range bi.Settings {
+		if kv.Key == "CGO_ENABLED" {
+			g.Cgo = kv.Value
+		}
+	}
+	return g
+}
+
+// checkExec notices an execve of the process (its exe link changed) and
+// reads again what the start read of the old program: whether it is a Go
+// program, and the walker's stack limit and MALLOC_ARENA_MAX (an execve
+// may come with another environment). A readlink, every loop tick.
+func (s *Session) checkExec() {
+	exe, err := os.Readlink(s.opts.FS.Path(s.pid, "exe"))
+	if err != nil || exe == "" {
+		return // exited, or no access to the link: nothing to compare
+	}
+	s.mu.Lock()
+	old := s.exe
+	s.mu.Unlock()
+	if exe == old {
+		return
+	}
+	g := readGoBuild(s.opts.FS, s.pid)
+	s.walker.refresh(g != nil)
+	t := time.Since(s.start)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.exe, s.goBuild = exe, g
+	if old != "" {
+		s.execs = append(s.execs, fmt.Sprintf("at about %.2f s: %s → %s", t.Seconds(), old, exe))
+	}
+}
+
 // readChildren reads the descendants' memory and the tree's summed RSS.
 func (s *Session) readChildren(selfRSS uint64) {
 	desc := s.opts.FS.Descendants(s.pid)
@@ -266,6 +328,9 @@ func (s *Session) finish(exited bool) sampler.Result {
 	close(s.stop)
 	<-s.loopDone
 	if !exited {
+		// The last look at a process that lives on: the final answer
+		// to whether it is a Go program is what it runs now.
+		s.checkExec()
 		if err := s.Walk(); err != nil {
 			s.mu.Lock()
 			s.warnf("end walk: %v", err)
@@ -279,11 +344,63 @@ func (s *Session) finish(exited bool) sampler.Result {
 	if s.status != nil {
 		s.status.Close()
 	}
-	if exited {
-		// The sampler's reads fail once the process is gone: expected.
+	// The sampler's warnings go into the result's too, where the report
+	// prints them, those of a process that exited sorted first.
+	note := ""
+	if exited && s.smp != nil {
+		s.mu.Lock()
+		res.Warnings, note = keptSamplerWarnings(res, s.start, s.smpStart, s.lastAlive, s.opts.Interval, s.execs)
+		s.timelineCut = note != ""
+		s.mu.Unlock()
+	} else if exited {
 		res.Warnings = []string{}
 	}
+	s.mu.Lock()
+	if note != "" {
+		s.warnf("%s", note)
+	}
+	for _, w := range res.Warnings {
+		s.warnf("sampler: %s", w)
+	}
+	s.mu.Unlock()
 	return res
+}
+
+// keptSamplerWarnings sorts the sampler's warnings for a process that
+// exited. Its reads fail once the process is gone, which is how every
+// timeline ends: the loop's "sampling stopped after N samples" and Stop's
+// "final sample" say nothing then, and are dropped. But a sampler that
+// stopped while the process lived on (an execve that ends the reads of
+// the memory its files were opened on; any read error) left a timeline
+// that ends early, and its start, peak and final figures with it: its
+// warning is kept, and note says so ("" when it did not). What tells the
+// two apart is the process seen alive (status read by the loop, a walk:
+// lastAlive) after the sampler's last sample (smpStart plus its
+// DurationMs), by more than two intervals and 100 ms, the margin for
+// ticks that come late on a busy machine. Any other warning of the
+// sampler (a field it could not read) is kept as it is.
+func keptSamplerWarnings(res sampler.Result, start, smpStart, lastAlive time.Time, interval time.Duration, execs []string) (kept []string, note string) {
+	kept = []string{}
+	last := smpStart.Add(time.Duration(res.DurationMs * float64(time.Millisecond)))
+	cut := lastAlive.After(last.Add(2*interval + 100*time.Millisecond))
+	if cut {
+		why := ""
+		if len(execs) > 0 {
+			why = fmt.Sprintf("; it called execve %s", strings.Join(execs, ", "))
+		}
+		note = fmt.Sprintf("the timeline is incomplete: the sampler stopped at %.2f s, after %d samples, while the process lived until at least %.2f s%s; the timeline's start, peak and final figures and its growth cover only its start, while VmHWM, the walks and (exec) wait4's maxrss cover the whole run",
+			last.Sub(start).Seconds(), res.Samples, lastAlive.Sub(start).Seconds(), why)
+	}
+	for _, w := range res.Warnings {
+		switch {
+		case strings.HasPrefix(w, "final sample:"):
+			continue // taken after the process was reaped: always fails
+		case strings.HasPrefix(w, "sampling stopped after") && !cut:
+			continue // the process exited: the end of every timeline
+		}
+		kept = append(kept, w)
+	}
+	return kept, note
 }
 
 // writeRaw writes the walks behind the reconciliations to OutDir.

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"memprobe/probe/procfs"
@@ -22,25 +24,42 @@ type walker struct {
 	fs   procfs.FS
 	pid  int
 	page int
-	// Read once, at the start: they do not change while it runs (a
-	// process cannot change another's limits or environment).
+	cpus int
+
+	// Read at the start, and again after an execve (refresh): a process
+	// cannot change another's limits or environment, but an execve can
+	// bring another environment and another program.
+	mu           sync.Mutex
 	stackDefault int64
-	cpus         int
 	arenaMax     string
 	isGo         bool
 }
 
 func newWalker(fs procfs.FS, pid int, isGo bool) *walker {
-	w := &walker{fs: fs, pid: pid, page: os.Getpagesize(), isGo: isGo}
-	w.stackDefault = stackLimit(fs.Path(pid, "limits"))
+	w := &walker{fs: fs, pid: pid, page: os.Getpagesize()}
 	w.cpus = onlineCPUs("/sys/devices/system/cpu/online")
-	w.arenaMax = environ(fs.Path(pid, "environ"), "MALLOC_ARENA_MAX")
+	w.refresh(isGo)
 	return w
+}
+
+// refresh reads again what depends on the program the process runs.
+func (w *walker) refresh(isGo bool) {
+	stack := stackLimit(w.fs.Path(w.pid, "limits"))
+	arenaMax := environ(w.fs.Path(w.pid, "environ"), "MALLOC_ARENA_MAX")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stackDefault, w.arenaMax, w.isGo = stack, arenaMax, isGo
 }
 
 // walk reads the process now and reconciles it. raw is the smaps text.
 func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 	t0 := time.Now()
+	w.mu.Lock()
+	stackDefault, arenaMax, isGo := w.stackDefault, w.arenaMax, w.isGo
+	w.mu.Unlock()
+	// status before and after the smaps read: what changed between them
+	// explains a VmSize that Σ smaps Size does not match.
+	before, _ := w.fs.ReadStatus(w.pid)
 	path := w.fs.Path(w.pid, "smaps")
 	raw, err = os.ReadFile(path)
 	if err != nil {
@@ -59,13 +78,14 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 		return nil, nil, err
 	}
 	in := reconcile.Input{
-		Status: st, Mappings: ms, ThreadSPs: sps, ThreadStackBytes: w.stackDefault,
+		Status: st, Mappings: ms, ThreadSPs: sps, ThreadStackBytes: stackDefault,
 		Resident: func(lo, hi uint64) (int64, error) { return w.fs.ResidentBytes(w.pid, lo, hi, w.page) },
 	}
 	rec := reconcile.Compute(in)
+	explainVSZDrift(&rec, before, st)
 	snap = &schema.Snapshot{
-		Threads: st.Threads, VmHWMBytes: st.VmHWMBytes, ThreadStackDefaultBytes: w.stackDefault,
-		CPUs: w.cpus, GlibcArenaLimit: 8 * w.cpus, MallocArenaMax: w.arenaMax,
+		Threads: st.Threads, VmHWMBytes: st.VmHWMBytes, ThreadStackDefaultBytes: stackDefault,
+		CPUs: w.cpus, GlibcArenaLimit: 8 * w.cpus, MallocArenaMax: arenaMax,
 		AnonBySize: sizeClasses(ms),
 	}
 	for _, s := range sps {
@@ -73,10 +93,48 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 			snap.StackPointers++
 		}
 	}
-	snap.GPUMappings = outsideParts(&rec, ms, w.isGo)
+	snap.GPUMappings = outsideParts(&rec, ms, isGo)
 	snap.Reconciliation = rec
 	snap.WalkMs = ms64(time.Since(t0))
 	return snap, raw, nil
+}
+
+// explainVSZDrift rewrites reconcile's warning that VmSize differs from
+// the sum of the smaps sizes ("VmSize N B differs from Σ smaps Size M B
+// by D B", raw bytes) in the report's units, with its likely cause. The
+// smaps read walks the mappings one by one while the process runs, and
+// status is read after it: a thread created or ended during the walk
+// maps or unmaps its stack (8 MiB by default) between the two reads. The
+// thread count or VmSize of status read before and after the walk tells
+// whether that happened; before is zero where that read failed.
+func explainVSZDrift(r *reconcile.Reconciliation, before, after procfs.Status) {
+	i := slices.IndexFunc(r.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "VmSize ") && strings.Contains(w, "differs from Σ smaps Size")
+	})
+	if i < 0 {
+		return
+	}
+	d := r.VSZBytes - r.SmapsSizeBytes
+	w := fmt.Sprintf("VmSize %s differs from Σ smaps Size %s by %s", iec(r.VSZBytes), iec(r.SmapsSizeBytes), signedIEC(d))
+	switch {
+	case before.VmSizeBytes == 0:
+		w += ": mappings came or went while smaps was read"
+	case before.Threads != after.Threads:
+		w += fmt.Sprintf(": probably a race with threads created or ended during the walk (%d threads before it, %d after), whose stacks were mapped or unmapped between the reads", before.Threads, after.Threads)
+	case before.VmSizeBytes != after.VmSizeBytes:
+		w += fmt.Sprintf(": the process mapped or unmapped memory during the walk (VmSize %s before it, %s after)", iec(int64(before.VmSizeBytes)), iec(int64(after.VmSizeBytes)))
+	default:
+		w += ": mappings came or went while smaps was read"
+	}
+	r.Warnings[i] = w
+}
+
+// signedIEC is iec with a sign: "+64 MiB", "−8 MiB".
+func signedIEC(b int64) string {
+	if b < 0 {
+		return "−" + iec(-b)
+	}
+	return "+" + iec(b)
 }
 
 // Parts that only the inside view can fill: Go's runtime/metrics classes
