@@ -527,3 +527,33 @@ func TestPeakOneSample(t *testing.T) {
 		t.Errorf("diagnosis %+v", d)
 	}
 }
+
+// TestSummarizeEndpoints: start and final come from the sampler's first
+// and last samples as taken, not from the merged buckets: a program that
+// freed 100 MiB in its last bucket ends at 1 MiB (before: at the bucket's
+// maximum, 101 MiB), and the release is seen.
+func TestSummarizeEndpoints(t *testing.T) {
+	const mib = 1 << 20
+	r := sampler.Result{
+		Samples: 32, Peaks: sampler.Point{RSSBytes: 101 * mib, VSZBytes: 102 * mib},
+		Timeline: []sampler.Point{
+			{TMs: 0, Samples: 16, RSSBytes: 101 * mib, VSZBytes: 102 * mib},
+			{TMs: 16, Samples: 16, RSSBytes: 101 * mib, VSZBytes: 102 * mib},
+		},
+		First: &sampler.Point{TMs: 0, Samples: 1, RSSBytes: mib / 50, VSZBytes: 2 * mib},
+		Last:  &sampler.Point{TMs: 31, Samples: 1, RSSBytes: mib, VSZBytes: 2 * mib},
+	}
+	tl := summarize(r)
+	if tl.StartRSSBytes != mib/50 || tl.FinalRSSBytes != mib || tl.FinalVSZBytes != 2*mib || tl.GrowthBytes != 101*mib-mib/50 {
+		t.Errorf("summary %+v", tl)
+	}
+	if at, end := releasedBy(r); at != 31 || end != 31 {
+		t.Errorf("released by %v, end %v; want 31, 31", at, end)
+	}
+	// A result without them (written before they existed) falls back
+	// on the timeline's ends.
+	r.First, r.Last = nil, nil
+	if tl := summarize(r); tl.FinalRSSBytes != 101*mib {
+		t.Errorf("without first/last: final %d", tl.FinalRSSBytes)
+	}
+}

@@ -75,13 +75,13 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	} else {
 		tt := table.New("", table.Column{Name: "figure"}, table.Column{Name: "start", Kind: table.Bytes},
 			table.Column{Name: "peak", Kind: table.Bytes}, table.Column{Name: "final", Kind: table.Bytes}, table.Column{Name: "source"})
-		tt.Add("RSS", tl.StartRSSBytes, tl.PeakRSSBytes, tl.FinalRSSBytes, "statm resident (VmRSS), every sample")
-		tt.Add("RSS anon", nil, tl.PeakRssAnonBytes, nil, "status RssAnon")
-		tt.Add("RSS file", nil, tl.PeakRssFileBytes, nil, "status RssFile")
-		tt.Add("RSS shmem", nil, tl.PeakRssShmemBytes, nil, "status RssShmem")
-		tt.Add("VSZ", nil, tl.PeakVSZBytes, tl.FinalVSZBytes, "statm size (VmSize)")
-		tt.Add("PSS", nil, tl.PeakPSSBytes, nil, "smaps_rollup Pss")
-		tt.Add("swap", nil, tl.PeakSwapBytes, nil, "smaps_rollup Swap")
+		tt.Add("RSS", tl.StartRSSBytes, tl.PeakRSSBytes, tl.FinalRSSBytes, "status VmRSS, every sample")
+		tt.Add("RSS anon", nil, tl.PeakRssAnonBytes, nil, "status RssAnon, every sample")
+		tt.Add("RSS file", nil, tl.PeakRssFileBytes, nil, "status RssFile, every sample")
+		tt.Add("RSS shmem", nil, tl.PeakRssShmemBytes, nil, "status RssShmem, every sample")
+		tt.Add("VSZ", nil, tl.PeakVSZBytes, tl.FinalVSZBytes, "status VmSize, every sample")
+		tt.Add("PSS", nil, tl.PeakPSSBytes, nil, "smaps_rollup Pss, its readings only")
+		tt.Add("swap", nil, tl.PeakSwapBytes, nil, "smaps_rollup Swap, its readings only")
 		render(tt)
 		samples := fmt.Sprintf("%d samples", tl.Samples)
 		if tl.Samples == 1 {

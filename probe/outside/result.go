@@ -50,13 +50,13 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	p.Go = s.goBuild
 	p.AtPeak, p.End, p.Walks = s.peak, s.end, s.walks
 	p.Timeline = summarize(samp)
-	// VmHWM ≥ VmRSS at every moment, and statm's RSS is sampled ten
-	// times as often as status: the largest RSS sampled bounds VmHWM
-	// from below when the peak came after the last status read.
+	// VmHWM ≥ VmRSS at every moment: the largest RSS sampled bounds
+	// VmHWM from below (where a sample read RSS without status, with
+	// sampler.Options.StatusEvery above 1, or after the last read).
 	p.VmHWMBytes = max(samp.Peaks.VmHWMBytes, s.hwm, samp.Peaks.RSSBytes)
 	p.ProbeVmHWMAtStartBytes = s.probeHWM
 	f := facts{aliveSamples: aliveSamples(samp.Timeline), timelineCut: s.timelineCut}
-	f.releasedByMs, f.endMs = releasedBy(samp.Timeline)
+	f.releasedByMs, f.endMs = releasedBy(samp)
 	if p.RusageMaxRSSBytes > 0 && p.VmHWMBytes > 0 {
 		d := 100 * (float64(p.VmHWMBytes) - float64(p.RusageMaxRSSBytes)) / float64(p.RusageMaxRSSBytes)
 		p.PeakAgreementPct = &d
@@ -119,7 +119,8 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		r.CommandLine = []string{}
 	}
 	if pts := aliveTimeline(samp.Timeline); len(pts) > 0 {
-		r.OSThreads = pts[len(pts)-1].Threads
+		_, last := endpoints(samp, pts)
+		r.OSThreads = last.Threads
 	}
 	r.RSSAgreement = &schema.RSSAgreement{SamplerPeakRSSBytes: samp.Peaks.RSSBytes, VmHWMBytes: p.VmHWMBytes}
 	if p.VmHWMBytes > 0 {
@@ -164,8 +165,8 @@ type facts struct {
 // releasedBy finds in the timeline when RSS came down from its peak,
 // halfway to where it ended (releasedByMs, -1 if it did not come down),
 // and when the last sample of the living process was taken.
-func releasedBy(pts []sampler.Point) (releasedByMs, endMs float64) {
-	pts = aliveTimeline(pts)
+func releasedBy(r sampler.Result) (releasedByMs, endMs float64) {
+	pts := aliveTimeline(r.Timeline)
 	if len(pts) == 0 {
 		return -1, 0
 	}
@@ -175,12 +176,17 @@ func releasedBy(pts []sampler.Point) (releasedByMs, endMs float64) {
 			peak = i
 		}
 	}
-	final := pts[len(pts)-1]
+	_, final := endpoints(r, pts)
 	half := final.RSSBytes + (pts[peak].RSSBytes-final.RSSBytes)/2
 	for _, p := range pts[peak+1:] {
 		if p.RSSBytes <= half && p.RSSBytes < pts[peak].RSSBytes {
 			return p.TMs, final.TMs
 		}
+	}
+	// Released within the last bucket, whose maximum still holds the
+	// peak: the last sample says so.
+	if final.RSSBytes <= half && final.RSSBytes < pts[peak].RSSBytes {
+		return final.TMs, final.TMs
 	}
 	return -1, final.TMs
 }
@@ -212,6 +218,18 @@ func aliveTimeline(pts []sampler.Point) []sampler.Point {
 	return pts[:n]
 }
 
+// endpoints are the run's first and last samples as taken (the sampler's
+// First and Last), or, in a result that lacks them, the first and last of
+// the alive points pts: maxima of their buckets once the timeline merged
+// (a program that freed 100 MiB just before it ended kept it as final).
+func endpoints(r sampler.Result, pts []sampler.Point) (first, last sampler.Point) {
+	first, last = pts[0], pts[len(pts)-1]
+	if r.First != nil && r.Last != nil {
+		first, last = *r.First, *r.Last
+	}
+	return first, last
+}
+
 // summarize sums up the sampler's timeline.
 func summarize(r sampler.Result) schema.TimelineSummary {
 	t := schema.TimelineSummary{
@@ -223,7 +241,7 @@ func summarize(r sampler.Result) schema.TimelineSummary {
 	if len(pts) == 0 {
 		return t
 	}
-	first, last := pts[0], pts[len(pts)-1]
+	first, last := endpoints(r, pts)
 	t.StartRSSBytes, t.FinalRSSBytes, t.FinalVSZBytes = first.RSSBytes, last.RSSBytes, last.VSZBytes
 	t.GrowthBytes = int64(r.Peaks.RSSBytes) - int64(first.RSSBytes)
 	for _, p := range pts {
