@@ -423,6 +423,7 @@ func TestExecStartErrors(t *testing.T) {
 		{[]string{script}, "exec " + script + ": the #! interpreter it names, /nonexistent/interp: no such file or directory (the file itself exists)"},
 		{[]string{plain}, "exec " + plain + ": exec format error (neither a binary this machine runs nor a script with a #! line)"},
 		{[]string{filepath.Join(dir, "absent")}, "exec " + filepath.Join(dir, "absent") + ": no such file or directory"},
+		{[]string{dir}, "exec " + dir + ": permission denied (it is a directory)"},
 	}
 	// An ELF binary whose dynamic loader is missing, where a C compiler is.
 	if cc, err := exec.LookPath("cc"); err == nil {

@@ -161,6 +161,12 @@ func exitCode(st *os.ProcessState) int {
 // ENOEXEC ("exec format error") of a file with no #! line gets a word
 // too: unlike a shell, the probe does not run such a file with /bin/sh.
 func explainStart(path string, err error) error {
+	if errors.Is(err, syscall.EACCES) && path != "" {
+		// execve says EACCES for a directory as for a file without x.
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return fmt.Errorf("%w (it is a directory)", err)
+		}
+	}
 	noent, noexec := errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOEXEC)
 	if !noent && !noexec || path == "" {
 		return err
