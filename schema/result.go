@@ -319,8 +319,10 @@ type RSSReconciliation struct {
 type RSSAgreement struct {
 	SamplerPeakRSSBytes uint64 `json:"sampler_peak_rss_bytes"`
 	VmHWMBytes          uint64 `json:"vm_hwm_bytes"`
-	// DiffPct is 100 × (sampler − VmHWM) / VmHWM; the sampler can only
-	// be lower, by what it missed between samples.
+	// DiffPct is 100 × (sampler − VmHWM) / VmHWM: negative by what the
+	// sampler missed between samples; slightly positive (a few hundred
+	// KiB) where the kernel's per-CPU RSS counters were batched when
+	// VmHWM was last updated.
 	DiffPct float64 `json:"diff_pct"`
 }
 
