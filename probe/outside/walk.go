@@ -80,6 +80,12 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 	in := reconcile.Input{
 		Status: st, Mappings: ms, ThreadSPs: sps, ThreadStackBytes: stackDefault,
 		Resident: func(lo, hi uint64) (int64, error) { return w.fs.ResidentBytes(w.pid, lo, hi, w.page) },
+		// The process's own view: its files under its root (a container,
+		// a file replaced since it was mapped), and its memory for the
+		// glibc heaps' arena pointers (exact arenas where ptrace access
+		// allows: a child of the probe, or root).
+		OpenFile:   reconcile.OpenUnder(w.fs.Path(w.pid, "root")),
+		ReadMemory: reconcile.MemReader(w.fs.Path(w.pid, "mem")),
 	}
 	rec := reconcile.Compute(in)
 	explainVSZDrift(&rec, before, st)

@@ -7,12 +7,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
 // openRegular opens path if it is a regular file: opening a device (a
 // driver's node mapped private) can have effects, and a device is no ELF
 // object.
+// OpenUnder is an Input.OpenFile for another process: its mapped files
+// by their paths under root ("/proc/<pid>/root"), its own view of the
+// file system, so that a process in a container, or one whose file was
+// replaced since it was mapped, is read right.
+func OpenUnder(root string) func(path string) (io.ReaderAt, error) {
+	return func(path string) (io.ReaderAt, error) { return openRegular(filepath.Join(root, path)) }
+}
+
 func openRegular(path string) (io.ReaderAt, error) {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -41,7 +41,7 @@ func GatherSelf(rt *rtstats.Reader, l *ledger.Ledger, withSmaps bool) (Input, er
 		in.GoAddrs = goAddrs()
 		in.ThreadStackBytes = pthreadDefaultStack(page)
 		in.Race = raceEnabled
-		in.ReadMemory = memReader(fs.Path(procfs.Self, "mem"))
+		in.ReadMemory = MemReader(fs.Path(procfs.Self, "mem"))
 	}
 	// status last, right after the page walk, so that the two agree as
 	// far as the kernel's counters allow.
@@ -79,10 +79,11 @@ func goAddrs() []uint64 {
 	}
 }
 
-// memReader reads a process's memory through its /proc/<pid>/mem (path):
-// for this process, always allowed. Reads are few (a word per glibc heap),
-// so each opens the file.
-func memReader(path string) func(addr uint64, b []byte) error {
+// MemReader is an Input.ReadMemory that reads a process's memory through
+// its /proc/<pid>/mem (path): for this process always allowed, for another
+// with ptrace access (a parent of its child, or root). Reads are few (a
+// word per glibc heap), so each opens the file.
+func MemReader(path string) func(addr uint64, b []byte) error {
 	return func(addr uint64, b []byte) error {
 		if addr > math.MaxInt64 {
 			return fmt.Errorf("reading %s: address %#x out of range", path, addr)
