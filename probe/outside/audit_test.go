@@ -541,11 +541,12 @@ func TestSummarizeEndpoints(t *testing.T) {
 			{TMs: 0, Samples: 16, RSSBytes: 101 * mib, VSZBytes: 102 * mib},
 			{TMs: 16, Samples: 16, RSSBytes: 101 * mib, VSZBytes: 102 * mib},
 		},
-		First: &sampler.Point{TMs: 0, Samples: 1, RSSBytes: mib / 50, VSZBytes: 2 * mib},
-		Last:  &sampler.Point{TMs: 31, Samples: 1, RSSBytes: mib, VSZBytes: 2 * mib},
+		First:       &sampler.Point{TMs: 0, Samples: 1, RSSBytes: mib / 50, VSZBytes: 2 * mib},
+		Last:        &sampler.Point{TMs: 31, Samples: 1, RSSBytes: mib, VSZBytes: 2 * mib},
+		PeakRSSAtMs: 9,
 	}
 	tl := summarize(r)
-	if tl.StartRSSBytes != mib/50 || tl.FinalRSSBytes != mib || tl.FinalVSZBytes != 2*mib || tl.GrowthBytes != 101*mib-mib/50 {
+	if tl.StartRSSBytes != mib/50 || tl.FinalRSSBytes != mib || tl.FinalVSZBytes != 2*mib || tl.GrowthBytes != 101*mib-mib/50 || tl.PeakAtMs != 9 {
 		t.Errorf("summary %+v", tl)
 	}
 	if at, end := releasedBy(r); at != 31 || end != 31 {

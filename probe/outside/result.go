@@ -244,10 +244,15 @@ func summarize(r sampler.Result) schema.TimelineSummary {
 	first, last := endpoints(r, pts)
 	t.StartRSSBytes, t.FinalRSSBytes, t.FinalVSZBytes = first.RSSBytes, last.RSSBytes, last.VSZBytes
 	t.GrowthBytes = int64(r.Peaks.RSSBytes) - int64(first.RSSBytes)
-	for _, p := range pts {
-		if p.RSSBytes == r.Peaks.RSSBytes {
-			t.PeakAtMs = p.TMs
-			break
+	// When the peak was sampled; a result written before the sampler
+	// kept it has only the start of the peak's bucket.
+	t.PeakAtMs = r.PeakRSSAtMs
+	if r.PeakRSSAtMs == 0 {
+		for _, p := range pts {
+			if p.RSSBytes == r.Peaks.RSSBytes {
+				t.PeakAtMs = p.TMs
+				break
+			}
 		}
 	}
 	// Growth in the last quarter of the run: the highest point in it

@@ -163,6 +163,11 @@ func TestFinalIsLastSample(t *testing.T) {
 	if r.Peaks.RSSBytes != (100<<10+900)<<10 {
 		t.Errorf("peak RSS %d", r.Peaks.RSSBytes)
 	}
+	// The peak's time is its first sample's, between the first and the
+	// last sample, whatever bucket holds it.
+	if r.PeakRSSAtMs < r.First.TMs || r.PeakRSSAtMs >= r.Last.TMs || r.PeakRSSAtMs < r.Timeline[0].TMs {
+		t.Errorf("peak at %v ms; first sample %v, last %v", r.PeakRSSAtMs, r.First.TMs, r.Last.TMs)
+	}
 }
 
 // TestNoCarriedFields: a sample that does not read a file has its fields at

@@ -120,6 +120,10 @@ type Result struct {
 	// smaps_rollup only, so a spike between two of those is missed.
 	// Peaks are not of one moment: each field may peak at another time.
 	Peaks Point `json:"peaks"`
+	// PeakRSSAtMs is when the first sample at the peak RSS was taken, in
+	// milliseconds since Start: the timeline's points give only their
+	// bucket's start, seconds apart in a long run.
+	PeakRSSAtMs float64 `json:"peak_rss_at_ms,omitempty"`
 	// First and Last are the first and the last sample exactly as taken
 	// (Samples 1), not the maxima of the timeline's first and last
 	// buckets: the start and final values of the run. Every sample is of
@@ -255,6 +259,7 @@ type Sampler struct {
 	mu        sync.Mutex // guards the fields below against Peek
 	tl        *Timeline
 	peaks     Point
+	peakRSSAt float64 // TMs of the first sample at the peak RSS
 	n         int
 	nSmaps    int
 	smapsAt   time.Duration // when the last smaps_rollup read started (since start)
@@ -429,6 +434,7 @@ func (s *Sampler) result() Result {
 	r := Result{
 		PID:           s.opts.PID,
 		Peaks:         s.peaks,
+		PeakRSSAtMs:   s.peakRSSAt,
 		Timeline:      s.tl.Points(),
 		Samples:       s.n,
 		StatusSamples: s.nStatus,
@@ -492,6 +498,9 @@ func (s *Sampler) sample(ctx context.Context) error {
 	}
 	p.Samples = 1
 	s.tl.Add(p)
+	if s.n == 0 || p.RSSBytes > s.peaks.RSSBytes {
+		s.peakRSSAt = p.TMs
+	}
 	if s.n == 0 {
 		s.peaks = p
 	} else {
