@@ -11,9 +11,6 @@ import (
 	"strings"
 )
 
-// openRegular opens path if it is a regular file: opening a device (a
-// driver's node mapped private) can have effects, and a device is no ELF
-// object.
 // OpenUnder is an Input.OpenFile for another process: its mapped files
 // by their paths under root ("/proc/<pid>/root"), its own view of the
 // file system, so that a process in a container, or one whose file was
@@ -22,6 +19,9 @@ func OpenUnder(root string) func(path string) (io.ReaderAt, error) {
 	return func(path string) (io.ReaderAt, error) { return openRegular(filepath.Join(root, path)) }
 }
 
+// openRegular opens path if it is a regular file: opening a device (a
+// driver's node mapped private) can have effects, and a device is no ELF
+// object.
 func openRegular(path string) (io.ReaderAt, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
