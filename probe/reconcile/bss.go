@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +15,18 @@ import (
 // OpenUnder is an Input.OpenFile for another process: its mapped files
 // by their paths under root ("/proc/<pid>/root"), its own view of the
 // file system, so that a process in a container, or one whose file was
-// replaced since it was mapped, is read right.
+// replaced since it was mapped, is read right. Where root itself may not
+// be read (it needs ptrace access: attach to another user's process), the
+// path is opened as this process sees it: the same file in the same mount
+// namespace, and bssEnd checks the headers against the mappings.
 func OpenUnder(root string) func(path string) (io.ReaderAt, error) {
-	return func(path string) (io.ReaderAt, error) { return openRegular(filepath.Join(root, path)) }
+	return func(path string) (io.ReaderAt, error) {
+		ra, err := openRegular(filepath.Join(root, path))
+		if errors.Is(err, fs.ErrPermission) {
+			return openRegular(path)
+		}
+		return ra, err
+	}
 }
 
 // openRegular opens path if it is a regular file: opening a device (a

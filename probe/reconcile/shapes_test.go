@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -374,5 +376,42 @@ func TestArenasByHeader(t *testing.T) {
 	in.ReadMemory = func(addr uint64, b []byte) error { binary.NativeEndian.PutUint64(b, 0x1234); return nil }
 	if r := Compute(in); r.GlibcArenas != 2 || r.GlibcArenasExact {
 		t.Errorf("implausible ar_ptr: arenas %d, exact %v; want the estimate 2", r.GlibcArenas, r.GlibcArenasExact)
+	}
+}
+
+// TestOpenUnder: a mapped file is opened under the process's root; where
+// that root may not be read, as this process sees the path.
+func TestOpenUnder(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	os.MkdirAll(filepath.Join(root, "lib"), 0o755)
+	os.WriteFile(filepath.Join(root, "lib", "x.so"), []byte("inside"), 0o644)
+	ra, err := OpenUnder(root)("/lib/x.so")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	ra.ReadAt(b, 0)
+	ra.(io.Closer).Close()
+	if string(b) != "inside" {
+		t.Errorf("read %q under the root", b)
+	}
+	if _, err := OpenUnder(root)("/lib/missing.so"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file under the root: %v", err)
+	}
+	if _, err := OpenUnder(dir)("/root/../root"); err == nil {
+		t.Error("a directory opened as a mapped file")
+	}
+	if os.Geteuid() == 0 {
+		return // root reads any directory: no permission case to make
+	}
+	locked := filepath.Join(dir, "locked")
+	os.Mkdir(locked, 0o000)
+	self := filepath.Join(dir, "self.txt")
+	os.WriteFile(self, []byte("outside"), 0o644)
+	if ra, err := OpenUnder(locked)(self); err != nil {
+		t.Errorf("a root that may not be read: %v, want the path opened as is", err)
+	} else {
+		ra.(io.Closer).Close()
 	}
 }
