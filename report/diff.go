@@ -474,9 +474,7 @@ func diffValues(name string, base, head []float64, exact bool, alpha float64, wa
 			v    []float64
 		}{{"base", base}, {"head", head}} {
 			if lo, hi := slices.Min(s.v), slices.Max(s.v); lo != hi {
-				// Every digit: rounded, 6,143.5 to 6,144 would read "6,144 to 6,144".
-				exactly := func(x float64) string { return groupDigits(strconv.FormatFloat(x, 'f', -1, 64)) }
-				varies = append(varies, fmt.Sprintf("%s to %s in %s", exactly(lo), exactly(hi), s.name))
+				varies = append(varies, fmt.Sprintf("%s to %s in %s", everyDigit(lo), everyDigit(hi), s.name))
 			}
 		}
 		if varies == nil {
@@ -497,6 +495,10 @@ func diffValues(name string, base, head []float64, exact bool, alpha float64, wa
 	}
 	return r
 }
+
+// everyDigit writes x with every digit it has, grouped: rounded as the
+// table rounds, 6,143.5 to 6,144 would read "6,144 to 6,144".
+func everyDigit(x float64) string { return groupDigits(strconv.FormatFloat(x, 'f', -1, 64)) }
 
 // sideOf summarises values as the runner does (probe/runner's
 // summarizeValues): the median and its distribution-free interval, an

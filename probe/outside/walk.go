@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,7 +77,7 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 		return nil, nil, err
 	}
 	in := reconcile.Input{
-		Status: st, Mappings: ms, ThreadSPs: sps, ThreadStackBytes: stackDefault,
+		Status: st, StatusBefore: before, Mappings: ms, ThreadSPs: sps, ThreadStackBytes: stackDefault,
 		Resident: func(lo, hi uint64) (int64, error) { return w.fs.ResidentBytes(w.pid, lo, hi, w.page) },
 		// The process's own view: its files under its root (a container,
 		// a file replaced since it was mapped), and its memory for the
@@ -88,7 +87,6 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 		ReadMemory: reconcile.MemReader(w.fs.Path(w.pid, "mem")),
 	}
 	rec := reconcile.Compute(in)
-	explainVSZDrift(&rec, before, st)
 	snap = &schema.Snapshot{
 		Threads: st.Threads, VmHWMBytes: st.VmHWMBytes, ThreadStackDefaultBytes: stackDefault,
 		CPUs: w.cpus, GlibcArenaLimit: 8 * w.cpus, MallocArenaMax: arenaMax,
@@ -103,44 +101,6 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 	snap.Reconciliation = rec
 	snap.WalkMs = ms64(time.Since(t0))
 	return snap, raw, nil
-}
-
-// explainVSZDrift rewrites reconcile's warning that VmSize differs from
-// the sum of the smaps sizes ("VmSize N B differs from Σ smaps Size M B
-// by D B", raw bytes) in the report's units, with its likely cause. The
-// smaps read walks the mappings one by one while the process runs, and
-// status is read after it: a thread created or ended during the walk
-// maps or unmaps its stack (8 MiB by default) between the two reads. The
-// thread count or VmSize of status read before and after the walk tells
-// whether that happened; before is zero where that read failed.
-func explainVSZDrift(r *reconcile.Reconciliation, before, after procfs.Status) {
-	i := slices.IndexFunc(r.Warnings, func(w string) bool {
-		return strings.HasPrefix(w, "VmSize ") && strings.Contains(w, "differs from Σ smaps Size")
-	})
-	if i < 0 {
-		return
-	}
-	d := r.VSZBytes - r.SmapsSizeBytes
-	w := fmt.Sprintf("VmSize %s differs from Σ smaps Size %s by %s", iec(r.VSZBytes), iec(r.SmapsSizeBytes), signedIEC(d))
-	switch {
-	case before.VmSizeBytes == 0:
-		w += ": mappings came or went while smaps was read"
-	case before.Threads != after.Threads:
-		w += fmt.Sprintf(": probably a race with threads created or ended during the walk (%d threads before it, %d after), whose stacks were mapped or unmapped between the reads", before.Threads, after.Threads)
-	case before.VmSizeBytes != after.VmSizeBytes:
-		w += fmt.Sprintf(": the process mapped or unmapped memory during the walk (VmSize %s before it, %s after)", iec(int64(before.VmSizeBytes)), iec(int64(after.VmSizeBytes)))
-	default:
-		w += ": mappings came or went while smaps was read"
-	}
-	r.Warnings[i] = w
-}
-
-// signedIEC is iec with a sign: "+64 MiB", "−8 MiB".
-func signedIEC(b int64) string {
-	if b < 0 {
-		return "−" + iec(-b)
-	}
-	return "+" + iec(b)
 }
 
 // Parts that only the inside view can fill: Go's runtime/metrics classes

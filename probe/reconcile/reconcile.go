@@ -115,6 +115,10 @@ const DefaultThreadStackReserveBytes = 8 << 20
 type Input struct {
 	// Status is /proc/<pid>/status.
 	Status procfs.Status
+	// StatusBefore is status read just before smaps (zero: not read):
+	// what changed between the two reads explains a VmSize that the
+	// smaps sizes do not add up to.
+	StatusBefore procfs.Status
 	// Mappings is /proc/<pid>/smaps. Without it (nil) only the counters
 	// are split: Go's classes at face value, RssFile, RssShmem.
 	Mappings []procfs.Mapping
@@ -513,10 +517,10 @@ func Compute(in Input) Reconciliation {
 	}
 	r.UnexplainedNote = strings.Join(why, "; ")
 	if large(drift, r.RSSBytes) {
-		warn("VmRSS %d B differs from smaps' page walk %d B by %d B", r.RSSBytes, l.smapsRSS, drift)
+		warn("VmRSS %s differs from smaps' page walk %s by %s", iec(r.RSSBytes), iec(l.smapsRSS), signed(drift))
 	}
 	if d := r.VSZBytes - l.smapsSize; large(d, r.VSZBytes) {
-		warn("VmSize %d B differs from Σ smaps Size %d B by %d B", r.VSZBytes, l.smapsSize, d)
+		warn("VmSize %s differs from Σ smaps Size %s by %s: %s", iec(r.VSZBytes), iec(l.smapsSize), signed(d), vszDriftCause(in.StatusBefore, in.Status))
 	}
 	return r
 }
@@ -554,6 +558,30 @@ func large(b, total int64) bool {
 // iec formats bytes in the notes: "8 MiB", "16 KiB", "1.5 MiB"
 // (table.FormatBytesShort, as probe exec's diagnosis).
 func iec(b int64) string { return table.FormatBytesShort(b) }
+
+// signed is iec with its sign: "+64 MiB", "−8 MiB".
+func signed(b int64) string {
+	if b < 0 {
+		return iecSigned(b)
+	}
+	return "+" + iec(b)
+}
+
+// vszDriftCause says why VmSize (status, read after smaps) and the sum of
+// the smaps sizes disagree: smaps is read mapping by mapping while the
+// process runs, and a thread created or ended meanwhile maps or unmaps its
+// stack (8 MiB by default). status read before the walk (before; zero
+// where there was none) tells which.
+func vszDriftCause(before, after procfs.Status) string {
+	switch {
+	case before.VmSizeBytes == 0:
+	case before.Threads != after.Threads:
+		return fmt.Sprintf("probably a race with threads created or ended during the walk (%d threads before it, %d after), whose stacks were mapped or unmapped between the reads", before.Threads, after.Threads)
+	case before.VmSizeBytes != after.VmSizeBytes:
+		return fmt.Sprintf("the process mapped or unmapped memory during the walk (VmSize %s before it, %s after)", iec(int64(before.VmSizeBytes)), iec(int64(after.VmSizeBytes)))
+	}
+	return "mappings came or went while smaps was read"
+}
 
 // iecSigned is iec with a minus sign (U+2212) for a negative drift.
 func iecSigned(b int64) string {
