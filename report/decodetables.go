@@ -164,18 +164,28 @@ func decodeDeviceMemoryTable(recs []schema.DecodeRecord) *table.Table {
 	if dm0.NVMLNote != "" {
 		title += "; NVML: " + dm0.NVMLNote
 	}
-	t := table.New(title,
-		table.Column{Name: "mode"},
-		table.Column{Name: "NVML peak", Kind: table.Bytes},
-		table.Column{Name: "NVML at end", Kind: table.Bytes},
-		table.Column{Name: "context+module", Kind: table.Bytes},
-		table.Column{Name: "held before", Kind: table.Bytes},
-		table.Column{Name: "stream+cuBLAS handle", Kind: table.Bytes},
-		table.Column{Name: "ledger", Kind: table.Bytes},
-		table.Column{Name: "alloc rounding", Kind: table.Bytes},
-		table.Column{Name: "cuBLAS workspace", Kind: table.Bytes},
-		table.Column{Name: "unexplained", Kind: table.Bytes},
-	)
+	// The uncharged memory is a column only where some record measured it
+	// (NVML's free figure read beside CUDA's): records from before it was
+	// measured keep their table.
+	uncharged := slices.ContainsFunc(rows, func(r schema.DecodeRecord) bool { return r.DeviceMemory.FreeGapMeasured })
+	cols := []table.Column{
+		{Name: "mode"},
+		{Name: "NVML peak", Kind: table.Bytes},
+		{Name: "NVML at end", Kind: table.Bytes},
+		{Name: "context+module", Kind: table.Bytes},
+		{Name: "held before", Kind: table.Bytes},
+		{Name: "stream+cuBLAS handle", Kind: table.Bytes},
+		{Name: "ledger", Kind: table.Bytes},
+		{Name: "alloc rounding", Kind: table.Bytes},
+		{Name: "cuBLAS workspace", Kind: table.Bytes},
+	}
+	if uncharged {
+		// Negative: the parts before it are falls in free memory, which
+		// include memory NVML charges to no process.
+		cols = append(cols, table.Column{Name: "less uncharged", Kind: table.Bytes})
+	}
+	cols = append(cols, table.Column{Name: "unexplained", Kind: table.Bytes})
+	t := table.New(title, cols...)
 	for _, r := range rows {
 		d := r.DeviceMemory
 		// Without NVML there is no process figure, no baseline for the
@@ -194,8 +204,16 @@ func decodeDeviceMemoryTable(recs []schema.DecodeRecord) *table.Table {
 				unexplained = d.UnexplainedBytes
 			}
 		}
-		t.Add(r.Decode, peak, end, ctx, d.HeldBeforeOpenBytes, d.StreamHandleBytes, d.LedgerBytes,
-			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes, unexplained)
+		cells := []any{r.Decode, peak, end, ctx, d.HeldBeforeOpenBytes, d.StreamHandleBytes, d.LedgerBytes,
+			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes}
+		if uncharged {
+			var u any
+			if d.FreeGapMeasured && d.ProcessSource == "nvml" && d.ContextNote == "" {
+				u = -d.UnchargedBytes
+			}
+			cells = append(cells, u)
+		}
+		t.Add(append(cells, unexplained)...)
 	}
 	return t
 }

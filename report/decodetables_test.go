@@ -150,3 +150,42 @@ func TestDecodeBlocks(t *testing.T) {
 		t.Error("no records: no error")
 	}
 }
+
+// h100Records are the records of `probe decode --device cuda --decode all
+// --preset gpt2-head --check cpu` on an H100 (driver 580, CUDA 13; see
+// testdata/gpu), as that run wrote them.
+func h100Records(t *testing.T) []schema.DecodeRecord {
+	t.Helper()
+	recs, err := schema.ReadDecode("../testdata/gpu/h100-2026-11-26/decode-gpt2-head.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// TestDecodeTablesH100: a real GPU's records render: the modes, the device
+// memory reconciliation (its -5.56 MiB unexplained, as measured before
+// NVML's free figure was read beside CUDA's) and the check. With the
+// uncharged memory measured, a "less uncharged" column takes it off the
+// parts, shown negative, and records that did not measure it leave it
+// blank.
+func TestDecodeTablesH100(t *testing.T) {
+	recs := h100Records(t)
+	var buf bytes.Buffer
+	if err := WriteDecode(&buf, recs, table.Markdown); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "decode-h100-gpt2-head.markdown.golden", buf.Bytes())
+
+	for i := range recs[:3] {
+		dm := *recs[i].DeviceMemory
+		dm.UnchargedBytes, dm.FreeGapMeasured, dm.FreeGapBytes = -dm.UnexplainedBytes, true, 0
+		dm.UnexplainedBytes = 0
+		recs[i].DeviceMemory = &dm
+	}
+	buf.Reset()
+	if err := WriteDecode(&buf, recs, table.Text); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "decode-h100-uncharged.golden", buf.Bytes())
+}

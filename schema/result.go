@@ -403,7 +403,22 @@ type DeviceMemory struct {
 	// workspace and, the first time in a process, the cuBLAS kernels CUDA
 	// loads on first use).
 	CuBLASWorkspaceBytes int64 `json:"cublas_workspace_bytes"`
-	// UnexplainedBytes: ProcessBytes less every named part.
+	// UnchargedBytes: device memory the driver took for this process that
+	// NVML charges to no process: the GPU's fall in free memory by NVML's
+	// count (before the context against the end) less ProcessBytes. The
+	// parts above are falls in free memory, so they include it; it is
+	// taken off their sum. Measured only with ProcessSource "nvml" on a
+	// one-GPU machine (FreeGapMeasured); 0 otherwise.
+	UnchargedBytes int64 `json:"uncharged_bytes"`
+	// FreeGapBytes is cuMemGetInfo's free memory less NVML's, read
+	// together at the end (FreeGapMeasured: whether they were). The
+	// context is measured from NVML's free figure to CUDA's, which
+	// assumes the two agree; with the uncharged memory named, this gap is
+	// what is left unexplained.
+	FreeGapBytes    int64 `json:"free_gap_bytes"`
+	FreeGapMeasured bool  `json:"free_gap_measured,omitempty"`
+	// UnexplainedBytes: ProcessBytes less every named part, with
+	// UnchargedBytes taken off the parts' sum.
 	UnexplainedBytes int64 `json:"unexplained_bytes"`
 	// ContextNote says why ContextBytes (and so UnexplainedBytes) was not
 	// measured, if it was not (no NVML; more than one GPU).

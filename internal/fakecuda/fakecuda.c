@@ -377,9 +377,17 @@ static unsigned long long reserved_bytes(void) {
 	return s != NULL && *s != 0 ? strtoull(s, NULL, 0) : 0;
 }
 
+/* uncharged_bytes is FAKECUDA_UNCHARGED_BYTES (default 0) while dev's
+ * context exists: memory the driver takes for the context that NVML
+ * charges to no process. */
+static unsigned long long uncharged_bytes(int dev) {
+	const char *s = getenv("FAKECUDA_UNCHARGED_BYTES");
+	return ctxs[dev].refs > 0 && s != NULL && *s != 0 ? strtoull(s, NULL, 0) : 0;
+}
+
 /* used_bytes is the physical memory in use: the reservation and this
- * process's memory. */
-static unsigned long long used_bytes(int dev) { return process_bytes(dev) + reserved_bytes(); }
+ * process's memory, charged to it or not. */
+static unsigned long long used_bytes(int dev) { return process_bytes(dev) + uncharged_bytes(dev) + reserved_bytes(); }
 
 /* cuda_total_bytes is the total CUDA reports (cuDeviceTotalMem_v2,
  * cuMemGetInfo_v2): the physical memory less the driver's reservation.
@@ -1610,6 +1618,19 @@ EXPORT int fakecuda_live_modules(void) {
  * and cuBLAS's lazily loaded kernels; not the driver's reservation),
  * for a stand-in NVML to list (internal/fakenvml/fakenvml.c,
  * FAKENVML_FAKECUDA). */
+/* fakecuda_uncharged_bytes is the device memory dev's context takes that
+ * NVML charges to no process (FAKECUDA_UNCHARGED_BYTES), for a stand-in
+ * NVML to count as used. */
+EXPORT unsigned long long fakecuda_uncharged_bytes(int dev) {
+	if (dev < 0 || dev >= MAX_DEVICES) {
+		return 0;
+	}
+	LOCK();
+	unsigned long long n = uncharged_bytes(dev);
+	UNLOCK();
+	return n;
+}
+
 EXPORT unsigned long long fakecuda_process_bytes(int dev) {
 	if (dev < 0 || dev >= MAX_DEVICES) {
 		return 0;

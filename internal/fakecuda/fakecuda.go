@@ -111,6 +111,12 @@ const (
 	// EnvReservedBytes is the driver's own reservation on each GPU (default
 	// 0): used memory to NVML, and outside CUDA's total.
 	EnvReservedBytes = "FAKECUDA_RESERVED_BYTES"
+	// EnvUnchargedBytes is device memory each GPU's context takes that
+	// NVML charges to no process (default 0), as an H100 with driver 580
+	// showed (5.56 MiB): while the context exists it is used memory to
+	// CUDA's free and to NVML's (fakenvml asks for it), but not in
+	// fakecuda_process_bytes, NVML's per-process figure.
+	EnvUnchargedBytes = "FAKECUDA_UNCHARGED_BYTES"
 	// EnvFailLaunch = n: the n-th cuLaunchKernel the process makes (1-based,
 	// see Counters.Launches) is accepted, and when it runs its stream
 	// fails: that stream's syncs return CUDA_ERROR_LAUNCH_FAILED from then

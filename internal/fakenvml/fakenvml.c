@@ -173,6 +173,10 @@ static long env_long(const char *name, long def)
  * driver has handed it, as NVML lists a process with a CUDA context. */
 static unsigned long long (*from_fakecuda)(int);
 
+/* uncharged_fakecuda is fakecuda_uncharged_bytes of the same library:
+ * memory its context holds that no process is charged, used all the same. */
+static unsigned long long (*uncharged_fakecuda)(int);
+
 /* read_procs fills out (at most MAX_PROCS) from FAKENVML_PROC_BYTES_FILE
  * and FAKENVML_FAKECUDA. */
 static int read_procs(struct proc *out)
@@ -251,11 +255,14 @@ nvmlReturn_t nvmlInit_v2(void)
 	snprintf(proc_util_file, sizeof proc_util_file, "%s", pf ? pf : "");
 	proc_util_error = (nvmlReturn_t)env_long("FAKENVML_PROC_UTIL_ERROR", 0);
 	from_fakecuda = NULL;
+	uncharged_fakecuda = NULL;
 	pf = getenv("FAKENVML_FAKECUDA");
 	if (pf && *pf) {
 		void *h = dlopen(pf, RTLD_NOW | RTLD_NOLOAD);
-		if (h)
+		if (h) {
 			from_fakecuda = (unsigned long long (*)(int))dlsym(h, "fakecuda_process_bytes");
+			uncharged_fakecuda = (unsigned long long (*)(int))dlsym(h, "fakecuda_uncharged_bytes");
+		}
 	}
 	return NVML_SUCCESS;
 }
@@ -318,6 +325,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 	for (i = 0; i < n; i++)
 		if (procs[i].gpu == device->index && procs[i].bytes != NOT_AVAILABLE)
 			used += procs[i].bytes;
+	if (uncharged_fakecuda && device->index == 0)
+		used += uncharged_fakecuda(0);
 	memory->total = total_bytes;
 	memory->used = used < total_bytes ? used : total_bytes;
 	memory->free = total_bytes - memory->used;

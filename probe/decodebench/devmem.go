@@ -110,6 +110,16 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 	if err != nil {
 		return nil
 	}
+	// NVML's free memory at the same moment as cuMemGetInfo's: the
+	// baseline above is NVML's, the parts below are CUDA's, and the two
+	// are compared only through this pair (free_gap_bytes).
+	var nvmlFree uint64
+	haveNVMLFree := false
+	if w.nvml != nil && w.baseTaken {
+		if devs, err := w.nvml.Devices(); err == nil && len(devs) == 1 {
+			nvmlFree, haveNVMLFree = devs[0].FreeBytes, true
+		}
+	}
 	dm := &schema.DeviceMemory{
 		GPU: now.GPU.Name, TotalBytes: int64(now.GPU.TotalBytes),
 		LedgerBytes: ledgerBytes,
@@ -166,6 +176,21 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 	if dm.ProcessSource != "" && w.baseTaken {
 		dm.UnexplainedBytes = dm.ProcessBytes - dm.ContextBytes - dm.HeldBeforeOpenBytes - dm.StreamHandleBytes -
 			dm.LedgerBytes - dm.AllocRoundingBytes - dm.CuBLASWorkspaceBytes
+		if haveNVMLFree {
+			dm.FreeGapBytes = int64(now.FreeNowBytes) - int64(nvmlFree)
+			dm.FreeGapMeasured = true
+			if dm.ProcessSource == "nvml" {
+				// The parts are falls in free memory, which count device
+				// memory the driver took for this process's context but
+				// charges to no process; NVML's figure does not. What the
+				// GPU's free memory fell by NVML's own count, less NVML's
+				// charge, is that memory: taken out of the parts' sum, the
+				// rest left unexplained is the gap between the two free
+				// figures, which should be nothing.
+				dm.UnchargedBytes = int64(w.baseFree) - int64(nvmlFree) - dm.ProcessBytes
+				dm.UnexplainedBytes += dm.UnchargedBytes
+			}
+		}
 	}
 	return dm
 }

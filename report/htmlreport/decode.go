@@ -394,7 +394,12 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 		return func(d *schema.DeviceMemory) (int64, bool) { return f(d), true }
 	}
 	parts := []part{
-		{"context+module", func(d *schema.DeviceMemory) (int64, bool) { return d.ContextBytes, d.ContextNote == "" }},
+		// The bars stack up to NVML's figure, so the context is drawn as
+		// NVML charges it: less the memory charged to no process, which
+		// the free-memory falls the parts are measured by include.
+		{"context+module", func(d *schema.DeviceMemory) (int64, bool) {
+			return d.ContextBytes - d.UnchargedBytes, d.ContextNote == ""
+		}},
 		{"held before", always(func(d *schema.DeviceMemory) int64 { return d.HeldBeforeOpenBytes })},
 		{"stream+cuBLAS handle", always(func(d *schema.DeviceMemory) int64 { return d.StreamHandleBytes })},
 		{"ledger", always(func(d *schema.DeviceMemory) int64 { return d.LedgerBytes })},
@@ -467,6 +472,15 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 	}
 	caption := "The process's device memory per mode in the parts the device names (cuda), bottom to top: " + strings.Join(drawn, ", ") +
 		". Context+module is the primary context and kernel module; held before, what the process held when this mode's device opened; ledger, the decoder's buffers as allocated; unexplained, what NVML's figure for the process leaves over. Parts no record has are left out."
+	var uncharged []string
+	for _, r := range rows {
+		if u := r.DeviceMemory.UnchargedBytes; u != 0 {
+			uncharged = append(uncharged, fmt.Sprintf("%s %s", r.Decode, table.FormatBytes(float64(u))))
+		}
+	}
+	if len(uncharged) > 0 {
+		caption += " The context is drawn less the device memory the driver took that NVML charges to no process (" + strings.Join(uncharged, ", ") + ")."
+	}
 	if len(unmeasured) > 0 {
 		caption += " Context (and so the unexplained rest) not measured for " + strings.Join(unmeasured, "; ") + "."
 	}
