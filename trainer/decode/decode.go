@@ -75,6 +75,11 @@ type Decoder struct {
 	V, C, maxRows int
 	samp          device.Sampling
 
+	// hm is the device's page-locked host memory when the host buffers
+	// below come from it (PinnedHost, in the prealloc and batch modes),
+	// else nil: Close gives them back to it.
+	hm device.HostMemory
+
 	// Device memory. Per-token modes hold one row, batch maxRows.
 	dW      device.Buffer // (V, C) LM head
 	dIn     device.Buffer // (rows, C) hidden states
@@ -82,17 +87,38 @@ type Decoder struct {
 	dTgt    device.Buffer // (rows) targets as float32
 	dOut    device.Buffer // (rows, OutStride) token id, loss
 
-	// Host staging, allocated once.
+	// Host staging, allocated once: Go slices, or page-locked blocks of
+	// hm (prealloc and batch with PinnedHost).
 	tgtHost  []float32 // (maxRows) targets as float32 (not per-token-copy)
 	outHost  []float32 // (maxRows, OutStride) (prealloc, batch)
 	inHost   []float32 // (C) one hidden row (prealloc)
 	probHost []float32 // (V) one probability row (prealloc)
 }
 
+// Option is an optional setting of New.
+type Option func(*options)
+
+type options struct {
+	pinnedHost bool
+}
+
+// PinnedHost(true) asks New to take the decoder's own host buffers in the
+// per-token-prealloc and batch modes (the hidden row, targets, output
+// record and probability row of prealloc; the targets and output records
+// of batch) from the device's page-locked host memory, where the device
+// offers it (device.HostMemory: cuda), so that their copies go straight by
+// DMA instead of through the device's staging. The per-token-copy and
+// per-token-view modes keep their fresh Go slices whatever it says: those
+// are the pathology they reproduce. On a device without HostMemory (cpu)
+// it changes nothing; Decoder.PinnedHost says whether it took effect.
+// The default is false: Go slices, copied through the device's staging.
+func PinnedHost(on bool) Option { return func(o *options) { o.pinnedHost = on } }
+
 // New makes a decoder for up to maxRows positions per Decode call and
 // uploads lmHead (V, C) once; New waits for the upload, so lmHead may change
-// after it returns. V must fit token ids in uint16.
-func New(dev device.Device, mode Mode, V, C, maxRows int, lmHead []float32) (*Decoder, error) {
+// after it returns. V must fit token ids in uint16. opts are optional
+// settings (PinnedHost).
+func New(dev device.Device, mode Mode, V, C, maxRows int, lmHead []float32, opts ...Option) (*Decoder, error) {
 	if mode < 0 || int(mode) >= len(modeNames) {
 		return nil, fmt.Errorf("decode: unknown mode %d", int(mode))
 	}
@@ -101,6 +127,10 @@ func New(dev device.Device, mode Mode, V, C, maxRows int, lmHead []float32) (*De
 	}
 	if len(lmHead) != V*C {
 		return nil, fmt.Errorf("decode: lm head has %d values, want V*C = %d", len(lmHead), V*C)
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
 	d := &Decoder{dev: dev, mode: mode, V: V, C: C, maxRows: maxRows}
 	rows := 1
@@ -122,15 +152,33 @@ func New(dev device.Device, mode Mode, V, C, maxRows int, lmHead []float32) (*De
 		}
 		*a.b = b
 	}
-	if mode != PerTokenCopy {
-		d.tgtHost = make([]float32, maxRows)
+	if o.pinnedHost && (mode == PerTokenPrealloc || mode == Batch) {
+		d.hm, _ = dev.(device.HostMemory)
 	}
-	if mode == PerTokenPrealloc || mode == Batch {
-		d.outHost = make([]float32, maxRows*device.OutStride)
-	}
-	if mode == PerTokenPrealloc {
-		d.inHost = make([]float32, C)
-		d.probHost = make([]float32, V)
+	for _, h := range []struct {
+		p    *[]float32
+		name string
+		n    int
+		in   bool
+	}{
+		{&d.tgtHost, "decode.host.targets", maxRows, mode != PerTokenCopy},
+		{&d.outHost, "decode.host.out", maxRows * device.OutStride, mode == PerTokenPrealloc || mode == Batch},
+		{&d.inHost, "decode.host.hidden", C, mode == PerTokenPrealloc},
+		{&d.probHost, "decode.host.probs", V, mode == PerTokenPrealloc},
+	} {
+		if !h.in {
+			continue
+		}
+		if d.hm == nil {
+			*h.p = make([]float32, h.n)
+			continue
+		}
+		p, err := d.hm.AllocHost(h.name, h.n)
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("decode: allocating page-locked host buffers: %w", err)
+		}
+		*h.p = p
 	}
 	if err := d.SetWeights(lmHead); err != nil {
 		d.Close()
@@ -145,6 +193,11 @@ func New(dev device.Device, mode Mode, V, C, maxRows int, lmHead []float32) (*De
 
 // Mode is the decoder's mode.
 func (d *Decoder) Mode() Mode { return d.mode }
+
+// PinnedHost reports whether the decoder's host buffers are page-locked
+// memory of its device (the PinnedHost option, in the prealloc and batch
+// modes, on a device.HostMemory device).
+func (d *Decoder) PinnedHost() bool { return d.hm != nil }
 
 // SetWeights enqueues an upload of a new LM head (V, C), for the trainer
 // after an optimizer step. It does not wait: lmHead must not change until
@@ -344,7 +397,8 @@ func (d *Decoder) perToken(hidden []float32, T int, targets []uint16, tokens []u
 	return loss, nil
 }
 
-// Close frees the decoder's device buffers. The device stays open.
+// Close frees the decoder's device buffers and its page-locked host
+// buffers (PinnedHost). The device stays open.
 func (d *Decoder) Close() error {
 	var first error
 	for _, b := range []*device.Buffer{&d.dW, &d.dIn, &d.dLogits, &d.dTgt, &d.dOut} {
@@ -353,6 +407,14 @@ func (d *Decoder) Close() error {
 				first = err
 			}
 			*b = device.Buffer{}
+		}
+	}
+	for _, p := range []*[]float32{&d.tgtHost, &d.outHost, &d.inHost, &d.probHost} {
+		if d.hm != nil && *p != nil {
+			if err := d.hm.FreeHost(*p); err != nil && first == nil {
+				first = err
+			}
+			*p = nil // freed memory: no later call may touch it
 		}
 	}
 	return first

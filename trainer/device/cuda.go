@@ -21,6 +21,13 @@ package device
 //     copy into pinned memory and Sync moves it into the caller's slice
 //     once the stream is idle. A copy from pageable memory would make the
 //     driver stage it and block the host, a wait the counters would miss.
+//   - Page-locked blocks the caller owns (HostMemory: AllocHost, made by
+//     cuMemHostAlloc and listed in hostBlocks): a copy whose host slice
+//     lies wholly inside one skips the staging, the DMA reading or
+//     writing the caller's memory itself. For a large device-to-host copy
+//     (the (T, V) probabilities) this removes the host's second copy,
+//     staging to slice after the wait, which at the GPT-2 head was most
+//     of a batch decode's time.
 //   - Every host wait is counted in Stats.Syncs: Sync itself, and the
 //     waits the device makes on its own (Stats.ImplicitWaits): when the
 //     staging between two Syncs outgrows its buffer (the buffer then
@@ -42,10 +49,13 @@ package device
 // between, so per-token host overhead is what the driver costs.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -232,6 +242,13 @@ type pendingD2H struct {
 	off int // into the d2h staging, bytes
 }
 
+// hostBlock is one block of page-locked memory AllocHost handed out.
+type hostBlock struct {
+	base  uintptr // from cuMemHostAlloc
+	bytes int
+	name  string // what it holds, for HostBuffers
+}
+
 // paramBlock is the layout of the pinned block that holds kernel
 // arguments, GEMM scalars and the event timer's output, so no Go pointer
 // is passed to the driver: slots, then pointers to the slots
@@ -256,6 +273,11 @@ type CUDA struct {
 
 	h2d, d2h stagingBuf
 	pending  []pendingD2H
+
+	// hostBlocks are the page-locked blocks AllocHost handed out and
+	// FreeHost has not freed: copies from and into them skip the staging.
+	// Few (a decoder's handful), so a copy finds its block by a scan.
+	hostBlocks []hostBlock
 
 	// The busy-time span (Stats.DeviceBusyNs): spanStart is recorded
 	// before the first command after a wait (spanOpen), spanEnd at the
@@ -382,6 +404,11 @@ func (d *CUDA) release() {
 			*s = stagingBuf{}
 		}
 	}
+	for _, b := range d.hostBlocks { // the caller's, not freed: Close frees them
+		drv.MemFreeHost(b.base)
+		d.pinned.Add(-int64(b.bytes))
+	}
+	d.hostBlocks = nil
 	for _, e := range []*cudadrv.Event{&d.spanStart, &d.spanEnd} {
 		if *e != 0 {
 			drv.EventDestroy(*e)
@@ -550,7 +577,9 @@ func roundPow2(n int) int {
 }
 
 // CopyToDevice implements Device: src is copied into pinned staging now,
-// and from there to the device on the stream.
+// and from there to the device on the stream; or, when src lies wholly
+// inside a block AllocHost returned, the stream copies from src itself
+// (so src must not change until the next Sync, as Device says).
 func (d *CUDA) CopyToDevice(dst Buffer, dstOff int, src []float32) error {
 	if err := d.checkH2D(dst, dstOff, src); err != nil || len(src) == 0 {
 		return err
@@ -559,6 +588,13 @@ func (d *CUDA) CopyToDevice(dst Buffer, dstOff int, src []float32) error {
 		return d.stickyErr()
 	}
 	defer d.enter()()
+	if p := d.hostAddr(src); p != 0 {
+		d.beginSpan()
+		if err := d.gpu.drv.MemcpyHtoDAsync(cudadrv.DevicePtr(dst.ptr+uint64(dstOff)*4), p, len(src)*4, d.stream); err != nil {
+			return d.fail(err)
+		}
+		return nil
+	}
 	const chunk = maxStaging / 4
 	for len(src) > 0 {
 		n := min(len(src), chunk)
@@ -577,7 +613,10 @@ func (d *CUDA) CopyToDevice(dst Buffer, dstOff int, src []float32) error {
 }
 
 // CopyToHost implements Device: the stream copies into pinned staging, and
-// the next Sync (or implicit wait) moves the values into dst.
+// the next Sync (or implicit wait) moves the values into dst. When dst
+// lies wholly inside a block AllocHost returned, the stream copies into
+// dst itself and nothing is left for the wait to do: dst holds the values
+// once the next Sync returns, and not before (as Device says).
 func (d *CUDA) CopyToHost(dst []float32, src Buffer, srcOff int) error {
 	if err := d.checkD2H(dst, src, srcOff); err != nil || len(dst) == 0 {
 		return err
@@ -586,6 +625,13 @@ func (d *CUDA) CopyToHost(dst []float32, src Buffer, srcOff int) error {
 		return d.stickyErr()
 	}
 	defer d.enter()()
+	if p := d.hostAddr(dst); p != 0 {
+		d.beginSpan()
+		if err := d.gpu.drv.MemcpyDtoHAsync(p, cudadrv.DevicePtr(src.ptr+uint64(srcOff)*4), len(dst)*4, d.stream); err != nil {
+			return d.fail(err)
+		}
+		return nil
+	}
 	const chunk = maxStaging / 4
 	for len(dst) > 0 {
 		n := min(len(dst), chunk)
@@ -690,4 +736,80 @@ func (d *CUDA) Close() error {
 	d.release()
 	d.closed = true
 	return d.stickyErr()
+}
+
+var _ HostMemory = (*CUDA)(nil)
+
+// AllocHost implements HostMemory: n float32s of cuMemHostAlloc's
+// page-locked memory, zeroed (the driver does not promise to), counted in
+// Stats.PinnedHostBytes and listed under name in HostBuffers until
+// FreeHost or Close.
+func (d *CUDA) AllocHost(name string, n int) ([]float32, error) {
+	if err := d.checkAlloc("host "+name, n); err != nil {
+		return nil, err
+	}
+	defer d.enter()()
+	p, err := d.gpu.drv.MemHostAlloc(n * 4)
+	if err != nil {
+		return nil, fmt.Errorf("device cuda: alloc host %s: %d floats: %w", name, n, err)
+	}
+	s := unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(nil), p)), n)
+	clear(s)
+	d.hostBlocks = append(d.hostBlocks, hostBlock{base: p, bytes: n * 4, name: name})
+	d.pinned.Add(int64(n) * 4)
+	return s, nil
+}
+
+// FreeHost implements HostMemory. It waits for the stream first (counted,
+// as Free does): a copy queued from or into the block may not have run.
+func (d *CUDA) FreeHost(p []float32) error {
+	if d.closed {
+		return ErrClosed
+	}
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+	i := slices.IndexFunc(d.hostBlocks, func(b hostBlock) bool { return b.base == at })
+	if p == nil || i < 0 {
+		return errors.New("cuda free host: not a block AllocHost returned on this device, or freed already")
+	}
+	b := d.hostBlocks[i]
+	d.hostBlocks = slices.Delete(d.hostBlocks, i, i+1)
+	defer d.enter()()
+	werr := d.wait(true) // a failed stream still frees: nothing would free the block later
+	if err := d.gpu.drv.MemFreeHost(b.base); err != nil {
+		return d.fail(err)
+	}
+	d.pinned.Add(-int64(b.bytes))
+	return werr
+}
+
+// HostBuffers implements HostMemory.
+func (d *CUDA) HostBuffers() []BufferUse {
+	out := make([]BufferUse, 0, len(d.hostBlocks))
+	for _, b := range d.hostBlocks {
+		i := slices.IndexFunc(out, func(u BufferUse) bool { return u.Name == b.name })
+		if i < 0 {
+			out = append(out, BufferUse{Name: b.name})
+			i = len(out) - 1
+		}
+		out[i].Bytes += int64(b.bytes)
+	}
+	slices.SortFunc(out, func(a, b BufferUse) int {
+		if a.Bytes != b.Bytes {
+			return cmp.Compare(b.Bytes, a.Bytes)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// hostAddr is p's address when p lies wholly inside one of the blocks
+// AllocHost handed out, else 0: the copy then goes the staged way.
+func (d *CUDA) hostAddr(p []float32) uintptr {
+	at, n := uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p))*4
+	for _, b := range d.hostBlocks {
+		if at >= b.base && at-b.base < uintptr(b.bytes) && n <= uintptr(b.bytes)-(at-b.base) {
+			return at
+		}
+	}
+	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"memprobe/internal/fakecuda"
 	"memprobe/probe/ledger"
@@ -474,5 +475,216 @@ func TestCUDAWithoutEvents(t *testing.T) {
 	}
 	if err := dev.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCUDAHostMemory: copies from and into blocks AllocHost returned go
+// straight by DMA: no staging is made, nothing is left for the wait to
+// move, the stream reads the source when it runs (a change after the call
+// shows, as the contract warns) and writes the destination only at the
+// Sync; the blocks count in PinnedHostBytes and HostBuffers, and the fake
+// sees no copy from pageable memory.
+func TestCUDAHostMemory(t *testing.T) {
+	d, lib := openFakeCUDA(t, nil)
+	defer d.Close()
+	var dev Device = d
+	hm, ok := dev.(HostMemory)
+	if !ok {
+		t.Fatal("the cuda device does not implement HostMemory")
+	}
+	fakecuda.ResetCounters(lib)
+	base := d.Stats()
+	if base.PinnedHostBytes != paramBytes {
+		t.Fatalf("fresh device: pinned %d B, want the parameter block's %d B", base.PinnedHostBytes, paramBytes)
+	}
+	buf, err := d.Alloc("test.buf", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := hm.AllocHost("test.up", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down, err := hm.AllocHost("test.down", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(up, make([]float32, 8)) || !slices.Equal(down, make([]float32, 8)) {
+		t.Fatalf("AllocHost: not zeroed: %v %v", up, down)
+	}
+	if got, want := hm.HostBuffers(), []BufferUse{{"test.down", 32}, {"test.up", 32}}; !slices.Equal(got, want) {
+		t.Errorf("HostBuffers = %v, want %v", got, want)
+	}
+	if bu := d.Buffers(); len(bu) != 1 || bu[0].Name != "test.buf" {
+		t.Errorf("device ledger %v: want the device buffer only (host blocks are not device memory)", bu)
+	}
+	for i := range up {
+		up[i] = float32(i + 1)
+	}
+	if err := d.CopyToDevice(buf, 0, up); err != nil {
+		t.Fatal(err)
+	}
+	up[0] = 99 // the stream reads up when it runs the copy: this shows
+	if err := d.CopyToHost(down, buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.pending) != 0 || d.h2d.base != 0 || d.d2h.base != 0 || d.h2d.high != 0 || d.d2h.high != 0 {
+		t.Errorf("direct copies: %d pending, staging h2d %d B (high %d), d2h %d B (high %d); want no staging at all",
+			len(d.pending), d.h2d.size, d.h2d.high, d.d2h.size, d.d2h.high)
+	}
+	if down[0] != 0 {
+		t.Fatalf("dst written before Sync: %v", down)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{99, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(down, want) {
+		t.Errorf("after Sync: %v, want %v (the source as the stream read it)", down, want)
+	}
+	s := d.Stats()
+	if s.Syncs-base.Syncs != 1 || s.ImplicitWaits != base.ImplicitWaits || s.H2DBytes-base.H2DBytes != 32 || s.D2HBytes-base.D2HBytes != 32 ||
+		s.H2DCopies-base.H2DCopies != 1 || s.D2HCopies-base.D2HCopies != 1 || s.PinnedHostBytes != paramBytes+64 {
+		t.Errorf("stats %+v (from %+v): want 1 wait, 32 B and 1 copy each way, pinned = parameter block + 64 B of blocks", s, base)
+	}
+	if c := counters(t, lib); c.PageableCopies != 0 || c.LivePinned != 3 {
+		t.Errorf("fake driver: %+v; want no pageable copy, 3 pinned blocks (parameters and the two)", c)
+	}
+
+	// FreeHost with a copy from the block still queued: it waits first
+	// (counted), so the device gets the values, then frees.
+	for i := range up {
+		up[i] = 7
+	}
+	if err := d.CopyToDevice(buf, 0, up); err != nil {
+		t.Fatal(err)
+	}
+	before := d.Stats()
+	if err := hm.FreeHost(up); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Stats(); s.Syncs-before.Syncs != 1 || s.ImplicitWaits-before.ImplicitWaits != 1 || s.PinnedHostBytes != paramBytes+32 {
+		t.Errorf("FreeHost: %d waits (%d implicit), pinned %d B; want one implicit wait and the block's 32 B gone",
+			s.Syncs-before.Syncs, s.ImplicitWaits-before.ImplicitWaits, s.PinnedHostBytes)
+	}
+	back := make([]float32, 8)
+	if err := d.CopyToHost(back, buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back, []float32{7, 7, 7, 7, 7, 7, 7, 7}) {
+		t.Errorf("copy queued before FreeHost: device holds %v, want 7s", back)
+	}
+	if got := hm.HostBuffers(); !slices.Equal(got, []BufferUse{{"test.down", 32}}) {
+		t.Errorf("HostBuffers after FreeHost = %v", got)
+	}
+	for name, p := range map[string][]float32{"freed twice": up, "a Go slice": back, "not at the block's start": down[1:], "nil": nil} {
+		if err := hm.FreeHost(p); err == nil || !strings.Contains(err.Error(), "not a block AllocHost returned") {
+			t.Errorf("FreeHost of %s: %v, want refused", name, err)
+		}
+	}
+	if _, err := hm.AllocHost("test.empty", 0); err == nil {
+		t.Error("AllocHost of 0 floats: no error")
+	}
+	if c := counters(t, lib); c.PageableCopies != 0 || c.LivePinned != 3 { // parameters, down, d2h staging (back)
+		t.Errorf("fake driver: %+v; want no pageable copy, 3 pinned blocks", c)
+	}
+}
+
+// TestCUDAHostMemoryPartly: a slice that lies only partly inside a block
+// goes the staged way, a slice wholly inside one (anywhere in it) the
+// direct way, and both give the right values at the Sync. hostAddr's
+// containment is checked on Go memory, whose blocks the test makes up.
+func TestCUDAHostMemoryPartly(t *testing.T) {
+	d, lib := openFakeCUDA(t, nil)
+	defer d.Close()
+	var arr [16]float32
+	saved := d.hostBlocks
+	d.hostBlocks = []hostBlock{{base: uintptr(unsafe.Pointer(&arr[4])), bytes: 8 * 4, name: "made up"}}
+	for _, c := range []struct {
+		lo, hi int
+		in     bool
+	}{{4, 12, true}, {5, 7, true}, {11, 12, true}, {0, 8, false}, {3, 5, false}, {6, 14, false}, {12, 16, false}, {0, 4, false}} {
+		if got := d.hostAddr(arr[c.lo:c.hi]) != 0; got != c.in {
+			t.Errorf("arr[%d:%d] against a block at arr[4:12]: inside %v, want %v", c.lo, c.hi, got, c.in)
+		}
+	}
+	d.hostBlocks = saved
+
+	blk, err := d.AllocHost("test.blk", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, _ := d.Alloc("test.buf", 16)
+	src := make([]float32, 16)
+	for i := range src {
+		src[i] = float32(i + 1)
+	}
+	if err := d.CopyToDevice(buf, 0, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fakecuda.ResetCounters(lib)
+	// The device knows the block as 8 floats from here on (the memory
+	// stays 16), so that blk[4:12] reaches out of it.
+	d.hostBlocks[0].bytes = 8 * 4
+	defer func() { d.hostBlocks[0].bytes = 16 * 4 }()
+	if err := d.CopyToHost(blk[0:8], buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.pending) != 0 {
+		t.Fatalf("a slice inside the block: %d copies pending, want the direct copy", len(d.pending))
+	}
+	if err := d.CopyToHost(blk[4:12], buf, 8); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.pending) != 1 || d.d2h.base == 0 {
+		t.Fatalf("a slice partly inside the block: %d copies pending, d2h staging %d B; want it staged", len(d.pending), d.d2h.size)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// The staged copy lands after the direct one (the wait moves it),
+	// over blk[4:8].
+	if want := []float32{1, 2, 3, 4, 9, 10, 11, 12, 13, 14, 15, 16}; !slices.Equal(blk[:12], want) {
+		t.Errorf("block after Sync: %v, want %v", blk[:12], want)
+	}
+	if c := counters(t, lib); c.PageableCopies != 0 {
+		t.Errorf("%d copies from pageable memory, want 0", c.PageableCopies)
+	}
+}
+
+// TestCUDAHostMemoryClose: Close frees the blocks the caller still holds;
+// the fake's pinned blocks go to 0, and so does PinnedHostBytes.
+func TestCUDAHostMemoryClose(t *testing.T) {
+	d, lib := openFakeCUDA(t, nil)
+	b, _ := d.Alloc("test.buf", 4)
+	h, err := d.AllocHost("test.kept", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.AllocHost("test.kept2", 1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CopyToHost(h, b, 0); err != nil { // queued at Close
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := counters(t, lib); c.LivePinned != 0 || c.LiveAllocs != 0 {
+		t.Errorf("after Close: %+v, want no pinned block or allocation left", c)
+	}
+	if s := d.Stats(); s.PinnedHostBytes != 0 {
+		t.Errorf("after Close: pinned %d B, want 0", s.PinnedHostBytes)
+	}
+	if err := d.FreeHost(h); err != ErrClosed {
+		t.Errorf("FreeHost after Close = %v, want ErrClosed", err)
+	}
+	if _, err := d.AllocHost("late", 4); err != ErrClosed {
+		t.Errorf("AllocHost after Close = %v, want ErrClosed", err)
 	}
 }

@@ -122,6 +122,46 @@ type Device interface {
 	Close() error
 }
 
+// HostMemory is implemented by devices whose copies are faster from and
+// into host memory they allocate themselves: on a GPU, page-locked
+// (pinned) memory, which the copy engine reaches by DMA while the host
+// goes on. A copy whose host side is an ordinary Go slice must go through
+// the device's own pinned staging (cuda): the host copies the values once
+// more, between the slice and the staging, and for a device-to-host copy
+// it does so after the wait, on the critical path — at the GPT-2 head's
+// (T, V) probabilities, 25.7 MB a sequence, that second copy costs more
+// than the transfer. CopyToDevice from and CopyToHost into a slice that
+// lies wholly inside one block AllocHost returned skip the staging: the
+// device's DMA reads or writes the caller's memory itself. The contract of
+// those calls is unchanged, and now it bites: CopyToHost's dst holds the
+// values only once the next Sync returns (reading it before gets older
+// values or a mix), and CopyToDevice's src must not change until then
+// (the device reads it when the stream gets to the copy, not at the call).
+//
+// Find it with a type assertion: dev.(device.HostMemory). The cpu device
+// does not implement it (its device memory is host memory; a Go slice
+// serves as well).
+type HostMemory interface {
+	// AllocHost returns n float32 values of page-locked host memory,
+	// zeroed, owned by the caller until FreeHost or the device's Close.
+	// name says what it holds ("decode.probs"), for HostBuffers. The
+	// memory is outside the Go heap: the slice must not be used after
+	// FreeHost or Close, nor grown by append past its length (that
+	// would copy it to the Go heap and lose the fast path). Its bytes
+	// count in Stats.PinnedHostBytes.
+	AllocHost(name string, n int) ([]float32, error)
+	// FreeHost frees a block AllocHost returned (p must start where it
+	// started). It first waits for the stream (counted in Stats.Syncs and
+	// Stats.ImplicitWaits, as before freeing device memory), since a copy
+	// queued before may still read or write the block.
+	FreeHost(p []float32) error
+	// HostBuffers lists the blocks AllocHost handed out and that are not
+	// freed yet, by the name they were allocated under, largest first:
+	// the part of Stats.PinnedHostBytes the caller owns (the rest is the
+	// device's staging).
+	HostBuffers() []BufferUse
+}
+
 // Stats are a device's cumulative counters. Byte counts are bytes.
 type Stats struct {
 	Launches int64 `json:"launches"` // kernels enqueued (Logits, SoftmaxSample)
@@ -139,8 +179,10 @@ type Stats struct {
 	// asked for: cuda waits when its pinned staging is full between two
 	// Syncs and before freeing memory the stream may still use.
 	ImplicitWaits int64 `json:"implicit_waits"`
-	// PinnedHostBytes is the page-locked host memory the device holds for
-	// staging copies (cuda; 0 on cpu): host memory, part of RSS.
+	// PinnedHostBytes is the page-locked host memory the device holds
+	// (cuda; 0 on cpu): its staging for copies and its parameter block,
+	// and the blocks HostMemory.AllocHost handed out and not yet freed
+	// (HostMemory.HostBuffers names those). Host memory, part of RSS.
 	PinnedHostBytes int64 `json:"pinned_host_bytes"`
 	// HostWaitNs is the wall time the host spent blocked in the waits
 	// Syncs counts: what a per-token sync costs the host beyond its own
