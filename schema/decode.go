@@ -99,6 +99,18 @@ type DecodeConfig struct {
 	Passes   int    `json:"passes"` // timed passes, after one warm-up pass
 	Probs    bool   `json:"probs"`  // probabilities copied back
 	Check    string `json:"check"`  // reference device compared against ("": none)
+	// PinnedHost is true only when the mode's host buffers were
+	// page-locked memory the device allocated: the per-token-prealloc and
+	// batch modes' own buffers and the one the probabilities come back
+	// into, with probe decode --pinned-host (the default) on a device that
+	// has such memory (cuda; never cpu), so that their copies went
+	// straight by DMA instead of through the device's pinned staging and
+	// a second host copy. Always false for per-token-copy and
+	// per-token-view, which keep fresh Go slices by design, and with
+	// --pinned-host=false (or absent, in records from before it existed):
+	// Go slices, staged. Records that differ in it are different
+	// configurations (report.DecodeKey).
+	PinnedHost bool `json:"pinned_host"`
 }
 
 // ReadDecode reads the records of `probe decode --json` from path.

@@ -191,7 +191,7 @@ type DecodeStats struct {
 	DeviceBytesInUse int64 `json:"device_bytes_in_use"` // allocated and not freed
 	DeviceBytesPeak  int64 `json:"device_bytes_peak"`
 	ImplicitWaits    int64 `json:"implicit_waits"`    // waits no Sync asked for (cuda: staging full, free)
-	PinnedHostBytes  int64 `json:"pinned_host_bytes"` // page-locked host staging (cuda)
+	PinnedHostBytes  int64 `json:"pinned_host_bytes"` // page-locked host memory (cuda): staging, and the caller's blocks (device.HostMemory)
 	HostWaitNs       int64 `json:"host_wait_ns"`      // wall time the host spent in those waits
 	DeviceBusyNs     int64 `json:"device_busy_ns"`    // time the devices spent on their work (when device_timed)
 	DeviceTimed      bool  `json:"device_timed"`      // device_busy_ns was measured (cuda: event timing worked)

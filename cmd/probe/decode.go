@@ -35,6 +35,7 @@ type decodeCmdFlags struct {
 	passes     int
 	runs       int
 	probs      bool
+	pinnedHost bool
 	jsonPath   string
 	format     string
 	cpuprofile string
@@ -54,6 +55,7 @@ func (f *decodeCmdFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.passes, "passes", 3, "timed passes over the B sequences, after one warm-up pass")
 	fs.IntVar(&f.runs, "runs", 1, "measure in this many fresh processes, one after another, and pool them: independent samples for probe diff")
 	fs.BoolVar(&f.probs, "probs", true, "copy each position's V probabilities back, as training does (false: tokens and losses only)")
+	fs.BoolVar(&f.pinnedHost, "pinned-host", true, "in the per-token-prealloc and batch modes, copy through page-locked host buffers the device allocates (cuda), straight by DMA (false: Go slices through the device's pinned staging, the path before them; no effect on cpu)")
 	fs.StringVar(&f.jsonPath, "json", "", `also write the figures as JSON to this file (one object, or an array for --decode all); "-" writes the JSON to stdout and the tables to stderr`)
 	fs.StringVar(&f.format, "format", "text", "table format on stdout: text, markdown or csv")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed decoding to this file")
@@ -100,7 +102,7 @@ func checkDecodeOutputs(f *decodeCmdFlags) error {
 func (f *decodeCmdFlags) options(fs *pflag.FlagSet) (decodeOptions, error) {
 	o := decodeOptions{jsonPath: f.jsonPath, bench: decodebench.Options{
 		Preset: f.shape.preset, Checkpoint: f.checkpoint, Seed: f.seed, Data: f.data, DataSeed: f.dataSeed, GEMM: f.gemm,
-		Device: f.device, Passes: f.passes, Probs: f.probs, CPUProfile: f.cpuprofile, Check: f.check,
+		Device: f.device, Passes: f.passes, Probs: f.probs, PinnedHost: f.pinnedHost, CPUProfile: f.cpuprofile, Check: f.check,
 	}}
 	if f.check != "" && f.check != "cpu" {
 		return o, fmt.Errorf("--check %s: the only reference device is cpu", f.check)
@@ -196,8 +198,10 @@ host_wait_ns_per_token, device_busy_ns_per_token and device_busy_pct
 (absent where the device cannot time its work), host_allocs_per_token,
 h2d_bytes, d2h_bytes (bytes per pass over the B sequences),
 device_peak_bytes, decode and device, then the config, environment,
-command_line and start_time that produced them; --decode all writes a JSON
-array of them, slowest mode first. probe report FILE prints the tables
+command_line and start_time that produced them (config.pinned_host says
+whether the mode's host buffers were page-locked: --pinned-host, in the
+per-token-prealloc and batch modes, on a device that has such memory);
+--decode all writes a JSON array of them, slowest mode first. probe report FILE prints the tables
 again; probe diff BASE HEAD compares two, mode by mode.
 
 The passes of one process share its heap, caches and moment on the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,4 +77,51 @@ func TestDecodeCUDAFake(t *testing.T) {
 		}
 	}
 	t.Logf("losses: cpu %v, cuda %v", losses[0], losses[1])
+}
+
+// TestDecodeCUDAPinnedHost: `probe decode --device cuda` records
+// pinned_host true by default (the fake driver has page-locked memory) in
+// the per-token-prealloc and batch modes, false in the others (Go slices
+// by design), and false in every mode with --pinned-host=false; both runs
+// agree with the cpu device. On the cpu device it is false whatever the
+// flag says.
+func TestDecodeCUDAPinnedHost(t *testing.T) {
+	fakecuda.Use(t)
+	t.Setenv("MEMPROBE_LIBNVML", "/nonexistent/libnvidia-ml.so.1")
+	for _, c := range []struct {
+		device string
+		flag   []string
+		want   bool
+	}{
+		{"cuda", nil, true},
+		{"cuda", []string{"--pinned-host=false"}, false},
+		{"cpu", nil, false},
+	} {
+		out := filepath.Join(t.TempDir(), "d.json")
+		args := append([]string{"decode", "--preset", "micro", "--device", c.device, "--check", "cpu", "--passes", "1",
+			"--data", "synthetic:4KB", "--json", out}, c.flag...)
+		if _, stderr, err := runProbe(args...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stderr)
+		}
+		recs, err := schema.ReadDecode(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 4 {
+			t.Fatalf("%v: %d records, want 4", args, len(recs))
+		}
+		for _, r := range recs {
+			want := c.want && (r.Decode == "per-token-prealloc" || r.Decode == "batch")
+			if r.Config.PinnedHost != want || r.Check == nil || !r.Check.Pass {
+				t.Errorf("%s %v: %s: pinned_host %v, check %+v; want pinned_host %v and the check passed", c.device, c.flag, r.Decode, r.Config.PinnedHost, r.Check, want)
+			}
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"pinned_host": ` + strconv.FormatBool(c.want); !strings.Contains(string(b), want) {
+			t.Errorf("%s %v: the JSON lacks %s", c.device, c.flag, want)
+		}
+	}
 }

@@ -313,10 +313,10 @@ an error. Another commit or machine, or a missing shard, is a warning in
 the merged report. The output is written atomically.
 
 Given decode results (probe decode --json, memprobe.decode/v1), merge
-pools them: the records of one mode, device, shape and probs become one
-record of all their runs, as probe decode --runs N makes (each figure
-the median of the runs', each run's kept in the _runs arrays), and the
-other records are kept. They must come from one build on one machine,
+pools them: the records of one mode, device, shape, probs and pinned
+host memory (config.pinned_host) become one record of all their runs, as
+probe decode --runs N makes (each figure the median of the runs', each
+run's kept in the _runs arrays), and the other records are kept. They must come from one build on one machine,
 and records of one mode must have measured the same configuration. The
 output is a decode result: one record, or an array.`,
 		Args: func(cmd *cobra.Command, args []string) error {

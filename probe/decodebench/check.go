@@ -36,7 +36,10 @@ const checkSequences = 2
 
 // checkMode decodes the first sequences in mode m on devName and on the
 // cpu device, probabilities and losses copied back, and compares them.
-func checkMode(devName string, g gemm.Backend, m decode.Mode, V, C, T int, wte, hidden []float32, targets []uint16, B int) (CheckResult, error) {
+// pinned decodes as the measurement did (Options.PinnedHost): the
+// decoder's host buffers and the probabilities' buffer page-locked where
+// the device has such memory, so the check covers the direct copies.
+func checkMode(devName string, g gemm.Backend, m decode.Mode, V, C, T int, wte, hidden []float32, targets []uint16, B int, pinned bool) (CheckResult, error) {
 	n := min(B, checkSequences)
 	type out struct {
 		tokens []uint16
@@ -49,17 +52,29 @@ func checkMode(devName string, g gemm.Backend, m decode.Mode, V, C, T int, wte, 
 			return nil, err
 		}
 		defer dev.Close()
-		d, err := decode.New(dev, m, V, C, T, wte)
+		d, err := decode.New(dev, m, V, C, T, wte, decode.PinnedHost(pinned))
 		if err != nil {
 			return nil, err
 		}
 		defer d.Close()
+		var probs []float32 // where Decode writes (T, V): page-locked with the decoder's buffers
+		if hm, ok := dev.(device.HostMemory); ok && d.PinnedHost() {
+			if probs, err = hm.AllocHost("decodebench.check.probs", T*V); err != nil {
+				return nil, err
+			}
+			defer hm.FreeHost(probs)
+		}
 		outs := make([]out, n)
 		for b := range outs {
 			o := out{make([]uint16, T), make([]float32, T*V), make([]float32, T)}
-			if _, err := d.Decode(hidden[b*T*C:(b+1)*T*C], T, targets[b*T:(b+1)*T], o.tokens, o.probs, o.losses); err != nil {
+			p := o.probs
+			if probs != nil {
+				p = probs
+			}
+			if _, err := d.Decode(hidden[b*T*C:(b+1)*T*C], T, targets[b*T:(b+1)*T], o.tokens, p, o.losses); err != nil {
 				return nil, fmt.Errorf("%s, sequence %d: %w", name, b, err)
 			}
+			copy(o.probs, p) // a no-op for a Go slice; out of the block before it is freed
 			outs[b] = o
 		}
 		return outs, nil

@@ -14,16 +14,26 @@ import (
 	"memprobe/internal/table"
 	"memprobe/report"
 	"memprobe/trainer/decode"
+	"memprobe/trainer/device"
 	"memprobe/trainer/model"
 )
 
 // TestRunCUDA runs `probe decode --device cuda --check cpu` over
-// internal/fakecuda (no GPU, no NVML): every mode agrees with the cpu
-// device, the waits per token are 1 and 1/T, the prealloc and batch modes
-// allocate nothing on the host per token through the driver binding, and
-// the device-memory reconciliation names the fake's allocation rounding
-// and cuBLAS workspace exactly, and says why NVML's figures are missing.
+// internal/fakecuda (no GPU, no NVML), with page-locked host buffers and
+// without: every mode agrees with the cpu device, the waits per token are
+// 1 and 1/T, the prealloc and batch modes allocate nothing on the host per
+// token through the driver binding, the record says whether the host
+// buffers were page-locked, and the device-memory reconciliation names the
+// fake's allocation rounding and cuBLAS workspace exactly (page-locked
+// host memory is not device memory), and says why NVML's figures are
+// missing.
 func TestRunCUDA(t *testing.T) {
+	for _, pinned := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pinned_host=%v", pinned), func(t *testing.T) { runCUDA(t, pinned) })
+	}
+}
+
+func runCUDA(t *testing.T, pinned bool) {
 	fakecuda.Use(t)
 	t.Setenv("MEMPROBE_LIBNVML", "/nonexistent/libnvidia-ml.so.1")
 	cfg, err := model.Preset("micro")
@@ -32,13 +42,17 @@ func TestRunCUDA(t *testing.T) {
 	}
 	cfg.Vocab = 300 // above the kernel's block of 256 threads
 	o := Options{Config: cfg, Seed: 1337, Data: "synthetic:4KB", DataSeed: 1, GEMM: "naive",
-		Modes: decode.Modes(), Device: "cuda", Passes: 3, Probs: true, Check: "cpu"}
+		Modes: decode.Modes(), Device: "cuda", Passes: 3, Probs: true, Check: "cpu", PinnedHost: pinned}
 	ms, err := Run(o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	B, T, C, V := cfg.Batch, cfg.Context, cfg.Dim, cfg.Vocab
 	for i, m := range ms {
+		wantPinned := pinned && (m.Mode == decode.PerTokenPrealloc.String() || m.Mode == decode.Batch.String())
+		if r := Record(m); m.PinnedHost != wantPinned || r.Config.PinnedHost != wantPinned {
+			t.Errorf("%s: measurement pinned_host %v, record %v; want %v", m.Mode, m.PinnedHost, r.Config.PinnedHost, wantPinned)
+		}
 		if m.Device != "cuda" || m.Check == nil || !m.Check.Pass || m.Check.TokensDiffer != 0 {
 			t.Errorf("%s: device %s, check %+v: want cuda agreeing with cpu", m.Mode, m.Device, m.Check)
 		}
@@ -113,7 +127,7 @@ func runWithFakeNVML(t *testing.T, define string) []Measurement {
 		t.Fatal(err)
 	}
 	o := Options{Config: cfg, Seed: 1337, Data: "synthetic:4KB", DataSeed: 1, GEMM: "naive",
-		Modes: []decode.Mode{decode.PerTokenPrealloc, decode.Batch}, Device: "cuda", Passes: 2, Probs: true}
+		Modes: []decode.Mode{decode.PerTokenPrealloc, decode.Batch}, Device: "cuda", Passes: 2, Probs: true, PinnedHost: true}
 	ms, err := Run(o, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +203,62 @@ func TestRunCUDAInPIDNamespace(t *testing.T) {
 		}
 		if r := Record(m); r.DevicePeakSource != "ledger" {
 			t.Errorf("%s: record peak from %s, want the ledger's", m.Mode, r.DevicePeakSource)
+		}
+	}
+}
+
+// TestMeasureBatchPinnedCUDA: with a decoder whose host buffers are
+// page-locked, MeasureBatch copies the probabilities back into a
+// page-locked block of the device as well, so that nothing comes down
+// through staging (the device never makes a device-to-host staging
+// buffer), frees the block when it returns, and allocates nothing per
+// token; with a staged decoder both directions are staged.
+func TestMeasureBatchPinnedCUDA(t *testing.T) {
+	lib := fakecuda.Use(t)
+	const B, T, C, V = 2, 8, 24, 300
+	in := newInputs(5, B*T, C, V)
+	for _, mode := range []decode.Mode{decode.PerTokenPrealloc, decode.Batch} {
+		for _, pinned := range []bool{true, false} {
+			dev, err := device.Open("cuda", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := decode.New(dev, mode, V, C, T, in.lmHead, decode.PinnedHost(pinned))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fakecuda.ResetCounters(lib)
+			meas, err := MeasureBatch(dev, d, in.hidden, B, T, in.targets, true, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hm := dev.(device.HostMemory)
+			var blocks int64
+			for _, b := range hm.HostBuffers() {
+				if b.Name == "decodebench.probs" {
+					t.Errorf("%s pinned=%v: the probabilities' block outlived MeasureBatch", mode, pinned)
+				}
+				blocks += b.Bytes
+			}
+			// The device's own pinned memory: its parameter block and a
+			// staging buffer (1 MiB at least) per direction it staged.
+			own := dev.Stats().PinnedHostBytes - blocks
+			if pinned && (blocks == 0 || own >= 2<<20) || !pinned && (blocks != 0 || own < 2<<20) {
+				t.Errorf("%s pinned=%v: %d B of page-locked blocks, %d B of the device's own pinned memory; want blocks and no device-to-host staging when pinned, staging both ways when not",
+					mode, pinned, blocks, own)
+			}
+			if c, err := fakecuda.ReadCounters(lib); err != nil || c.PageableCopies != 0 {
+				t.Errorf("%s pinned=%v: %+v (%v), want no copy from pageable memory", mode, pinned, c, err)
+			}
+			if !raceEnabled && meas.HostAllocsPerToken != 0 {
+				t.Errorf("%s pinned=%v: %v host allocations per token, want 0", mode, pinned, meas.HostAllocsPerToken)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -63,7 +63,17 @@ type Options struct {
 	Passes     int    // timed passes over the B sequences, after one warm-up pass
 	// Probs copies each position's V probabilities back, as training
 	// does; without it only tokens and losses come back.
-	Probs      bool
+	Probs bool
+	// PinnedHost takes the host buffers of the per-token-prealloc and
+	// batch modes (the decoder's, decode.PinnedHost, and the
+	// probabilities' MeasureBatch copies back into) from the device's
+	// page-locked memory where it has some (device.HostMemory: cuda), so
+	// their copies go straight by DMA; false keeps Go slices, copied
+	// through the device's pinned staging (the path before page-locked
+	// buffers, kept to measure both). The per-token-copy and
+	// per-token-view modes use Go slices either way. Check decodes the
+	// same way.
+	PinnedHost bool
 	CPUProfile string // write a CPU profile of the timed decoding here ("": none)
 	// Check "cpu" decodes the first sequences of each mode on the cpu
 	// device too and compares (CheckResult); "" does not.
@@ -165,14 +175,14 @@ func Run(o Options, progress io.Writer) (ms []Measurement, err error) {
 	}
 	ms = make([]Measurement, 0, len(o.Modes))
 	for _, m := range o.Modes {
-		meas, err := measureMode(o.Device, g, m, cfg, params.WTE, hidden, targets, o.Probs, o.Passes, watch)
+		meas, err := measureMode(o.Device, g, m, cfg, params.WTE, hidden, targets, o.Probs, o.PinnedHost, o.Passes, watch)
 		if err != nil {
 			return nil, err
 		}
 		meas.Model, meas.GEMM = schema.Model(cfg), g.Name()
 		fmt.Fprintf(progress, "%s: %.0f tokens/s over %d tokens (%.2f s)\n", m, meas.TokensPerSecond, meas.Tokens, meas.Seconds)
 		if o.Check == "cpu" {
-			c, err := checkMode(o.Device, g, m, cfg.Vocab, cfg.Dim, cfg.Context, params.WTE, hidden, targets, cfg.Batch)
+			c, err := checkMode(o.Device, g, m, cfg.Vocab, cfg.Dim, cfg.Context, params.WTE, hidden, targets, cfg.Batch, o.PinnedHost)
 			if err != nil {
 				return nil, fmt.Errorf("checking %s against cpu: %w", m, err)
 			}
@@ -247,10 +257,11 @@ func loadModel(o Options) (model.Config, *model.Params, *trainer.CheckpointInfo,
 	return cfg, p, &info, nil
 }
 
-// measureMode opens the device, makes a decoder in mode m, measures it and
+// measureMode opens the device, makes a decoder in mode m (with page-locked
+// host buffers where pinned asks and the device has them), measures it and
 // closes both. With watch (cuda), the device memory is sampled from NVML
 // during the mode and reconciled at its end.
-func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config, wte, hidden []float32, targets []uint16, probs bool, passes int, watch *gpuWatch) (meas Measurement, err error) {
+func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config, wte, hidden []float32, targets []uint16, probs, pinned bool, passes int, watch *gpuWatch) (meas Measurement, err error) {
 	if watch != nil {
 		watch.start()
 	}
@@ -269,7 +280,7 @@ func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config
 			err = cerr
 		}
 	}()
-	d, err := decode.New(dev, m, cfg.Vocab, cfg.Dim, cfg.Context, wte)
+	d, err := decode.New(dev, m, cfg.Vocab, cfg.Dim, cfg.Context, wte, decode.PinnedHost(pinned))
 	if err != nil {
 		if watch != nil {
 			watch.finish(nil, 0)
@@ -327,7 +338,7 @@ func Record(m Measurement) schema.DecodeRecord {
 	r := schema.DecodeRecord{
 		Schema: schema.DecodeVersion, TokensPerSecPasses: append([]float64{}, m.PassTokensPerSecond...),
 		HostWaitNsPerTokenPasses: append([]float64{}, m.PassHostWaitNsPerToken...), DeviceBusyPctPasses: slices.Clone(m.PassDeviceBusyPct),
-		Config:       schema.DecodeConfig{Model: m.Model, Device: m.Device, GEMMUsed: m.GEMM, Passes: m.Passes},
+		Config:       schema.DecodeConfig{Model: m.Model, Device: m.Device, GEMMUsed: m.GEMM, Passes: m.Passes, PinnedHost: m.PinnedHost},
 		TokensPerSec: m.TokensPerSecond, SyncsPerToken: m.SyncsPerToken, LaunchesPerToken: m.LaunchesPerToken,
 		HostWaitNsPerToken: m.HostWaitNsPerToken, DeviceBusyNsPerToken: m.DeviceBusyNsPerToken, DeviceBusyPct: m.DeviceBusyPct,
 		HostAllocsPerToken: m.HostAllocsPerToken, H2DBytes: m.H2DBytesPerPass, D2HBytes: m.D2HBytesPerPass,

@@ -26,6 +26,13 @@ type Measurement struct {
 	// backend that ran, set by Run for the record's configuration.
 	Model schema.Model `json:"model"`
 	GEMM  string       `json:"gemm"`
+	// PinnedHost says the decode copied through page-locked host memory
+	// of the device (decode.PinnedHost took effect: the prealloc and batch
+	// modes on a device.HostMemory device, cuda, with Options.PinnedHost),
+	// the decoder's buffers and the probabilities' alike; never in the
+	// per-token-copy and per-token-view modes, which keep Go slices by
+	// design (schema.DecodeConfig.PinnedHost).
+	PinnedHost bool `json:"pinned_host"`
 
 	Seconds         float64 `json:"seconds"`
 	TokensPerSecond float64 `json:"tokens_per_second"`
@@ -82,8 +89,12 @@ type Measurement struct {
 // sequences, then passes timed ones, and reports the deltas. withProbs
 // copies each sequence's (T, V) probabilities back, as training needs;
 // without it only tokens and losses come back. The output buffers, one
-// sequence's worth, are allocated before the warm-up and reused.
-func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T int, targets []uint16, withProbs bool, passes int) (Measurement, error) {
+// sequence's worth, are allocated before the warm-up and reused; where
+// the decoder's host buffers are page-locked (decode.PinnedHost: the
+// prealloc and batch modes on cuda), the probabilities' buffer is a
+// page-locked block of dev too (device.HostMemory), so the batch mode's
+// (T, V) copy goes straight into it by DMA, and it is freed on return.
+func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T int, targets []uint16, withProbs bool, passes int) (meas Measurement, err error) {
 	switch {
 	case passes <= 0:
 		return Measurement{}, fmt.Errorf("measuring decode: %d passes is not positive", passes)
@@ -97,7 +108,16 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 	tokens := make([]uint16, T)
 	losses := make([]float32, T)
 	var probs []float32
-	if withProbs {
+	if hm, ok := dev.(device.HostMemory); withProbs && ok && d.PinnedHost() {
+		if probs, err = hm.AllocHost("decodebench.probs", T*d.V); err != nil {
+			return Measurement{}, fmt.Errorf("measuring decode: %w", err)
+		}
+		defer func() {
+			if ferr := hm.FreeHost(probs); err == nil && ferr != nil {
+				meas, err = Measurement{}, fmt.Errorf("measuring decode: %w", ferr)
+			}
+		}()
+	} else if withProbs {
 		probs = make([]float32, T*d.V)
 	}
 	pass := func() (float32, error) {
@@ -154,7 +174,7 @@ func MeasureBatch(dev device.Device, d *decode.Decoder, hidden []float32, B, T i
 		busyPerToken, busyPct = &perToken, &pct
 	}
 	return Measurement{
-		Mode: d.Mode().String(), Device: dev.Name(), T: T, C: d.C, V: d.V,
+		Mode: d.Mode().String(), Device: dev.Name(), T: T, C: d.C, V: d.V, PinnedHost: d.PinnedHost(),
 		Sequences: B, Passes: passes, Tokens: passes * B * T,
 		Seconds:                secs,
 		TokensPerSecond:        n / secs,
