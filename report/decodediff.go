@@ -30,7 +30,7 @@ var DefaultDecodeDiffMetrics = []string{
 }
 
 // DecodeDeterministicMetrics are the decode figures a mode fixes for its
-// shape (V, C, T, B and probs), whatever the machine's speed: the device's
+// shape (V, C, T, B, probs and pinned host memory), whatever the machine's speed: the device's
 // synchronisations and launches, the program's allocations (decodebench
 // counts the program's own, not the runtime's, and its tests hold
 // prealloc and batch at 0), the bytes copied each way and the ledger's
@@ -62,13 +62,21 @@ const (
 const passesWarning = "samples are the timed passes of one process, not independent runs: p understates run-to-run noise (probe decode --runs N measures runs)"
 
 // DecodeKey names a decode record for matching: its mode, device and
-// shape (batch B, context T, dim C, vocab V) and whether probabilities were
-// copied back, what must be equal for two records' figures to be
+// shape (batch B, context T, dim C, vocab V), whether probabilities were
+// copied back and whether the host buffers were page-locked
+// (config.pinned_host), what must be equal for two records' figures to be
 // comparable: "decode per-token-copy on cpu (B=32 T=128 C=256 V=788,
-// probs)".
+// probs)", "decode batch on cuda (B=8 T=128 C=768 V=50257, probs, pinned
+// host)". Pinned host memory is named only where it was used, so the keys
+// of records without it (every cpu record, and records from before the
+// field) are as they were.
 func DecodeKey(r *schema.DecodeRecord) string {
 	m := r.Config.Model
-	return fmt.Sprintf("decode %s on %s (B=%d T=%d C=%d V=%d, %s)", r.Decode, r.Device, m.Batch, m.Context, m.Dim, m.Vocab, probsLabel(r.Config.Probs))
+	pinned := ""
+	if r.Config.PinnedHost {
+		pinned = ", pinned host"
+	}
+	return fmt.Sprintf("decode %s on %s (B=%d T=%d C=%d V=%d, %s%s)", r.Decode, r.Device, m.Batch, m.Context, m.Dim, m.Vocab, probsLabel(r.Config.Probs), pinned)
 }
 
 func probsLabel(probs bool) string {
@@ -80,14 +88,16 @@ func probsLabel(probs bool) string {
 
 // decodeSetting is the part of a record's key that is not its mode: the
 // axes a decode configuration can differ along besides the mode, as sweep
-// values.
+// values. pinned_host among them is fixed by the mode within one run
+// (mixedPinned).
 func decodeSetting(r *schema.DecodeRecord) map[string]string {
 	m := r.Config.Model
 	return map[string]string{
 		"device": r.Device,
 		"B":      strconv.Itoa(m.Batch), "T": strconv.Itoa(m.Context),
 		"C": strconv.Itoa(m.Dim), "V": strconv.Itoa(m.Vocab),
-		"probs": strconv.FormatBool(r.Config.Probs),
+		"probs":       strconv.FormatBool(r.Config.Probs),
+		"pinned_host": strconv.FormatBool(r.Config.PinnedHost),
 	}
 }
 
@@ -155,7 +165,7 @@ func numbers(m map[string]any, path string) ([]float64, bool) {
 // DecodeKey; the Diff it returns is Compare's, so WriteDiff, Breaches and
 // Significant read it alike. Each matched pair is a ConfigDiff of plan
 // "decode" and phase the mode; its Sweep holds the settings (device, B, T,
-// C, V, probs) that vary among the matched pairs, none in the usual case of
+// C, V, probs, pinned_host) that vary among the matched pairs, none in the usual case of
 // two runs of one command. It refuses records of different schema
 // versions, sides with no record, and metrics named (opt.Metrics, Extra)
 // that no record of either side has (an UnmeasuredError).
@@ -234,18 +244,40 @@ func findDecode(recs []*decodeView, key string) *decodeView {
 	return nil
 }
 
+// mixedPinned reports whether one mode appears among recs both with and
+// without page-locked host buffers. Within one run pinned_host follows the
+// mode (per-token-prealloc and batch use them, the other modes never), so
+// it tells two configurations of one mode apart only when some mode has
+// both values: only then must a label or a column name say it.
+func mixedPinned(recs []*schema.DecodeRecord) bool {
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if p, ok := seen[r.Decode]; ok && p != r.Config.PinnedHost {
+			return true
+		}
+		seen[r.Decode] = r.Config.PinnedHost
+	}
+	return false
+}
+
 // varyingAxes are the settings that take more than one value among the
 // matched pairs: the table labels a configuration by its mode and these,
-// so that two configurations of one mode never share a label.
+// so that two configurations of one mode never share a label. pinned_host
+// is one where a mode has both values (mixedPinned).
 func varyingAxes(pairs [][2]*decodeView) []string {
 	values := map[string]map[string]bool{}
-	for _, p := range pairs {
+	recs := make([]*schema.DecodeRecord, len(pairs))
+	for i, p := range pairs {
+		recs[i] = p[0].DecodeRecord
 		for k, v := range decodeSetting(p[0].DecodeRecord) {
 			if values[k] == nil {
 				values[k] = map[string]bool{}
 			}
 			values[k][v] = true
 		}
+	}
+	if !mixedPinned(recs) {
+		delete(values, "pinned_host")
 	}
 	var axes []string
 	for _, k := range sortedKeys(values) {

@@ -106,7 +106,8 @@ func row(d *Diff, mode, metric string) *MetricDiff {
 	return nil
 }
 
-// TestDecodeKey: the key names mode, device, shape and probs.
+// TestDecodeKey: the key names mode, device, shape, probs and, where it
+// was used, pinned host memory.
 func TestDecodeKey(t *testing.T) {
 	r := decodeRec("per-token-copy", speeds(1000, 0))
 	if got, want := DecodeKey(&r), "decode per-token-copy on cpu (B=32 T=128 C=256 V=788, probs)"; got != want {
@@ -115,6 +116,63 @@ func TestDecodeKey(t *testing.T) {
 	r.Config.Probs, r.Device = false, "cuda"
 	if got, want := DecodeKey(&r), "decode per-token-copy on cuda (B=32 T=128 C=256 V=788, no probs)"; got != want {
 		t.Errorf("DecodeKey: %q, want %q", got, want)
+	}
+	r.Config.PinnedHost = true
+	if got, want := DecodeKey(&r), "decode per-token-copy on cuda (B=32 T=128 C=256 V=788, no probs, pinned host)"; got != want {
+		t.Errorf("DecodeKey: %q, want %q", got, want)
+	}
+}
+
+// TestDecodeDiffPinnedHost: records that differ only in pinned_host are
+// different configurations: probe diff does not pair them, and probe
+// merge keeps them apart.
+func TestDecodeDiffPinnedHost(t *testing.T) {
+	base := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}
+	head := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}
+	head[0].Config.PinnedHost = true
+	d, err := CompareDecode(base, head, DiffOptions{BaseName: "staged.json", HeadName: "pinned.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Configs) != 0 || len(d.OnlyBase) != 1 || len(d.OnlyHead) != 1 || !strings.HasSuffix(d.OnlyHead[0], ", pinned host)") {
+		t.Errorf("diff of a staged and a pinned record: %d pairs, only base %v, only head %v; want them unpaired", len(d.Configs), d.OnlyBase, d.OnlyHead)
+	}
+	// In one run pinned_host follows the mode: two such runs pair mode by
+	// mode with no axis in the labels, and a history names columns by
+	// mode alone. Where one mode has both values, the labels and the
+	// columns say which.
+	run := func() []schema.DecodeRecord {
+		rs := []schema.DecodeRecord{decodeRec("per-token-copy", speeds(100, 0)), decodeRec("batch", speeds(1000, 0))}
+		rs[1].Config.PinnedHost = true
+		return rs
+	}
+	d, err = CompareDecode(run(), run(), DiffOptions{BaseName: "a.json", HeadName: "b.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Configs) != 2 || d.Configs[0].Sweep != nil || d.Configs[1].Sweep != nil {
+		t.Errorf("two runs with pinned host in batch: %d pairs, sweeps %v; want 2 pairs labelled by mode alone", len(d.Configs), d.Configs)
+	}
+	if !oneDecodeSetting([]HistoryEntry{{Decode: run()}, {Decode: run()}}) {
+		t.Error("history of two runs with pinned host in batch: not one setting, want columns named by mode")
+	}
+	mixed := slices.Concat(run(), base)
+	d, err = CompareDecode(mixed, mixed, DiffOptions{BaseName: "a.json", HeadName: "b.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Configs) != 3 || d.Configs[1].Sweep["pinned_host"] != "true" || d.Configs[2].Sweep["pinned_host"] != "false" {
+		t.Errorf("batch pinned and staged on both sides: %d pairs, %+v; want 3, the batch ones labelled by pinned_host", len(d.Configs), d.Configs)
+	}
+	if oneDecodeSetting([]HistoryEntry{{Decode: mixed}}) {
+		t.Error("history with batch pinned and staged: one setting, want columns named by key")
+	}
+	pooled, err := PoolDecode([]string{"a", "b"}, [][]schema.DecodeRecord{base, head}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pooled) != 2 || pooled[0].Runs != 0 || pooled[1].Runs != 0 {
+		t.Errorf("merge of a staged and a pinned record: %d records; want both kept, unpooled", len(pooled))
 	}
 }
 

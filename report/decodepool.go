@@ -20,9 +20,9 @@ import (
 
 // PoolDecode joins decode results (sets, each the records of one `probe
 // decode --json` file, named by names in errors) into one: records of the
-// same mode, device, shape and probs (DecodeKey) are pooled into one
-// record of every run (PoolDecodeRecords), the others kept as they are, in
-// the order they first appear. commandLine, when not nil, replaces the
+// same mode, device, shape, probs and pinned host memory (DecodeKey) are
+// pooled into one record of every run (PoolDecodeRecords), the others kept
+// as they are, in the order they first appear. commandLine, when not nil, replaces the
 // pooled records' command line. It refuses a set holding one key twice,
 // sets from different builds or machines (pooling would mix what a diff
 // separates) and records of one key that measured different

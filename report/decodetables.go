@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"memprobe/internal/table"
 	"memprobe/schema"
@@ -118,6 +119,18 @@ func decodeModesTable(recs []schema.DecodeRecord) (*table.Table, error) {
 	if pooled {
 		cols = append(cols, table.Column{Name: "runs", Kind: table.Int},
 			table.Column{Name: "slowest run", Kind: table.Rate}, table.Column{Name: "fastest run", Kind: table.Rate})
+	}
+	// Page-locked host buffers are a per-mode fact (the prealloc and batch
+	// modes on cuda take them, the others keep Go slices by design): the
+	// title names the modes that had them, where any did.
+	var pinned []string
+	for _, r := range recs {
+		if r.Config.PinnedHost {
+			pinned = append(pinned, r.Decode)
+		}
+	}
+	if len(pinned) > 0 {
+		back += " (into page-locked host memory in " + strings.Join(pinned, ", ") + ")"
 	}
 	t := table.New(fmt.Sprintf("decode on %s: B=%d sequences x T=%d positions, C=%d, V=%d; %s; %s",
 		r0.Device, m0.Batch, m0.Context, m0.Dim, m0.Vocab, passes, back),

@@ -156,7 +156,8 @@ func pass(v []float64, i int) (float64, bool) {
 //
 //	BenchmarkDecode/mode=batch/device=cpu/B=32/T=128/C=256/V=788/probs=true 1 5587 ns/op 178973 tokens/s 5300 host-wait-ns/op 92.6 device-busy-% ...
 //
-// so that benchstat compares two decode results over their passes (which
+// (a record whose host buffers were page-locked, config.pinned_host, ends
+// its name in /pinned_host=true), so that benchstat compares two decode results over their passes (which
 // are passes of one process, not independent runs: benchstat's intervals
 // are narrower than run-to-run noise). A record without per-pass samples
 // writes one line from its totals.
@@ -170,6 +171,9 @@ func WriteDecodeBench(w io.Writer, recs []schema.DecodeRecord) error {
 		r := recs[k]
 		m := r.Config.Model
 		name := fmt.Sprintf("BenchmarkDecode/mode=%s/device=%s/B=%d/T=%d/C=%d/V=%d/probs=%t", r.Decode, r.Device, m.Batch, m.Context, m.Dim, m.Vocab, r.Config.Probs)
+		if r.Config.PinnedHost { // named only where used: other names stay as they were
+			name += "/pinned_host=true"
+		}
 		if len(r.TokensPerSecPasses) == 0 {
 			r.TokensPerSecPasses = []float64{r.TokensPerSec}
 			r.HostWaitNsPerTokenPasses = []float64{r.HostWaitNsPerToken}

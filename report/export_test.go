@@ -146,6 +146,15 @@ func TestWriteDecodeBench(t *testing.T) {
 	if err := WriteDecodeBench(new(bytes.Buffer), nil); err == nil {
 		t.Error("no records: no error")
 	}
+	// A record whose host buffers were page-locked is another benchmark.
+	recs[0].Config.PinnedHost = true
+	b.Reset()
+	if err := WriteDecodeBench(&b, recs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if want := "BenchmarkDecode/mode=" + recs[0].Decode + "/device=cpu/B=32/T=128/C=256/V=788/probs=true/pinned_host=true 1 "; !strings.Contains(b.String(), want) {
+		t.Errorf("pinned host record: %q lacks %q", b.String(), want)
+	}
 }
 
 // TestBenchValuePlain: large values are written in plain decimals, as the

@@ -201,12 +201,17 @@ func countDecode(es []HistoryEntry) int {
 }
 
 // oneDecodeSetting says whether every decode record of es has the same
-// device, shape and probs, so that its mode alone names its column.
+// device, shape and probs, and each mode one value of pinned_host (which
+// follows the mode within a run: mixedPinned), so that its mode alone
+// names its column.
 func oneDecodeSetting(es []HistoryEntry) bool {
 	var first map[string]string
+	var recs []*schema.DecodeRecord
 	for _, e := range es {
 		for i := range e.Decode {
+			recs = append(recs, &e.Decode[i])
 			s := decodeSetting(&e.Decode[i])
+			delete(s, "pinned_host")
 			if first == nil {
 				first = s
 			} else if !maps.Equal(first, s) {
@@ -214,7 +219,7 @@ func oneDecodeSetting(es []HistoryEntry) bool {
 			}
 		}
 	}
-	return true
+	return !mixedPinned(recs)
 }
 
 // decodeCell is a decode record's metric: its own figure shown (the
