@@ -13,6 +13,10 @@
 #                                tables, JSON and a summary under $OUT (else
 #                                ./gpu-out); where PyTorch sees the GPU, also
 #                                probe exec of a PyTorch loop (NVML's view)
+#   scripts/gpu-check.sh bench   there, after run: the measurements the
+#                                GPU tables of docs/phases.md quote (more
+#                                passes, fresh processes, pinned against
+#                                staged copies, a per-token step's parts)
 #   scripts/gpu-check.sh         both: build when Go is here, then run
 #
 # The GPU machine has the NVIDIA driver, CUDA 13 libraries and PyTorch but
@@ -138,15 +142,65 @@ while time.time() - t < 4:
 	exit "$status"
 }
 
+# bench measures what docs/phases.md's GPU tables quote, after run: the
+# four modes with more passes in 3 fresh processes each (--runs 3) at
+# the seed's head and at GPT-2 small's without probabilities; the
+# probabilities' copy back through pinned staging against page-locked
+# buffers the decoder owns (--pinned-host), interleaved, two rounds; and
+# where a per-token step's device time goes at V 50257, by shrinking C
+# (the product's share) to 96. Writes bench-*.json and bench.txt under
+# $OUT; about 3 minutes on an H100. Exit status: the first failure's.
+# GPU_CHECK_BENCH_SMALL, _BIG and _DIMS (default seed, gpt2-head, "96
+# 768") let a test run it on the stand-in driver at a tiny shape.
+bench() {
+	OUT=${OUT:-./gpu-out}
+	mkdir -p "$OUT"
+	[ -x "$BIN" ] || { echo "gpu-check: $BIN is missing" >&2; exit 2; }
+	find_cublas
+	B=$OUT/bench.txt
+	: >"$B"
+	SMALL=${GPU_CHECK_BENCH_SMALL:-seed}
+	BIG=${GPU_CHECK_BENCH_BIG:-gpt2-head}
+	DIMS=${GPU_CHECK_BENCH_DIMS:-96 768}
+	status=0
+	one() { # one NAME ARGS...: a probe decode on cuda, its tables to bench.txt
+		name=$1
+		shift
+		echo "== bench $name: probe decode --device cuda $*" | tee -a "$B"
+		if timeout 120 "$BIN" decode --device cuda --format markdown --json "$OUT/bench-$name.json" "$@" >>"$B" 2>&1; then
+			:
+		else
+			rc=$?
+			echo "  FAILED: exit $rc" | tee -a "$B"
+			[ "$status" = 0 ] && status=$rc
+		fi
+	}
+	one small-runs --preset "$SMALL" --decode all --passes 10 --runs 3
+	one big-noprobs-runs --preset "$BIG" --decode all --passes 10 --runs 3 --probs=false
+	for round in 1 2; do
+		for pinned in false true; do
+			one "big-pinned-$pinned-$round" --preset "$BIG" --decode all --passes 10 --pinned-host=$pinned
+		done
+	done
+	for dim in $DIMS; do
+		for mode in per-token-prealloc batch; do
+			one "big-dim$dim-$mode" --preset "$BIG" --dim "$dim" --decode $mode --passes 10 --probs=false
+		done
+	done
+	echo "== bench: exit $status" | tee -a "$B"
+	return "$status"
+}
+
 case "${1:-}" in
 build) build ;;
 run) run ;;
+bench) bench ;;
 "")
 	if command -v go >/dev/null 2>&1; then build; fi
 	run
 	;;
 *)
-	echo "usage: scripts/gpu-check.sh [build|run]" >&2
+	echo "usage: scripts/gpu-check.sh [build|run|bench]" >&2
 	exit 2
 	;;
 esac
