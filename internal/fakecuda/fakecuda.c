@@ -127,7 +127,7 @@ enum {
 #define WORKSPACE_BYTES (32 * MIB)   /* a cuBLAS handle's lazy workspace */
 #define BLAS_KERNEL_BYTES (12 * MIB) /* cuBLAS's kernels, loaded lazily into a context */
 #define GRANULE (2 * MIB)            /* cuMemAlloc's granularity */
-#define SOFTMAX_BLOCK 256            /* kernels.SoftmaxSampleBlock */
+#define SOFTMAX_BLOCK 1024           /* kernels.SoftmaxSampleBlock */
 #define DRIVER_VERSION 13000
 #define CUBLAS_VERSION 130100
 #define DEVICE_NAME "Fake GPU (memprobe test double)"

@@ -13,6 +13,7 @@ import (
 	"memprobe/internal/dl"
 	"memprobe/internal/fakecuda"
 	"memprobe/trainer/device/cudadrv"
+	"memprobe/trainer/device/kernels"
 )
 
 // gpu is the fake opened through the binding, with GPU 0's primary context
@@ -358,7 +359,7 @@ func TestSoftmaxSampleLaunch(t *testing.T) {
 				tg, refTargets = dTargets, targets
 			}
 			setParams(slots, dOut, dLogits, tg, rows, V, temp, 42, 1000)
-			g.must(g.d.LaunchKernel(f, [3]uint32{rows, 1, 1}, [3]uint32{256, 1, 1}, 0, g.s, params+64))
+			g.must(g.d.LaunchKernel(f, [3]uint32{rows, 1, 1}, [3]uint32{kernels.SoftmaxSampleBlock, 1, 1}, 0, g.s, params+64))
 			// The driver took the parameters at the launch: changing them
 			// now must not change what runs.
 			setParams(slots, dOut, dLogits, 0, 1, 1, 0, 0, 0)
@@ -395,13 +396,13 @@ func TestSoftmaxSampleLaunch(t *testing.T) {
 	launch := func(f cudadrv.Function, grid, block uint32) error {
 		return g.d.LaunchKernel(f, [3]uint32{grid, 1, 1}, [3]uint32{block, 1, 1}, 0, g.s, params+64)
 	}
-	wantCode(t, launch(f+1, rows, 256), 400)
-	wantCode(t, launch(f, rows+1, 256), 1)
+	wantCode(t, launch(f+1, rows, kernels.SoftmaxSampleBlock), 400)
+	wantCode(t, launch(f, rows+1, kernels.SoftmaxSampleBlock), 1)
 	wantCode(t, launch(f, rows, 128), 1)
 	setParams(slots, dOut, dLogits, dTargets, rows+1, V, 0, 0, 0) // logits too short
-	wantCode(t, launch(f, rows+1, 256), 1)
+	wantCode(t, launch(f, rows+1, kernels.SoftmaxSampleBlock), 1)
 	setParams(slots, dOut+4, dLogits, dTargets, rows, V, 0, 0, 0) // out runs past its end
-	wantCode(t, launch(f, rows, 256), 1)
+	wantCode(t, launch(f, rows, kernels.SoftmaxSampleBlock), 1)
 
 	_, err := g.d.ModuleGetFunction(m, "softmax")
 	wantCode(t, err, 500)
@@ -413,7 +414,7 @@ func TestSoftmaxSampleLaunch(t *testing.T) {
 
 	g.must(g.d.ModuleUnload(m))
 	wantCode(t, g.d.ModuleUnload(m), 400)
-	wantCode(t, launch(f, rows, 256), 400) // its module is gone
+	wantCode(t, launch(f, rows, kernels.SoftmaxSampleBlock), 400) // its module is gone
 	g.must(g.d.MemFreeHost(params))
 	g.must(g.d.MemFreeHost(hp))
 	for _, p := range []cudadrv.DevicePtr{dLogits, dTargets, dOut} {
@@ -428,7 +429,7 @@ func TestFailLaunchIsSticky(t *testing.T) {
 	out, logits := g.alloc(2), g.alloc(3)
 	setParams(slots, out, logits, 0, 1, 3, 0, 0, 0)
 	launch := func() error {
-		return g.d.LaunchKernel(f, [3]uint32{1, 1, 1}, [3]uint32{256, 1, 1}, 0, g.s, params+64)
+		return g.d.LaunchKernel(f, [3]uint32{1, 1, 1}, [3]uint32{kernels.SoftmaxSampleBlock, 1, 1}, 0, g.s, params+64)
 	}
 	t.Setenv(fakecuda.EnvFailLaunch, strconv.Itoa(g.counters().Launches+2))
 	g.must(launch())

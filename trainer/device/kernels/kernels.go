@@ -43,9 +43,9 @@ const (
 	SoftmaxSampleName = "softmax_sample"
 	// SoftmaxSampleBlock is the block size to launch it with: grid (rows,
 	// 1, 1), block (SoftmaxSampleBlock, 1, 1), no dynamic shared memory. It
-	// is also the most the kernel accepts (.maxntid 256); a block of fewer
+	// is also the most the kernel accepts (.maxntid 1024); a block of fewer
 	// threads (n, 1, 1) is still correct, its sums running in another order.
-	SoftmaxSampleBlock = 256
+	SoftmaxSampleBlock = 1024
 	// SoftmaxSampleParams is the number of kernel parameters, in the order
 	// above: three device pointers (8 bytes each), two int32, one float32
 	// and two uint64, as cuLaunchKernel's kernelParams.

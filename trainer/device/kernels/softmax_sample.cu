@@ -11,15 +11,24 @@
 // PTX instructions (the PTX must not call anything).
 //
 // Launch: grid (rows, 1, 1), block (SOFTMAX_SAMPLE_BLOCK, 1, 1), no dynamic
-// shared memory. Any block of n x 1 x 1 threads with 1 <= n <= 256 computes
-// the same result (the PTX carries .maxntid 256, so the driver refuses more).
+// shared memory. Any block of n x 1 x 1 threads with 1 <= n <= 1024 computes
+// the same result up to the order of its sums (the PTX carries .maxntid 1024,
+// so the driver refuses more).
+//
+// Why 1024 and not 256: a row is one block, so one row runs on one SM. With
+// a row at a time (the per-token decode modes) at V = 50257, an H100 spent
+// about 100 us per row in this kernel with 256 threads (measured as what a
+// per-token step kept when the product shrank to C = 96; docs/phases.md),
+// its loads waiting on latency with only 8 warps in flight on 1 of 132 SMs.
+// 32 warps keep four times as many loads in flight; the batched modes, a
+// block per row over many rows, fill the GPU either way.
 
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))
 #define __launch_bounds__(n) __attribute__((launch_bounds(n)))
 
-#define SOFTMAX_SAMPLE_BLOCK 256
+#define SOFTMAX_SAMPLE_BLOCK 1024
 
 #define INT_MAX_ 0x7fffffff
 #define INF_ __builtin_inff()
@@ -78,7 +87,7 @@ static __device__ __attribute__((always_inline)) double uniform01(u64 seed, u64 
 }
 
 // block_sum returns the sum of v over the block's n threads (tree in shared
-// memory; valid for any 1 <= n <= 256). Every thread gets the result.
+// memory; valid for any 1 <= n <= 1024). Every thread gets the result.
 static __device__ __attribute__((always_inline)) float block_sum(float v, unsigned tid, unsigned n) {
 	__syncthreads();
 	s_f[tid] = v;
