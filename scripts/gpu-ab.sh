@@ -13,8 +13,13 @@
 # a per-token step's time is the softmax's, not the product's). Writes
 # ab.txt (every table) and ab-LABEL-SHAPE-ROUND.json under $OUT (else
 # ./gpu-ab-out), LABEL being each binary's file name. About 2 minutes on
-# an H100. Exit status: 1 if any command failed.
+# an H100. Exit status: 1 if any command failed. GPU_AB_SMALL, GPU_AB_BIG
+# and GPU_AB_NARROW (default seed, gpt2-head and 96) let a test run it on
+# the stand-in driver at a tiny shape.
 set -u
+SMALL=${GPU_AB_SMALL:-seed}
+BIG=${GPU_AB_BIG:-gpt2-head}
+NARROW=${GPU_AB_NARROW:-96}
 [ $# -eq 2 ] || { echo "usage: scripts/gpu-ab.sh BASE HEAD (two probe binaries)" >&2; exit 2; }
 OUT=${OUT:-./gpu-ab-out}
 mkdir -p "$OUT"
@@ -24,7 +29,7 @@ failed=0
 for round in 1 2; do
 	for bin in "$1" "$2"; do
 		label=$(basename "$bin")
-		for shape in "seed --probs=true" "gpt2-head --probs=false" "gpt2-head --probs=true"; do
+		for shape in "$SMALL --probs=true" "$BIG --probs=false" "$BIG --probs=true"; do
 			set -- "$1" "$2" $shape
 			name=$label-$3-$(echo "$4" | tr -d '=-')-$round
 			echo "== $name" >>"$L"
@@ -33,9 +38,9 @@ for round in 1 2; do
 			set -- "$1" "$2"
 		done
 		if [ "$round" = 1 ]; then
-			name=$label-gpt2-head-dim96
+			name=$label-$BIG-dim$NARROW
 			echo "== $name" >>"$L"
-			timeout 60 "$bin" decode --device cuda --preset gpt2-head --dim 96 --probs=false --decode per-token-prealloc --passes 10 \
+			timeout 60 "$bin" decode --device cuda --preset "$BIG" --dim "$NARROW" --probs=false --decode per-token-prealloc --passes 10 \
 				--format markdown --json "$OUT/ab-$name.json" >>"$L" 2>&1 || { echo "FAILED $name: exit $?" >>"$L"; failed=1; }
 		fi
 	done

@@ -89,3 +89,53 @@ func TestGPUCheckBench(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUAB runs scripts/gpu-ab.sh on internal/fakecuda at the micro
+// shape with this test binary as both builds: every command passes and
+// writes its JSON under the names the script promises.
+func TestGPUAB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the script")
+	}
+	for _, tool := range []string{"sh", "timeout", "tr", "basename"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found", tool)
+		}
+	}
+	lib := fakecuda.Build(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var bins []string
+	for _, name := range []string{"base", "head"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\nexec env "+mainEnv+"=1 '"+self+"' \"$@\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bins = append(bins, p)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command("sh", "../../scripts/gpu-ab.sh", bins[0], bins[1])
+	cmd.Env = append(os.Environ(), "OUT="+out, "GPU_AB_SMALL=micro", "GPU_AB_BIG=micro", "GPU_AB_NARROW=4",
+		"MEMPROBE_LIBCUDA="+lib, "MEMPROBE_LIBCUBLAS="+lib, "MEMPROBE_LIBNVML=/nonexistent/libnvidia-ml.so.1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gpu-ab.sh: %v\n%s", err, b)
+	}
+	for _, label := range []string{"base", "head"} {
+		for _, name := range []string{"micro-probstrue-1", "micro-probsfalse-2", "micro-dim4"} {
+			recs, err := schema.ReadDecode(filepath.Join(out, "ab-"+label+"-"+name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 4
+			if name == "micro-dim4" {
+				want = 1
+			}
+			if len(recs) != want || recs[0].Device != "cuda" {
+				t.Errorf("%s-%s: %d records on %s, want %d on cuda", label, name, len(recs), recs[0].Device, want)
+			}
+		}
+	}
+}
