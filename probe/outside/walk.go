@@ -111,24 +111,11 @@ var insideOnly = map[string]bool{
 	"go.runtime.metadata": true, "outside_go.ledger": true, "stacks.workers": true,
 }
 
-// GPU driver device files: NVIDIA's, DRM render nodes, AMD's KFD.
-var gpuPrefixes = []string{"/dev/nvidia", "/dev/dri/", "/dev/kfd"}
-
-func isGPU(path string) bool {
-	for _, p := range gpuPrefixes {
-		if strings.HasPrefix(path, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // outsideParts adjusts a reconciliation for the outside view: it drops
-// the inside-only parts that are empty, moves GPU driver mappings out of
-// file.mapped/file.cow into gpu.driver, and for a Go program counts the
+// the inside-only parts that are empty and, for a Go program, counts the
 // anonymous memory no source claims as go.runtime.anon (Go's arenas and
 // metadata cannot be told apart from outside). It returns the number of
-// GPU mappings.
+// GPU driver mappings (reconcile's gpu.driver part).
 func outsideParts(r *reconcile.Reconciliation, ms []procfs.Mapping, isGo bool) int {
 	parts := r.Parts[:0]
 	for _, p := range r.Parts {
@@ -138,42 +125,11 @@ func outsideParts(r *reconcile.Reconciliation, ms []procfs.Mapping, isGo bool) i
 		parts = append(parts, p)
 	}
 	r.Parts = parts
-	find := func(name string) *reconcile.Part {
-		for i := range r.Parts {
-			if r.Parts[i].Name == name {
-				return &r.Parts[i]
-			}
-		}
-		return nil
-	}
-
-	var gpu reconcile.Part
 	gpuMaps := 0
 	for _, m := range ms {
-		if isGPU(m.Path) {
+		if reconcile.GPUDevice(m.Path) {
 			gpuMaps++
 		}
-	}
-	for _, f := range r.Files {
-		if !isGPU(f.Path) {
-			continue
-		}
-		gpu.Bytes += f.ResidentBytes + f.COWBytes
-		gpu.ReservedBytes += f.ReservedBytes
-		gpu.Count += f.Mappings
-		if p := find("file.mapped"); p != nil {
-			p.Bytes -= f.ResidentBytes
-			p.ReservedBytes -= f.ReservedBytes
-			p.Count -= f.Mappings
-		}
-		if p := find("file.cow"); p != nil {
-			p.Bytes -= f.COWBytes
-		}
-	}
-	if gpuMaps > 0 {
-		gpu.Name = "gpu.driver"
-		gpu.Note = "mappings of GPU driver devices (/dev/nvidia*, /dev/dri, /dev/kfd): pinned host memory, device apertures"
-		r.Parts = append(r.Parts, gpu)
 	}
 
 	if isGo && len(r.UnexplainedMappings) > 0 {

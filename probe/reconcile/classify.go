@@ -29,6 +29,7 @@ const (
 	clCOW       = "file.cow"
 	clShmem     = "shmem"
 	clKernel    = "kernel"
+	clGPU       = "gpu.driver" // mappings of GPU driver devices
 	clReserved  = "anon.reserved"
 )
 
@@ -243,6 +244,8 @@ func classify(in *Input) *layout {
 			// Named by someone else: still anonymous and unclaimed.
 		case strings.HasPrefix(p, "["):
 			v.owner = clKernel // [vdso], [vvar], [uprobes], ...
+		case GPUDevice(p):
+			v.owner = clGPU
 		default:
 			v.owner = clFile
 		}
@@ -460,6 +463,9 @@ func classify(in *Input) *layout {
 			}
 			continue
 		default:
+			if v.owner == clGPU {
+				l.file(v) // listed with the files too, by device
+			}
 			t := l.tally(v.owner)
 			t.resident += int64(v.RssBytes)
 			t.reserved += int64(v.SizeBytes)
@@ -593,6 +599,24 @@ func (l *layout) bss(path string, resident, reserved int64) {
 	}
 	f.BSSResidentBytes += resident
 	f.BSSReservedBytes += reserved
+}
+
+// gpuDevicePrefixes are GPU driver device files: NVIDIA's, DRM render
+// nodes, AMD's KFD.
+var gpuDevicePrefixes = []string{"/dev/nvidia", "/dev/dri/", "/dev/kfd"}
+
+// GPUDevice says whether a mapping's path is a GPU driver's device file.
+// Such mappings are pinned host memory and apertures onto the device that
+// the driver maps for a process with a GPU context (a CUDA program's
+// cuMemHostAlloc, its channels and doorbells): resident, and neither a
+// file's pages nor memory any allocator of the process names.
+func GPUDevice(path string) bool {
+	for _, p := range gpuDevicePrefixes {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // shmemPath says whether a shared mapping's path is shared memory (counted

@@ -448,10 +448,11 @@ func Compute(in Input) Reconciliation {
 		{clCOW, "pages written in private file mappings (relocations, .data): anonymous"},
 		{clShmem, "shared memory: tmpfs, memfd, SysV"},
 		{clKernel, "[vdso], [vvar]: the kernel's pages"},
+		{clGPU, "mappings of GPU driver devices (/dev/nvidia*, /dev/dri, /dev/kfd): pinned host memory, device apertures"},
 		{clReserved, "anonymous address space with nothing resident, or PROT_NONE: Go's page-allocator index, untouched mappings"},
 	} {
 		t := l.tallies[p.name]
-		if t == nil && (p.name == clMmap || p.name == clRace && !in.Race) {
+		if t == nil && (p.name == clMmap || p.name == clGPU || p.name == clRace && !in.Race) {
 			continue
 		}
 		if t == nil {

@@ -415,3 +415,45 @@ func TestOpenUnder(t *testing.T) {
 		ra.(io.Closer).Close()
 	}
 }
+
+// TestGPUDeviceMappings: mappings of a GPU driver's device files (a CUDA
+// context's pinned host memory and apertures) are their own part,
+// gpu.driver, whole (private pages written included), not file pages of
+// file.mapped or file.cow; they are listed with the files by device; and
+// an anonymous mapping right above one is not taken for its .bss.
+func TestGPUDeviceMappings(t *testing.T) {
+	ctl := mk(0x7f0000000000, 2*MiB, "rw-s", "/dev/nvidiactl", 2*MiB)
+	uvm := mk(0x7f0000200000, 4*MiB, "rw-p", "/dev/nvidia-uvm", 1*MiB)
+	uvm.AnonymousBytes = 512 * KiB
+	in := space(
+		ctl, uvm,
+		mk(0x7f0000600000, 8*MiB, "rw-p", "", 8*MiB),
+		mk(0x7f1000000000, 64*MiB, "rw-s", "/dev/nvidia0", 0),
+		mk(0x7f2000000000, 1*MiB, "r-xp", "/usr/lib/libc.so.6", 512*KiB),
+	)
+	r := Compute(in)
+	checkSums(t, r)
+	parts := partsByName(r)
+	if g := parts["gpu.driver"]; g.Bytes != 3*MiB || g.ReservedBytes != 70*MiB || g.Count != 3 {
+		t.Errorf("gpu.driver %+v, want 3 MiB resident of 70 MiB in 3 mappings", g)
+	}
+	if f, c := parts["file.mapped"], parts["file.cow"]; f.Bytes != 512*KiB || f.ReservedBytes != 1*MiB || c.Bytes != 0 {
+		t.Errorf("file.mapped %+v, file.cow %+v: want libc's 512 KiB of 1 MiB and nothing written", f, c)
+	}
+	if b := parts["file.bss"]; b.Bytes != 0 {
+		t.Errorf("file.bss %+v: the anonymous mapping above a device's is not its .bss", b)
+	}
+	if r.UnexplainedBytes != 8*MiB {
+		t.Errorf("unexplained %d, want the 8 MiB anonymous mapping", r.UnexplainedBytes)
+	}
+	found := false
+	for _, f := range r.Files {
+		found = found || f.Path == "/dev/nvidiactl" && f.ResidentBytes == 2*MiB
+	}
+	if !found {
+		t.Errorf("files %+v lack /dev/nvidiactl with 2 MiB resident", r.Files)
+	}
+	if !GPUDevice("/dev/dri/renderD128") || !GPUDevice("/dev/kfd") || GPUDevice("/dev/zero") || GPUDevice("/usr/lib/libnvidia-ml.so.1") {
+		t.Error("GPUDevice: wrong on /dev/dri/renderD128, /dev/kfd, /dev/zero or libnvidia-ml")
+	}
+}
