@@ -221,7 +221,7 @@ func decodeDeviceMemoryTable(recs []schema.DecodeRecord) *table.Table {
 			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes}
 		if uncharged {
 			var u any
-			if d.FreeGapMeasured && d.ProcessSource == "nvml" && d.ContextNote == "" {
+			if d.FreeGapMeasured && d.ProcessSource == "nvml" && d.ContextNote == "" && d.UnchargedNote == "" {
 				u = -d.UnchargedBytes
 			}
 			cells = append(cells, u)

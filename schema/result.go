@@ -410,6 +410,9 @@ type DeviceMemory struct {
 	// taken off their sum. Measured only with ProcessSource "nvml" on a
 	// one-GPU machine (FreeGapMeasured); 0 otherwise.
 	UnchargedBytes int64 `json:"uncharged_bytes"`
+	// UnchargedNote says why UnchargedBytes was not measured where it
+	// could have been: the context existed before the baseline.
+	UnchargedNote string `json:"uncharged_note,omitempty"`
 	// FreeGapBytes is cuMemGetInfo's free memory less NVML's, read
 	// together at the end (FreeGapMeasured: whether they were). The
 	// context is measured from NVML's free figure to CUDA's, which

@@ -25,10 +25,15 @@ type gpuMemoryDevice interface {
 // process made its CUDA context (the baseline the context's cost is
 // measured from).
 type gpuWatch struct {
-	nvml       *gpumem.NVML // nil when NVML is not available
-	note       string       // why not, in one line
-	baseFree   uint64       // NVML: the GPU's free memory without this process
-	baseTaken  bool
+	nvml      *gpumem.NVML // nil when NVML is not available
+	note      string       // why not, in one line
+	baseFree  uint64       // NVML: the GPU's free memory without this process
+	baseTaken bool
+	// ctxAtBase: the process already held a context when the baseline
+	// was read (an earlier run in this process), so the baseline adds
+	// back only what NVML charges it: memory charged to no process stays
+	// out of it and cannot be measured.
+	ctxAtBase  bool
 	sampler    *gpumem.Sampler
 	afterOpen  device.MemoryInfo
 	afterNew   device.MemoryInfo
@@ -55,7 +60,7 @@ func newGPUWatch() *gpuWatch {
 	// agree on what is free (gpumem.Device).
 	if devs, err := n.Devices(); err == nil && len(devs) == 1 {
 		own, _ := n.ProcessBytes(os.Getpid()) // 0 with ErrNoProcessEntry: no context yet
-		w.baseFree, w.baseTaken = devs[0].FreeBytes+uint64(own), true
+		w.baseFree, w.baseTaken, w.ctxAtBase = devs[0].FreeBytes+uint64(own), true, own > 0
 	}
 	return w
 }
@@ -179,7 +184,11 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 		if haveNVMLFree {
 			dm.FreeGapBytes = int64(now.FreeNowBytes) - int64(nvmlFree)
 			dm.FreeGapMeasured = true
-			if dm.ProcessSource == "nvml" {
+			switch {
+			case dm.ProcessSource != "nvml":
+			case w.ctxAtBase:
+				dm.UnchargedNote = "not measured: the context was made before this run's baseline (an earlier run in this process), and NVML's figure for it leaves out memory it charges to no process, so the context may be understated by that much"
+			default:
 				// The parts are falls in free memory, which count device
 				// memory the driver took for this process's context but
 				// charges to no process; NVML's figure does not. What the

@@ -1,7 +1,10 @@
 package decodebench
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"memprobe/internal/fakecuda"
@@ -14,10 +17,17 @@ import (
 // NVML's free memory read beside CUDA's, it is named (uncharged_bytes),
 // taken off the parts' sum, and nothing is left unexplained: the two free
 // figures agree (free_gap_bytes 0).
+//
+// A second run in the same process finds the context made: NVML's figure
+// for it, which the baseline adds back, leaves the uncharged memory out,
+// so it is not measured, and the record says so rather than give 0.
 func TestRunCUDAUncharged(t *testing.T) {
 	const uncharged = 5832704
 	t.Setenv(fakecuda.EnvUnchargedBytes, strconv.Itoa(uncharged))
-	ms := runWithFakeNVML(t, "NVML_UNCHARGED") // its own instance: a context made under the setting
+	// Its own instance of the fakes (one per run of the test, -count=N):
+	// a context made under the setting, after the baseline.
+	define := fmt.Sprintf("NVML_UNCHARGED_%d", unchargedRuns.Add(1))
+	ms := runWithFakeNVML(t, define)
 	for _, m := range ms {
 		dm := m.DeviceMemory
 		if dm == nil || dm.NVMLNote != "" || dm.ProcessSource != "nvml" {
@@ -36,4 +46,12 @@ func TestRunCUDAUncharged(t *testing.T) {
 				m.Mode, parts, dm.UnchargedBytes, dm.UnexplainedBytes, got, dm.ProcessBytes)
 		}
 	}
+	for _, m := range runWithFakeNVML(t, define) {
+		dm := m.DeviceMemory
+		if dm == nil || dm.UnchargedBytes != 0 || !strings.Contains(dm.UnchargedNote, "before this run's baseline") || dm.UnexplainedBytes != 0 {
+			t.Errorf("%s, again in the same process: %+v; want no uncharged figure, a note why, nothing unexplained", m.Mode, dm)
+		}
+	}
 }
+
+var unchargedRuns atomic.Int64
