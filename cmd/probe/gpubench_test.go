@@ -1,13 +1,11 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"memprobe/internal/fakecuda"
 	"memprobe/schema"
 )
 
@@ -18,29 +16,12 @@ import (
 // --pinned-host ones record what they used, and the --dim ones decode the
 // narrower head.
 func TestGPUCheckBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs the script")
-	}
-	for _, tool := range []string{"sh", "timeout", "tee"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found", tool)
-		}
-	}
-	lib := fakecuda.Build(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	wrapper := filepath.Join(dir, "probe")
-	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec env "+mainEnv+"=1 '"+self+"' \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	lib, bins, dir := scriptProbes(t, []string{"sh", "timeout", "tee"}, "probe")
+	wrapper := bins[0]
 	out := filepath.Join(dir, "out")
 	cmd := exec.Command("sh", "../../scripts/gpu-check.sh", "bench")
-	cmd.Env = append(os.Environ(), "PROBE_BIN="+wrapper, "OUT="+out,
-		"GPU_CHECK_BENCH_SMALL=micro", "GPU_CHECK_BENCH_BIG=micro", "GPU_CHECK_BENCH_DIMS=4 8",
-		"MEMPROBE_LIBCUDA="+lib, "MEMPROBE_LIBCUBLAS="+lib, "MEMPROBE_LIBNVML=/nonexistent/libnvidia-ml.so.1")
+	cmd.Env = append(fakeDriverEnv(lib), "PROBE_BIN="+wrapper, "OUT="+out,
+		"GPU_CHECK_BENCH_SMALL=micro", "GPU_CHECK_BENCH_BIG=micro", "GPU_CHECK_BENCH_DIMS=4 8")
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("gpu-check.sh bench: %v\n%s", err, b)
@@ -94,32 +75,10 @@ func TestGPUCheckBench(t *testing.T) {
 // shape with this test binary as both builds: every command passes and
 // writes its JSON under the names the script promises.
 func TestGPUAB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs the script")
-	}
-	for _, tool := range []string{"sh", "timeout", "tr", "basename"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found", tool)
-		}
-	}
-	lib := fakecuda.Build(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	var bins []string
-	for _, name := range []string{"base", "head"} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("#!/bin/sh\nexec env "+mainEnv+"=1 '"+self+"' \"$@\"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		bins = append(bins, p)
-	}
+	lib, bins, dir := scriptProbes(t, []string{"sh", "timeout", "tr", "basename"}, "base", "head")
 	out := filepath.Join(dir, "out")
 	cmd := exec.Command("sh", "../../scripts/gpu-ab.sh", bins[0], bins[1])
-	cmd.Env = append(os.Environ(), "OUT="+out, "GPU_AB_SMALL=micro", "GPU_AB_BIG=micro", "GPU_AB_NARROW=4",
-		"MEMPROBE_LIBCUDA="+lib, "MEMPROBE_LIBCUBLAS="+lib, "MEMPROBE_LIBNVML=/nonexistent/libnvidia-ml.so.1")
+	cmd.Env = append(fakeDriverEnv(lib), "OUT="+out, "GPU_AB_SMALL=micro", "GPU_AB_BIG=micro", "GPU_AB_NARROW=4")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gpu-ab.sh: %v\n%s", err, b)
 	}

@@ -19,29 +19,12 @@ import (
 // and the JSON files are decode records of the cuda device with their
 // checks.
 func TestGPUCheckScript(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs the script")
-	}
-	for _, tool := range []string{"sh", "timeout", "tee"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found", tool)
-		}
-	}
-	lib := fakecuda.Build(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	wrapper := filepath.Join(dir, "probe")
-	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec env "+mainEnv+"=1 '"+self+"' \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	lib, bins, dir := scriptProbes(t, []string{"sh", "timeout", "tee"}, "probe")
+	wrapper := bins[0]
 	out := filepath.Join(dir, "out")
 	cmd := exec.Command("sh", "../../scripts/gpu-check.sh", "run")
-	cmd.Env = append(os.Environ(), "PROBE_BIN="+wrapper, "OUT="+out,
-		"GPU_CHECK_PRESETS=micro", "GPU_CHECK_NOPROBS_PRESET=micro",
-		"MEMPROBE_LIBCUDA="+lib, "MEMPROBE_LIBCUBLAS="+lib, "MEMPROBE_LIBNVML=/nonexistent/libnvidia-ml.so.1")
+	cmd.Env = append(fakeDriverEnv(lib), "PROBE_BIN="+wrapper, "OUT="+out,
+		"GPU_CHECK_PRESETS=micro", "GPU_CHECK_NOPROBS_PRESET=micro")
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("gpu-check.sh run: %v\n%s", err, b)
@@ -70,4 +53,41 @@ func TestGPUCheckScript(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scriptProbes prepares a test of a script under scripts/ on the stand-in
+// driver: it skips with -short or without the tools the script needs,
+// builds internal/fakecuda, and writes in a temporary directory one
+// wrapper per name that runs this test binary as the probe. It returns the
+// driver library, the wrappers' paths and the directory.
+func scriptProbes(t *testing.T, tools []string, names ...string) (lib string, bins []string, dir string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs the script")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found", tool)
+		}
+	}
+	lib = fakecuda.Build(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\nexec env "+mainEnv+"=1 '"+self+"' \"$@\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bins = append(bins, p)
+	}
+	return lib, bins, dir
+}
+
+// fakeDriverEnv is this process's environment with lib as the CUDA driver
+// and cuBLAS, and no NVML.
+func fakeDriverEnv(lib string) []string {
+	return append(os.Environ(), "MEMPROBE_LIBCUDA="+lib, "MEMPROBE_LIBCUBLAS="+lib, "MEMPROBE_LIBNVML=/nonexistent/libnvidia-ml.so.1")
 }
