@@ -295,3 +295,22 @@ func TestDecodeBrowser(t *testing.T) {
 	}
 	b.screenshot(t, filepath.Join(t.ArtifactDir(), "decode.png"), "1400,2400", checked)
 }
+
+// TestDecodePageDeviceMemoryUncharged: where the uncharged memory was
+// measured, the chart's caption names it per mode and the context is drawn
+// less it, so the bars stack up to NVML's figure.
+func TestDecodePageDeviceMemoryUncharged(t *testing.T) {
+	recs := decodeFixture(false)
+	for i := range recs {
+		dm := *recs[i].DeviceMemory
+		dm.UnchargedBytes, dm.FreeGapMeasured = 5832704, true
+		recs[i].DeviceMemory = &dm
+	}
+	page := renderDecode(t, recs)
+	if !strings.Contains(page, "NVML charges to no process (per-token-copy 5.56 MiB") {
+		t.Error("the device memory chart's caption does not name the uncharged memory")
+	}
+	if !strings.Contains(page, "less uncharged") {
+		t.Error("the device memory table has no uncharged column")
+	}
+}
