@@ -5,6 +5,27 @@ package gemm
 /*
 #cgo LDFLAGS: -lopenblas
 #include <cblas.h>
+
+// blas_thread_shutdown_ stops the pthread build's worker pool (OpenBLAS
+// itself calls it before fork, and starts the pool again when a call
+// needs it). An OpenMP build has no such pool or symbol: weak, so this
+// links against either and is a no-op there.
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+static int memprobe_openblas_stop_pool(void) {
+	if (blas_thread_shutdown_ == 0) {
+		return -1;
+	}
+	return blas_thread_shutdown_();
+}
+
+// blas_server_avail is the pthread build's "the pool is running" flag
+// (weak, as above: absent from an OpenMP build).
+extern int blas_server_avail __attribute__((weak));
+
+static int memprobe_openblas_pool_running(void) {
+	return &blas_server_avail != 0 && blas_server_avail != 0;
+}
 */
 import "C"
 
@@ -23,14 +44,23 @@ const openblasBuilt = true
 // busy threads on the cores, each spinning or waiting for the others, and the
 // measured time would belong to that contention instead of the model. With one thread each call runs on the OS thread of
 // the goroutine that makes it, the sum order is fixed, and the backend is
-// deterministic. The pthread build still creates its idle thread pool when
-// the library loads; those threads sleep and are counted in the process's
-// thread total. OPENBLAS_CORETYPE is never set here: OpenBLAS picks the
-// kernel for the CPU it runs on, and OpenBLASConfig reports which.
+// deterministic.
+//
+// The pthread build starts a pool of cores−1 worker threads in the
+// library's constructor, before main, and each spins about 2^28 cycles
+// (0.1 s of CPU) waiting for work before it sleeps: 115 ms of the 2-core
+// development machine's CPU in `probe exec -- sleep 1`, most of the
+// probe's cost there, and 0.1 s a core on a large machine at the start of
+// every command. With one thread the pool never gets work, so init stops
+// it (blas_thread_shutdown_, which OpenBLAS restarts on demand should a
+// call ever need it): no spin, and no idle threads in the process's thread
+// total. OPENBLAS_CORETYPE is never set here: OpenBLAS picks the kernel
+// for the CPU it runs on, and OpenBLASConfig reports which.
 type OpenBLAS struct{}
 
 func init() {
 	C.openblas_set_num_threads(1)
+	C.memprobe_openblas_stop_pool()
 	Register("openblas", func() Backend { return OpenBLAS{} })
 }
 
@@ -58,6 +88,10 @@ func cblasTrans(t bool) C.enum_CBLAS_TRANSPOSE {
 	}
 	return C.CblasNoTrans
 }
+
+// openblasPoolRunning reports whether OpenBLAS's pthread worker pool is
+// running (false in an OpenMP build, which has none).
+func openblasPoolRunning() bool { return C.memprobe_openblas_pool_running() != 0 }
 
 // OpenBLASConfig returns openblas_get_config(): the OpenBLAS version, build
 // options and the core type whose kernels this machine uses (for example
