@@ -558,3 +558,29 @@ func TestSummarizeEndpoints(t *testing.T) {
 		t.Errorf("without first/last: final %d", tl.FinalRSSBytes)
 	}
 }
+
+// TestFullHeap: a thread's 80 MiB of 32-byte mallocs grow its arena's
+// first heap page by page to the whole 64 MiB, which leaves it no
+// PROT_NONE tail: no shape tells it from any other anonymous mapping, and
+// the reconciliation left its 64 MiB unexplained. Read from the heaps'
+// headers, both heaps are the arena's, and almost nothing is left over.
+func TestFullHeap(t *testing.T) {
+	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil && strings.TrimSpace(string(b)) == "3" {
+		t.Skip("Yama ptrace_scope 3: the program's memory cannot be read, and a full heap has no shape")
+	}
+	h := execHeld(t, slowWalks, cleanEnv(), cprog(t, "fullheap"), "80")
+	h.waitLine(t, "ready")
+	r := h.release(t)
+	if r.Process.AtPeak == nil {
+		t.Fatalf("no walk at the peak; warnings %v", r.Warnings)
+	}
+	rec := r.Process.AtPeak.Reconciliation
+	p, _ := part(rec, "c.malloc.arenas")
+	if rec.GlibcHeaps < 2 || rec.GlibcArenas != 1 || !rec.GlibcArenasExact || p.Bytes < 78<<20 {
+		t.Errorf("%d heaps of %d arenas (exact %v), %d B resident; want 2 or more heaps of 1 arena holding the 80 MiB\n%s",
+			rec.GlibcHeaps, rec.GlibcArenas, rec.GlibcArenasExact, p.Bytes, render(t, r))
+	}
+	if rec.UnexplainedBytes > 4<<20 {
+		t.Errorf("%d B unexplained, want under 4 MiB\n%s", rec.UnexplainedBytes, render(t, r))
+	}
+}

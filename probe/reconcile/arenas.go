@@ -61,12 +61,79 @@ func arenasByHeader(in *Input, heaps []glibcHeap) (int, bool) {
 			return 0, false
 		}
 		ar := binary.NativeEndian.Uint64(b[:])
-		if off := ar % GlibcHeapMaxBytes; off == 0 || off >= 4<<10 || off%8 != 0 {
+		if !plausibleArena(ar) {
 			return 0, false
 		}
 		arenas[ar] = true
 	}
 	return len(arenas), true
+}
+
+// plausibleArena says whether ar can be a heap_info.ar_ptr: an arena's
+// malloc_state follows the heap_info of its first heap, so it lies just
+// past the start of a 64 MiB-aligned heap.
+func plausibleArena(ar uint64) bool {
+	off := ar % GlibcHeapMaxBytes
+	return off != 0 && off < 4<<10 && off%8 == 0
+}
+
+// heapHeader is the start of glibc's heap_info (malloc/arena.c): ar_ptr,
+// prev, size and mprotect_size, in that order.
+type heapHeader struct {
+	arena, prev, size, mprotectSize uint64
+}
+
+// readHeapHeader reads the heap_info at a through in.ReadMemory; ok is
+// false where it cannot be read or is no heap's: an implausible ar_ptr, a
+// prev that is not another 64 MiB-aligned heap, a size of nothing or
+// beyond HEAP_MAX_SIZE or beyond what is read-write.
+func readHeapHeader(in *Input, a uint64) (h heapHeader, ok bool) {
+	var b [32]byte
+	if in.ReadMemory == nil || in.ReadMemory(a, b[:]) != nil {
+		return h, false
+	}
+	w := func(i int) uint64 { return binary.NativeEndian.Uint64(b[8*i:]) }
+	h = heapHeader{w(0), w(1), w(2), w(3)}
+	ok = plausibleArena(h.arena) && (h.prev == 0 || h.prev%GlibcHeapMaxBytes == 0 && h.prev != a) &&
+		h.size > 0 && h.size <= h.mprotectSize && h.mprotectSize <= GlibcHeapMaxBytes
+	return h, ok
+}
+
+// fullHeaps claims the heaps an arena grew to the whole 64 MiB (rule 8b
+// of classify): in a read-write anonymous mapping no source claimed, each
+// 64 MiB-aligned stretch of 64 MiB whose heap_info says so (mprotect_size
+// is all of it), and a heap merged above them whose read-write head ends
+// where the mapping does, with its PROT_NONE tail to the next 64 MiB.
+// Nothing is claimed without in.ReadMemory: by shape alone such a heap
+// is any large anonymous mapping.
+func (l *layout) fullHeaps(in *Input) {
+	if in.ReadMemory == nil {
+		return
+	}
+	for i := range l.vmas {
+		v := &l.vmas[i]
+		if !v.anon() || v.Perms != "rw-p" || !v.free() || v.SizeBytes < GlibcHeapMaxBytes {
+			continue
+		}
+		a := (v.Start + GlibcHeapMaxBytes - 1) / GlibcHeapMaxBytes * GlibcHeapMaxBytes
+		for ; a+GlibcHeapMaxBytes <= v.End; a += GlibcHeapMaxBytes {
+			if h, ok := readHeapHeader(in, a); ok && h.mprotectSize == GlibcHeapMaxBytes {
+				l.claimRange(in, a, a+GlibcHeapMaxBytes, clArenas)
+				l.heaps = append(l.heaps, glibcHeap{a, GlibcHeapMaxBytes})
+			}
+		}
+		if a >= v.End || i+1 == len(l.vmas) {
+			continue
+		}
+		t := &l.vmas[i+1]
+		if !t.anon() || t.Perms != "---p" || t.Start != v.End || t.End != a+GlibcHeapMaxBytes || !t.free() {
+			continue
+		}
+		if h, ok := readHeapHeader(in, a); ok && h.mprotectSize == v.End-a {
+			l.claimRange(in, a, a+GlibcHeapMaxBytes, clArenas)
+			l.heaps = append(l.heaps, glibcHeap{a, v.End - a})
+		}
+	}
 }
 
 // arenasNote says what c.malloc.arenas counts and how.

@@ -436,6 +436,12 @@ func classify(in *Input) *layout {
 			l.heaps = append(l.heaps, glibcHeap{h.Start, h.SizeBytes})
 		}
 	}
+	// 8b. Heaps grown to the whole 64 MiB: no PROT_NONE tail, and the
+	// kernel merges such a heap with a heap mapped right above it (both
+	// read-write, MAP_NORESERVE), so no shape tells them from any other
+	// large anonymous mapping. Where the process's memory can be read,
+	// each heap's header can (fullHeaps).
+	l.fullHeaps(in)
 	// An arena that outgrew its heap has several: count arenas, not
 	// heaps.
 	l.countArenas(in)

@@ -379,6 +379,64 @@ func TestArenasByHeader(t *testing.T) {
 	}
 }
 
+// heapMemory is a ReadMemory serving glibc heap_info headers (ar_ptr,
+// prev, size, mprotect_size) at the given addresses, and failing
+// elsewhere.
+func heapMemory(headers map[uint64][4]uint64) func(addr uint64, b []byte) error {
+	return func(addr uint64, b []byte) error {
+		h, ok := headers[addr]
+		if !ok {
+			return errors.New("unmapped")
+		}
+		var w [32]byte
+		for i, x := range h {
+			binary.NativeEndian.PutUint64(w[8*i:], x)
+		}
+		copy(b, w[:])
+		return nil
+	}
+}
+
+// TestFullHeaps: a heap its arena grew to the whole 64 MiB has no
+// PROT_NONE tail, and the kernel merges it with the arena's next heap
+// mapped right above it. With the memory readable, the heaps' headers
+// find both: one arena, two heaps, 128 MiB reserved, and what pagemap
+// says resident. A 64 MiB-aligned anonymous mapping whose first words are
+// no heap's header stays unexplained, and without ReadMemory nothing is
+// claimed by shape.
+func TestFullHeaps(t *testing.T) {
+	const heap = 0x7f0000000000
+	const other = 0x7f1000000000
+	in := space(
+		mk(heap, 65*MiB, "rw-p", "", 65*MiB), // a full heap and the next one's 1 MiB head
+		mk(heap+65*MiB, 63*MiB, "---p", "", 0),
+		mk(other, 64*MiB, "rw-p", "", 64*MiB), // not a heap
+	)
+	in.Resident = pagemap([2]uint64{heap, heap + 65*MiB}, [2]uint64{other, other + 64*MiB})
+	arena := uint64(heap + 48)
+	in.ReadMemory = heapMemory(map[uint64][4]uint64{
+		heap:         {arena, 0, 64 * MiB, 64 * MiB},
+		heap + 64*MiB: {arena, heap, 1 * MiB, 1 * MiB},
+		other:        {0x1234, 0, 0, 0},
+	})
+	r := Compute(in)
+	checkSums(t, r)
+	p := partsByName(r)["c.malloc.arenas"]
+	if r.GlibcHeaps != 2 || r.GlibcArenas != 1 || !r.GlibcArenasExact || p.Bytes != 65*MiB || p.ReservedBytes != 128*MiB {
+		t.Errorf("heaps %d, arenas %d (exact %v), part %+v; want 2 heaps of 1 arena, 65 MiB of 128 MiB", r.GlibcHeaps, r.GlibcArenas, r.GlibcArenasExact, p)
+	}
+	if r.UnexplainedBytes != 64*MiB || len(r.UnexplainedMappings) != 1 || r.UnexplainedMappings[0].Start != other {
+		t.Errorf("unexplained %d B in %+v; want the other 64 MiB mapping", r.UnexplainedBytes, r.UnexplainedMappings)
+	}
+
+	in.ReadMemory = nil
+	r = Compute(in)
+	checkSums(t, r)
+	if r.GlibcHeaps != 0 || r.UnexplainedBytes != 129*MiB {
+		t.Errorf("without ReadMemory: heaps %d, unexplained %d B; want none, 129 MiB", r.GlibcHeaps, r.UnexplainedBytes)
+	}
+}
+
 // TestOpenUnder: a mapped file is opened under the process's root; where
 // that root may not be read, as this process sees the path.
 func TestOpenUnder(t *testing.T) {
