@@ -415,9 +415,9 @@ func TestFullHeaps(t *testing.T) {
 	in.Resident = pagemap([2]uint64{heap, heap + 65*MiB}, [2]uint64{other, other + 64*MiB})
 	arena := uint64(heap + 48)
 	in.ReadMemory = heapMemory(map[uint64][4]uint64{
-		heap:         {arena, 0, 64 * MiB, 64 * MiB},
+		heap:          {arena, 0, 64 * MiB, 64 * MiB},
 		heap + 64*MiB: {arena, heap, 1 * MiB, 1 * MiB},
-		other:        {0x1234, 0, 0, 0},
+		other:         {0x1234, 0, 0, 0},
 	})
 	r := Compute(in)
 	checkSums(t, r)
