@@ -18,6 +18,12 @@
 //     Options.OwnPrefixes (the probe's progress lines, its sampler).
 //   - program: everything else; the headline "allocations per step".
 //
+// A helper that allocates on its caller's behalf (Options.Helpers: the
+// ledger's Make) is no site: its frames are passed over like the runtime's
+// allocation entry points, so a buffer made through the ledger is the
+// program's, at the line that asked for it, even though the ledger's
+// package is the probe's.
+//
 // # Method
 //
 // A Window sets runtime.MemProfileRate to 1 (every allocation is recorded
@@ -62,6 +68,10 @@ type Options struct {
 	// OwnPrefixes are function-name prefixes (package paths, e.g.
 	// "memprobe/probe/") whose allocations are the probe's own.
 	OwnPrefixes []string
+	// Helpers are function-name prefixes ("memprobe/probe/ledger.") of
+	// code that allocates for its caller: the site and the class are
+	// decided by the first frame outside them.
+	Helpers []string
 	// KeepRate leaves runtime.MemProfileRate as it is (a profile session
 	// that writes heap profiles owns it); counts are then scaled samples.
 	KeepRate bool
@@ -190,7 +200,7 @@ func (w *Window) End(steps int) Report {
 		if rate > 1 {
 			d = scale(d, rate)
 		}
-		s := classify(stk[:], w.o.OwnPrefixes)
+		s := classify(stk[:], w.o.OwnPrefixes, w.o.Helpers)
 		if strings.HasPrefix(s.Function, selfPrefix) {
 			continue // the window's own bookkeeping
 		}
@@ -266,7 +276,7 @@ func scale(c counts, rate int) counts {
 }
 
 // classify finds the site of one allocation stack and its class.
-func classify(stk []uintptr, own []string) Site {
+func classify(stk []uintptr, own, helpers []string) Site {
 	n := slices.Index(stk, 0)
 	if n < 0 {
 		n = len(stk)
@@ -282,20 +292,20 @@ func classify(stk []uintptr, own []string) Site {
 			break
 		}
 	}
-	return classifyFrames(fs, own)
+	return classifyFrames(fs, own, helpers)
 }
 
 // classifyFrames does classify's work on symbolised frames, innermost
-// first: the innermost frame that is not an allocation entry point is the
-// site; a site in the runtime is a runtime allocation (with the frame that
+// first: the innermost frame that is neither an allocation entry point nor
+// a helper is the site; a site in the runtime is a runtime allocation (with the frame that
 // led to it); otherwise the innermost frame of this module says whether the
 // program or the probe made it.
-func classifyFrames(frames []runtime.Frame, own []string) Site {
+func classifyFrames(frames []runtime.Frame, own, helpers []string) Site {
 	site := Site{Function: "(unknown)", Class: Runtime}
 	found := false
 	for _, f := range frames {
 		if !found {
-			if isEntryPoint(f.Function) {
+			if isEntryPoint(f.Function) || hasPrefix(f.Function, helpers) {
 				continue
 			}
 			found = true
@@ -309,7 +319,7 @@ func classifyFrames(frames []runtime.Frame, own []string) Site {
 			site.CalledFrom = f.Function
 			return site
 		case site.Class != Runtime && isModule(f.Function, own):
-			if isOwn(f.Function, own) {
+			if hasPrefix(f.Function, own) {
 				site.Class = Probe
 			}
 			return site
@@ -354,8 +364,8 @@ func isRuntimeHelper(fn string) bool {
 	return strings.HasPrefix(fn, "sync.") || strings.HasPrefix(fn, "time.") || strings.HasPrefix(fn, "internal/")
 }
 
-func isOwn(fn string, own []string) bool {
-	for _, p := range own {
+func hasPrefix(fn string, prefixes []string) bool {
+	for _, p := range prefixes {
 		if strings.HasPrefix(fn, p) {
 			return true
 		}

@@ -15,9 +15,11 @@ func frames(fns ...string) []runtime.Frame {
 
 // TestClassifyFrames: the site is the first frame past the allocation
 // entry points; runtime sites name the code that led to them; the innermost
-// frame of the module decides program against probe.
+// frame of the module decides program against probe; a helper that
+// allocates for its caller is passed over.
 func TestClassifyFrames(t *testing.T) {
 	own := []string{"memprobe/probe/"}
+	helpers := []string{"memprobe/probe/ledger."}
 	for _, c := range []struct {
 		name       string
 		frames     []runtime.Frame
@@ -38,8 +40,14 @@ func TestClassifyFrames(t *testing.T) {
 			Program, "memprobe/trainer/data.build", ""},
 		{"outside the module", frames("runtime.mallocgc", "runtime.newobject", "encoding/json.Marshal", "main.main"),
 			Program, "encoding/json.Marshal", ""},
+		// The ledger is in the probe's tree but allocates for its caller:
+		// the tape's per-step buffers are the program's, at the tape.
+		{"through the ledger", frames("runtime.mallocgc", "runtime.makeslice", "memprobe/probe/ledger.Make[...]", "memprobe/probe/ledger.(*Account).Float32s", "memprobe/trainer/tape.(*Heap).Float32s", "memprobe/trainer/tape.Forward"),
+			Program, "memprobe/trainer/tape.(*Heap).Float32s", ""},
+		{"the probe's own use of the ledger", frames("runtime.mallocgc", "runtime.makeslice", "memprobe/probe/ledger.Make[...]", "memprobe/probe/job.(*instruments).setUp"),
+			Probe, "memprobe/probe/job.(*instruments).setUp", ""},
 	} {
-		s := classifyFrames(c.frames, own)
+		s := classifyFrames(c.frames, own, helpers)
 		if s.Class != c.class || s.Function != c.fn || s.CalledFrom != c.calledFrom {
 			t.Errorf("%s: got %s %s from %q, want %s %s from %q", c.name, s.Class, s.Function, s.CalledFrom, c.class, c.fn, c.calledFrom)
 		}

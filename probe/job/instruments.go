@@ -105,10 +105,18 @@ func (in *instruments) endSites() {
 	in.sites, in.sitesReport = nil, &rep
 }
 
+// ownPrefixes are the probe's packages: what they allocate is the
+// instruments' own work (sampler, reconciliation, progress, JSON).
+var ownPrefixes = []string{"memprobe/probe/", "memprobe/cmd/", "memprobe/internal/table."}
+
+// allocHelpers allocate for their caller: a buffer the trainer makes
+// through the ledger is the trainer's, at the line that asked for it.
+var allocHelpers = []string{"memprobe/probe/ledger."}
+
 // beginSites starts attributing allocations by site: when the warm-up
 // ends, between two steps (it runs a GC).
 func (in *instruments) beginSites() {
-	in.sites = allocsite.Begin(allocsite.Options{OwnPrefixes: []string{"memprobe/probe/", "memprobe/cmd/", "memprobe/internal/table."}, KeepRate: in.keepRate})
+	in.sites = allocsite.Begin(allocsite.Options{OwnPrefixes: ownPrefixes, Helpers: allocHelpers, KeepRate: in.keepRate})
 }
 
 func (in *instruments) readStatus() {

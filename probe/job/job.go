@@ -461,6 +461,9 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 		r.Profiles = &rep
 	}
 	r.Warnings = append(perturbations(r, popts), dataNotes...)
+	if w := allocCrossCheck(r); w != "" {
+		r.Warnings = append(r.Warnings, w)
+	}
 	// Every figure is taken. What the caller does next (the summary, the
 	// JSON) allocates; returning the free heap to the system here (a GC
 	// and a scavenge, a few milliseconds) makes that output fit under the
@@ -499,6 +502,28 @@ func perturbations(r *schema.Result, p profiling.Options) []string {
 		w = append(w, "CPU profiling interrupts the process 100 times a second: tokens_per_sec includes its signal handler (about 1 %)")
 	}
 	return w
+}
+
+// allocCrossCheck compares the sites' program bytes per step with
+// runtime/metrics' steady bytes per step, two counts of the same steps by
+// independent means (the heap profile's stacks against the allocator's
+// counters). Where they disagree by more than 2x the headline is not to be
+// trusted: allocations classed as the probe's or the runtime's that the
+// step made, or a window that missed them. It needs a GC in the window:
+// before one, /gc/heap/allocs:bytes lags what the per-P caches handed out.
+func allocCrossCheck(r *schema.Result) string {
+	s, rt := r.AllocsBySite, r.Runtime
+	if s == nil || rt == nil || s.Steps <= 0 || rt.Steady.GCCycles < 1 {
+		return ""
+	}
+	prog, all := s.ProgramBytesPerStep(), rt.Steady.AllocsPerStepBytes
+	if prog <= 2*all && all <= 2*prog {
+		return ""
+	}
+	return fmt.Sprintf("allocs_by_site: the program's %s/step disagrees with runtime/metrics' %s/step over the same steps (%d GC cycles) by more than 2x; "+
+		"the probe's class holds %s/step and the runtime's %s/step: go_heap_allocs_per_step and the sites table are not to be trusted for this run",
+		table.FormatBytes(prog), table.FormatBytes(all), rt.Steady.GCCycles,
+		table.FormatBytes(float64(s.ProbeBytes)/float64(s.Steps)), table.FormatBytes(float64(s.RuntimeBytes)/float64(s.Steps)))
 }
 
 func summarize(r *schema.Result, stats []trainer.StepStats) {
