@@ -22,21 +22,57 @@ import (
 //  2. for each metric of each matched configuration it compares the
 //     repetitions' values: a Mann-Whitney U test (benchmath.AssumeNothing,
 //     as benchstat does) for measured metrics, exact equality for the
-//     deterministic ones (DeterministicMetrics) while each side's
-//     repetitions agree, the U test where they do not;
+//     deterministic ones (DeterministicMetrics) where each side has two or
+//     more repetitions and they agree (compareRun; a decode result's
+//     counts with one value a side, decodeExact), the U test otherwise;
 //  3. Diff.Breaches checks the changes against --fail-on thresholds
 //     (ParseThresholds), and WriteDiff renders the diff (diffrender.go).
 //
 // Statistical caveats (too few repetitions, a deterministic metric that
-// varies) travel beside each row as warnings, never as verdicts.
+// varies) travel beside each row as warnings. One is also a verdict: at
+// sizes where the U test cannot reach alpha at all (3+3: its smallest p
+// is 0.100), a change of the medians past a --fail-on limit fails the
+// gate unjudged, unless it is within the noise floor (WithinNoise): a
+// gate does not pass what it cannot judge.
 
 // DefaultAlpha is the significance level of the U test, as benchstat's.
 const DefaultAlpha = 0.05
 
 // MinRepetitions is the fewest repetitions on each side with which the U
-// test can find a change at DefaultAlpha (4+4 gives p ≥ 0.029); fewer is
-// a warning beside the row.
+// test can find a change at DefaultAlpha (4+4 gives p ≥ 0.029; 3+3 only
+// p ≥ 0.100, see MinP).
 const MinRepetitions = 4
+
+// NoiseFraction is the part of a value below which a change no larger
+// than the repetitions' spread is no measurable change (WithinNoise).
+const NoiseFraction = 0.01
+
+// MinP is the smallest two-sided p-value the Mann-Whitney U test can give
+// with n and m values a side, 2/C(n+m, n) (at most 1): all of one side
+// below all of the other. Where it is not below alpha no data can make a
+// change significant: the test cannot decide at those sizes.
+func MinP(n, m int) float64 {
+	if n < 1 || m < 1 {
+		return 1
+	}
+	// C(n+m, n) as a product, in floating point: exact enough far past
+	// any count of repetitions, and no overflow.
+	c := 1.0
+	for i := 1; i <= min(n, m); i++ {
+		c = c * float64(max(n, m)+i) / float64(i)
+	}
+	return min(1, 2/c)
+}
+
+// WithinNoise says whether a change delta of a value ref is no measurable
+// change: zero, or no larger than spread (the range of one build's
+// repetitions) and smaller than NoiseFraction of ref. Both bounds, so
+// that a single repetition a side (spread 0) claims no noise it has not
+// shown, and a wide spread does not hide a change of more than 1 %.
+func WithinNoise(delta, ref, spread float64) bool {
+	d := math.Abs(delta)
+	return d == 0 || (d <= spread && d < NoiseFraction*math.Abs(ref))
+}
 
 // DefaultDiffMetrics are the metrics Compare compares when none are named.
 var DefaultDiffMetrics = []string{
@@ -131,6 +167,15 @@ type MetricDiff struct {
 	// change is real: P < alpha, or any change of an exact metric.
 	P           *float64 `json:"p"`
 	Significant bool     `json:"significant"`
+	// MinP is the smallest p the U test can give at these sizes (MinP;
+	// 0 when Exact); Undecided says it is not below alpha, so that no
+	// change can be significant: a change of the medians past a --fail-on
+	// limit then breaches unjudged (Diff.Breaches) unless Noise.
+	MinP      float64 `json:"min_p,omitempty"`
+	Undecided bool    `json:"undecided,omitempty"`
+	// Noise says the medians' change is no measurable change
+	// (WithinNoise, the spread the larger of the two sides' ranges).
+	Noise bool `json:"noise,omitempty"`
 	// Warnings are caveats beside the row; never nil.
 	Warnings []string `json:"warnings"`
 }
@@ -443,9 +488,16 @@ func compareRun(key string, b, h *runView, metrics []string, alpha float64) Conf
 		}
 		exact := DeterministicMetrics[m]
 		var warn []string
-		if exact && b.Config.Seed != h.Config.Seed {
+		switch {
+		case exact && b.Config.Seed != h.Config.Seed:
 			exact = false
 			warn = append(warn, fmt.Sprintf("seeds differ (%d, %d): compared as a measurement", b.Config.Seed, h.Config.Seed))
+		case exact && (len(bs.values) < 2 || len(hs.values) < 2):
+			// Agreement is shown by two or more repetitions a side only:
+			// one run is one draw (2,085 then 2,086 allocations a step,
+			// one run each of one commit).
+			exact = false
+			warn = append(warn, fmt.Sprintf("n=%d+%d: exact only where 2 or more repetitions a side agree: compared as a measurement", len(bs.values), len(hs.values)))
 		}
 		c.Rows = append(c.Rows, diffValues(m, bs.values, hs.values, exact, alpha, warn))
 	}
@@ -490,10 +542,21 @@ func diffValues(name string, base, head []float64, exact bool, alpha float64, wa
 	p := cmp.P
 	r.P = &p
 	r.Significant = cmp.P < alpha && r.Delta != 0
-	if len(base) < MinRepetitions || len(head) < MinRepetitions {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("n=%d+%d: fewer than %d repetitions a side, too few to find a change", len(base), len(head), MinRepetitions))
+	r.MinP = MinP(len(base), len(head))
+	r.Undecided = r.MinP >= alpha
+	r.Noise = WithinNoise(r.Delta, r.Base.Median, max(spread(base), spread(head)))
+	if r.Undecided {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("n=%d+%d: the U test cannot reach p<%g (smallest p %.3f): a change is the medians', unjudged", len(base), len(head), alpha, r.MinP))
 	}
 	return r
+}
+
+// spread is the range of vals, 0 for fewer than two.
+func spread(vals []float64) float64 {
+	if len(vals) < 2 {
+		return 0
+	}
+	return slices.Max(vals) - slices.Min(vals)
 }
 
 // everyDigit writes x with every digit it has, grouped: rounded as the
@@ -528,12 +591,20 @@ type Breach struct {
 	Threshold Threshold
 	// Reason, when set, says why Config could not be checked: it failed
 	// in head, head did not run it, or head did not measure a metric with
-	// a limit. Row and Threshold are then empty.
-	Reason string
+	// a limit; Row and Threshold are then empty. Or, with Undecided, why
+	// the change of Row's medians past Threshold was not judged: too few
+	// repetitions for the U test to reach alpha.
+	Reason    string
+	Undecided bool
 }
 
 // String is the breach in one line, for the CI log.
 func (b Breach) String() string {
+	if b.Undecided {
+		return fmt.Sprintf("%s %s: %s -> %s (medians %s), limit %s: %s", b.Config, b.Row.Metric,
+			formatValue(b.Row.Metric, b.Row.Base.Median), formatValue(b.Row.Metric, b.Row.Head.Median),
+			formatPct(b.Row), b.Threshold, b.Reason)
+	}
 	if b.Reason != "" {
 		return b.Config + ": " + b.Reason
 	}
@@ -543,8 +614,11 @@ func (b Breach) String() string {
 }
 
 // Breaches are the rows whose change passes a threshold, in the diff's
-// order. A measured metric breaches only when its change is significant;
-// a deterministic one on any change past the limit. With thresholds, what
+// order. A measured metric breaches when its change is significant, or,
+// where the U test cannot reach alpha at the sizes given (Undecided), when
+// the medians' change passes the limit and is not within the noise floor
+// (a Breach that is Undecided, with the reason); a deterministic one on
+// any change past the limit. With thresholds, what
 // they cannot be checked on breaches too, so that a gate never passes
 // unchecked: a configuration that finished in base and not in head (failed,
 // timed out, killed, skipped), one that head did not run (only in base: a
@@ -568,8 +642,16 @@ func (d *Diff) Breaches(ths []Threshold) []Breach {
 		}
 		for _, r := range c.Rows {
 			for _, t := range ths {
-				if t.Metric == r.Metric && r.Significant && t.Breached(r) {
+				if t.Metric != r.Metric || !t.Breached(r) {
+					continue
+				}
+				switch {
+				case r.Significant:
 					out = append(out, Breach{Config: c.Key, Row: r, Threshold: t})
+				case r.Undecided && !r.Noise:
+					out = append(out, Breach{Config: c.Key, Row: r, Threshold: t, Undecided: true,
+						Reason: fmt.Sprintf("n=%d+%d: the U test cannot reach p<%g (smallest p %.3f), so the change is not judged, and the gate does not pass it (4 or more repetitions a side can judge it)",
+							r.Base.N, r.Head.N, d.Alpha, r.MinP)})
 				}
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/perf/benchmath"
+
 	"memprobe/internal/golden"
 	"memprobe/probe/sampler"
 	"memprobe/schema"
@@ -245,16 +247,125 @@ func TestDiffSame(t *testing.T) {
 	}
 }
 
-// TestDiffFewRepetitions: fewer than four repetitions a side is a warning
-// beside the row, whatever the values.
+// TestDiffFewRepetitions: where the U test cannot reach alpha at the
+// sizes given, a warning beside the row says so, with the smallest p.
 func TestDiffFewRepetitions(t *testing.T) {
 	r := diffValues("peak_rss_bytes", []float64{1, 2, 3}, []float64{10, 11, 12}, false, DefaultAlpha, nil)
-	if r.Significant || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "fewer than 4") {
-		t.Errorf("got significant %v, warnings %q", r.Significant, r.Warnings)
+	if r.Significant || !r.Undecided || r.MinP != 0.1 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "n=3+3: the U test cannot reach p<0.05 (smallest p 0.100)") {
+		t.Errorf("got significant %v, undecided %v, min p %v, warnings %q", r.Significant, r.Undecided, r.MinP, r.Warnings)
 	}
-	r = diffValues("ledger_total_bytes", []float64{5}, []float64{6}, true, DefaultAlpha, nil)
+	r = diffValues("peak_rss_bytes", []float64{1, 2, 3, 4}, []float64{10, 11, 12, 13}, false, DefaultAlpha, nil)
+	if !r.Significant || r.Undecided || len(r.Warnings) != 0 {
+		t.Errorf("4+4: got significant %v, undecided %v, warnings %q", r.Significant, r.Undecided, r.Warnings)
+	}
+	r = diffValues("ledger_total_bytes", []float64{5, 5}, []float64{6, 6}, true, DefaultAlpha, nil)
 	if !r.Significant || r.P != nil || len(r.Warnings) != 0 {
 		t.Errorf("exact: got significant %v, p %v, warnings %q", r.Significant, r.P, r.Warnings)
+	}
+}
+
+// TestMinP: the smallest p MinP gives is the p benchmath's U test gives
+// for two samples that do not overlap, at every size up to 6+6.
+func TestMinP(t *testing.T) {
+	th := benchmath.DefaultThresholds
+	for n := 1; n <= 6; n++ {
+		for m := 1; m <= 6; m++ {
+			var a, b []float64
+			for i := range n {
+				a = append(a, float64(i))
+			}
+			for i := range m {
+				b = append(b, float64(100+i))
+			}
+			p := benchmath.AssumeNothing.Compare(benchmath.NewSample(a, &th), benchmath.NewSample(b, &th)).P
+			if got := MinP(n, m); math.Abs(got-p) > 1e-9 {
+				t.Errorf("MinP(%d, %d) = %.4f, the U test gives %.4f", n, m, got, p)
+			}
+		}
+	}
+	if MinP(3, 3) != 0.1 || MinP(1, 1) != 1 {
+		t.Errorf("MinP(3, 3) = %v, MinP(1, 1) = %v; want 0.1 and 1", MinP(3, 3), MinP(1, 1))
+	}
+}
+
+// oneRunReport is a report of one configuration, threads/P6, whose
+// metric has vals, one a repetition.
+func oneRunReport(metric string, vals ...float64) *schema.Report {
+	s := sideOf(vals)
+	return &schema.Report{Schema: schema.ReportVersion, Runs: []schema.Run{{
+		Name: "threads-P6", Plan: "threads", Phase: "P6", Status: schema.StatusOK,
+		Config: schema.Config{Preset: "tiny", Data: "synthetic:100KB"}, Repetitions: make([]schema.Result, len(vals)),
+		Summary: schema.Summary{Completed: len(vals), Metrics: []schema.Metric{{Name: metric, Values: vals, N: len(vals),
+			Median: s.Median, Min: slices.Min(vals), Max: slices.Max(vals), CILow: s.Lo, CIHigh: s.Hi}}},
+	}}}
+}
+
+// TestGateUndecided plants a regression at sizes where the U test cannot
+// reach alpha: +50 % peak RSS at 3+3 (smallest p 0.100) and at 1+1
+// (smallest p 1) breaches peak_rss_bytes:+5% unjudged, with the reason;
+// the same build (no change, or a change within the spread and under
+// 1 %) passes, and so does a change short of the limit.
+func TestGateUndecided(t *testing.T) {
+	ths, err := ParseThresholds("peak_rss_bytes:+5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gib = 1 << 30
+	for _, c := range []struct {
+		name       string
+		base, head []float64
+		want       string // the breach, "" for none
+	}{
+		{"3+3 +50%", []float64{gib, gib + 4096, gib - 4096}, []float64{1.5 * gib, 1.5*gib + 8192, 1.5*gib - 4096},
+			"threads/P6 peak_rss_bytes: 1 GiB -> 1.50 GiB (medians +50.00%), limit peak_rss_bytes:+5%: n=3+3: the U test cannot reach p<0.05 (smallest p 0.100), so the change is not judged, and the gate does not pass it (4 or more repetitions a side can judge it)"},
+		{"1+1 +50%", []float64{gib}, []float64{1.5 * gib},
+			"threads/P6 peak_rss_bytes: 1 GiB -> 1.50 GiB (medians +50.00%), limit peak_rss_bytes:+5%: n=1+1: the U test cannot reach p<0.05 (smallest p 1.000), so the change is not judged, and the gate does not pass it (4 or more repetitions a side can judge it)"},
+		{"3+3 same", []float64{gib, gib + 4096, gib - 4096}, []float64{gib, gib + 4096, gib - 4096}, ""},
+		{"3+3 within noise", []float64{gib, gib + 4096, gib - 4096}, []float64{gib + 4096, gib + 8192, gib}, ""},
+		{"1+1 same", []float64{gib}, []float64{gib}, ""},
+		{"3+3 +3%", []float64{gib, gib + 4096, gib - 4096}, []float64{1.03 * gib, 1.03 * gib, 1.03 * gib}, ""},
+	} {
+		d, err := Compare(oneRunReport("peak_rss_bytes", c.base...), oneRunReport("peak_rss_bytes", c.head...), DiffOptions{Metrics: []string{"peak_rss_bytes"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, b := range d.Breaches(ths) {
+			got = append(got, b.String())
+			if !b.Undecided {
+				t.Errorf("%s: breach %q is not marked undecided", c.name, b)
+			}
+		}
+		if want := []string{c.want}; c.want == "" && len(got) != 0 || c.want != "" && !slices.Equal(got, want) {
+			t.Errorf("%s: breaches\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestExactNeedsRepetitions: a deterministic metric with one repetition
+// on a side (2,085 then 2,086 allocations a step, one run each of one
+// commit) is a measurement, not an exact change: no "=" row, no exact
+// breach; where both sides have 2 agreeing repetitions it is exact.
+func TestExactNeedsRepetitions(t *testing.T) {
+	for _, c := range []struct {
+		base, head []float64
+		exact      bool
+	}{
+		{[]float64{2085}, []float64{2086}, false},
+		{[]float64{2085, 2085}, []float64{2086}, false},
+		{[]float64{2085, 2085}, []float64{2086, 2086}, true},
+	} {
+		d, err := Compare(oneRunReport("go_heap_allocs_per_step", c.base...), oneRunReport("go_heap_allocs_per_step", c.head...), DiffOptions{Metrics: []string{"go_heap_allocs_per_step"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := d.Configs[0].Rows[0]
+		if r.Exact != c.exact || r.Significant != c.exact || (r.P == nil) != c.exact {
+			t.Errorf("%v -> %v: exact %v, significant %v, p %v; want exact and significant %v", c.base, c.head, r.Exact, r.Significant, r.P, c.exact)
+		}
+		if !c.exact && !strings.Contains(strings.Join(r.Warnings, "; "), "exact only where 2 or more repetitions a side agree") {
+			t.Errorf("%v -> %v: warnings %q", c.base, c.head, r.Warnings)
+		}
 	}
 }
 
@@ -476,7 +587,6 @@ func TestDiffExactVaries(t *testing.T) {
 		{[]float64{2102.5, 2100.5, 2102.5}, []float64{2103, 2101, 2101}, false, false, "varies between repetitions of one build (2,100.5 to 2,102.5 in base, 2,101 to 2,103 in head)"},
 		{[]float64{3072, 3072, 3072}, []float64{3072, 3073, 3072}, false, false, "varies between repetitions of one build (3,072 to 3,073 in head)"},
 		{[]float64{0, 0, 0}, []float64{1, 1, 1}, true, true, ""},
-		{[]float64{2085}, []float64{2086}, true, true, ""},
 		{[]float64{5, 5}, []float64{5, 5}, true, false, ""},
 	} {
 		r := diffValues("go_heap_allocs_per_step", c.base, c.head, true, DefaultAlpha, nil)

@@ -162,18 +162,20 @@ func formatSide(metric string, s DiffSide, exact bool) string {
 }
 
 // formatChange is "~" for a change that is not significant, else the
-// change in percent (and, for an exact metric, in the metric's unit).
+// change in percent (and, for an exact metric, in the metric's unit). A
+// change the U test cannot judge at these sizes (Undecided), beyond the
+// noise floor, is the medians' change marked "unjudged".
 func formatChange(r MetricDiff) string {
 	if !r.Significant {
-		if r.Exact {
+		switch {
+		case r.Exact:
 			return "0"
+		case r.Undecided && !r.Noise:
+			return formatPct(r) + " unjudged"
 		}
 		return "~"
 	}
-	pct := "?" // from 0
-	if r.Pct != nil {
-		pct = fmt.Sprintf("%+.2f%%", *r.Pct)
-	}
+	pct := formatPct(r)
 	if r.Exact {
 		sign := "+"
 		if r.Delta < 0 {
@@ -186,6 +188,14 @@ func formatChange(r MetricDiff) string {
 		return abs + " (" + pct + ")"
 	}
 	return pct
+}
+
+// formatPct is the medians' change in percent, "?" from 0.
+func formatPct(r MetricDiff) string {
+	if r.Pct == nil {
+		return "?"
+	}
+	return fmt.Sprintf("%+.2f%%", *r.Pct)
 }
 
 // formatValue writes a metric's value: bytes in IEC units, counts and

@@ -25,15 +25,20 @@ type diffCmdFlags struct {
 }
 
 // breachError is a --fail-on breach: exit status 1, the breaches already
-// written on stderr. n counts the regressions, unchecked what the limits
-// could not be checked on (a configuration that failed in head or that
-// head did not run, a limited metric head did not measure).
-type breachError struct{ n, unchecked int }
+// written on stderr. n counts the regressions, unjudged the changes of the
+// medians past a limit that the U test cannot judge at the repetitions
+// given, unchecked what the limits could not be checked on (a
+// configuration that failed in head or that head did not run, a limited
+// metric head did not measure).
+type breachError struct{ n, unjudged, unchecked int }
 
 func (b breachError) Error() string {
 	var parts []string
-	if b.n > 0 || b.unchecked == 0 {
+	if b.n > 0 || b.unchecked+b.unjudged == 0 {
 		parts = append(parts, fmt.Sprintf("%d %s past --fail-on", b.n, plural(b.n, "regression", "regressions")))
+	}
+	if b.unjudged > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s past --fail-on by the medians, too few repetitions to judge", b.unjudged, plural(b.unjudged, "change", "changes")))
 	}
 	if b.unchecked > 0 {
 		parts = append(parts, fmt.Sprintf("%d unchecked by --fail-on (failed or missing in head)", b.unchecked))
@@ -62,7 +67,7 @@ p-value of a Mann-Whitney U test (as benchstat does); "~" marks a change that
 is not significant at --alpha, and a side with fewer than 4 repetitions gets a
 warning beside the row. Deterministic metrics (go_heap_allocs_per_step,
 ledger_total_bytes, decode_stats.syncs) are compared exactly, any change a
-change, as long as each side's repetitions agree; where the repetitions of
+change, as long as each side has 2 or more repetitions and they agree; where the repetitions of
 one build disagree (allocations the tiny allocator packs into shared heap
 blocks, as the per-token decode modes make), the row says so and the metric
 is compared as a measurement, so give a gate on it 3 or more repetitions.
@@ -71,6 +76,15 @@ is compared as a measurement, so give a gate on it 3 or more repetitions.
 means an increase is a regression, "-" a decrease; a limit is a percentage of
 the base's median or an amount in the metric's unit. A significant change past
 a limit is written on stderr, one line each, and the exit status is 1.
+
+Where the U test cannot reach --alpha at the repetitions given (its smallest
+p is 2/C(n+m, n): 0.100 at 3+3, probe run's default --count, and 1 at 1+1,
+--quick's), no change can be significant; a gate must not pass what it cannot
+judge, so a change of the medians past a limit fails too ("unjudged: ...",
+saying so), unless it is no measurable change: no larger than the spread of
+either side's repetitions and under 1 % of the base. A deterministic metric is
+compared exactly only where each side has 2 or more repetitions and they
+agree; one run a side is a measurement.
 
 A gate must not pass what it cannot check, so with --fail-on these are
 breaches too, each a line on stderr ("unchecked: ..."): a configuration
@@ -187,17 +201,21 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 	var be breachError
 	for _, b := range d.Breaches(ths) {
 		what := "regression:"
-		if b.Reason != "" {
+		switch {
+		case b.Undecided:
+			what = "unjudged:"
+			be.unjudged++
+		case b.Reason != "":
 			what = "unchecked:"
 			be.unchecked++
-		} else {
+		default:
 			be.n++
 		}
 		if _, err := fmt.Fprintln(stderr, what, b); err != nil {
 			return err
 		}
 	}
-	if be.n+be.unchecked > 0 {
+	if be.n+be.unjudged+be.unchecked > 0 {
 		return be
 	}
 	return nil
