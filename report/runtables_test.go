@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"slices"
+	"strings"
 	"testing"
 
 	"memprobe/internal/golden"
@@ -102,5 +104,65 @@ func TestPhaseIndex(t *testing.T) {
 		if got := phaseIndex(phase); got != want {
 			t.Errorf("phaseIndex(%q) = %d, want %d", phase, got, want)
 		}
+	}
+}
+
+// TestLedgerTableOutsideModel: a component the ledger holds and the model
+// has no formula for (the tape engine's buffers) is marked in its row and
+// kept out of the total; summed in, it would make the total's diff a
+// measure of the model's blind spot, not of a wrong buffer.
+func TestLedgerTableOutsideModel(t *testing.T) {
+	totalRow := func(rep *schema.Report) (string, string) {
+		var buf bytes.Buffer
+		if err := WriteRunTables(&buf, rep, table.Markdown); err != nil {
+			t.Fatal(err)
+		}
+		var total, tape string
+		inLedger := false
+		for _, l := range strings.Split(buf.String(), "\n") {
+			switch {
+			case strings.Contains(l, "expected vs measured by component"):
+				inLedger = true
+			case inLedger && strings.HasPrefix(l, "| total"):
+				total, inLedger = l, false
+			case inLedger && strings.HasPrefix(l, "| tape "):
+				tape = l
+			}
+		}
+		return total, tape
+	}
+	clean, _ := totalRow(readFixtureReport(t))
+	rep := readFixtureReport(t)
+	planted := 0
+	for i := range rep.Runs {
+		for j := range rep.Runs[i].Repetitions {
+			r := &rep.Runs[i].Repetitions[j]
+			if len(r.Ledger) > 0 {
+				r.Ledger = append(r.Ledger, schema.LedgerRow{Component: "tape", MeasuredBytes: 90 << 20, PeakBytes: 90 << 20})
+				planted++
+			}
+		}
+	}
+	if planted == 0 {
+		t.Fatal("the fixture has no ledger to plant in")
+	}
+	got, tape := totalRow(rep)
+	t.Logf("clean:   %s\nplanted: %s\ntape:    %s", clean, got, tape)
+	if !strings.Contains(tape, "outside the model") {
+		t.Errorf("the planted tape row is not marked outside the model: %q", tape)
+	}
+	// The total's figures are those of the clean table: only the label
+	// says that a component was left out.
+	// The figures past the label and, where there is one, the model
+	// column (only a table with a row outside the model has it).
+	cells := func(row string, skip int) []string {
+		f := strings.Split(row, "|")
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		return f[min(skip, len(f)):]
+	}
+	if !strings.HasPrefix(got, "| total in both") || !slices.Equal(cells(got, 3), cells(clean, 2)) {
+		t.Errorf("total moved with a component outside the model:\nclean   %s\nplanted %s", clean, got)
 	}
 }
