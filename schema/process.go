@@ -62,6 +62,12 @@ type Process struct {
 	// ru_maxrss: wait4's maxrss is never below this, so a program smaller
 	// than the probe reads as the probe's size there.
 	ProbeVmHWMAtStartBytes uint64 `json:"probe_vm_hwm_at_start_bytes"`
+	// PeakRSSSource says where the result's peak_rss_bytes comes from:
+	// "vm_hwm" (the program's own high-water mark, sampled) or
+	// "wait4_maxrss" (wait4's maxrss at exit, where it is larger: the
+	// program or one of the descendants it waited for, whichever peaked
+	// higher, so not necessarily the program's own).
+	PeakRSSSource string `json:"peak_rss_source"`
 	// PeakAgreementPct is 100 × (VmHWM − ru_maxrss) / ru_maxrss: the last
 	// sample's peak against the one at exit (exec only; null otherwise).
 	PeakAgreementPct *float64 `json:"peak_agreement_pct"`

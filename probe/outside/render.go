@@ -187,12 +187,24 @@ func peakLine(r *schema.Result) string {
 		return fmt.Sprintf("peak RSS %s (VmHWM at the one sample: the process exited before a second)", iec(int64(p.VmHWMBytes)))
 	case p.VmHWMBytes == 0 && p.RusageMaxRSSBytes > 0:
 		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit; never sampled)", maxrss)
+	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil && *p.PeakAgreementPct < -descendantPct && !forkImage(p):
+		// The kernel's maxrss is well above the program's own VmHWM: a
+		// descendant it waited for peaked higher (ru_maxrss is the
+		// largest over them, not the sum). peak_rss_bytes is then that.
+		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit: the program or a descendant it waited for, whichever peaked higher; the program's own VmHWM as last sampled is %s, %+.2f %%; --children samples the descendants)",
+			maxrss, iec(int64(p.VmHWMBytes)), *p.PeakAgreementPct)
 	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil:
 		return fmt.Sprintf("peak RSS %s (VmHWM as last sampled) against %s (wait4's maxrss at exit): %+.2f %%",
 			iec(int64(p.VmHWMBytes)), maxrss, *p.PeakAgreementPct)
 	}
 	return fmt.Sprintf("peak RSS %s (VmHWM as last sampled)", iec(int64(p.VmHWMBytes)))
 }
+
+// descendantPct is how far, in percent, the program's last sampled VmHWM
+// may sit below wait4's maxrss before the peak is taken for a
+// descendant's: VmHWM is read every tenth sample, so a peak in the last
+// tenth of a second is missed by a few percent at most.
+const descendantPct = 5
 
 // interval formats the sampling period: "10 ms", and a long one as Go
 // writes a duration ("1h0m0s", not "3600000 ms").

@@ -115,6 +115,10 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		FinalRSSBytes: p.Timeline.FinalRSSBytes, FinalVSZBytes: p.Timeline.FinalVSZBytes,
 		PeakRSSBytes: peakRSS(p, f.aliveSamples),
 	}
+	p.PeakRSSSource = "vm_hwm"
+	if r.PeakRSSBytes > p.VmHWMBytes {
+		p.PeakRSSSource = "wait4_maxrss"
+	}
 	if r.CommandLine == nil {
 		r.CommandLine = []string{}
 	}
