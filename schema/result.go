@@ -358,11 +358,20 @@ type DeviceBuffer struct {
 }
 
 // DeviceMemory is the reconciliation of a cuda decode's device memory:
-// what NVML charges to the process, split into what the device can name,
-// each part measured, not estimated. Parts come from cuMemGetInfo deltas
-// between stages that allocate only that part; ContextBytes from the
-// GPU's memory in use (cuMemGetInfo, when the context was made) less what
-// NVML says everything but this process uses.
+// what NVML charges to the process at the end (ProcessBytes) against
+// parts known without it,
+//
+//	ProcessBytes = ContextProcessBytes + HeldBeforeOpenBytes + StreamHandleBytes
+//	             + LedgerBytes + AllocRoundingBytes + CuBLASWorkspaceBytes + UnexplainedBytes
+//
+// the context measured on its own before any device, cuMemGetInfo deltas
+// across the stages that allocate only the stream, handle and cuBLAS's
+// workspace, and the ledger in whole pages of the driver's granularity,
+// so that UnexplainedBytes is a remainder: what the decoder's allocations
+// took beyond their pages, or NVML charged without cuMemGetInfo's free
+// memory falling. Records without ContextProcessMeasured (before it
+// existed) reconciled free-memory deltas that sum to an identity; their
+// UnexplainedBytes and AllocRoundingBytes mean what is said below.
 // Every figure is bytes.
 type DeviceMemory struct {
 	GPU        string `json:"gpu"`
@@ -383,48 +392,75 @@ type DeviceMemory struct {
 	// end, which assumes no other process changed its use; no peak then).
 	// Empty when there is no process figure.
 	ProcessSource string `json:"process_source,omitempty"`
-	// ContextBytes: the primary context and the kernel module: NVML's free
-	// memory before the context (as if this process held none) less
-	// cuMemGetInfo's free memory once they existed.
+	// ContextBytes: the GPU's fall in free memory when the primary context
+	// and kernel module were made: NVML's free memory before the context
+	// (as if this process held none) less cuMemGetInfo's free memory once
+	// they existed. It includes memory NVML charges to no process
+	// (UnchargedBytes), so it is not a part of the reconciliation.
 	ContextBytes int64 `json:"context_bytes"`
+	// ContextProcessBytes: the context and module measured on their own,
+	// a part: NVML's figure for this process right after the context was
+	// made, before any device opened (with ProcessSource
+	// "gpu_free_delta", the fall in NVML's free memory since the
+	// baseline). A context made before the run (an earlier run in this
+	// process) is measured at the run's start, with what earlier runs left
+	// in it (cuBLAS's kernels). ContextProcessMeasured says whether it
+	// was; ContextProcessNote why not.
+	ContextProcessBytes    int64  `json:"context_process_bytes,omitempty"`
+	ContextProcessMeasured bool   `json:"context_process_measured,omitempty"`
+	ContextProcessNote     string `json:"context_process_note,omitempty"`
 	// HeldBeforeOpenBytes: what the process held beyond the context and
 	// module when this mode's device opened: devices still open, cuBLAS
 	// kernels an earlier device's GEMMs loaded (CUDA loads modules
-	// lazily, and they stay in the context).
+	// lazily, and they stay in the context). cuMemGetInfo's free memory
+	// when the context was measured less when the device opened.
 	HeldBeforeOpenBytes int64 `json:"held_before_open_bytes"`
 	// StreamHandleBytes: this device's stream and cuBLAS handle.
 	StreamHandleBytes int64 `json:"stream_handle_bytes"`
 	// LedgerBytes: the decoder's buffers as allocated (the device ledger).
 	LedgerBytes int64 `json:"ledger_bytes"`
-	// AllocRoundingBytes: what cuMemAlloc took beyond the ledger (its
-	// allocation granularity).
+	// AllocRoundingBytes: LedgerBytes rounded up to AllocGranularityBytes,
+	// less LedgerBytes: computed, not measured, the least the driver
+	// charges for the ledger (it packs allocations into pages of its
+	// granularity). In records without AllocGranularityBytes: what the
+	// decoder's allocations took from cuMemGetInfo's free memory beyond
+	// the ledger, measured.
 	AllocRoundingBytes int64 `json:"alloc_rounding_bytes"`
+	// AllocGranularityBytes: the driver's allocation page the ledger was
+	// rounded to (2 MiB); absent in records from before it was used.
+	AllocGranularityBytes int64 `json:"alloc_granularity_bytes,omitempty"`
 	// CuBLASWorkspaceBytes: what the first GEMMs allocated (cuBLAS's lazy
 	// workspace and, the first time in a process, the cuBLAS kernels CUDA
 	// loads on first use).
 	CuBLASWorkspaceBytes int64 `json:"cublas_workspace_bytes"`
 	// UnchargedBytes: device memory the driver took for this process that
 	// NVML charges to no process: the GPU's fall in free memory by NVML's
-	// count (before the context against the end) less ProcessBytes. The
-	// parts above are falls in free memory, so they include it; it is
-	// taken off their sum. Measured only with ProcessSource "nvml" on a
-	// one-GPU machine (FreeGapMeasured); 0 otherwise.
+	// count (before the context against the end) less ProcessBytes.
+	// Beside the reconciliation, not in it (ProcessBytes leaves it out, and
+	// so does ContextProcessBytes); in records without
+	// ContextProcessMeasured it was taken off the free-delta parts' sum.
+	// Measured only with ProcessSource "nvml" on a one-GPU machine
+	// (FreeGapMeasured); 0 otherwise.
 	UnchargedBytes int64 `json:"uncharged_bytes"`
 	// UnchargedNote says why UnchargedBytes was not measured where it
 	// could have been: the context existed before the baseline.
 	UnchargedNote string `json:"uncharged_note,omitempty"`
 	// FreeGapBytes is cuMemGetInfo's free memory less NVML's, read
-	// together at the end (FreeGapMeasured: whether they were). The
-	// context is measured from NVML's free figure to CUDA's, which
-	// assumes the two agree; with the uncharged memory named, this gap is
-	// what is left unexplained.
+	// together at the end (FreeGapMeasured: whether they were). ContextBytes
+	// is measured from NVML's free figure to CUDA's, which assumes the two
+	// agree.
 	FreeGapBytes    int64 `json:"free_gap_bytes"`
 	FreeGapMeasured bool  `json:"free_gap_measured,omitempty"`
-	// UnexplainedBytes: ProcessBytes less every named part, with
-	// UnchargedBytes taken off the parts' sum.
+	// UnexplainedBytes: ProcessBytes less the parts. In records without it: ProcessBytes less
+	// free-delta parts plus UnchargedBytes, which is FreeGapBytes, not a
+	// remainder.
 	UnexplainedBytes int64 `json:"unexplained_bytes"`
-	// ContextNote says why ContextBytes (and so UnexplainedBytes) was not
-	// measured, if it was not (no NVML; more than one GPU).
+	// UnexplainedMeasured: UnexplainedBytes is the remainder above, with
+	// every part measured and the context's figure and ProcessBytes from
+	// the same source; false in records from before it was.
+	UnexplainedMeasured bool `json:"unexplained_measured,omitempty"`
+	// ContextNote says why ContextBytes was not measured, if it was not
+	// (no NVML; more than one GPU).
 	ContextNote string `json:"context_note,omitempty"`
 	// NVMLNote says why NVML's figures are missing, if they are.
 	NVMLNote string `json:"nvml_note,omitempty"`

@@ -30,7 +30,8 @@
 //     is the one asked for, as the driver's allocator does, so that a stale
 //     pointer names a live allocation.
 //   - Memory is charged as the driver would: the primary context, each
-//     module, allocations rounded up to 2 MiB, each cuBLAS handle's
+//     module, allocations packed into 2 MiB pages (their total rounded up
+//     to 2 MiB, as an H100 charged), each cuBLAS handle's
 //     workspace (from its first Sgemm, until cublasDestroy_v2) and cuBLAS's
 //     kernels (from the first Sgemm in a context's lifetime, until the
 //     context is destroyed: CUDA >= 12.2 loads modules lazily, and cuBLAS's
@@ -202,6 +203,7 @@ struct alloc {
 	size_t size;
 	unsigned char *host; /* the backing store */
 	int dev;
+	unsigned long long hidden; /* FAKECUDA_HIDDEN_BYTES when it was made */
 };
 
 struct pinned {
@@ -320,7 +322,10 @@ static struct fake_module *modules;
 static struct fake_handle *handles;
 static struct fake_event *events;
 
-static unsigned long long used_alloc[MAX_DEVICES], used_modules[MAX_DEVICES], used_workspace[MAX_DEVICES];
+/* alloc_bytes[dev] is what the live allocations asked for, alloc_hidden[dev]
+ * the FAKECUDA_HIDDEN_BYTES they took beside it (used_alloc). */
+static unsigned long long alloc_bytes[MAX_DEVICES], alloc_hidden[MAX_DEVICES];
+static unsigned long long used_modules[MAX_DEVICES], used_workspace[MAX_DEVICES];
 /* blas_kernels[dev]: the first Sgemm in the primary context's lifetime
  * loaded cuBLAS's kernels into it (lazy loading, CUDA >= 12.2); they stay,
  * whatever handles come and go, until the context is destroyed. */
@@ -363,9 +368,25 @@ static unsigned long long round_up(unsigned long long n, unsigned long long to) 
 	return (n + to - 1) / to * to;
 }
 
+/* used_alloc is what dev's live allocations are charged: packed into
+ * GRANULE pages, their total rounded up to GRANULE (an H100 with driver 580
+ * charged 148 MiB for five buffers of 147.4 MiB in all, 174 MiB for five of
+ * 172.2 MiB: not each rounded up, which would have been 156 and 180 MiB),
+ * and the hidden bytes each took (FAKECUDA_HIDDEN_BYTES). */
+static unsigned long long used_alloc(int dev) { return round_up(alloc_bytes[dev], GRANULE) + alloc_hidden[dev]; }
+
+/* hidden_bytes is FAKECUDA_HIDDEN_BYTES (default 0): device memory each
+ * cuMemAlloc_v2 takes beside what it was asked for, outside the pages, and
+ * charges to the process (CUDA's free, NVML's per-process figure) until
+ * the allocation is freed: memory no ledger of the caller's knows. */
+static unsigned long long hidden_bytes(void) {
+	const char *s = getenv("FAKECUDA_HIDDEN_BYTES");
+	return s != NULL && *s != 0 ? strtoull(s, NULL, 0) : 0;
+}
+
 /* process_bytes is this process's device memory: what NVML would list. */
 static unsigned long long process_bytes(int dev) {
-	return (ctxs[dev].refs > 0 ? CONTEXT_BYTES : 0) + used_alloc[dev] + used_modules[dev] + used_workspace[dev] +
+	return (ctxs[dev].refs > 0 ? CONTEXT_BYTES : 0) + used_alloc(dev) + used_modules[dev] + used_workspace[dev] +
 	       (blas_kernels[dev] ? BLAS_KERNEL_BYTES : 0);
 }
 
@@ -841,10 +862,13 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
 	CUresult r = need_ctx();
 	if (r == CUDA_SUCCESS) {
 		int dev = current->dev;
-		unsigned long long charged = round_up(bytes, GRANULE);
+		unsigned long long charged = round_up(bytes, GRANULE), hidden = hidden_bytes();
+		/* what the process's charge grows by: the pages its total now
+		 * needs beyond those it had, and the hidden bytes */
+		unsigned long long more = round_up(alloc_bytes[dev] + bytes, GRANULE) - round_up(alloc_bytes[dev], GRANULE) + hidden;
 		if (dptr == NULL || bytes == 0) {
 			r = CUDA_ERROR_INVALID_VALUE;
-		} else if (!fits(dev, charged)) {
+		} else if (!fits(dev, more)) {
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 		} else {
 			unsigned char *host = aligned_alloc(256, round_up(bytes, 256));
@@ -866,9 +890,10 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
 					p = next_va;
 					next_va += charged + GRANULE; /* a guard gap */
 				}
-				allocs[nallocs++] = (struct alloc){p, bytes, host, dev};
+				allocs[nallocs++] = (struct alloc){p, bytes, host, dev, hidden};
 				*dptr = p;
-				used_alloc[dev] += charged;
+				alloc_bytes[dev] += bytes;
+				alloc_hidden[dev] += hidden;
 			}
 		}
 	}
@@ -889,7 +914,8 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
 		} else {
 			drain_all(); /* cuMemFree synchronises */
 			remember_freed(allocs[i].dptr, round_up(allocs[i].size, GRANULE), allocs[i].dev);
-			used_alloc[allocs[i].dev] -= round_up(allocs[i].size, GRANULE);
+			alloc_bytes[allocs[i].dev] -= allocs[i].size;
+			alloc_hidden[allocs[i].dev] -= allocs[i].hidden;
 			free(allocs[i].host);
 			allocs[i] = allocs[--nallocs];
 		}

@@ -51,8 +51,9 @@
 //     unless EnvReuseAddresses asks the fake to reuse them as the driver's
 //     allocator does, so that a stale pointer names a live allocation.
 //   - cuMemGetInfo counts what the driver would: the primary context (500
-//     MiB), each loaded module (2 MiB), allocations rounded up to 2 MiB,
-//     each cuBLAS handle's workspace (32 MiB, made by its first Sgemm), and
+//     MiB), each loaded module (2 MiB), allocations packed into 2 MiB pages
+//     (their live total rounded up to 2 MiB, as an H100 with driver 580
+//     charged them; EnvHiddenBytes adds memory beside each), each cuBLAS handle's workspace (32 MiB, made by its first Sgemm), and
 //     cuBLAS's kernels (12 MiB, loaded into the context by the first Sgemm
 //     made in it, as CUDA >= 12.2 loads modules lazily, and kept until the
 //     context is destroyed, after every handle is gone).
@@ -117,6 +118,12 @@ const (
 	// CUDA's free and to NVML's (fakenvml asks for it), but not in
 	// fakecuda_process_bytes, NVML's per-process figure.
 	EnvUnchargedBytes = "FAKECUDA_UNCHARGED_BYTES"
+	// EnvHiddenBytes is device memory each cuMemAlloc_v2 takes beside what
+	// it was asked for (default 0), outside the 2 MiB pages, until it is
+	// freed: charged to the process (CUDA's free, NVML's per-process
+	// figure) but in no ledger of the caller's, so that a reconciliation
+	// has memory it cannot name.
+	EnvHiddenBytes = "FAKECUDA_HIDDEN_BYTES"
 	// EnvFailLaunch = n: the n-th cuLaunchKernel the process makes (1-based,
 	// see Counters.Launches) is accepted, and when it runs its stream
 	// fails: that stream's syncs return CUDA_ERROR_LAUNCH_FAILED from then
@@ -158,7 +165,9 @@ const (
 	// first Sgemm in the context's lifetime, whichever handle makes it, and
 	// released only when the context is destroyed.
 	BLASKernelBytes = 12 << 20
-	Granularity     = 2 << 20 // allocations are charged rounded up to this
+	// Granularity is the page allocations are packed into: their live
+	// total is charged rounded up to it.
+	Granularity = 2 << 20
 )
 
 // library is the fake's C source and how gcc builds it.

@@ -511,6 +511,52 @@ func TestMemoryAccounting(t *testing.T) {
 	g.must(g.d.MemFreeHost(params))
 }
 
+// TestAllocPacking: allocations are charged packed into 2 MiB pages, their
+// live total rounded up, not each rounded up; EnvHiddenBytes charges the
+// planted bytes beside each allocation, in CUDA's free and the process's
+// figure alike, until it is freed.
+func TestAllocPacking(t *testing.T) {
+	fakecuda.Use(t)
+	g := open(t)
+	defer g.close()
+	held := func() uint64 {
+		n, err := fakecuda.ProcessBytes(g.path, 0)
+		g.must(err)
+		return n
+	}
+	free := func() uint64 {
+		f, _, err := g.d.MemGetInfo()
+		g.must(err)
+		return f
+	}
+	const G = fakecuda.Granularity
+	sizes := []int{3 * G / 2, G / 2, 4} // bytes: 3 MiB + 1 MiB + 4 B, three pages packed (four rounded each)
+	const hidden = 12345
+	for _, h := range []int{0, hidden} {
+		t.Setenv(fakecuda.EnvHiddenBytes, strconv.Itoa(h))
+		base, baseFree := held(), free()
+		var ps []cudadrv.DevicePtr
+		total := 0
+		for _, n := range sizes {
+			p, err := g.d.MemAlloc(n)
+			g.must(err)
+			ps = append(ps, p)
+			total += n
+		}
+		want := uint64((total+G-1)/G*G + len(sizes)*h)
+		if got, gotFree := held()-base, baseFree-free(); got != want || gotFree != want {
+			t.Errorf("hidden %d B: %v B allocated: process charged %d B more, CUDA's free fell %d B; want %d B (their %d B in whole pages, %d B hidden each)",
+				h, sizes, got, gotFree, want, total, h)
+		}
+		for _, p := range ps {
+			g.must(g.d.MemFree(p))
+		}
+		if got := held(); got != base {
+			t.Errorf("hidden %d B: all freed, the process holds %d B, want %d", h, got, base)
+		}
+	}
+}
+
 // TestBLASKernelsStayInContext: the first Sgemm in a context loads
 // cuBLAS's kernels, once whatever the handles; they outlive every handle
 // and go with the context.

@@ -289,6 +289,27 @@ type CUDA struct {
 	memAfterOpen  uint64 // cuMemGetInfo free bytes when the device was ready
 }
 
+// OpenCUDAContext makes GPU ordinal's primary context and kernel module, as
+// the first NewCUDA on it would, without a device, and returns the GPU's
+// description and cuMemGetInfo's free bytes now: so that a caller can
+// measure the context on its own, before any device allocates. The
+// context stays the process's, as every device's does.
+func OpenCUDAContext(ordinal int) (info GPUInfo, freeBytes uint64, err error) {
+	g, err := openGPU(ordinal)
+	if err != nil {
+		return GPUInfo{}, 0, fmt.Errorf("device cuda: %w", err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := g.drv.CtxSetCurrent(g.ctx); err != nil {
+		return GPUInfo{}, 0, fmt.Errorf("device cuda: %w", err)
+	}
+	if freeBytes, _, err = g.drv.MemGetInfo(); err != nil {
+		return GPUInfo{}, 0, fmt.Errorf("device cuda: %w", err)
+	}
+	return g.info, freeBytes, nil
+}
+
 // NewCUDA opens GPU ordinal (the primary context, shared by the process),
 // and makes this device's stream, cuBLAS handle and pinned blocks.
 // Device memory is counted in acct.
