@@ -53,9 +53,9 @@ type gpuWatch struct {
 	ctxMeasured  bool
 	ctxNote      string
 	sampler      *gpumem.Sampler
-	afterOpen  device.MemoryInfo
-	afterNew   device.MemoryInfo
-	haveStages int
+	afterOpen    device.MemoryInfo
+	afterNew     device.MemoryInfo
+	haveStages   int
 }
 
 // newGPUWatch opens NVML, reads the baseline and makes the process's
