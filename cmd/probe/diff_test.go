@@ -211,3 +211,70 @@ func TestDiffBreachWording(t *testing.T) {
 		}
 	}
 }
+
+// scalePeakRSS is a copy of the report at path with every peak RSS times
+// f: each repetition's, the parent's of each child, and the summary's,
+// written beside it as name.
+func scalePeakRSS(t *testing.T, path, name string, f float64) string {
+	t.Helper()
+	rep, err := schema.ReadReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range rep.Runs {
+		run := &rep.Runs[i]
+		for k := range run.Repetitions {
+			run.Repetitions[k].PeakRSSBytes = uint64(float64(run.Repetitions[k].PeakRSSBytes) * f)
+			n++
+		}
+		for k := range run.Outside {
+			run.Outside[k].PeakRSSBytes = int64(float64(run.Outside[k].PeakRSSBytes) * f)
+		}
+		for k := range run.Summary.Metrics {
+			m := &run.Summary.Metrics[k]
+			if m.Name != "peak_rss_bytes" {
+				continue
+			}
+			for j := range m.Values {
+				m.Values[j] *= f
+			}
+			m.Median, m.Min, m.Max, m.CILow, m.CIHigh = m.Median*f, m.Min*f, m.Max*f, m.CILow*f, m.CIHigh*f
+		}
+	}
+	if n == 0 {
+		t.Fatalf("%s: no repetition to scale", path)
+	}
+	out := filepath.Join(filepath.Dir(path), name)
+	if err := schema.WriteReport(out, rep); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestDiffGateEndToEnd runs the README's gate on a report of probe run's
+// children at its default --count 3, where the U test's smallest p is
+// 0.100: against a copy with every peak RSS 1.5x, --fail-on
+// 'peak_rss_bytes:+5%' exits 1 with a line saying why the change was not
+// judged; the report against itself exits 0.
+func TestDiffGateEndToEnd(t *testing.T) {
+	t.Setenv(mainEnv, "1")
+	base := filepath.Join(t.TempDir(), "base.json")
+	_, stderr, err := runProbe("run", "--out", base, "--plan", "decode", "--phases", "before", "--preset", "tiny", "--steps", "2", "--data", "synthetic:100KB", "--count", "3", "--format", "csv")
+	if err != nil {
+		t.Fatalf("probe run: %v\n%s", err, stderr)
+	}
+	head := scalePeakRSS(t, base, "head.json", 1.5)
+	_, stderr, err = runProbe("diff", "--fail-on", "peak_rss_bytes:+5%", base, head)
+	var be breachError
+	if !errors.As(err, &be) || be.unjudged != 1 || be.n+be.unchecked != 0 {
+		t.Fatalf("1.5x peak RSS at 3+3: got %v (%+v), want exit status 1 for 1 unjudged change\n%s", err, be, stderr)
+	}
+	if want := "unjudged: decode/before peak_rss_bytes: "; !strings.HasPrefix(stderr, want) ||
+		!strings.Contains(stderr, "(medians +50.00%), limit peak_rss_bytes:+5%: n=3+3: the U test cannot reach p<0.05 (smallest p 0.100)") {
+		t.Errorf("stderr %q, want a line starting %q that says why", stderr, want)
+	}
+	if _, stderr, err = runProbe("diff", "--fail-on", "peak_rss_bytes:+5%", base, base); err != nil {
+		t.Errorf("the report against itself: %v\n%s", err, stderr)
+	}
+}

@@ -41,6 +41,7 @@ type runFlags struct {
 	resume     string
 	dryRun     bool
 	quick      bool
+	force      bool
 	verbose    bool
 }
 
@@ -53,7 +54,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.steps, "steps", 0, "optimizer steps of every plan (0: each plan's scale)")
 	fs.IntVar(&f.count, "count", 0, fmt.Sprintf("repetitions of each configuration, each in a fresh process (0: %d, or 1 with --quick)", runner.DefaultCount))
 	fs.StringArrayVar(&f.sweeps, "sweep", nil, "sweep a knob: AXIS=V1,V2,... with AXIS threads, cache-scale, decode or batch-alloc; repeat for a grid")
-	fs.StringVar(&f.out, "out", "", "report file (default probe-<short commit>.json, probe-nocommit.json without VCS stamping)")
+	fs.StringVar(&f.out, "out", "", "report file (default probe-<short commit>.json, probe-nocommit.json without VCS stamping; with --quick probe-<short commit>-quick.json); an existing file is not replaced without --force")
 	fs.StringVar(&f.profileDir, "profile-dir", "", "every child writes its pprof profiles here, named <configuration>-r<repetition>")
 	fs.StringVar(&f.format, "format", "text", "stdout: the report's tables as text, markdown or csv, or the report itself as json")
 	fs.DurationVar(&f.timeout, "timeout", runner.DefaultTimeout, "kill a child (its process group) that runs longer than this")
@@ -62,6 +63,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.resume, "resume", "", "an earlier report of this run: configurations it holds finished (status ok, --count repetitions, same scale) are copied from it, not run again")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the children, their command lines, predicted peak RSS and estimated time, and exit without running")
 	fs.BoolVar(&f.quick, "quick", false, "every plan at a tiny scale (tiny preset, 200 KB of data, 2 steps), once: a smoke test in under a minute")
+	fs.BoolVar(&f.force, "force", false, "replace the --out file if one is there (without it probe run refuses before running anything)")
 	fs.BoolVar(&f.verbose, "verbose", false, "copy the children's stderr to stderr")
 }
 
@@ -178,8 +180,12 @@ and exits 130 (SIGINT) or 143 (SIGTERM). --resume REPORT copies the
 configurations an earlier report finished and runs the rest.
 
 The report (memprobe.report/v1, docs/report-schema.md) is written
-atomically to --out; stdout gets its tables (--format text, markdown,
-csv) or the report itself (--format json). See docs/run.md.`,
+atomically to --out (default probe-<short commit>.json; with --quick
+probe-<short commit>-quick.json, apart from a full run's); a file already
+there is never replaced without --force (or being the --resume report):
+probe run refuses before starting a child, and --dry-run names the file.
+stdout gets its tables (--format text, markdown, csv) or the report itself
+(--format json). See docs/run.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options()
@@ -189,11 +195,14 @@ csv) or the report itself (--format json). See docs/run.md.`,
 			o.CommandLine = os.Args
 			o.Stderr = stderr
 			o.Terminal = isTerminal(stderr)
-			if f.dryRun {
-				return dryRun(stdout, o, f.format)
-			}
 			if o.Out == "" {
-				o.Out = runner.DefaultOut(job.Environment())
+				o.Out = defaultOut(job.Environment(), f.quick)
+			}
+			if f.dryRun {
+				return dryRun(stdout, o, f.format, f.force)
+			}
+			if err := checkReplace(o.Out, o.Resume, f.force); err != nil {
+				return usageError{err}
 			}
 			ctx, stop := notifyContext()
 			defer stop()
@@ -255,8 +264,36 @@ func unfinished(rep *schema.Report, out, limit string) error {
 	return nil
 }
 
-// dryRun prints the plan of children and runs nothing.
-func dryRun(stdout io.Writer, o runner.Options, format string) error {
+// defaultOut is the report's file when --out is not given: the runner's
+// probe-<short commit>.json, and for a --quick smoke test
+// probe-<short commit>-quick.json, so that one never takes the name (or,
+// in probe diff's BASE..HEAD, the place) of a full run's report.
+func defaultOut(env schema.Environment, quick bool) string {
+	out := runner.DefaultOut(env)
+	if quick {
+		out = strings.TrimSuffix(out, ".json") + "-quick.json"
+	}
+	return out
+}
+
+// checkReplace refuses an --out file that already exists, unless force
+// asks to replace it or it is the --resume report, which the new one
+// holds: a report costs minutes to remake, and a default name is shared
+// by every run of one commit.
+func checkReplace(out, resume string, force bool) error {
+	st, err := os.Stat(out)
+	if err != nil || force {
+		return nil
+	}
+	if rs, err := os.Stat(resume); resume != "" && err == nil && os.SameFile(st, rs) {
+		return nil
+	}
+	return fmt.Errorf("--out %s: a report is already there (%s, %s); --force replaces it, --out names another file", out, table.FormatBytes(float64(st.Size())), st.ModTime().UTC().Format(time.RFC3339))
+}
+
+// dryRun prints the plan of children and the report's file, and runs
+// nothing.
+func dryRun(stdout io.Writer, o runner.Options, format string, force bool) error {
 	cs, err := runner.Prepare(&o)
 	if err != nil {
 		return usageError{err}
@@ -273,7 +310,17 @@ func dryRun(stdout io.Writer, o runner.Options, format string) error {
 		_, err = stdout.Write(b)
 		return err
 	}
-	return runner.WritePlan(stdout, cs, o, exe, table.Format(format))
+	if err := runner.WritePlan(stdout, cs, o, exe, table.Format(format)); err != nil || format == string(table.CSV) {
+		return err
+	}
+	line := "\nreport: " + o.Out
+	if err := checkReplace(o.Out, o.Resume, force); err != nil {
+		line += " (already there: probe run refuses to replace it without --force)"
+	} else if _, serr := os.Stat(o.Out); serr == nil {
+		line += " (already there: replaced)"
+	}
+	_, err = fmt.Fprintln(stdout, line)
+	return err
 }
 
 // writeRunOutput prints the report's tables, or the report as JSON.

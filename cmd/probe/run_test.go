@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -332,5 +333,51 @@ func TestRunProfilesTable(t *testing.T) {
 	}
 	if again != stdout {
 		t.Errorf("probe run printed\n%s\nprobe report prints\n%s", stdout, again)
+	}
+}
+
+// TestRunQuickTwice: probe run --quick twice with the default output
+// leaves the first report as it was and refuses (a usage error, before
+// any child), naming the file; --dry-run names it; --force replaces it;
+// the quick report is named apart from a full run's. Two --quick reports
+// (one repetition a side) with every peak RSS 1.5x do not pass the gate.
+func TestRunQuickTwice(t *testing.T) {
+	t.Setenv(mainEnv, "1")
+	t.Chdir(t.TempDir())
+	args := []string{"run", "--quick", "--plan", "decode", "--phases", "before", "--format", "csv"}
+	if _, stderr, err := runProbe(args...); err != nil {
+		t.Fatalf("first run: %v\n%s", err, stderr)
+	}
+	out := defaultOut(schema.Environment{}, true)
+	if out != "probe-nocommit-quick.json" {
+		t.Errorf("default --quick report %q", out)
+	}
+	first, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("first run wrote no %s: %v", out, err)
+	}
+	_, stderr, err := runProbe(args...)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--out "+out+": a report is already there") || !strings.Contains(err.Error(), "--force replaces it") {
+		t.Errorf("second run: got %v, want a usage error refusing to replace %s", err, out)
+	}
+	if strings.Contains(stderr, "configurations in") {
+		t.Errorf("second run started children:\n%s", stderr)
+	}
+	if now, _ := os.ReadFile(out); !bytes.Equal(now, first) {
+		t.Errorf("%s changed: %d bytes, was %d", out, len(now), len(first))
+	}
+	stdout, _, err := runProbe("run", "--quick", "--plan", "decode", "--phases", "before", "--dry-run")
+	if want := "report: " + out + " (already there: probe run refuses to replace it without --force)"; err != nil || !strings.Contains(stdout, want) {
+		t.Errorf("--dry-run: %v, stdout lacks %q:\n%s", err, want, stdout)
+	}
+	head := scalePeakRSS(t, out, "head.json", 1.5)
+	_, stderr, err = runProbe("diff", "--fail-on", "peak_rss_bytes:+5%", out, head)
+	var be breachError
+	if !errors.As(err, &be) || be.unjudged != 1 || !strings.Contains(stderr, "n=1+1: the U test cannot reach p<0.05 (smallest p 1.000)") {
+		t.Errorf("two --quick reports, 1.5x: got %v, stderr %q; want exit status 1 saying why", err, stderr)
+	}
+	if _, stderr, err := runProbe(append(args, "--force")...); err != nil {
+		t.Errorf("--force: %v\n%s", err, stderr)
 	}
 }
