@@ -33,6 +33,11 @@ const (
 	clReserved  = "anon.reserved"
 )
 
+// GoHeapArenaBytes is the size of Go's heap arenas on linux/amd64
+// (runtime/malloc.go heapArenaBytes): the runtime reserves its heap in
+// whole arenas, aligned to their size.
+const GoHeapArenaBytes = 64 << 20
+
 // Shapes of the C library's mappings (glibc, 64-bit).
 const (
 	// GlibcHeapMaxBytes is HEAP_MAX_SIZE: each malloc arena other than
@@ -172,7 +177,9 @@ func (l *layout) claimRange(in *Input, lo, hi uint64, class string) (resident, r
 			continue
 		}
 		r := int64(-1)
-		if in.Resident != nil {
+		if v.RssBytes == 0 {
+			r = 0 // nothing of the mapping is resident
+		} else if in.Resident != nil {
 			if b, err := in.Resident(a, z); err == nil {
 				r = b
 			}
@@ -251,25 +258,8 @@ func classify(in *Input) *layout {
 		}
 	}
 
-	// 2. Go's heap arenas: the mappings that hold a known heap address,
-	// and the anonymous mappings contiguous with them (the rest of the
-	// arenas' reservations: Go reserves 64 MiB arenas PROT_NONE and maps
-	// them read-write as the heap grows).
-	for _, a := range in.GoAddrs {
-		if i := l.find(a); i >= 0 && l.vmas[i].anon() {
-			l.claimWhole(i, clGoArena)
-		}
-	}
-	for i := 1; i < len(l.vmas); i++ { // upwards
-		if p, v := &l.vmas[i-1], &l.vmas[i]; p.owner == clGoArena && v.anon() && v.Start == p.End {
-			l.claimWhole(i, clGoArena)
-		}
-	}
-	for i := len(l.vmas) - 2; i >= 0; i-- { // downwards
-		if v, n := &l.vmas[i], &l.vmas[i+1]; n.owner == clGoArena && v.anon() && v.End == n.Start {
-			l.claimWhole(i, clGoArena)
-		}
-	}
+	// 2. Go's heap arenas (goArenas).
+	l.goArenas(in)
 
 	// 3. The race detector's shadow memory, by its fixed addresses.
 	if in.Race {

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"syscall"
 	"testing"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"memprobe/probe/ledger"
+	"memprobe/probe/procfs"
 	"memprobe/probe/rtstats"
 )
 
@@ -74,4 +79,167 @@ func TestLivePlantedIsUnexplained(t *testing.T) {
 	if named < planted*8/10 {
 		t.Errorf("the unexplained mappings hold %d B of the planted range %#x-%#x: %+v", named, addr, addr+planted, r.UnexplainedMappings)
 	}
+}
+
+// plantAt maps n bytes of anonymous read-write memory at addr exactly
+// (MAP_FIXED_NOREPLACE: it fails rather than replace a mapping), or where
+// the kernel likes when addr is 0, and makes every page resident
+// (MADV_POPULATE_WRITE, or by writing each page where the kernel predates
+// it). It is what a C library's mmap leaves: no allocator of the process,
+// no ledger and no name know it.
+func plantAt(t *testing.T, addr uint64, n int) (start uint64, unmap func()) {
+	t.Helper()
+	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
+	if addr != 0 {
+		flags |= unix.MAP_FIXED_NOREPLACE
+	}
+	r, _, errno := unix.Syscall6(unix.SYS_MMAP, uintptr(addr), uintptr(n), unix.PROT_READ|unix.PROT_WRITE, uintptr(flags), ^uintptr(0), 0)
+	if errno != 0 {
+		t.Fatalf("planting %d B at %#x: mmap: %v", n, addr, errno)
+	}
+	unmap = func() { unix.Syscall(unix.SYS_MUNMAP, r, uintptr(n), 0) }
+	if addr != 0 && uint64(r) != addr {
+		unmap()
+		t.Fatalf("planting %d B at %#x: mmap placed it at %#x (a kernel without MAP_FIXED_NOREPLACE)", n, addr, r)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r, uintptr(n), unix.MADV_POPULATE_WRITE); errno != 0 {
+		b := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&r))), n)
+		for i := 0; i < n; i += os.Getpagesize() {
+			b[i] = 1
+		}
+	}
+	return uint64(r), unmap
+}
+
+// walkUnexplained is r's unexplained bytes as the page walk sees them:
+// without the status counters' drift from it (VmRSS − Σ smaps Rss, per-CPU
+// batched: up to tens of MiB on a large machine), which would swamp the
+// small plants.
+func walkUnexplained(r Reconciliation) int64 {
+	return r.UnexplainedBytes - (r.RSSBytes - r.SmapsRSSBytes)
+}
+
+// reconcileSelf gathers and computes this process's reconciliation.
+func reconcileSelf(t *testing.T, rt *rtstats.Reader) Reconciliation {
+	t.Helper()
+	in, err := GatherSelf(rt, ledger.New(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Compute(in)
+	checkSums(t, r)
+	return r
+}
+
+// checkPlanted reconciles the process before and after plant, which maps
+// planted bytes and returns their ranges, and requires the unexplained
+// bytes (as the page walk sees them) to grow by the planted bytes within
+// ±10 %.
+func checkPlanted(t *testing.T, planted int64, plant func() (ranges [][2]uint64, unmap func())) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("needs /proc")
+	}
+	// Go's metadata outside its arenas is unexplained (probable Go
+	// metadata), and a GC cycle changes it (mark bits come from fresh
+	// 64 KiB chunks): warm up (the first walks allocate what later ones
+	// reuse), then read twice without a GC between.
+	rt := rtstats.New()
+	for range 2 {
+		reconcileSelf(t, rt)
+	}
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	base := reconcileSelf(t, rt)
+	ranges, unmap := plant()
+	defer unmap()
+	r := reconcileSelf(t, rt)
+	var table bytes.Buffer
+	if err := Render(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	d := walkUnexplained(r) - walkUnexplained(base)
+	t.Logf("planted %d B in %#x: unexplained (page walk) %d -> %d B, +%d B\n%s", planted, ranges, walkUnexplained(base), walkUnexplained(r), d, table.String())
+	if d < planted*9/10 || d > planted*11/10 {
+		t.Errorf("unexplained grew by %d B with %d B planted, want within ±10 %%", d, planted)
+		t.Logf("before:\n%s\nmappings before: %+v\nafter: %+v", renderString(base), base.UnexplainedMappings, r.UnexplainedMappings)
+	}
+	var named int64
+	for _, p := range r.UnexplainedMappings {
+		for _, g := range ranges {
+			if p.Start < g[1] && g[0] < p.End {
+				named += p.ResidentBytes
+				break
+			}
+		}
+	}
+	if named < planted*9/10 {
+		t.Errorf("the unexplained mappings hold %d B of the plants %#x: %+v", named, ranges, r.UnexplainedMappings)
+	}
+}
+
+// TestPlanted1MiB: 1 MiB of C memory (mmap, every page touched) is
+// unexplained, not Go metadata by size.
+func TestPlanted1MiB(t *testing.T) {
+	checkPlanted(t, 1<<20, func() ([][2]uint64, func()) {
+		a, unmap := plantAt(t, 0, 1<<20)
+		return [][2]uint64{{a, a + 1<<20}}, unmap
+	})
+}
+
+// TestPlanted4x256KiB: four 256 KiB C mmaps, each smaller than what Go's
+// metadata classes count, are unexplained. Holes between them keep them
+// four mappings.
+func TestPlanted4x256KiB(t *testing.T) {
+	const n, gap = 256 << 10, 64 << 10
+	checkPlanted(t, 4*n, func() ([][2]uint64, func()) {
+		a, unmapAll := plantAt(t, 0, 4*(n+gap))
+		var ranges [][2]uint64
+		for i := range 4 {
+			lo := a + uint64(i*(n+gap))
+			unix.Syscall(unix.SYS_MUNMAP, uintptr(lo+n), gap, 0) // a hole above each
+			ranges = append(ranges, [2]uint64{lo, lo + n})
+		}
+		return ranges, unmapAll
+	})
+}
+
+// TestPlantedAboveGoArena: 32 MiB mapped right above Go's arena
+// reservation (the PROT_NONE top of the arena the heap grows in) is
+// unexplained, not go.arena.other.
+func TestPlantedAboveGoArena(t *testing.T) {
+	const n = 32 << 20
+	checkPlanted(t, n, func() ([][2]uint64, func()) {
+		in, err := GatherSelf(rtstats.New(), ledger.New(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		top := arenaRunTop(t, in)
+		a, unmap := plantAt(t, top, n)
+		return [][2]uint64{{a, a + n}}, unmap
+	})
+}
+
+// arenaRunTop is the end of the run of anonymous mappings that holds Go's
+// heap (in.GoAddrs[0]); it must end in the heap's PROT_NONE reservation.
+func arenaRunTop(t *testing.T, in Input) uint64 {
+	t.Helper()
+	ms := in.Mappings
+	i := slices.IndexFunc(ms, func(m procfs.Mapping) bool { return m.Start <= in.GoAddrs[0] && in.GoAddrs[0] < m.End })
+	if i < 0 {
+		t.Fatalf("no mapping holds the Go heap address %#x", in.GoAddrs[0])
+	}
+	for i+1 < len(ms) && ms[i+1].Start == ms[i].End && ms[i+1].Path == "" {
+		i++
+	}
+	if ms[i].Perms[:3] != "---" || ms[i].End%GoHeapArenaBytes != 0 {
+		t.Fatalf("Go's heap run ends in %+v: not a PROT_NONE reservation at an arena boundary", ms[i])
+	}
+	return ms[i].End
+}
+
+func renderString(r Reconciliation) string {
+	var b bytes.Buffer
+	Render(&b, r)
+	return b.String()
 }

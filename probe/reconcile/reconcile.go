@@ -19,10 +19,14 @@
 //     shared memory, the kernel's [vdso]/[vvar], and anonymous mappings a
 //     runtime named (Go 1.25+ "[anon: Go: ...]", glibc 2.41+ stacks and
 //     arenas) on kernels that keep such names.
-//  2. Go's heap arenas: the mappings holding Input.GoAddrs (addresses of
-//     Go heap objects and goroutine stacks; Go 1.26 randomises the heap's
-//     base, so it is found by address, not by place), and the anonymous
-//     mappings contiguous with them (the arenas' PROT_NONE reservations).
+//  2. Go's heap arenas, where the runtime says they are: the mappings
+//     holding Input.GoAddrs (addresses of Go heap objects and goroutine
+//     stacks; Go 1.26 randomises the heap's base, so it is found by
+//     address, not by place), the read-write mappings directly next to
+//     them (the heap grows from its base without gaps), and the PROT_NONE
+//     reservations directly below and above those, up to the 64 MiB arena
+//     boundaries (the runtime reserves whole arenas). A mapping beyond a
+//     reservation is not Go's, however close.
 //  3. With the race detector, its shadow memory, by its fixed addresses.
 //  4. .bss: the anonymous mapping directly above a file's writable,
 //     private data, up to the end of the segment in memory (its ELF
@@ -53,19 +57,24 @@
 // reserved address space (nothing resident, or PROT_NONE: anon.reserved)
 // or resident anonymous memory no source claimed: a candidate. Go's
 // runtime/metrics classes then say how much of Go's memory should be
-// outside the arenas (metadata, profiling buckets, other, os-stacks); Go's
-// mappings there cannot be told from C's by shape, so the smallest
-// candidates are taken as go.runtime.metadata until that budget is spent
-// (a candidate with more resident than what is left of it, or mapping more
-// than those classes plus Go's 32 MiB heap index, is not taken). Ledger
-// components outside Go take candidates the same way, largest first.
+// outside the heap classes (metadata, profiling buckets, other,
+// os-stacks). go.runtime.metadata is only what the kernel names as Go's;
+// unnamed mappings cannot be told from C's by shape, so the smallest
+// candidates that fit that budget (one with more resident than what is
+// left of it, or mapping more than those classes plus Go's 32 MiB heap
+// index, does not) are listed as probable Go metadata, with the budget
+// left, and stay unexplained. Ledger components outside Go take the other
+// candidates, largest first, up to their bytes.
 //
 // The go.heap.* parts keep Go's class breakdown (objects, in the ledger or
 // not; free and unused; goroutine stacks) at their mapped size as the
 // reserved bytes, and as resident bytes at most what smaps shows resident
 // in the arenas: when the classes exceed it, heap free is cut first, then
 // other objects, goroutine stacks, and the ledger's objects last. What the
-// arenas hold beyond the classes is go.arena.other.
+// arenas hold beyond the classes is go.arena.other, up to the metadata
+// classes (less what Go's named mappings hold): what runtime/metrics says
+// Go mapped beyond its heap. More is a mapping of another's merged with
+// an arena: unexplained, with a warning.
 //
 // Unexplained is VmRSS − Σ parts' resident bytes, with its sign: the
 // candidates no source took (listed, largest first), plus the difference
@@ -74,9 +83,11 @@
 //
 // # Limits
 //
-// The Go metadata budget can take a C mapping smaller than what is left of
-// it, and leaves Go's own mappings unexplained when the classes count less
-// than is resident. An arena holding none of Input.GoAddrs is not found.
+// Without the kernel's names Go's metadata outside the arenas is
+// unexplained (as probable Go metadata), and so is a C mapping listed with
+// it. A mapping the kernel merged with Go's read-write heap hides up to the
+// metadata classes in go.arena.other. An arena holding none of
+// Input.GoAddrs is not found.
 // The shape rules can take a Go mapping of the same shape (a page-summary
 // island of 64 KiB or more above a small PROT_NONE piece) for a stack, and
 // miss a stack whose guard the kernel merged with another PROT_NONE
@@ -106,6 +117,10 @@ import (
 // mapping of Go's own that no runtime/metrics class counts ("we rely on
 // demand paging", runtime/malloc.go), mostly untouched.
 const GoHeapIndexBytes = 8 << 22
+
+// probableGoMetadata marks an unexplained mapping that fits Go's metadata
+// classes by size alone.
+const probableGoMetadata = "probable Go metadata (by size)"
 
 // DefaultThreadStackReserveBytes is glibc's default pthread stack size with
 // the usual 8 MiB RLIMIT_STACK, used when Input.ThreadStackBytes is 0.
@@ -274,9 +289,19 @@ type Reconciliation struct {
 	GlibcArenasExact bool `json:"glibc_arenas_exact,omitempty"`
 	// GoArenaRSSBytes is resident in Go's heap arena mappings (smaps);
 	// GoMappedNotResidentBytes is what Go's classes count mapped (total −
-	// released) beyond what is resident in all of Go's mappings found.
+	// released) beyond what is resident in Go's arenas and the mappings
+	// the kernel names as Go's.
 	GoArenaRSSBytes          int64 `json:"go_arena_rss_bytes"`
 	GoMappedNotResidentBytes int64 `json:"go_mapped_not_resident_bytes"`
+	// ProbableGoMetadataBytes is resident in unclaimed anonymous mappings
+	// that fit Go's metadata classes by size alone (smallest first, within
+	// what those classes count beyond Go's arenas and named mappings):
+	// probably Go's, but nothing says so, so they are part of
+	// UnexplainedBytes (marked in UnexplainedMappings).
+	// ProbableGoMetadataBudgetLeftBytes is what the classes count beyond
+	// them: Go metadata that may be resident in no mapping found.
+	ProbableGoMetadataBytes           int64 `json:"probable_go_metadata_bytes"`
+	ProbableGoMetadataBudgetLeftBytes int64 `json:"probable_go_metadata_budget_left_bytes"`
 	// Files are the mapped files, most resident first.
 	Files    []FileShare `json:"files"`
 	Warnings []string    `json:"warnings"`
@@ -375,42 +400,65 @@ func Compute(in Input) Reconciliation {
 		heapResSum += heapRes[i]
 	}
 	add("go.heap.released", 0, m.HeapReleasedBytes, 0, "heap/released: mapped, returned to the OS")
-	arenaOther := arena.reserved - (heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] + m.HeapReleasedBytes)
-	if arenaOther < 0 {
-		warn("Go's heap classes map %d B more than the arena mappings found hold: an arena may hold no known address", -arenaOther)
-		arenaOther = 0
-	}
-	add("go.arena.other", arena.resident-heapResSum, arenaOther, arena.count,
-		"arena mappings beyond the heap classes: in-arena metadata (GC work buffers), PROT_NONE reservations")
 
-	// Go's mappings outside the arenas: named ones, then the smallest
-	// candidates within the metadata classes' budget.
+	// What the arenas hold beyond the heap classes is bounded by what
+	// runtime/metrics says Go mapped beyond them: the metadata classes
+	// (GC work buffers live in the arenas, counted in metadata/other),
+	// less what Go's named mappings outside the arenas hold. The rest is
+	// no class's: unexplained, with a warning.
 	off := *l.tally(clGoOffHeap)
 	named := off.count
-	budget := max(goMeta-(arena.resident-heapResSum)-off.resident, 0)
+	heapSys := heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] + m.HeapReleasedBytes
+	metaRoom := max(goMeta-off.resident, 0)
+	arenaOther := arena.resident - heapResSum
+	excessRes := max(arenaOther-metaRoom, 0)
+	arenaOther -= excessRes
+	arenaNone := l.goArenaProtNone()
+	excessResv := max(arena.reserved-arenaNone-heapSys-goMeta, 0)
+	arenaOtherResv := arena.reserved - heapSys - excessResv
+	if arenaOtherResv < 0 {
+		warn("Go's heap classes map %d B more than the arena mappings found hold: an arena may hold no known address", -arenaOtherResv)
+		arenaOtherResv = 0
+	}
+	otherNote := fmt.Sprintf("arena mappings beyond the heap classes: in-arena metadata (GC work buffers), at most the metadata classes' %s less Go's named mappings; %s of PROT_NONE reservations",
+		iec(goMeta), iec(arenaNone))
+	var rest, arenaExcess []Piece
+	if excessRes > 0 || excessResv > 0 {
+		lo, hi := l.goArenaSpan()
+		arenaExcess = append(arenaExcess, Piece{Start: lo, End: hi, Perms: "rw-p", ResidentBytes: excessRes, ReservedBytes: excessResv,
+			Note: "Go's arena mappings beyond what runtime/metrics says Go mapped"})
+		warn("Go's arena mappings hold %s resident (%s mapped read-write) beyond what runtime/metrics says Go mapped there (heap classes %s, metadata classes %s): counted as unexplained; another mapping may have merged with an arena",
+			iec(excessRes), iec(excessResv), iec(heapSys), iec(goMeta))
+	}
+	add("go.arena.other", arenaOther, arenaOtherResv, arena.count, otherNote)
+
+	// Go's mappings outside the arenas: only those the kernel names as
+	// Go's. Unnamed candidates that fit the metadata classes' budget by
+	// size are probable Go metadata, but nothing says they are Go's: they
+	// stay unexplained, marked.
+	budget := max(goMeta-arenaOther-off.resident, 0)
 	cands := l.candidates
 	slices.SortStableFunc(cands, func(a, b Piece) int {
 		return cmp.Or(cmp.Compare(a.ResidentBytes, b.ResidentBytes), cmp.Compare(a.Start, b.Start))
 	})
-	var taken int
-	var rest []Piece
+	var probable []Piece
 	for _, c := range cands {
 		// A mapping larger than all Go could have mapped outside its
 		// arenas is not Go's, however little of it is resident (a BLAS
 		// buffer).
 		if c.ResidentBytes <= budget && c.ReservedBytes <= goMeta+GoHeapIndexBytes {
 			budget -= c.ResidentBytes
-			off.resident += c.ResidentBytes
-			off.reserved += c.ReservedBytes
-			off.count++
-			taken++
+			c.Note = strings.TrimPrefix(c.Note+"; "+probableGoMetadata, "; ")
+			r.ProbableGoMetadataBytes += c.ResidentBytes
+			probable = append(probable, c)
 			continue
 		}
 		rest = append(rest, c)
 	}
+	r.ProbableGoMetadataBudgetLeftBytes = budget
 	add(clGoOffHeap, off.resident, off.reserved, off.count, fmt.Sprintf(
-		"metadata/* + profiling/buckets + other + os-stacks: %s mapped; %d mappings named by the kernel, %d unclaimed ones taken smallest first within that",
-		iec(goMeta), named, taken))
+		"metadata/* + profiling/buckets + other + os-stacks: %s mapped; %d mappings named by the kernel as Go's (unnamed ones that fit by size are unexplained, as probable Go metadata)",
+		iec(goMeta), named))
 	r.GoMappedNotResidentBytes = max(goMapped-arena.resident-off.resident, 0)
 
 	// Ledger components outside Go, from the largest candidates.
@@ -432,6 +480,7 @@ func Compute(in Input) Reconciliation {
 		slices.Reverse(rest)
 	}
 	add("outside_go.ledger", outRes, outResv, outCount, outNote)
+	rest = append(append(rest, arenaExcess...), probable...)
 
 	// Everything else, as classified.
 	stacksNote := l.stacksNote(&in)
@@ -503,6 +552,10 @@ func Compute(in Input) Reconciliation {
 	why := []string{fmt.Sprintf("%s in %d anonymous mappings no source claims", iec(restSum), len(rest))}
 	if len(rest) > 0 {
 		why[0] += fmt.Sprintf(" (largest %#x-%#x: %s resident)", rest[0].Start, rest[0].End, iec(rest[0].ResidentBytes))
+	}
+	if len(probable) > 0 {
+		why = append(why, fmt.Sprintf("of which %s in %s fit Go's metadata classes by size (probable Go metadata; %s of their %s budget left)",
+			iec(r.ProbableGoMetadataBytes), plural(len(probable), "mapping"), iec(r.ProbableGoMetadataBudgetLeftBytes), iec(goMeta)))
 	}
 	why = append(why, fmt.Sprintf("VmRSS − Σ smaps Rss = %s (status counters are per-CPU batched)", iecSigned(drift)))
 	if d := r.VSZBytes - l.smapsSize; d != 0 {
