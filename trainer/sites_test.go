@@ -22,6 +22,9 @@ func TestPlantedLedgerMakeIsProgram(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the instruments read /proc")
 	}
+	if testing.Short() {
+		t.Skip("two instrumented training runs")
+	}
 	cfg := model.Presets["tiny"]
 	o := job.Options{
 		Trainer: trainer.Options{Config: cfg, Optimizer: model.DefaultAdamW, Threads: 2, Seed: 1, GEMM: "naive", Ledger: ledger.New()},
