@@ -166,20 +166,24 @@ func decodeModesTable(recs []schema.DecodeRecord) (*table.Table, error) {
 }
 
 // decodeDeviceMemoryTable reconciles each record's device memory (cuda
-// only); nil when no record has a reconciliation.
+// only); nil when no record has a reconciliation. NVML's figure at the
+// end is the sum of the parts from "context+module" to "unexplained";
+// the uncharged memory, a column only where some record measured it, is
+// beside the sum. A part a record did not measure says "not measured":
+// records from before the context was measured on its own and the ledger
+// rounded to the driver's pages have no such parts, and their remainder
+// was not one.
 func decodeDeviceMemoryTable(recs []schema.DecodeRecord) *table.Table {
 	rows := slices.DeleteFunc(slices.Clone(recs), func(r schema.DecodeRecord) bool { return r.DeviceMemory == nil })
 	if len(rows) == 0 {
 		return nil
 	}
 	dm0 := rows[0].DeviceMemory
-	title := fmt.Sprintf("device memory on %s (%s): NVML's figure for this process against what the device names", dm0.GPU, table.FormatBytesShort(dm0.TotalBytes))
+	title := fmt.Sprintf("device memory on %s (%s): NVML's figure for this process at the end = context+module (NVML's, before any device) + held before + stream+cuBLAS handle + ledger + rounding to the driver's pages + cuBLAS workspace + unexplained",
+		dm0.GPU, table.FormatBytesShort(dm0.TotalBytes))
 	if dm0.NVMLNote != "" {
 		title += "; NVML: " + dm0.NVMLNote
 	}
-	// The uncharged memory is a column only where some record measured it
-	// (NVML's free figure read beside CUDA's): records from before it was
-	// measured keep their table.
 	uncharged := slices.ContainsFunc(rows, func(r schema.DecodeRecord) bool { return r.DeviceMemory.FreeGapMeasured })
 	cols := []table.Column{
 		{Name: "mode"},
@@ -189,44 +193,47 @@ func decodeDeviceMemoryTable(recs []schema.DecodeRecord) *table.Table {
 		{Name: "held before", Kind: table.Bytes},
 		{Name: "stream+cuBLAS handle", Kind: table.Bytes},
 		{Name: "ledger", Kind: table.Bytes},
-		{Name: "alloc rounding", Kind: table.Bytes},
+		{Name: "rounding to pages", Kind: table.Bytes},
 		{Name: "cuBLAS workspace", Kind: table.Bytes},
+		{Name: "unexplained", Kind: table.Bytes},
 	}
 	if uncharged {
-		// Negative: the parts before it are falls in free memory, which
-		// include memory NVML charges to no process.
-		cols = append(cols, table.Column{Name: "less uncharged", Kind: table.Bytes})
+		cols = append(cols, table.Column{Name: "uncharged (not in NVML's)", Kind: table.Bytes})
 	}
-	cols = append(cols, table.Column{Name: "unexplained", Kind: table.Bytes})
+	const notMeasured = "not measured"
 	t := table.New(title, cols...)
 	for _, r := range rows {
 		d := r.DeviceMemory
-		// Without NVML there is no process figure, no baseline for the
-		// context and so no remainder; without NVML's entry for the
-		// process, no peak: blank, not 0.
-		var peak, end, ctx, unexplained any
+		// Without NVML there is no process figure and no context on its
+		// own, so no remainder; without NVML's entry for the process, no
+		// peak: blank, not 0.
+		var peak, end any
 		if d.ProcessSource == "nvml" {
 			peak = d.ProcessPeakBytes
 		}
 		if d.ProcessSource != "" {
 			end = d.ProcessBytes
 		}
-		if d.ContextNote == "" {
-			ctx = d.ContextBytes
-			if d.ProcessSource != "" {
-				unexplained = d.UnexplainedBytes
-			}
+		var ctx, rounding, unexplained any = notMeasured, notMeasured, notMeasured
+		if d.ContextProcessMeasured {
+			ctx = d.ContextProcessBytes
+		}
+		if d.AllocGranularityBytes > 0 {
+			rounding = d.AllocRoundingBytes
+		}
+		if d.UnexplainedMeasured {
+			unexplained = d.UnexplainedBytes
 		}
 		cells := []any{r.Decode, peak, end, ctx, d.HeldBeforeOpenBytes, d.StreamHandleBytes, d.LedgerBytes,
-			d.AllocRoundingBytes, d.CuBLASWorkspaceBytes}
+			rounding, d.CuBLASWorkspaceBytes, unexplained}
 		if uncharged {
 			var u any
 			if d.FreeGapMeasured && d.ProcessSource == "nvml" && d.ContextNote == "" && d.UnchargedNote == "" {
-				u = -d.UnchargedBytes
+				u = d.UnchargedBytes
 			}
 			cells = append(cells, u)
 		}
-		t.Add(append(cells, unexplained)...)
+		t.Add(cells...)
 	}
 	return t
 }

@@ -164,11 +164,14 @@ func h100Records(t *testing.T) []schema.DecodeRecord {
 }
 
 // TestDecodeTablesH100: a real GPU's records render: the modes, the device
-// memory reconciliation (its -5.56 MiB unexplained, as measured before
-// NVML's free figure was read beside CUDA's) and the check. With the
-// uncharged memory measured, a "less uncharged" column takes it off the
-// parts, shown negative, and records that did not measure it leave it
-// blank.
+// memory reconciliation and the check. The records predate the context
+// measured on its own and the ledger rounded to the driver's pages: those
+// parts and the remainder say "not measured" (their unexplained -5.56 MiB
+// was the gap between two free figures, not a remainder). The same
+// figures as a later run records them (NVML's charge for the context,
+// 5.56 MiB less than its fall in free memory, measured on the same H100;
+// the ledger in 2 MiB pages) fill those columns, nothing unexplained, and
+// the uncharged memory is a column beside the sum.
 func TestDecodeTablesH100(t *testing.T) {
 	recs := h100Records(t)
 	var buf bytes.Buffer
@@ -177,10 +180,14 @@ func TestDecodeTablesH100(t *testing.T) {
 	}
 	golden.Check(t, "decode-h100-gpt2-head.markdown.golden", buf.Bytes())
 
-	for i := range recs[:3] {
+	const uncharged = 5832704 // testdata/gpu/h100-2026-11-26-bench
+	for i := range recs {
 		dm := *recs[i].DeviceMemory
-		dm.UnchargedBytes, dm.FreeGapMeasured, dm.FreeGapBytes = -dm.UnexplainedBytes, true, 0
-		dm.UnexplainedBytes = 0
+		dm.ContextProcessBytes, dm.ContextProcessMeasured = dm.ContextBytes-uncharged, true
+		dm.AllocGranularityBytes = 2 << 20
+		dm.AllocRoundingBytes = (dm.LedgerBytes+2<<20-1)/(2<<20)*(2<<20) - dm.LedgerBytes
+		dm.UnchargedBytes, dm.FreeGapMeasured, dm.FreeGapBytes = uncharged, true, 0
+		dm.UnexplainedBytes, dm.UnexplainedMeasured = 0, true
 		recs[i].DeviceMemory = &dm
 	}
 	buf.Reset()

@@ -257,9 +257,7 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 		// whole pages). What the decoder's allocations took beyond the
 		// ledger's pages, or NVML's figure gained without cuMemGetInfo's
 		// free memory falling, is left here.
-		dm.UnexplainedBytes = dm.ProcessBytes - dm.ContextProcessBytes - dm.HeldBeforeOpenBytes - dm.StreamHandleBytes -
-			dm.LedgerBytes - dm.AllocRoundingBytes - dm.CuBLASWorkspaceBytes
-		dm.UnexplainedMeasured = true
+		dm.UnexplainedBytes, dm.UnexplainedMeasured = remainder(dm), true
 	}
 	if dm.ProcessSource != "" && w.baseTaken {
 		if haveNVMLFree {
@@ -281,6 +279,13 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 		}
 	}
 	return dm
+}
+
+// remainder is NVML's figure for the process less the parts of the
+// reconciliation (schema.DeviceMemory).
+func remainder(dm *schema.DeviceMemory) int64 {
+	return dm.ProcessBytes - dm.ContextProcessBytes - dm.HeldBeforeOpenBytes - dm.StreamHandleBytes -
+		dm.LedgerBytes - dm.AllocRoundingBytes - dm.CuBLASWorkspaceBytes
 }
 
 // roundUp rounds n up to a multiple of to.

@@ -11,6 +11,7 @@ import (
 
 	"memprobe/internal/fakecuda"
 	"memprobe/internal/table"
+	"memprobe/schema"
 )
 
 // decoderBuffers is how many device buffers a decoder allocates in every
@@ -127,6 +128,48 @@ func TestRunCUDAUncharged(t *testing.T) {
 }
 
 var unchargedRuns atomic.Int64
+
+// TestReconcileH100: the reconciliation on a real GPU's figures, kept in
+// testdata/gpu (probe decode --preset gpt2-head on an H100, driver 580,
+// a run that measured the memory charged to no process). Its context
+// measured on its own is NVML's charge for it: the fall in free memory
+// when it was made less that uncharged memory. With the ledger in whole
+// 2 MiB pages the four modes leave nothing unexplained; with each buffer
+// rounded up on its own (as the stand-in driver charged before), they
+// would leave 8 and 6 MiB claimed that NVML does not charge.
+func TestReconcileH100(t *testing.T) {
+	recs, err := schema.ReadDecode("../../testdata/gpu/h100-2026-11-26-bench/bench-big-pinned-true-1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 4 modes", len(recs))
+	}
+	for _, r := range recs {
+		old := r.DeviceMemory
+		if old == nil || !old.FreeGapMeasured || old.UnchargedBytes == 0 {
+			t.Fatalf("%s: %+v, want a reconciliation that measured the uncharged memory", r.Decode, old)
+		}
+		var ledger, perBuffer int64
+		for _, b := range r.Buffers {
+			ledger += b.Bytes
+			perBuffer += roundUp(b.Bytes, allocGranularity)
+		}
+		dm := schema.DeviceMemory{ProcessBytes: old.ProcessBytes, ContextProcessBytes: old.ContextBytes - old.UnchargedBytes,
+			HeldBeforeOpenBytes: old.HeldBeforeOpenBytes, StreamHandleBytes: old.StreamHandleBytes,
+			LedgerBytes: ledger, AllocRoundingBytes: roundUp(ledger, allocGranularity) - ledger, CuBLASWorkspaceBytes: old.CuBLASWorkspaceBytes}
+		if ledger != old.LedgerBytes {
+			t.Errorf("%s: buffers %d B, ledger %d B", r.Decode, ledger, old.LedgerBytes)
+		}
+		if got := remainder(&dm); got != 0 {
+			t.Errorf("%s: unexplained %d B with the ledger in whole pages, want 0", r.Decode, got)
+		}
+		dm.AllocRoundingBytes = perBuffer - ledger
+		if got := remainder(&dm); got >= 0 {
+			t.Errorf("%s: unexplained %d B with each buffer rounded, want negative (more than NVML charged)", r.Decode, got)
+		}
+	}
+}
 
 // TestRoundUp: the ledger's pages.
 func TestRoundUp(t *testing.T) {

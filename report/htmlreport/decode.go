@@ -370,8 +370,10 @@ func tokenTimeChart(recs []schema.DecodeRecord) (*Chart, string) {
 
 // deviceMemoryChart stacks, per mode whose record reconciles the device's
 // memory (cuda), its parts in MiB, as the device-memory table names them:
-// only the parts some record has, unexplained on top. The context (and so
-// the unexplained rest) is a part only where it was measured.
+// only the parts some record has, unexplained on top. The context on its
+// own, the ledger's rounding to the driver's pages and the unexplained
+// rest are parts only where they were measured (records from before they
+// were lack them).
 func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 	const fail = "no device memory chart: "
 	var rows []schema.DecodeRecord
@@ -394,19 +396,20 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 		return func(d *schema.DeviceMemory) (int64, bool) { return f(d), true }
 	}
 	parts := []part{
-		// The bars stack up to NVML's figure, so the context is drawn as
-		// NVML charges it: less the memory charged to no process, which
-		// the free-memory falls the parts are measured by include.
+		// NVML's charge for the context, measured on its own: the bars
+		// stack up to NVML's figure.
 		{"context+module", func(d *schema.DeviceMemory) (int64, bool) {
-			return d.ContextBytes - d.UnchargedBytes, d.ContextNote == ""
+			return d.ContextProcessBytes, d.ContextProcessMeasured
 		}},
 		{"held before", always(func(d *schema.DeviceMemory) int64 { return d.HeldBeforeOpenBytes })},
 		{"stream+cuBLAS handle", always(func(d *schema.DeviceMemory) int64 { return d.StreamHandleBytes })},
 		{"ledger", always(func(d *schema.DeviceMemory) int64 { return d.LedgerBytes })},
-		{"alloc rounding", always(func(d *schema.DeviceMemory) int64 { return d.AllocRoundingBytes })},
+		{"rounding to pages", func(d *schema.DeviceMemory) (int64, bool) {
+			return d.AllocRoundingBytes, d.AllocGranularityBytes > 0
+		}},
 		{"cuBLAS workspace", always(func(d *schema.DeviceMemory) int64 { return d.CuBLASWorkspaceBytes })},
 		{"unexplained", func(d *schema.DeviceMemory) (int64, bool) {
-			return d.UnexplainedBytes, d.ContextNote == "" && d.ProcessSource != ""
+			return d.UnexplainedBytes, d.UnexplainedMeasured
 		}},
 	}
 	pl := plot.New()
@@ -430,7 +433,11 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 			v, ok := pt.get(r.DeviceMemory)
 			if !ok {
 				if k == 0 {
-					unmeasured = append(unmeasured, r.Decode+": "+r.DeviceMemory.ContextNote)
+					why := r.DeviceMemory.ContextProcessNote
+					if why == "" {
+						why = "a record from before the context was measured on its own"
+					}
+					unmeasured = append(unmeasured, r.Decode+": "+why)
 				}
 				continue
 			}
@@ -471,7 +478,7 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 		return nil, fail + err.Error()
 	}
 	caption := "The process's device memory per mode in the parts the device names (cuda), bottom to top: " + strings.Join(drawn, ", ") +
-		". Context+module is the primary context and kernel module; held before, what the process held when this mode's device opened; ledger, the decoder's buffers as allocated; unexplained, what NVML's figure for the process leaves over. Parts no record has are left out."
+		". Context+module is the primary context and kernel module; held before, what the process held when this mode's device opened; ledger, the decoder's buffers as allocated, and rounding to pages, the least the driver charges beyond them; unexplained, what NVML's figure for the process leaves over. Parts no record has are left out."
 	var uncharged []string
 	for _, r := range rows {
 		if u := r.DeviceMemory.UnchargedBytes; u != 0 {
@@ -479,7 +486,7 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 		}
 	}
 	if len(uncharged) > 0 {
-		caption += " The context is drawn less the device memory the driver took that NVML charges to no process (" + strings.Join(uncharged, ", ") + ")."
+		caption += " Not drawn, as NVML's figure leaves it out: device memory the driver took that NVML charges to no process (" + strings.Join(uncharged, ", ") + ")."
 	}
 	if len(unmeasured) > 0 {
 		caption += " Context (and so the unexplained rest) not measured for " + strings.Join(unmeasured, "; ") + "."

@@ -38,7 +38,8 @@ func decodeFixture(pooled bool) []schema.DecodeRecord {
 			DevicePeakBytes: 600 << 20, DevicePeakSource: "nvml", LedgerPeakBytes: 3 << 20,
 			DeviceMemory: &schema.DeviceMemory{GPU: "NVIDIA H100 80GB HBM3", TotalBytes: 80 << 30, ProcessSource: "nvml",
 				ProcessPeakBytes: 600 << 20, ProcessBytes: 590 << 20, ContextBytes: 500 << 20, StreamHandleBytes: 2 << 20,
-				LedgerBytes: 3 << 20, CuBLASWorkspaceBytes: 32 << 20, UnexplainedBytes: 53 << 20},
+				ContextProcessBytes: 500 << 20, ContextProcessMeasured: true,
+				LedgerBytes: 3 << 20, CuBLASWorkspaceBytes: 32 << 20, UnexplainedBytes: 53 << 20, UnexplainedMeasured: true},
 			Config: schema.DecodeConfig{Preset: "seed", Model: schema.Model{Vocab: 788, Dim: 256, Context: 128, Batch: 32},
 				Seed: 1337, Data: "synthetic:1MB", DataSeed: 1, Device: "cuda", GEMM: "auto", GEMMUsed: "cublas", Passes: 5, Probs: true},
 			Environment: schema.Environment{GoVersion: "go1.26.0", GOOS: "linux", GOARCH: "amd64", CPUModel: "AMD EPYC 9R14", LogicalCores: 16},
@@ -194,7 +195,7 @@ func TestDecodePageDeviceMemory(t *testing.T) {
 			t.Errorf("the device memory chart lacks %q", want)
 		}
 	}
-	for _, absent := range []string{"alloc rounding", "held before"} {
+	for _, absent := range []string{"rounding to pages", "held before"} {
 		if strings.Contains(svg, absent) {
 			t.Errorf("the device memory chart draws %s, which no record has", absent)
 		}
@@ -297,8 +298,9 @@ func TestDecodeBrowser(t *testing.T) {
 }
 
 // TestDecodePageDeviceMemoryUncharged: where the uncharged memory was
-// measured, the chart's caption names it per mode and the context is drawn
-// less it, so the bars stack up to NVML's figure.
+// measured, the chart's caption names it per mode, not drawn (NVML's
+// figure, which the bars stack up to, leaves it out), and the table has
+// it in a column beside the sum.
 func TestDecodePageDeviceMemoryUncharged(t *testing.T) {
 	recs := decodeFixture(false)
 	for i := range recs {
@@ -310,7 +312,30 @@ func TestDecodePageDeviceMemoryUncharged(t *testing.T) {
 	if !strings.Contains(page, "NVML charges to no process (per-token-copy 5.56 MiB") {
 		t.Error("the device memory chart's caption does not name the uncharged memory")
 	}
-	if !strings.Contains(page, "less uncharged") {
+	if !strings.Contains(page, "uncharged (not in NVML&#39;s)") {
 		t.Error("the device memory table has no uncharged column")
+	}
+}
+
+// TestDecodePageDeviceMemoryOld: a record from before the context was
+// measured on its own and the ledger rounded to pages (the H100 record
+// kept in testdata/gpu) draws neither them nor its remainder, which was
+// not one, and says so.
+func TestDecodePageDeviceMemoryOld(t *testing.T) {
+	recs := decodeFixture(false)
+	for i := range recs {
+		dm := *recs[i].DeviceMemory
+		dm.ContextProcessBytes, dm.ContextProcessMeasured, dm.UnexplainedMeasured = 0, false, false
+		recs[i].DeviceMemory = &dm
+	}
+	page := renderDecode(t, recs)
+	svg := chartSVG(page, "device-memory")
+	for _, absent := range []string{">context+module</text>", ">unexplained</text>"} {
+		if strings.Contains(svg, absent) {
+			t.Errorf("the chart of an old record draws %s", absent)
+		}
+	}
+	if !strings.Contains(page, "not measured for per-token-copy: a record from before the context was measured on its own") {
+		t.Error("the chart's caption does not say the context was not measured")
 	}
 }
