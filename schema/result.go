@@ -395,7 +395,8 @@ type DeviceMemory struct {
 	// ContextBytes: the GPU's fall in free memory when the primary context
 	// and kernel module were made: NVML's free memory before the context
 	// (as if this process held none) less cuMemGetInfo's free memory once
-	// they existed. It includes memory NVML charges to no process
+	// they existed (read when ContextProcessBytes was). It includes memory
+	// NVML charges to no process
 	// (UnchargedBytes), so it is not a part of the reconciliation.
 	ContextBytes int64 `json:"context_bytes"`
 	// ContextProcessBytes: the context and module measured on their own,
