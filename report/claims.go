@@ -15,7 +15,7 @@ import (
 const (
 	AgreeYes       = "yes"            // the direction, and the magnitude within a factor of 2
 	AgreeDirection = "direction only" // the direction, not the magnitude
-	AgreeNo        = "no"             // the other direction (or no change, or an absolute value off by more than 2x)
+	AgreeNo        = "no"             // the other direction (or no measurable change, or an absolute value off by more than 2x)
 	AgreeUnchecked = "—"              // no checkable claim, or nothing to check it with
 )
 
@@ -33,6 +33,10 @@ type check struct {
 	// ref names what the run was compared with ("P4 (previous)"); why
 	// says why the claim could not be checked.
 	ref, why string
+	// noise says the change is no measurable change (WithinNoise: no
+	// larger than the repetitions' spread and under 1 % of the
+	// reference), which refutes a claimed change.
+	noise bool
 }
 
 // judge checks e against run v of group g: the medians of the metric in v
@@ -87,6 +91,9 @@ func judge(g *group, v *runView, e schema.Expectation) check {
 		c.why = fmt.Sprintf("no %s in %s's results", e.Metric, c.ref)
 		return c
 	}
+	// A change within the noise floor is no change: -256 KiB of 4.53 GiB
+	// does not agree, even in direction, with a claimed -455 MB.
+	c.noise = WithinNoise(cur.median-old.median, old.median, max(cur.max-cur.min, old.max-old.min))
 	switch {
 	case e.Ratio != 0:
 		if old.median == 0 {
@@ -96,7 +103,7 @@ func judge(g *group, v *runView, e schema.Expectation) check {
 		r := cur.median / old.median
 		c.measured = r
 		switch {
-		case r == 1 || (r > 1) != (e.Ratio > 1):
+		case c.noise || (r > 1) != (e.Ratio > 1):
 			c.verdict = AgreeNo
 		case within(r, e.Ratio):
 			c.verdict = AgreeYes
@@ -107,7 +114,7 @@ func judge(g *group, v *runView, e schema.Expectation) check {
 		d := cur.median - old.median
 		c.measured = d
 		switch {
-		case d == 0 || (d > 0) != (e.Delta > 0):
+		case c.noise || (d > 0) != (e.Delta > 0):
 			c.verdict = AgreeNo
 		case within(math.Abs(d), math.Abs(e.Delta)):
 			c.verdict = AgreeYes
@@ -160,6 +167,10 @@ func (c check) footnote(run string) string {
 	case c.e.Ratio != 0:
 		return fmt.Sprintf("%s, %s: %s %s of %s; the note claims %s",
 			run, c.verdict, label, formatRatio(c.measured), c.ref, formatRatio(c.e.Ratio))
+	}
+	if c.noise {
+		return fmt.Sprintf("%s, %s: %s changed by %s from %s, no measurable change (within the repetitions' spread and under 1 %%); the note claims %s",
+			run, c.verdict, label, formatMetric(c.e.Metric, c.measured, true), c.ref, formatClaim(c.e.Metric, claimed, true))
 	}
 	return fmt.Sprintf("%s, %s: %s changed by %s from %s; the note claims %s",
 		run, c.verdict, label, formatMetric(c.e.Metric, c.measured, true), c.ref, formatClaim(c.e.Metric, claimed, true))
