@@ -45,6 +45,10 @@ type instruments struct {
 
 	heapAddrs []uintptr // addresses of Go heap objects, to find the arenas in smaps
 	small     *[64]byte
+	// probeHeap is the Go heap the probe's own packages and libraries
+	// hold, measured before the trainer is built: probe.heap in the
+	// reconciliation.
+	probeHeap reconcile.ProbeHeap
 
 	stopped bool
 	// sampled is the sampler's result once stopSampling has stopped it.
@@ -65,6 +69,7 @@ func startInstruments(ctx context.Context, o *Options) (*instruments, error) {
 		gpu:      o.Trainer.Device != "" && o.Trainer.Device != "cpu",
 		keepRate: p.Heap != "" || p.Allocs != "" || p.Dir != "" || p.MemProfileRate > 0}
 	in.out.Steps = make([]schema.StepCounters, 0, min(o.Steps, MaxStepRows))
+	in.probeHeap = reconcile.MeasureProbeHeap("at job start, before the trainer was built")
 	smp, err := sampler.New(sampler.Options{Interval: o.SampleInterval, MaxPoints: o.SampleMaxPoints})
 	if err != nil {
 		return nil, err
@@ -267,7 +272,8 @@ func (in *instruments) finishSteps(r *schema.Result) {
 // prepare sets what Compute needs beyond GatherSelf: the addresses of the
 // trainer's buffers (in Go's arenas), the stacks of the worker threads
 // (trainer/osthread records each one's range) and glibc's default stack
-// size. It leaves out of the ledger what is not resident host memory:
+// size, and the probe's own heap (probe.heap). It leaves out of the
+// ledger what is not resident host memory:
 // worker.stacks counts pthread stack reservations (address space; their
 // resident pages are measured as stacks.workers), and device.buffers on a
 // CUDA device live in GPU memory. Every other component, device.buffers on
@@ -276,6 +282,7 @@ func (in *instruments) prepare(g reconcile.Input) reconcile.Input {
 	for _, a := range in.heapAddrs {
 		g.GoAddrs = append(g.GoAddrs, uint64(a))
 	}
+	g.ProbeHeap = &in.probeHeap
 	osthread.EachStack(func(s osthread.Stack) {
 		g.ThreadStacks = append(g.ThreadStacks, reconcile.StackRange{Lo: uint64(s.Lo), Hi: uint64(s.Hi), GuardBytes: s.GuardBytes})
 	})

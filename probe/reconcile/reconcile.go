@@ -149,6 +149,10 @@ type Input struct {
 	LedgerTotalBytes int64
 	// Ledger is the ledger's per-component snapshot.
 	Ledger []ledger.Entry
+	// ProbeHeap is the Go heap the probe itself holds (its packages and
+	// libraries: MeasureProbeHeap), shown as the part probe.heap out of
+	// heap/objects; nil shows no such part.
+	ProbeHeap *ProbeHeap
 	// OutsideGoComponents names ledger components whose memory is not in
 	// the Go heap (C or device allocations in host memory).
 	OutsideGoComponents []string
@@ -347,13 +351,27 @@ func Compute(in Input) Reconciliation {
 	if len(outNames) > 0 {
 		outNote = fmt.Sprintf("ledger components outside the Go heap %v: unclaimed mappings, largest first, up to their bytes", outNames)
 	}
-	heapFace := [4]int64{ledgerHeap, m.HeapObjectsBytes - ledgerHeap, m.HeapFreeBytes + m.HeapUnusedBytes, m.HeapStacksBytes}
-	heapNames := [4]string{"go.heap.objects.ledger", "go.heap.objects.other", "go.heap.free", "go.stacks.goroutines"}
-	heapNotes := [4]string{ledgerNote, "heap/objects not in the ledger, incl. unswept garbage",
+	// The probe's own heap (its packages and libraries), beside the
+	// ledger: what a reader must not take for the trainer's.
+	var probeHeap int64
+	var probeNote string
+	if h := in.ProbeHeap; h != nil {
+		probeHeap, probeNote = min(max(h.Bytes, 0), max(m.HeapObjectsBytes-ledgerHeap, 0)), h.Note
+		if h.Bytes > probeHeap {
+			warn("the probe's own heap is %d B but heap/objects less the ledger is %d B; probe.heap is capped", h.Bytes, m.HeapObjectsBytes-ledgerHeap)
+		}
+	}
+	heapFace := [5]int64{ledgerHeap, probeHeap, m.HeapObjectsBytes - ledgerHeap - probeHeap, m.HeapFreeBytes + m.HeapUnusedBytes, m.HeapStacksBytes}
+	heapNames := [5]string{"go.heap.objects.ledger", "probe.heap", "go.heap.objects.other", "go.heap.free", "go.stacks.goroutines"}
+	heapNotes := [5]string{ledgerNote, probeNote, "heap/objects not in the ledger, incl. unswept garbage",
 		"heap/free + heap/unused: held by Go, not returned", "heap/stacks"}
+	if in.ProbeHeap != nil {
+		heapNotes[2] = "heap/objects not in the ledger nor the probe's, incl. unswept garbage"
+	}
+	heapSum := heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] + heapFace[4]
 	goMeta := m.MetadataBytes() + m.ProfilingBucketsBytes + m.OtherBytes + m.OSStacksBytes
 	goMapped := m.TotalBytes - m.HeapReleasedBytes
-	if sum := heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] + goMeta; sum != goMapped {
+	if sum := heapSum + goMeta; sum != goMapped {
 		warn("Go memory classes sum to %d B, total − released is %d B", sum, goMapped)
 	}
 
@@ -361,7 +379,9 @@ func Compute(in Input) Reconciliation {
 		// Counters only: Go's classes at face value (mapped, not
 		// resident), the kernel's file and shmem counters.
 		for i := range heapFace {
-			add(heapNames[i], heapFace[i], heapFace[i], 0, heapNotes[i])
+			if i != 1 || in.ProbeHeap != nil {
+				add(heapNames[i], heapFace[i], heapFace[i], 0, heapNotes[i])
+			}
 		}
 		add("go.heap.released", 0, m.HeapReleasedBytes, 0, "heap/released: mapped, returned to the OS")
 		add(clGoOffHeap, goMeta, goMeta, 0, "metadata/* + profiling/buckets + other + os-stacks, mapped")
@@ -384,8 +404,8 @@ func Compute(in Input) Reconciliation {
 		warn("no mapping holds a known Go heap address (Input.GoAddrs): Go's arenas are not found and its heap parts are 0")
 	}
 	heapRes := heapFace
-	excess := heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] - arena.resident
-	for _, k := range []int{2, 1, 3, 0} { // free first, the ledger's objects last
+	excess := heapSum - arena.resident
+	for _, k := range []int{3, 2, 4, 1, 0} { // free first, the probe's objects, then the ledger's, last
 		d := min(max(excess, 0), heapRes[k])
 		heapRes[k] -= d
 		excess -= d
@@ -396,7 +416,9 @@ func Compute(in Input) Reconciliation {
 		if heapRes[i] < heapFace[i] {
 			note += fmt.Sprintf("; %s mapped, cut to what the arenas have resident", iec(heapFace[i]))
 		}
-		add(heapNames[i], heapRes[i], heapFace[i], 0, note)
+		if i != 1 || in.ProbeHeap != nil {
+			add(heapNames[i], heapRes[i], heapFace[i], 0, note)
+		}
 		heapResSum += heapRes[i]
 	}
 	add("go.heap.released", 0, m.HeapReleasedBytes, 0, "heap/released: mapped, returned to the OS")
@@ -408,7 +430,7 @@ func Compute(in Input) Reconciliation {
 	// no class's: unexplained, with a warning.
 	off := *l.tally(clGoOffHeap)
 	named := off.count
-	heapSys := heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] + m.HeapReleasedBytes
+	heapSys := heapSum + m.HeapReleasedBytes
 	metaRoom := max(goMeta-off.resident, 0)
 	arenaOther := arena.resident - heapResSum
 	excessRes := max(arenaOther-metaRoom, 0)

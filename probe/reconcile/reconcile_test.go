@@ -545,3 +545,27 @@ func TestComputeNextToGoArena(t *testing.T) {
 		})
 	}
 }
+
+// TestComputeProbeHeap: the probe's own heap is its own part, out of the
+// objects not in the ledger, and capped by them with a warning.
+func TestComputeProbeHeap(t *testing.T) {
+	in := fixture(t)
+	in.ProbeHeap = &ProbeHeap{Bytes: 4 * MiB, Note: "measured"}
+	r := Compute(in)
+	checkSums(t, r)
+	got := map[string]Part{}
+	for _, p := range r.Parts {
+		got[p.Name] = p
+	}
+	base := Compute(fixture(t))
+	if p, o := got["probe.heap"], got["go.heap.objects.other"]; p.Bytes != 4*MiB || p.ReservedBytes != 4*MiB || p.Note != "measured" ||
+		o.Bytes != 6*MiB || r.UnexplainedBytes != base.UnexplainedBytes || r.Parts[1].Name != "probe.heap" {
+		t.Errorf("probe.heap %+v, go.heap.objects.other %+v (second part %s), unexplained %d (was %d)", p, o, r.Parts[1].Name, r.UnexplainedBytes, base.UnexplainedBytes)
+	}
+	in.ProbeHeap.Bytes = 20 * MiB
+	r = Compute(in)
+	checkSums(t, r)
+	if p := r.Parts[1]; p.Name != "probe.heap" || p.ReservedBytes != 10*MiB || !strings.Contains(strings.Join(r.Warnings, "\n"), "probe.heap is capped") {
+		t.Errorf("probe.heap %+v with 20 MiB measured and 10 MiB of objects outside the ledger; warnings %q", p, r.Warnings)
+	}
+}
