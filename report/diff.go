@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -243,7 +244,93 @@ func Compare(base, head *schema.Report, opt DiffOptions) (*Diff, error) {
 		return nil, err
 	}
 	d.warnUnseen(opt)
+	d.warnConfigs(baseRuns, headRuns)
 	return d, nil
+}
+
+// warnConfigs says in which settings matched configurations differ
+// beyond the commit (configDiffs): the figures compare those too, a 200 KB
+// dataset against a 48 MB one. One warning per setting and pair of values,
+// naming the configurations (or counting them past three).
+func (d *Diff) warnConfigs(baseRuns, headRuns []*runView) {
+	var order []string
+	where := map[string][]string{}
+	for _, c := range d.Configs {
+		b, h := find(baseRuns, c.Key), find(headRuns, c.Key)
+		for _, w := range configDiffs(b, h) {
+			if _, ok := where[w]; !ok {
+				order = append(order, w)
+			}
+			where[w] = append(where[w], c.Key)
+		}
+	}
+	for _, w := range order {
+		keys := where[w]
+		in := strings.Join(keys, ", ")
+		if len(keys) > 3 {
+			in = fmt.Sprintf("%d of %d configurations", len(keys), len(d.Configs))
+		}
+		d.Warnings = append(d.Warnings, fmt.Sprintf("%s in %s: the figures compare that too, not the commits alone", w, in))
+	}
+}
+
+// configDiffs lists the settings of b's configuration that h's differs
+// in, "data differs (base \"synthetic:200KB\", head \"synthetic:48MB\")":
+// every field of schema.Config by its JSON path (the sweep values are
+// equal, they matched), and the tokens of data the first repetitions read,
+// which a text file's name does not show.
+func configDiffs(b, h *runView) []string {
+	bf, hf := flatConfig(b.Config), flatConfig(h.Config)
+	if len(b.Repetitions) > 0 && len(h.Repetitions) > 0 {
+		bf["data_tokens"] = strconv.Itoa(b.Repetitions[0].DataTokens)
+		hf["data_tokens"] = strconv.Itoa(h.Repetitions[0].DataTokens)
+	}
+	var keys []string
+	for k := range bf {
+		keys = append(keys, k)
+	}
+	for k := range hf {
+		if _, ok := bf[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		if bf[k] != hf[k] {
+			out = append(out, fmt.Sprintf("%s differs (base %s, head %s)", k, bf[k], hf[k]))
+		}
+	}
+	return out
+}
+
+// flatConfig is c's fields as JSON values by dotted path.
+func flatConfig(c schema.Config) map[string]string {
+	out := map[string]string{}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return out // a Config always marshals
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return out
+	}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if obj, ok := v.(map[string]any); ok {
+			for k, x := range obj {
+				if prefix != "" {
+					k = prefix + "." + k
+				}
+				walk(k, x)
+			}
+			return
+		}
+		j, _ := json.Marshal(v)
+		out[prefix] = string(j)
+	}
+	walk("", m)
+	return out
 }
 
 // UnmeasuredError is the refusal of metrics named (DiffOptions.Metrics

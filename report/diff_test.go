@@ -602,3 +602,30 @@ func TestDiffExactVaries(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffConfigCaveats: matched configurations that differ in a setting
+// (the GEMM that ran) or in the tokens of data read (a text file of one
+// name, other content) carry a warning each, naming both values; equal
+// ones carry none.
+func TestDiffConfigCaveats(t *testing.T) {
+	base, head := oneRunReport("peak_rss_bytes", 1, 2, 3), oneRunReport("peak_rss_bytes", 1, 2, 3)
+	for _, r := range []*schema.Report{base, head} {
+		r.Runs[0].Repetitions[0].DataTokens = 200_000
+	}
+	d, err := Compare(base, head, DiffOptions{})
+	if err != nil || len(d.Warnings) != 0 {
+		t.Fatalf("equal settings: %v, warnings %q", err, d.Warnings)
+	}
+	head.Runs[0].Config.GEMMUsed = "naive"
+	head.Runs[0].Repetitions[0].DataTokens = 48_000_000
+	if d, err = Compare(base, head, DiffOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`data_tokens differs (base 200000, head 48000000) in threads/P6: the figures compare that too, not the commits alone`,
+		`gemm_used differs (base "", head "naive") in threads/P6: the figures compare that too, not the commits alone`,
+	}
+	if !slices.Equal(d.Warnings, want) {
+		t.Errorf("warnings\n got %q\nwant %q", d.Warnings, want)
+	}
+}

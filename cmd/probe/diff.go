@@ -107,6 +107,10 @@ commits (probe-<commit>.json) are read from --reports DIR.
 
 Reports of different schema versions, or whose matched configurations ran at
 different presets, are refused. Configurations only one report ran are listed.
+Matched configurations whose settings differ beyond the commit (the
+configuration's fields, --data above all, and the tokens of data read) get a
+warning naming the setting and both values, and so does a diff of a file with
+itself (one path, the same bytes, or a range of one commit).
 
 BASE and HEAD may also be two decode results (probe decode --json,
 memprobe.decode/v1: one mode's record, or the array of --decode all). Records
@@ -250,16 +254,22 @@ func unmeasuredError(ue *report.UnmeasuredError, metricFlag []string) error {
 // pooled, or the reports of a git range BASE..HEAD (headPath "").
 func diffReports(basePath, headPath, reportsDir string, opt report.DiffOptions) (*report.Diff, error) {
 	var base, head *schema.Report
+	var same string
 	var err error
 	if headPath == "" {
-		base, head, opt.BaseName, opt.HeadName, err = rangeReports(basePath, reportsDir)
+		base, head, opt.BaseName, opt.HeadName, same, err = rangeReports(basePath, reportsDir)
 	} else if base, err = readDiffSide(basePath); err == nil {
 		head, err = readDiffSide(headPath)
+		same = sameInput(basePath, headPath)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return report.Compare(base, head, opt)
+	d, err := report.Compare(base, head, opt)
+	if err == nil && same != "" {
+		d.Warnings = append([]string{same}, d.Warnings...)
+	}
+	return d, err
 }
 
 // readDiffSide is readSide, with the refusal of a directory that mixes

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -62,32 +63,60 @@ func isRange(arg string) bool {
 // repository of the current directory) to the reports that `probe run`
 // wrote for those commits in dir: probe-<commit>.json, the commit
 // abbreviated to 7 or more hex digits (runner.DefaultOut). Several
-// reports of one commit are pooled.
-func rangeReports(arg, dir string) (base, head *schema.Report, baseName, headName string, err error) {
+// reports of one commit are pooled. same, when not "", says that both
+// revisions are one commit: the diff compares its reports with
+// themselves.
+func rangeReports(arg, dir string) (base, head *schema.Report, baseName, headName, same string, err error) {
 	revs := strings.SplitN(arg, "..", 2)
 	if revs[0] == "" || revs[1] == "" {
-		return nil, nil, "", "", usageError{fmt.Errorf("range %q: want BASE..HEAD, both named", arg)}
+		return nil, nil, "", "", "", usageError{fmt.Errorf("range %q: want BASE..HEAD, both named", arg)}
 	}
 	var sides [2]*schema.Report
-	var names [2]string
+	var names, fulls [2]string
 	for i, rev := range revs {
 		full, err := resolveCommit(rev)
+		fulls[i] = full
 		if err != nil {
-			return nil, nil, "", "", err
+			return nil, nil, "", "", "", err
 		}
 		files, err := commitReports(dir, full)
 		if err != nil {
-			return nil, nil, "", "", err
+			return nil, nil, "", "", "", err
 		}
 		if len(files) == 0 {
-			return nil, nil, "", "", fmt.Errorf("no report of %s (commit %s) in %s: want probe-%s.json, as probe run names it (run make probe at that commit, or name the files)", rev, full[:12], dir, full[:7])
+			return nil, nil, "", "", "", fmt.Errorf("no report of %s (commit %s) in %s: want probe-%s.json, as probe run names it (run make probe at that commit, or name the files)", rev, full[:12], dir, full[:7])
 		}
 		if sides[i], err = pool(files); err != nil {
-			return nil, nil, "", "", err
+			return nil, nil, "", "", "", err
 		}
 		names[i] = rev + " (" + strings.Join(files, ", ") + ")"
 	}
-	return sides[0], sides[1], names[0], names[1], nil
+	if fulls[0] == fulls[1] {
+		same = fmt.Sprintf("%s and %s are one commit, %s: the diff compares its reports with themselves", revs[0], revs[1], fulls[0][:12])
+	}
+	return sides[0], sides[1], names[0], names[1], same, nil
+}
+
+// sameInput says, when base and head are one file or directory, or two
+// files of the same bytes, that the diff compares a report with itself;
+// "" otherwise.
+func sameInput(base, head string) string {
+	bs, err1 := os.Stat(base)
+	hs, err2 := os.Stat(head)
+	switch {
+	case err1 != nil || err2 != nil:
+		return ""
+	case os.SameFile(bs, hs):
+		return fmt.Sprintf("base and head are one file, %s: the diff compares it with itself", base)
+	case bs.IsDir() || hs.IsDir() || bs.Size() != hs.Size():
+		return ""
+	}
+	b, err1 := os.ReadFile(base)
+	h, err2 := os.ReadFile(head)
+	if err1 == nil && err2 == nil && bytes.Equal(b, h) {
+		return fmt.Sprintf("base %s and head %s have the same bytes: the diff compares a report with itself", base, head)
+	}
+	return ""
 }
 
 // resolveCommit is rev's full commit hash, from git.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"memprobe/schema"
 )
 
 // copyFile copies src to dst, failing the test on error.
@@ -83,6 +85,14 @@ func TestDiffGitRange(t *testing.T) {
 		t.Errorf("the range's reports are not named:\n%s", stdout)
 	}
 
+	// main..HEAD with main at HEAD: one report compared with itself,
+	// which the diff says.
+	run("branch", "main", "HEAD")
+	stdout, _, err = runProbe("diff", "main..HEAD", "--reports", reports, "--fail-on", "peak_rss_bytes:+5%")
+	if want := "warning: main and HEAD are one commit, " + b[:12] + ": the diff compares its reports with themselves"; err != nil || !strings.Contains(stdout, want) {
+		t.Errorf("main..HEAD of one commit: %v; stdout lacks %q:\n%s", err, want, stdout)
+	}
+
 	for _, c := range []struct{ arg, want string }{
 		{"HEAD~1..nope", "revision nope: not a commit"},
 		{"HEAD~1..", "want BASE..HEAD"},
@@ -94,5 +104,39 @@ func TestDiffGitRange(t *testing.T) {
 	os.Remove(filepath.Join(reports, "probe-"+a[:7]+".json"))
 	if _, _, err := runProbe("diff", "HEAD~1..HEAD", "--reports", reports); err == nil || !strings.Contains(err.Error(), "no report of HEAD~1") {
 		t.Errorf("a commit without a report: %v", err)
+	}
+}
+
+// TestDiffCaveats: a diff of a file with itself (one path, or a copy of
+// the same bytes) says so, and so do matched configurations run on other
+// data (200 KB against 48 MB), naming the setting and both values; none
+// of these is said of two reports of one setting.
+func TestDiffCaveats(t *testing.T) {
+	dir := t.TempDir()
+	cp := filepath.Join(dir, "copy.json")
+	copyFile(t, diffBase, cp)
+	rep, err := schema.ReadReport(diffBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rep.Runs {
+		rep.Runs[i].Config.Data = "synthetic:48MB"
+	}
+	other := writeReportFile(t, "other-data.json", rep)
+	for _, c := range []struct {
+		base, head, want string
+	}{
+		{diffBase, diffBase, "warning: base and head are one file, " + diffBase + ": the diff compares it with itself"},
+		{diffBase, cp, "warning: base " + diffBase + " and head " + cp + " have the same bytes: the diff compares a report with itself"},
+		{diffBase, other, `warning: data differs (base "synthetic:1MB", head "synthetic:48MB") in 13 of 13 configurations: the figures compare that too, not the commits alone`},
+		{diffBase, diffSame, ""},
+	} {
+		stdout, _, err := runProbe("diff", c.base, c.head)
+		if err != nil {
+			t.Fatalf("diff %s %s: %v", c.base, c.head, err)
+		}
+		if c.want == "" && strings.Contains(stdout, "warning:") || c.want != "" && !strings.Contains(stdout, c.want) {
+			t.Errorf("diff %s %s: want %q in stdout:\n%s", c.base, c.head, c.want, stdout)
+		}
 	}
 }
