@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -252,11 +253,12 @@ func scalePeakRSS(t *testing.T, path, name string, f float64) string {
 	return out
 }
 
-// TestDiffGateEndToEnd runs the README's gate on a report of probe run's
+// TestDiffGateEndToEnd runs the README's example gate ('peak_rss_bytes:+5%,
+// go_heap_allocs_per_step:+0', read from README.md) on a report of probe run's
 // children at its default --count 3, where the U test's smallest p is
-// 0.100: against a copy with every peak RSS 1.5x, --fail-on
-// 'peak_rss_bytes:+5%' exits 1 with a line saying why the change was not
-// judged; the report against itself exits 0.
+// 0.100: against a copy with every peak RSS 1.5x it exits 1 with a line
+// saying why the change was not judged; the report against itself exits
+// 0, saying it is one file.
 func TestDiffGateEndToEnd(t *testing.T) {
 	t.Setenv(mainEnv, "1")
 	base := filepath.Join(t.TempDir(), "base.json")
@@ -264,8 +266,17 @@ func TestDiffGateEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("probe run: %v\n%s", err, stderr)
 	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`bin/probe diff BASE.json HEAD.json \[--fail-on '([^']+)'\]`).FindSubmatch(readme)
+	if m == nil || !strings.Contains(string(m[1]), "peak_rss_bytes:+5%") {
+		t.Fatal("README.md's example gate is not diff BASE.json HEAD.json --fail-on '...peak_rss_bytes:+5%...'")
+	}
+	gate := string(m[1])
 	head := scalePeakRSS(t, base, "head.json", 1.5)
-	_, stderr, err = runProbe("diff", "--fail-on", "peak_rss_bytes:+5%", base, head)
+	_, stderr, err = runProbe("diff", "--fail-on", gate, base, head)
 	var be breachError
 	if !errors.As(err, &be) || be.unjudged != 1 || be.n+be.unchecked != 0 {
 		t.Fatalf("1.5x peak RSS at 3+3: got %v (%+v), want exit status 1 for 1 unjudged change\n%s", err, be, stderr)
@@ -274,7 +285,8 @@ func TestDiffGateEndToEnd(t *testing.T) {
 		!strings.Contains(stderr, "(medians +50.00%), limit peak_rss_bytes:+5%: n=3+3: the U test cannot reach p<0.05 (smallest p 0.100)") {
 		t.Errorf("stderr %q, want a line starting %q that says why", stderr, want)
 	}
-	if _, stderr, err = runProbe("diff", "--fail-on", "peak_rss_bytes:+5%", base, base); err != nil {
-		t.Errorf("the report against itself: %v\n%s", err, stderr)
+	stdout, stderr, err := runProbe("diff", "--fail-on", gate, base, base)
+	if err != nil || !strings.Contains(stdout, "warning: base and head are one file") {
+		t.Errorf("the report against itself: %v\n%s\n%s", err, stderr, stdout)
 	}
 }
