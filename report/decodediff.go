@@ -18,8 +18,10 @@ import (
 // from: one process measured each mode once, so the only repeated figure is
 // tokens/s, timed per pass; the other measured figures have one value a
 // side, which the U test cannot call significant (diffValues says so beside
-// the row). The counts a decode mode fixes for its shape are compared
-// exactly, as a run's deterministic metrics are.
+// the row), so a change of them past a --fail-on limit fails the gate
+// unjudged, as in run reports. The counts a decode mode fixes for its shape
+// are compared exactly, as a run's deterministic metrics are, even with
+// one value a side: one process counts them over every pass.
 
 // DefaultDecodeDiffMetrics are the metrics CompareDecode compares when none
 // are named: speed, where a token's time goes, and the counts a change of
