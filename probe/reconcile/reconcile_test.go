@@ -482,6 +482,15 @@ func TestComputeNextToGoArena(t *testing.T) {
 		},
 		unexplained: 32 * MiB, unexplainedReserved: 32 * MiB,
 	}, {
+		// 16 MiB written right below the PROT_NONE base: not Go's.
+		name: "plant below the reservation",
+		edit: func(in *Input) {
+			in.Mappings = append(in.Mappings, anon(0x1a0000000000-16*MiB, 16*MiB, "rw-p", 16*MiB))
+			in.Status.VmRSSBytes += 16 * MiB
+			in.Status.VmSizeBytes += 16 * MiB
+		},
+		unexplained: 16 * MiB, unexplainedReserved: 16 * MiB,
+	}, {
 		// 16 MiB of someone's PROT_NONE merged with the top: claimed up
 		// to the arena boundary only.
 		name: "reservation merged past the arena boundary",
