@@ -70,8 +70,12 @@ func MeasureProbeHeap(when string) ProbeHeap {
 		h.Bytes += scaleHeapSample(r.InUseObjects(), r.InUseBytes(), rate)
 		h.Records++
 	}
-	h.Note = fmt.Sprintf("Go heap the probe's packages and libraries hold (heap profile %s, %d allocation sites, sampled every %s)",
-		when, h.Records, iec(int64(rate)))
+	sampled := "every allocation sampled"
+	if rate > 1 {
+		sampled = "one allocation sampled per " + iec(int64(rate))
+	}
+	h.Note = fmt.Sprintf("Go heap the probe's packages and libraries hold (heap profile %s, %d allocation sites, %s)",
+		when, h.Records, sampled)
 	return h
 }
 
