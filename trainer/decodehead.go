@@ -23,7 +23,9 @@ import (
 // stream) and the decoder's buffers: on the device the LM head (V, C) and
 // the decoder's per-mode staging (one row in the per-token modes, T rows in
 // batch), counted in the ledger account given to newDecodeHead
-// (ledger.DeviceBuffers); on the host the decoder's staging and tokens. A
+// (ledger.DeviceBuffers); on the host the decoder's staging, the tokens and
+// the cpu device's scratch, counted in the host account
+// (ledger.DecodeHost). A
 // head is driven by one goroutine at a time, like the executor it belongs
 // to; stats may be read from anywhere.
 type decodeHead struct {
@@ -31,14 +33,16 @@ type decodeHead struct {
 	dev    device.Device
 	dec    *decode.Decoder
 	tokens []uint16 // (T) the greedy token of each position; training reads none
+	host   *ledger.Account
 }
 
 // newDecodeHead opens the named device ("cpu", or "cuda" in a build with the
 // cuda tag) with gemm backend g for devices that compute on the host, makes
 // a decoder in the named mode (decode.ParseMode) for T = cfg.Context
 // positions, and uploads wte (V, C), the tied LM head, waiting for the
-// upload. Device memory is counted in acct.
-func newDecodeHead(deviceName, mode string, g gemm.Backend, cfg model.Config, wte []float32, acct *ledger.Account) (*decodeHead, error) {
+// upload. Device memory is counted in acct, the head's Go buffers on the
+// host in host.
+func newDecodeHead(deviceName, mode string, g gemm.Backend, cfg model.Config, wte []float32, acct, host *ledger.Account) (*decodeHead, error) {
 	m, err := decode.ParseMode(mode)
 	if err != nil {
 		return nil, err
@@ -47,12 +51,15 @@ func newDecodeHead(deviceName, mode string, g gemm.Backend, cfg model.Config, wt
 	if err != nil {
 		return nil, fmt.Errorf("opening decode head: %w", err)
 	}
-	dec, err := decode.New(dev, m, cfg.Vocab, cfg.Dim, cfg.Context, wte)
+	if c, ok := dev.(*device.CPU); ok {
+		c.ReserveScratch(host, cfg.Vocab)
+	}
+	dec, err := decode.New(dev, m, cfg.Vocab, cfg.Dim, cfg.Context, wte, decode.HostAccount(host))
 	if err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("opening decode head on %s: %w", deviceName, err)
 	}
-	return &decodeHead{cfg: cfg, dev: dev, dec: dec, tokens: make([]uint16, cfg.Context)}, nil
+	return &decodeHead{cfg: cfg, dev: dev, dec: dec, tokens: ledger.Make[uint16](host, cfg.Context), host: host}, nil
 }
 
 // forward runs the LM head on a.LNF (T, C) with targets (T) through the
@@ -100,6 +107,8 @@ func (h *decodeHead) close() error {
 	if cerr := h.dev.Close(); err == nil {
 		err = cerr
 	}
+	ledger.Drop(h.host, h.tokens)
+	h.tokens = nil
 	if err != nil {
 		return fmt.Errorf("closing decode head: %w", err)
 	}

@@ -106,7 +106,7 @@ func TestDecodeHeadMatchesForwardHead(t *testing.T) {
 	for _, g := range backends() {
 		want, wantLoss := hc.host(g)
 		for _, m := range decode.Modes() {
-			h, err := newDecodeHead("cpu", m.String(), g, hc.cfg, hc.p.WTE, nil)
+			h, err := newDecodeHead("cpu", m.String(), g, hc.cfg, hc.p.WTE, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func TestDecodeHeadRefresh(t *testing.T) {
 	g := gemm.Naive{}
 	for _, m := range []decode.Mode{decode.PerTokenPrealloc, decode.Batch} {
 		wte := slices.Clone(hc.p.WTE)
-		h, err := newDecodeHead("cpu", m.String(), g, hc.cfg, wte, nil)
+		h, err := newDecodeHead("cpu", m.String(), g, hc.cfg, wte, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,8 @@ func TestDecodeHeadCounts(t *testing.T) {
 	T, C, V := hc.cfg.Context, hc.cfg.Dim, hc.cfg.Vocab
 	for _, m := range decode.Modes() {
 		acct := ledger.New().Account(ledger.DeviceBuffers)
-		h, err := newDecodeHead("cpu", m.String(), gemm.Naive{}, hc.cfg, hc.p.WTE, acct)
+		host := ledger.New().Account(ledger.DecodeHost)
+		h, err := newDecodeHead("cpu", m.String(), gemm.Naive{}, hc.cfg, hc.p.WTE, acct, host)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,6 +242,16 @@ func TestDecodeHeadCounts(t *testing.T) {
 		if after.DeviceBytesInUse != wantBytes || acct.Current() != wantBytes {
 			t.Errorf("%s: %d device bytes in use (ledger %d), want %d", m, after.DeviceBytesInUse, acct.Current(), wantBytes)
 		}
+		// The head's Go buffers on the host, each made once: the tokens
+		// (T uint16), the cpu device's softmax row (V floats), and the
+		// decoder's staging the mode keeps (float32): targets (T) but in
+		// per-token-copy; output records (T × OutStride) in prealloc
+		// and batch; a hidden and a probability row (C, V) in prealloc.
+		hostFloats := map[decode.Mode]int{decode.PerTokenCopy: 0, decode.PerTokenView: T,
+			decode.PerTokenPrealloc: T + T*device.OutStride + C + V, decode.Batch: T + T*device.OutStride}[m]
+		if want := int64(2*T + 4*(V+hostFloats)); host.Current() != want || host.Peak() != want {
+			t.Errorf("%s: host account holds %d B (peak %d), want %d", m, host.Current(), host.Peak(), want)
+		}
 		s0 := h.stats()
 		if err := h.refresh(hc.p.WTE); err != nil {
 			t.Fatal(err)
@@ -252,8 +263,8 @@ func TestDecodeHeadCounts(t *testing.T) {
 		if err := h.close(); err != nil {
 			t.Fatal(err)
 		}
-		if acct.Current() != 0 {
-			t.Errorf("%s: %d device bytes still counted after close", m, acct.Current())
+		if acct.Current() != 0 || host.Current() != 0 {
+			t.Errorf("%s: %d device and %d host bytes still counted after close", m, acct.Current(), host.Current())
 		}
 	}
 }
@@ -270,7 +281,7 @@ func TestDecodeHeadErrors(t *testing.T) {
 		{"bad device", "tpu", "batch", hc.p.WTE, `device "tpu" is not available`},
 		{"short wte", "cpu", "batch", hc.p.WTE[:10], "lm head has 10 values"},
 	} {
-		h, err := newDecodeHead(c.dev, c.mode, g, hc.cfg, c.wte, nil)
+		h, err := newDecodeHead(c.dev, c.mode, g, hc.cfg, c.wte, nil, nil)
 		if err == nil {
 			h.close()
 			t.Errorf("%s: no error", c.name)
@@ -281,10 +292,10 @@ func TestDecodeHeadErrors(t *testing.T) {
 		}
 	}
 	t.Setenv(cudadrv.EnvLibCUDA, "/nonexistent/libcuda.so.1")
-	if _, err := newDecodeHead("cuda", "batch", g, hc.cfg, hc.p.WTE, nil); err == nil || !strings.Contains(err.Error(), "no CUDA driver: /nonexistent/libcuda.so.1 not found") {
+	if _, err := newDecodeHead("cuda", "batch", g, hc.cfg, hc.p.WTE, nil, nil); err == nil || !strings.Contains(err.Error(), "no CUDA driver: /nonexistent/libcuda.so.1 not found") {
 		t.Errorf("cuda without a driver: error %v, want \"no CUDA driver: ... not found\"", err)
 	}
-	h, err := newDecodeHead("cpu", "batch", g, hc.cfg, hc.p.WTE, nil)
+	h, err := newDecodeHead("cpu", "batch", g, hc.cfg, hc.p.WTE, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

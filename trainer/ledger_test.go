@@ -3,10 +3,12 @@ package trainer_test
 import (
 	"bytes"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 
 	"memprobe/probe/ledger"
 	"memprobe/probe/memmodel"
+	"memprobe/probe/procfs"
 	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
@@ -32,10 +34,29 @@ func ledgerTrainer(t *testing.T, threads int, path trainer.Pathology) (*trainer.
 	return tr, o, ds, l
 }
 
-func findings(o trainer.Options, tr *trainer.Trainer, ds *data.Dataset, l *ledger.Ledger) ([]memmodel.Row, string) {
+// findings are the job's checks of tr against the model (job.Run): the
+// ledger against the model's prediction from the configuration and
+// GOMAXPROCS, the executor count the trainer made against the model's, and
+// the live Go heap after a GC against the ledger's Go-heap accounts.
+func findings(t *testing.T, o trainer.Options, tr *trainer.Trainer, ds *data.Dataset, l *ledger.Ledger) ([]memmodel.Row, string) {
+	t.Helper()
 	cfg := schema.Config{Model: schema.Model(o.Config), Threads: o.Threads, Executors: o.Executors,
-		Pathology: schema.Pathology(o.Pathology), Decode: o.Decode}
-	rows := memmodel.Compare(memmodel.Expected(memmodel.Input{Config: cfg, Executors: tr.NumExecutors(), DatasetTokens: len(ds.Tokens)}), l.Snapshot())
+		Pathology: schema.Pathology(o.Pathology), Decode: o.Decode, Device: o.Device}
+	in := memmodel.Input{Config: cfg, GOMAXPROCS: runtime.GOMAXPROCS(0), DatasetTokens: len(ds.Tokens)}
+	rows := memmodel.Compare(memmodel.Expected(in), l.Snapshot())
+	if r, ok := memmodel.CheckExecutors(in, tr.NumExecutors()); ok {
+		rows = append(rows, r)
+	}
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	st, err := procfs.ReadStatus(procfs.Self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := memmodel.UnaccountedHeap(int64(s[0].Value.Uint64()), memmodel.GoHeapBytes(l.Snapshot(), o.Device), int64(st.VmRSSBytes)); ok {
+		rows = append(rows, r)
+	}
 	var b bytes.Buffer
 	memmodel.Render(&b, rows)
 	return memmodel.Findings(rows), b.String()
@@ -49,7 +70,7 @@ func TestLedgerCatchesPlantedDefects(t *testing.T) {
 	tr, o, ds, l := ledgerTrainer(t, 3, trainer.Pathology{})
 	tr.Step()
 	tr.Step()
-	f, table := findings(o, tr, ds, l)
+	f, table := findings(t, o, tr, ds, l)
 	tr.Close()
 	if len(f) != 0 {
 		t.Fatalf("findings without planted defects:\n%s", table)
@@ -62,7 +83,7 @@ func TestLedgerCatchesPlantedDefects(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		tr.Step()
 	}
-	f, table = findings(o, tr, ds, l)
+	f, table = findings(t, o, tr, ds, l)
 	t.Logf("with planted defects:\n%s", table)
 	got := map[string]memmodel.Row{}
 	for _, r := range f {
@@ -89,6 +110,70 @@ func TestLedgerCatchesPlantedDefects(t *testing.T) {
 	}
 	if len(f) != 3 {
 		t.Errorf("%d findings, want the 3 planted ones", len(f))
+	}
+}
+
+// TestPlantedExecutorCount: a trainer that makes one executor more than its
+// configuration asks for (numExecutors off by one) is a finding. The model
+// computes the count from the configuration and GOMAXPROCS, not from the
+// trainer, so it predicts the asked-for count: the executor row names both
+// counts, and the workspaces' rows hold one workspace more than predicted.
+func TestPlantedExecutorCount(t *testing.T) {
+	undo := trainer.PlantExecutors(1)
+	defer undo()
+	tr, o, ds, l := ledgerTrainer(t, 3, trainer.Pathology{})
+	defer tr.Close()
+	tr.Step()
+	f, table := findings(t, o, tr, ds, l)
+	t.Logf("with one executor too many:\n%s", table)
+	want := max(1, min(3, runtime.GOMAXPROCS(0), o.Config.Batch)) // the trainer's documented default
+	if n := tr.NumExecutors(); n != want+1 {
+		t.Fatalf("planted trainer made %d executors, want %d + 1", n, want)
+	}
+	got := map[string]memmodel.Row{}
+	for _, r := range f {
+		got[r.Component] = r
+	}
+	if _, ok := got[memmodel.ExecutorsComponent]; !ok {
+		t.Errorf("an executor count of %d where the configuration gives %d is not a finding", want+1, want)
+	}
+	cfg := o.Config
+	r, ok := got[ledger.Activations]
+	if extra := r.MeasuredBytes - r.ExpectedBytes; !ok || extra != 4*int64(cfg.ActsSize()) {
+		t.Errorf("activations: measured − expected = %d B, want one workspace's %d B", extra, 4*cfg.ActsSize())
+	}
+}
+
+// TestPlantedUnledgeredBuffer: a 64 MiB buffer New makes with a plain make,
+// not through the ledger, is in no account; it is a finding of its own,
+// the live Go heap after a GC against the ledger's Go-heap accounts, naming
+// at least its bytes. Without the plant the same check has no finding
+// (TestLedgerCatchesPlantedDefects).
+func TestPlantedUnledgeredBuffer(t *testing.T) {
+	const planted = 64 << 20
+	undo := trainer.PlantUnledgered(planted)
+	defer undo()
+	tr, o, ds, l := ledgerTrainer(t, 3, trainer.Pathology{})
+	defer tr.Close()
+	tr.Step()
+	f, table := findings(t, o, tr, ds, l)
+	t.Logf("with a plain 64 MiB make:\n%s", table)
+	var r *memmodel.Row
+	for i := range f {
+		if f[i].Component == memmodel.UnaccountedComponent {
+			r = &f[i]
+		}
+	}
+	if r == nil {
+		t.Fatalf("a %d B buffer outside the ledger is not a finding (%d findings)", planted, len(f))
+	}
+	// The live heap holds the plant and the process's other small objects
+	// (under the threshold on their own, as the unplanted run shows).
+	if r.MeasuredBytes < planted || r.MeasuredBytes > planted+memmodel.UnaccountedMinBytes {
+		t.Errorf("%s = %d B, want the planted %d B and less than %d B more", r.Component, r.MeasuredBytes, planted, memmodel.UnaccountedMinBytes)
+	}
+	if len(f) != 1 {
+		t.Errorf("%d findings, want only the unledgered buffer", len(f))
 	}
 }
 

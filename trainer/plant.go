@@ -15,4 +15,12 @@ var plant struct {
 	// leakBatches makes a batch-sized buffer every step and never drops
 	// it: a leak.
 	leakBatches bool
+	// extraExecutors is added to the executor count numExecutors gives:
+	// a trainer that makes more workspaces than its configuration asks
+	// for.
+	extraExecutors int
+	// unledgeredBytes makes a []byte of this many bytes in New with a
+	// plain make, not through the ledger, and keeps it until Close: a
+	// buffer the ledger cannot see.
+	unledgeredBytes int
 }

@@ -86,11 +86,13 @@ type Trainer struct {
 
 	plantedGrads  []float32 // plant.duplicateGrads
 	plantedLeaked [][]int32 // plant.leakBatches
+	plantedHeap   []byte    // plant.unledgeredBytes
 
 	acct struct {
 		params, grads, m, v, acts, gacts   *ledger.Account
 		cacheAtt, cacheBwd, cacheEmb       *ledger.Account
 		batches, contexts, stacks, devices *ledger.Account
+		stepSums, decodeHost               *ledger.Account
 	}
 }
 
@@ -142,8 +144,10 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 	if path.WorkerStackBytes > 0 {
 		t.acct.stacks = led.Account(ledger.WorkerStacks)
 	}
+	t.acct.stepSums = led.Account(ledger.StepSums)
 	if opts.Decode != "" {
 		t.acct.devices = led.Account(ledger.DeviceBuffers)
+		t.acct.decodeHost = led.Account(ledger.DecodeHost)
 	}
 
 	P := cfg.NumParams()
@@ -154,6 +158,9 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 	model.Init(cfg, t.Param, opts.Seed)
 	if plant.duplicateGrads {
 		t.plantedGrads = ledger.Make[float32](t.acct.grads, P)
+	}
+	if plant.unledgeredBytes > 0 {
+		t.plantedHeap = make([]byte, plant.unledgeredBytes)
 	}
 
 	t.layout = layoutOf(cfg, path)
@@ -171,12 +178,12 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 		t.lock = newModelLock()
 	}
 	t.batches = newBatchStore(cfg, ds.Tokens, path.EagerBatches, t.acct.batches)
-	t.seqLoss = make([]float32, cfg.Batch)
-	t.normSums = make([]float64, (P+model.NormChunk-1)/model.NormChunk)
+	t.seqLoss = ledger.Make[float32](t.acct.stepSums, cfg.Batch)
+	t.normSums = ledger.Make[float64](t.acct.stepSums, (P+model.NormChunk-1)/model.NormChunk)
 
 	if opts.Decode != "" {
 		for _, e := range t.execs {
-			if e.head, err = newDecodeHead(t.deviceName(), opts.Decode, g, cfg, t.Param.WTE, t.acct.devices); err != nil {
+			if e.head, err = newDecodeHead(t.deviceName(), opts.Decode, g, cfg, t.Param.WTE, t.acct.devices, t.acct.decodeHost); err != nil {
 				t.Close()
 				return nil, err
 			}
@@ -326,8 +333,8 @@ func (t *Trainer) Close() {
 }
 
 // dropBuffers records in the ledger that the trainer no longer holds its
-// buffers: the workspaces (of every context, used or not), the batches and
-// the four parameter-sized buffers.
+// buffers: the workspaces (of every context, used or not), the batches, the
+// step's sums and the four parameter-sized buffers.
 func (t *Trainer) dropBuffers() {
 	if t.contexts != nil {
 		for _, c := range t.contexts {
@@ -341,6 +348,9 @@ func (t *Trainer) dropBuffers() {
 	if t.batches != nil {
 		ledger.Drop(t.acct.batches, t.batches.mem)
 	}
+	ledger.Drop(t.acct.stepSums, t.seqLoss)
+	ledger.Drop(t.acct.stepSums, t.normSums)
+	t.plantedHeap = nil
 	ledger.Drop(t.acct.params, t.Param.Memory)
 	ledger.Drop(t.acct.grads, t.Grad.Memory)
 	ledger.Drop(t.acct.m, t.M.Memory)

@@ -53,9 +53,9 @@ type workerContext struct {
 // Batch), or Options.Executors (at most Batch) when it is set.
 func (t *Trainer) numExecutors() int {
 	if t.opts.Executors > 0 {
-		return min(t.opts.Executors, t.cfg.Batch)
+		return min(t.opts.Executors, t.cfg.Batch) + plant.extraExecutors
 	}
-	return max(1, min(t.opts.Threads, runtime.GOMAXPROCS(0), t.cfg.Batch))
+	return max(1, min(t.opts.Threads, runtime.GOMAXPROCS(0), t.cfg.Batch)) + plant.extraExecutors
 }
 
 // newExecutor allocates one sequence workspace. A context's workspace is

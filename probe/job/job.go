@@ -416,11 +416,18 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	summarize(r, stats)
 	r.HeapAllocsPerStep, r.HeapAllocBytesPerStep = bracket.perStep()
 
-	// The ledger against the model, at the end of training.
-	expected := memmodel.Expected(memmodel.Input{Config: configOf(&o, tr.GEMM().Name()), Executors: tr.NumExecutors(), DatasetTokens: len(ds.Tokens)})
+	// The ledger against the model, at the end of training. The model
+	// takes the configuration and GOMAXPROCS, not the trainer's executor
+	// count, which it checks instead: a trainer that makes the wrong
+	// number of workspaces is a finding, not a prediction that follows it.
+	modelIn := memmodel.Input{Config: configOf(&o, tr.GEMM().Name()), GOMAXPROCS: r.GOMAXPROCS, DatasetTokens: len(ds.Tokens)}
+	expected := memmodel.Expected(modelIn)
 	r.ExpectedTotalBytes = memmodel.TotalBytes(expected)
 	if inst != nil {
 		r.Ledger = memmodel.Compare(expected, led.Snapshot())
+		if row, ok := memmodel.CheckExecutors(modelIn, tr.NumExecutors()); ok {
+			r.Ledger = append(r.Ledger, row)
+		}
 		r.LedgerFindings = len(memmodel.Findings(r.Ledger))
 		r.LedgerTotalBytes = led.TotalCurrentBytes()
 		inst.finishSteps(r)
@@ -471,11 +478,38 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	// (what probe exec and time(1) read from outside) stays the job's
 	// peak_rss_bytes.
 	debug.FreeOSMemory()
+	if inst != nil {
+		unaccountedHeap(r, led, o.Trainer.Device, progress)
+	}
 	if stopped != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("interrupted after %d of %d steps (%v): every figure covers the steps that ran", len(stats), o.Steps, stopped.Cause))
 		return r, stopped
 	}
 	return r, nil
+}
+
+// unaccountedHeap adds memmodel.UnaccountedHeap's finding to r's ledger
+// rows when the live Go heap holds more than the ledger's Go-heap accounts
+// by more than the threshold, and says the figure on progress either way.
+// It runs after every figure is taken and the job's GC (debug.FreeOSMemory
+// in Run): the heap then holds live objects only, so the tape engine's and
+// the steps' garbage, which the next GC would free, is not counted as a
+// buffer the ledger missed; what it does count beside the trainer's own
+// small objects is the result and the instruments' records (1 to 3 MiB at
+// tiny and seed). The trainer is still open, its buffers live and in the
+// ledger. RSS is the final VmRSS the result records.
+func unaccountedHeap(r *schema.Result, led *ledger.Ledger, device string, progress io.Writer) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	heap := int64(s[0].Value.Uint64())
+	inLedger := memmodel.GoHeapBytes(led.Snapshot(), device)
+	rss := int64(r.FinalRSSBytes)
+	fmt.Fprintf(progress, "go heap outside the ledger: %s of %s live (finding above %s)\n",
+		mib(heap-inLedger), mib(heap), mib(memmodel.UnaccountedThreshold(rss)))
+	if row, ok := memmodel.UnaccountedHeap(heap, inLedger, rss); ok {
+		r.Ledger = append(r.Ledger, row)
+		r.LedgerFindings++
+	}
 }
 
 // perturbations says which of r's figures the profiles asked for in p

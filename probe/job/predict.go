@@ -67,7 +67,7 @@ func Predict(c schema.Config, fileSize func(string) (int64, error)) (Prediction,
 	if err != nil {
 		return Prediction{}, err
 	}
-	comps := memmodel.Expected(memmodel.Input{Config: c, Executors: PredictedExecutors(c), DatasetTokens: int(tokens)})
+	comps := memmodel.Expected(memmodel.Input{Config: c, GOMAXPROCS: runtime.GOMAXPROCS(0), DatasetTokens: int(tokens)})
 	var model int64
 	for _, comp := range comps {
 		if comp.Name == ledger.WorkerStacks {
@@ -97,13 +97,12 @@ func statSize(p string) (int64, error) {
 	return fi.Size(), nil
 }
 
-// PredictedExecutors is c's executor count: c.Executors when set, else
-// the trainer's default min(threads, GOMAXPROCS, batch).
+// PredictedExecutors is c's executor count on this process's GOMAXPROCS:
+// the model's (memmodel.Executors), computed from the configuration, not
+// asked of the trainer.
 func PredictedExecutors(c schema.Config) int {
-	if c.Executors > 0 {
-		return c.Executors
-	}
-	return max(1, min(c.Threads, runtime.GOMAXPROCS(0), c.Batch))
+	n, _ := memmodel.Executors(memmodel.Input{Config: c, GOMAXPROCS: runtime.GOMAXPROCS(0)})
+	return n
 }
 
 // DatasetTokens is the token count of a data spec: SIZE/5 for

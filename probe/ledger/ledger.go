@@ -45,6 +45,8 @@ const (
 	Arena           = "arena"
 	Tape            = "tape"
 	DeviceBuffers   = "device.buffers"
+	StepSums        = "step.sums"   // per-sequence losses and gradient-norm chunk sums
+	DecodeHost      = "decode.host" // a decode head's host buffers (Go heap)
 )
 
 // Ledger holds one Account per component name.

@@ -37,13 +37,13 @@ const Tolerance = 1.0
 
 // Input is everything the model may look at: configuration, never
 // measurements. Config is the run's configuration as a result records it
-// (model shape, threads, the pathology switches, the decode mode); the
-// executor count is the trainer's choice (min(threads, GOMAXPROCS, B) by
-// default, which depends on the machine) and the token count the
-// dataset's.
+// (model shape, threads, executors asked for, the pathology switches, the
+// decode mode and device); GOMAXPROCS the run's, on which the default
+// executor count depends (Executors computes the count from both, never
+// taking the trainer's); the token count is the dataset's.
 type Input struct {
 	Config        schema.Config
-	Executors     int // executors, each holding one sequence's workspace
+	GOMAXPROCS    int // the run's runtime.GOMAXPROCS (result's gomaxprocs)
 	DatasetTokens int // tokens in the training array (uint16 each)
 }
 
@@ -64,8 +64,9 @@ type Component struct {
 // configuration, in the trainer's allocation order: the four parameter-sized
 // buffers; each workspace's activations, backward workspace and caches
 // (executors, or worker contexts with Pathology.ContextWorkspaces); the
-// batches; the sphere hierarchy's unused contexts; worker thread stacks;
-// decode-head device buffers; the dataset's token array. Components whose
+// batches; the step's per-sequence losses and norm sums; the sphere
+// hierarchy's unused contexts; worker thread stacks; decode-head device
+// and host buffers; the dataset's token array. Components whose
 // size depends on what the run does (the tape's arena and temporaries) are
 // not modelled: they appear in Compare as ledger-only rows.
 func Expected(in Input) []Component {

@@ -3,6 +3,7 @@ package memmodel
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -19,14 +20,14 @@ import (
 // executors, 8 threads and a 1,000,000-token corpus.
 func tinyInput() Input {
 	tiny := schema.Model{Vocab: 788, Dim: 64, Layers: 2, Heads: 4, FF: 256, Context: 64, Batch: 32}
-	return Input{Config: schema.Config{Model: tiny, Threads: 8}, Executors: 3, DatasetTokens: 1_000_000}
+	return Input{Config: schema.Config{Model: tiny, Threads: 8, Executors: 3}, GOMAXPROCS: 2, DatasetTokens: 1_000_000}
 }
 
 // configOf is the part of a trainer's options the model reads, as a
 // result records it.
 func configOf(o trainer.Options) schema.Config {
 	return schema.Config{Model: schema.Model(o.Config), Threads: o.Threads, Executors: o.Executors,
-		Pathology: schema.Pathology(o.Pathology), Decode: o.Decode}
+		Pathology: schema.Pathology(o.Pathology), Decode: o.Decode, Device: o.Device}
 }
 
 // TestExpectedTinyByHand checks Expected against arithmetic done by hand
@@ -73,6 +74,9 @@ func TestExpectedTinyByHand(t *testing.T) {
 		// one lazy batch: inputs, targets, mask as int32 (B, T): 3 × 32 × 64
 		// × 4 = 24,576; plus 3 executors × two uint16 rows of T: 3 × 256
 		ledger.Batches: 24_576 + 768,
+		// the step's sums: B = 32 float32 losses (128 B) and ceil(P /
+		// 65,536) = 3 float64 chunk sums of squared gradients (24 B)
+		ledger.StepSums: 152,
 	}
 	got := Expected(tinyInput())
 	if len(got) != len(want) {
@@ -83,7 +87,7 @@ func TestExpectedTinyByHand(t *testing.T) {
 			t.Errorf("%s = %d (peak %d), want %d (%s)", c.Name, c.Bytes, c.PeakBytes, w, c.Formula)
 		}
 	}
-	if tot := TotalBytes(got); tot != 4*618_496+3*1_159_936+3*649_216+2_000_000+25_344 {
+	if tot := TotalBytes(got); tot != 4*618_496+3*1_159_936+3*649_216+2_000_000+25_344+152 {
 		t.Errorf("total %d", tot)
 	}
 }
@@ -120,6 +124,7 @@ func TestExpectedPathologiesByHand(t *testing.T) {
 		ledger.Batches:        489*24_576 + 63*256, // 12,033,792
 		ledger.WorkerContexts: 94 * 2_993_152,      // 281,356,288
 		ledger.WorkerStacks:   63 << 20,            // 66,060,288
+		ledger.StepSums:       152,                 // 4 B × B + 8 B × ceil(P / 65,536)
 		ledger.DatasetTokens:  2_000_000,
 	}
 	got := Expected(in)
@@ -153,6 +158,8 @@ func TestExpectedMatchesTrainer(t *testing.T) {
 		{"micro", 2, 0, trainer.Pathology{CacheScale: 3, ContextWorkspaces: true}, ""},
 		{"tiny", 2, 0, trainer.Pathology{}, "batch"},
 		{"tiny", 2, 0, trainer.Pathology{}, "per-token-copy"},
+		{"tiny", 2, 0, trainer.Pathology{}, "per-token-view"},
+		{"tiny", 3, 0, trainer.Pathology{}, "per-token-prealloc"},
 	} {
 		cfg := model.Presets[tc.preset]
 		ds, err := data.Load("synthetic:100KB", cfg.Vocab, 1)
@@ -167,8 +174,11 @@ func TestExpectedMatchesTrainer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := Input{Config: configOf(opts), Executors: tr.NumExecutors(), DatasetTokens: len(ds.Tokens)}
+		in := Input{Config: configOf(opts), GOMAXPROCS: runtime.GOMAXPROCS(0), DatasetTokens: len(ds.Tokens)}
 		rows := Compare(Expected(in), l.Snapshot())
+		if r, ok := CheckExecutors(in, tr.NumExecutors()); ok {
+			rows = append(rows, r)
+		}
 		tr.Close()
 		if f := Findings(rows); len(f) != 0 {
 			var b bytes.Buffer

@@ -66,6 +66,36 @@ func hierarchySize(threads int) int {
 // and the row's loss, one float each.
 const outStride = 2
 
+// normChunk is the gradient norm's chunk, in parameters: the optimizer
+// sums the squares of each chunk apart (trainer/model.NormChunk).
+const normChunk = 1 << 16
+
+// decodeHost is one decode head's host buffers in bytes, and their
+// formula: the greedy tokens (T uint16); the decoder's staging, which
+// the per-token-copy mode makes fresh per token and the others once: the
+// targets as float32 (T, not per-token-copy), the output records (T ×
+// outStride: prealloc and batch), one hidden row and one probability row
+// (C and V: prealloc); and on the cpu device the softmax's one-row
+// scratch (V).
+func (p Pathologies) decodeHost(c schema.Model, device string) (int64, string) {
+	T, C, V := int64(c.Context), int64(c.Dim), int64(c.Vocab)
+	floats := int64(0)
+	formula := "2 B × T"
+	switch p.Decode {
+	case "per-token-view":
+		floats, formula = T, formula+" + 4 B × T"
+	case "per-token-prealloc":
+		floats, formula = T+T*outStride+C+V, formula+fmt.Sprintf(" + 4 B × (T·(1 + %d) + C + V)", outStride)
+	case "batch":
+		floats, formula = T+T*outStride, formula+fmt.Sprintf(" + 4 B × T·(1 + %d)", outStride)
+	}
+	if device == "" || device == "cpu" {
+		floats += V
+		formula += " + 4 B × V (cpu scratch)"
+	}
+	return 2*T + 4*floats, formula
+}
+
 // Pathologies are the switches that change what the trainer allocates: the
 // design notes' defects (schema.Pathology, notes 000 and 001) and the
 // device decode head (note 003). The zero value is the fixed trainer.
@@ -124,7 +154,8 @@ func (w workspace) bytes(c schema.Model) int64 {
 func (p Pathologies) workspaces(in Input) (used, unused int) {
 	threads := in.Config.Threads
 	if !p.ContextWorkspaces {
-		return in.Executors, 0
+		n, _ := Executors(in)
+		return n, 0
 	}
 	if p.SphereHierarchy {
 		return threads, hierarchySize(threads) - threads
@@ -178,6 +209,12 @@ func components(in Input) []Component {
 		add(ledger.Batches, 3*BT*4+n*4*int64(c.Context), "3 × B·T (%d) × 4 B + %s × 2 × T × 2 B", BT, who)
 	}
 
+	// The step's sums: each sequence's mean loss (B float32) and the
+	// gradient norm's chunk sums (ceil(P / normChunk) float64).
+	P := numParams(c)
+	chunks := (P + normChunk - 1) / normChunk
+	add(ledger.StepSums, 4*int64(c.Batch)+8*chunks, "4 B × B (%d) + 8 B × ceil(P / %d) (%d)", c.Batch, normChunk, chunks)
+
 	if unused > 0 {
 		add(ledger.WorkerContexts, int64(unused)*w.bytes(c),
 			"unused contexts (%d of %d in the sphere hierarchy) × workspace (%d B)", unused, unused+used, w.bytes(c))
@@ -192,6 +229,8 @@ func components(in Input) []Component {
 		}
 		per := int64(c.Vocab*c.Dim + rows*c.Dim + rows*c.Vocab + rows + rows*outStride)
 		add(ledger.DeviceBuffers, n*per*4, "%s × (V·C + rows·(C + V + 1 + %d)) (%d, rows %d) × 4 B", who, outStride, per, rows)
+		host, formula := p.decodeHost(c, in.Config.Device)
+		add(ledger.DecodeHost, n*host, "%s × (%s) (%d B)", who, formula, host)
 	}
 	return out
 }

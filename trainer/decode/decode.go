@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"strings"
 
+	"memprobe/probe/ledger"
 	"memprobe/trainer/device"
 )
 
@@ -75,6 +76,9 @@ type Decoder struct {
 	V, C, maxRows int
 	samp          device.Sampling
 
+	// host counts the host buffers below that are Go slices made once
+	// (the HostAccount option; nil counts nothing).
+	host *ledger.Account
 	// hm is the device's page-locked host memory when the host buffers
 	// below come from it (PinnedHost, in the prealloc and batch modes),
 	// else nil: Close gives them back to it.
@@ -100,7 +104,16 @@ type Option func(*options)
 
 type options struct {
 	pinnedHost bool
+	host       *ledger.Account
 }
+
+// HostAccount(acct) counts the host buffers New makes as Go slices (the
+// targets, output records, hidden and probability rows the mode keeps)
+// in acct, and Close drops them from it. Page-locked buffers (PinnedHost)
+// are not Go memory and are not counted; nor are the fresh slices the
+// per-token-copy and per-token-view modes make per token, which are
+// garbage once Decode returns. The default, nil, counts nothing.
+func HostAccount(acct *ledger.Account) Option { return func(o *options) { o.host = acct } }
 
 // PinnedHost(true) asks New to take the decoder's own host buffers in the
 // per-token-prealloc and batch modes (the hidden row, targets, output
@@ -132,7 +145,7 @@ func New(dev device.Device, mode Mode, V, C, maxRows int, lmHead []float32, opts
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &Decoder{dev: dev, mode: mode, V: V, C: C, maxRows: maxRows}
+	d := &Decoder{dev: dev, mode: mode, V: V, C: C, maxRows: maxRows, host: o.host}
 	rows := 1
 	if mode == Batch {
 		rows = maxRows
@@ -170,7 +183,7 @@ func New(dev device.Device, mode Mode, V, C, maxRows int, lmHead []float32, opts
 			continue
 		}
 		if d.hm == nil {
-			*h.p = make([]float32, h.n)
+			*h.p = ledger.Make[float32](d.host, h.n)
 			continue
 		}
 		p, err := d.hm.AllocHost(h.name, h.n)
@@ -410,12 +423,15 @@ func (d *Decoder) Close() error {
 		}
 	}
 	for _, p := range []*[]float32{&d.tgtHost, &d.outHost, &d.inHost, &d.probHost} {
-		if d.hm != nil && *p != nil {
-			if err := d.hm.FreeHost(*p); err != nil && first == nil {
-				first = err
-			}
-			*p = nil // freed memory: no later call may touch it
+		if *p == nil {
+			continue
 		}
+		if d.hm == nil {
+			ledger.Drop(d.host, *p)
+		} else if err := d.hm.FreeHost(*p); err != nil && first == nil {
+			first = err
+		}
+		*p = nil // freed memory: no later call may touch it; counted once
 	}
 	return first
 }

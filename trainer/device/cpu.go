@@ -52,7 +52,20 @@ type CPU struct {
 	fence chan struct{}
 	done  chan struct{} // closed when the stream goroutine has exited
 
-	scratch []float32 // (V) SoftmaxSample's row workspace; only the stream touches it
+	scratch     []float32       // (V) SoftmaxSample's row workspace; only the stream touches it
+	scratchAcct *ledger.Account // counts scratch (ReserveScratch; nil: nothing)
+}
+
+// ReserveScratch makes the softmax's row workspace for rows of n floats
+// (V) now, rather than at the first SoftmaxSample, and counts it, and any
+// larger one a later SoftmaxSample makes, in acct: host memory apart from
+// the device buffers (on a cpu device both are Go heap, but the device
+// account stays the device ledger's buffers). Call it before any command
+// is enqueued: the stream owns the scratch afterwards. Close drops it from
+// acct.
+func (d *CPU) ReserveScratch(acct *ledger.Account, n int) {
+	d.scratchAcct = acct
+	d.scratch = ledger.Make[float32](acct, n)
 }
 
 // NewCPU starts a cpu device whose logits product uses g (nil: gemm.Default())
@@ -124,7 +137,10 @@ func (d *CPU) exec(cmd *command) (err error) {
 			targets = cmd.c.mem[:cmd.rows]
 		}
 		if len(d.scratch) < cmd.n {
-			d.scratch = make([]float32, cmd.n) // once per device and V: the kernel's one-row workspace
+			if d.scratch != nil {
+				ledger.Drop(d.scratchAcct, d.scratch)
+			}
+			d.scratch = ledger.Make[float32](d.scratchAcct, cmd.n) // once per device and V: the kernel's one-row workspace
 		}
 		return softmaxSampleRows(cmd.a.mem[:cmd.rows*OutStride], cmd.b.mem[:cmd.rows*cmd.n], targets, cmd.rows, cmd.n, cmd.s, d.scratch)
 	}
@@ -218,6 +234,10 @@ func (d *CPU) Close() error {
 	for _, b := range d.live {
 		d.removed(b)
 		d.acct.FreeFloat32s(b.mem)
+	}
+	if d.scratch != nil { // the stream has exited: nothing touches it
+		ledger.Drop(d.scratchAcct, d.scratch)
+		d.scratch = nil
 	}
 	d.closed = true
 	return d.stickyErr()
