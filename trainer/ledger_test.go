@@ -65,7 +65,9 @@ func findings(t *testing.T, o trainer.Options, tr *trainer.Trainer, ds *data.Dat
 // TestLedgerCatchesPlantedDefects: the ledger records the buffers actually
 // made, so a buffer made too large, made twice, or made every step and
 // never dropped differs from the model's prediction, and the finding names
-// the component. Without the defects the same run has no finding.
+// the component. Without the defects the same run has no finding, the
+// executor and Go-heap checks included. Defects that bypass the ledger
+// are TestPlantedExecutorCount's and TestPlantedUnledgeredBuffer's.
 func TestLedgerCatchesPlantedDefects(t *testing.T) {
 	tr, o, ds, l := ledgerTrainer(t, 3, trainer.Pathology{})
 	tr.Step()
