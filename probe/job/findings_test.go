@@ -25,7 +25,7 @@ func TestUnaccountedHeap(t *testing.T) {
 		t.Helper()
 		runtime.GC()
 		r := &schema.Result{Ledger: []schema.LedgerRow{}, FinalRSSBytes: 100 << 20}
-		unaccountedHeap(r, led, device, io.Discard)
+		unaccountedHeap(r, led, device, 0, io.Discard)
 		if r.LedgerFindings != len(r.Ledger) {
 			t.Errorf("%d findings counted for %d rows", r.LedgerFindings, len(r.Ledger))
 		}

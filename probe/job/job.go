@@ -479,7 +479,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	// peak_rss_bytes.
 	debug.FreeOSMemory()
 	if inst != nil {
-		unaccountedHeap(r, led, o.Trainer.Device, progress)
+		unaccountedHeap(r, led, o.Trainer.Device, inst.probeHeap.Bytes, progress)
 	}
 	if stopped != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("interrupted after %d of %d steps (%v): every figure covers the steps that ran", len(stats), o.Steps, stopped.Cause))
@@ -497,15 +497,17 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 // buffer the ledger missed; what it does count beside the trainer's own
 // small objects is the result and the instruments' records (1 to 3 MiB at
 // tiny and seed). The trainer is still open, its buffers live and in the
-// ledger. RSS is the final VmRSS the result records.
-func unaccountedHeap(r *schema.Result, led *ledger.Ledger, device string, progress io.Writer) {
+// ledger. RSS is the final VmRSS the result records. probeHeap, the
+// probe's own heap measured at job start (the probe.heap part), is the
+// tool's and not the trainer's, and is taken out first.
+func unaccountedHeap(r *schema.Result, led *ledger.Ledger, device string, probeHeap int64, progress io.Writer) {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
-	heap := int64(s[0].Value.Uint64())
+	heap := int64(s[0].Value.Uint64()) - probeHeap
 	inLedger := memmodel.GoHeapBytes(led.Snapshot(), device)
 	rss := int64(r.FinalRSSBytes)
-	fmt.Fprintf(progress, "go heap outside the ledger: %s of %s live (finding above %s)\n",
-		mib(heap-inLedger), mib(heap), mib(memmodel.UnaccountedThreshold(rss)))
+	fmt.Fprintf(progress, "go heap outside the ledger: %s of %s live, less the probe's own %s (finding above %s)\n",
+		mib(heap-inLedger), mib(heap+probeHeap), mib(probeHeap), mib(memmodel.UnaccountedThreshold(rss)))
 	if row, ok := memmodel.UnaccountedHeap(heap, inLedger, rss); ok {
 		r.Ledger = append(r.Ledger, row)
 		r.LedgerFindings++

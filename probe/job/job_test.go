@@ -78,9 +78,13 @@ func TestRunInstruments(t *testing.T) {
 	}
 	// Every part is measured: explained is RSS less the unexplained, and
 	// with nothing planted that is small (see reconcile's live tests for
-	// the bound's argument).
-	if a := rec.AtPeak; rec.ExplainedBytes != a.RSSBytes-a.UnexplainedBytes || max(a.UnexplainedBytes, -a.UnexplainedBytes) > 8<<20+int64(runtime.NumCPU())*max(32, 2*int64(runtime.NumCPU()))*4096 {
-		t.Errorf("explained %d, at peak RSS %d, unexplained %d (%s)", rec.ExplainedBytes, a.RSSBytes, a.UnexplainedBytes, a.UnexplainedNote)
+	// the bound's argument) once the probable Go metadata, unnamed
+	// mappings that only fit Go's metadata budget by size, is set apart:
+	// it stays unexplained, and the race runtime's metadata is larger.
+	if a := rec.AtPeak; rec.ExplainedBytes != a.RSSBytes-a.UnexplainedBytes ||
+		a.ProbableGoMetadataBytes < 0 ||
+		abs64(a.UnexplainedBytes-a.ProbableGoMetadataBytes) > 8<<20+int64(runtime.NumCPU())*max(32, 2*int64(runtime.NumCPU()))*4096 {
+		t.Errorf("explained %d, at peak RSS %d, unexplained %d, of it probable Go metadata %d (%s)", rec.ExplainedBytes, a.RSSBytes, a.UnexplainedBytes, a.ProbableGoMetadataBytes, a.UnexplainedNote)
 	}
 	var heapLedger int64
 	for _, p := range rec.End.Parts {
@@ -271,3 +275,5 @@ func TestResumeOtherModel(t *testing.T) {
 		t.Errorf("resume of a micro checkpoint as tiny: %v\nwant %q", err, want)
 	}
 }
+
+func abs64(x int64) int64 { return max(x, -x) }
