@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -280,7 +279,7 @@ func (d *Diff) warnConfigs(baseRuns, headRuns []*runView) {
 // equal, they matched), and the tokens of data the first repetitions read,
 // which a text file's name does not show.
 func configDiffs(b, h *runView) []string {
-	bf, hf := flatConfig(b.Config), flatConfig(h.Config)
+	bf, hf := flatten(b.Config), flatten(h.Config)
 	if len(b.Repetitions) > 0 && len(h.Repetitions) > 0 {
 		bf["data_tokens"] = strconv.Itoa(b.Repetitions[0].DataTokens)
 		hf["data_tokens"] = strconv.Itoa(h.Repetitions[0].DataTokens)
@@ -304,34 +303,6 @@ func configDiffs(b, h *runView) []string {
 	return out
 }
 
-// flatConfig is c's fields as JSON values by dotted path.
-func flatConfig(c schema.Config) map[string]string {
-	out := map[string]string{}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return out // a Config always marshals
-	}
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
-		return out
-	}
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
-		if obj, ok := v.(map[string]any); ok {
-			for k, x := range obj {
-				if prefix != "" {
-					k = prefix + "." + k
-				}
-				walk(k, x)
-			}
-			return
-		}
-		j, _ := json.Marshal(v)
-		out[prefix] = string(j)
-	}
-	walk("", m)
-	return out
-}
 
 // UnmeasuredError is the refusal of metrics named (DiffOptions.Metrics
 // or Extra, probe history --metric) that no configuration of the inputs
