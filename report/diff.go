@@ -303,7 +303,6 @@ func configDiffs(b, h *runView) []string {
 	return out
 }
 
-
 // UnmeasuredError is the refusal of metrics named (DiffOptions.Metrics
 // or Extra, probe history --metric) that no configuration of the inputs
 // measured, finished or not: a diff or history of them would be a table
