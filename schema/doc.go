@@ -6,13 +6,18 @@
 // (DecodeRecord, "memprobe.decode/v1", with its DecodeConfig).
 //
 // It is the hinge of the pipeline trainer → probe → report: probe/job
-// fills these types, report/ and the experiment runner read them. So that
-// a reader does not link the trainer to read a JSON file, the package
-// imports nothing under memprobe/trainer, nor probe/job or probe/memmodel
-// (which do); it imports only the leaf instrument packages whose types
-// appear in a result (probe/ledger, probe/reconcile, probe/sampler,
-// probe/rtstats, probe/allocsite, probe/profiling). A test checks this
-// with `go list -deps`.
+// fills these types, report/ and the experiment runner read them. The
+// package owns the wire format whole: every type a file holds is defined
+// here with its JSON tags, the instruments' parts included (the sampler's
+// timeline, SamplerResult; the runtime's counters, RuntimeSnapshot and
+// SteadyState; the RSS reconciliation, Reconciliation; allocation sites,
+// AllocSites; the profiles written, Profiles; device memory,
+// DeviceMemory). The instrument packages fill these types (probe/sampler's
+// Result is an alias of SamplerResult, and so on), so a field cannot
+// change in the JSON without a change here, where the version is. The
+// package is a leaf: it imports no memprobe package, so that reading a
+// file links no instrument and no trainer. A test checks this with
+// `go list -deps`.
 //
 // The formats, field by field with units and sources, are in
 // docs/report-schema.md. Versioning: each format carries its name and

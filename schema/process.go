@@ -1,10 +1,6 @@
 package schema
 
-import (
-	"strings"
-
-	"memprobe/probe/reconcile"
-)
+import "strings"
 
 // Modes of Process.
 const (
@@ -213,7 +209,7 @@ type Snapshot struct {
 	WalkMs float64 `json:"walk_ms"`
 	// Reconciliation is RSS and VSZ in named parts (probe/reconcile, with
 	// the outside-only parts: gpu.driver, go.runtime.anon).
-	Reconciliation reconcile.Reconciliation `json:"reconciliation"`
+	Reconciliation Reconciliation `json:"reconciliation"`
 	// Threads is the number of threads; StackPointers how many of them
 	// had a readable stack pointer (task/TID/syscall or stat's kstkesp).
 	Threads       int `json:"threads"`

@@ -9,8 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"time"
-
-	"memprobe/internal/atomicfile"
 )
 
 // ErrSchema is wrapped by errors about a file of another format or
@@ -315,5 +313,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return atomicfile.WriteBytes(path, b)
+	return writeFile(path, b)
 }

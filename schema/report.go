@@ -1,7 +1,5 @@
 package schema
 
-import "memprobe/probe/sampler"
-
 // ReportVersion names the format of Report.
 const ReportVersion = "memprobe.report/v1"
 
@@ -120,9 +118,9 @@ type Outside struct {
 	MaxRSSBytes   int64   `json:"max_rss_bytes"`
 	// PeakRSSBytes and PeakVSZBytes are the parent's sampler's maxima of
 	// the child's VmRSS and VmSize; Timeline its points (never nil).
-	PeakRSSBytes int64           `json:"peak_rss_bytes"`
-	PeakVSZBytes int64           `json:"peak_vsz_bytes"`
-	Timeline     []sampler.Point `json:"timeline"`
+	PeakRSSBytes int64          `json:"peak_rss_bytes"`
+	PeakVSZBytes int64          `json:"peak_vsz_bytes"`
+	Timeline     []SamplerPoint `json:"timeline"`
 }
 
 // Summary condenses a Run's repetitions: per metric the median and its

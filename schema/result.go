@@ -1,12 +1,6 @@
 package schema
 
-import (
-	"memprobe/probe/allocsite"
-	"memprobe/probe/profiling"
-	"memprobe/probe/reconcile"
-	"memprobe/probe/rtstats"
-	"memprobe/probe/sampler"
-)
+import ()
 
 // ResultVersion names the format of Result. v2: the RSS reconciliation's
 // parts come from smaps, each with its reserved bytes;
@@ -88,7 +82,7 @@ type Result struct {
 	HeapAllocsPerStep     float64 `json:"go_heap_allocs_per_step"`
 	// AllocsBySite names what allocated in the steady-state steps, site by
 	// site, program, runtime and probe apart; null without instruments.
-	AllocsBySite *allocsite.Report `json:"allocs_by_site"`
+	AllocsBySite *AllocSites `json:"allocs_by_site"`
 
 	PeakRSSBytes  uint64 `json:"peak_rss_bytes"` // VmHWM at the end of the run
 	FinalRSSBytes uint64 `json:"final_rss_bytes"`
@@ -113,11 +107,11 @@ type Result struct {
 	Instruments       bool               `json:"instruments"`
 	Runtime           *Runtime           `json:"runtime"`
 	RSSReconciliation *RSSReconciliation `json:"rss_reconciliation"`
-	Sampler           *sampler.Result    `json:"sampler"`
+	Sampler           *SamplerResult     `json:"sampler"`
 	RSSAgreement      *RSSAgreement      `json:"rss_agreement"`
 	// Profiles lists the pprof files written; null when none was asked
 	// for.
-	Profiles *profiling.Report `json:"profiles"`
+	Profiles *Profiles `json:"profiles"`
 	// Warnings name the figures an instrument or profile perturbed in
 	// this run and by what (a heap profile owning the allocation
 	// profile's rate, GCs forced by the peak profiler, profiling's own
@@ -262,7 +256,7 @@ type Runtime struct {
 	// Steady is the per-step cost after the warm-up steps: allocations
 	// (objects and bytes, from /gc/heap/allocs:*, process-wide), GC
 	// cycles and estimated pause time.
-	Steady rtstats.SteadyState `json:"steady"`
+	Steady SteadyState `json:"steady"`
 	// AllSteps sums StepCounters over every step, warm-up included.
 	AllStepsAllocsObjects int64 `json:"all_steps_allocs_objects"`
 	AllStepsAllocsBytes   int64 `json:"all_steps_allocs_bytes"`
@@ -270,9 +264,9 @@ type Runtime struct {
 	AllStepsGCPauseNs     int64 `json:"all_steps_gc_pause_ns"`
 	// Start is read before the first step, End after the last; both carry
 	// /memory/classes/* (what the runtime holds, by use).
-	Start rtstats.Snapshot `json:"start"`
-	End   rtstats.Snapshot `json:"end"`
-	Peak  RuntimePeaks     `json:"peak"`
+	Start RuntimeSnapshot `json:"start"`
+	End   RuntimeSnapshot `json:"end"`
+	Peak  RuntimePeaks    `json:"peak"`
 	// Steps are the first job.MaxStepRows (1000) steps' counters; never
 	// nil.
 	Steps          []StepCounters `json:"steps"`
@@ -285,10 +279,10 @@ type RSSReconciliation struct {
 	// AtPeak is reconcile.Compute at the step boundary where VmRSS was
 	// highest (the first boundary within 1 MiB or 0.5 % of the highest;
 	// 0 is after set-up, before step 1), computed right there.
-	AtPeak     reconcile.Reconciliation `json:"at_peak"`
-	AtPeakStep int                      `json:"at_peak_step"`
+	AtPeak     Reconciliation `json:"at_peak"`
+	AtPeakStep int            `json:"at_peak_step"`
 	// End is reconcile.Compute after the last step.
-	End reconcile.Reconciliation `json:"end"`
+	End Reconciliation `json:"end"`
 	// VmHWMBytes is the kernel's peak RSS at the end.
 	VmHWMBytes int64 `json:"vm_hwm_bytes"`
 	// ExplainedBytes is what AtPeak's parts name, each from its own
@@ -304,7 +298,7 @@ type RSSReconciliation struct {
 	Within10Pct bool `json:"within_10pct"`
 	// Residual is AtPeak's unexplained mappings: resident anonymous
 	// memory no source claimed, largest first. Never nil.
-	Residual []reconcile.Piece `json:"residual"`
+	Residual []MappingPiece `json:"residual"`
 	// GoArenaRSSBytes is the resident part of the mappings that hold Go's
 	// heap arenas (smaps, at the end): what the heap classes, which count
 	// mapped bytes, really have in RAM.

@@ -54,6 +54,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"memprobe/schema"
 )
 
 // Classes of a Site.
@@ -80,51 +82,11 @@ type Options struct {
 }
 
 // Site is one allocation site: the innermost frame that is not a runtime
-// allocation entry point (newobject, makeslice, growslice, ...).
-type Site struct {
-	// Class is program, runtime or probe (see the package comment).
-	Class string `json:"class"`
-	// Function, File and Line are the site.
-	Function string `json:"function"`
-	File     string `json:"file"`
-	Line     int    `json:"line"`
-	// CalledFrom is, for a runtime site, the innermost frame outside the
-	// runtime and the standard library's sync and time packages: the
-	// code whose blocking or goroutine made the runtime allocate.
-	CalledFrom string `json:"called_from,omitempty"`
-	// Objects and Bytes are allocated in the window; per step when the
-	// window has steps.
-	Objects        int64   `json:"objects"`
-	Bytes          int64   `json:"bytes"`
-	ObjectsPerStep float64 `json:"objects_per_step"`
-	BytesPerStep   float64 `json:"bytes_per_step"`
-}
+// allocation entry point (schema.AllocSite).
+type Site = schema.AllocSite
 
-// Report is what a Window saw. Sites is never nil.
-type Report struct {
-	// MemProfileRate is the rate during the window; Exact is true when
-	// it was 1, so every allocation was recorded.
-	MemProfileRate int  `json:"memprofile_rate"`
-	Exact          bool `json:"exact"`
-	Steps          int  `json:"steps"`
-	// Totals by class, over the window.
-	ProgramObjects int64 `json:"program_objects"`
-	ProgramBytes   int64 `json:"program_bytes"`
-	RuntimeObjects int64 `json:"runtime_objects"`
-	RuntimeBytes   int64 `json:"runtime_bytes"`
-	ProbeObjects   int64 `json:"probe_objects"`
-	ProbeBytes     int64 `json:"probe_bytes"`
-	// Sites are the Top sites by objects (then bytes), program sites
-	// first; SitesOmitted counts the rest.
-	Sites        []Site `json:"sites"`
-	SitesOmitted int    `json:"sites_omitted"`
-}
-
-// ProgramObjectsPerStep is ProgramObjects / Steps (0 without steps).
-func (r Report) ProgramObjectsPerStep() float64 { return perStep(r.ProgramObjects, r.Steps) }
-
-// ProgramBytesPerStep is ProgramBytes / Steps (0 without steps).
-func (r Report) ProgramBytesPerStep() float64 { return perStep(r.ProgramBytes, r.Steps) }
+// Report is what a Window saw (schema.AllocSites). Sites is never nil.
+type Report = schema.AllocSites
 
 func perStep(v int64, steps int) float64 {
 	if steps <= 0 {

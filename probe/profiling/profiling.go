@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"memprobe/internal/atomicfile"
+	"memprobe/schema"
 )
 
 // Defaults of the peak-heap trigger and the contention rates.
@@ -112,31 +113,11 @@ func (o Options) Enabled() bool {
 	return o.Dir != "" || o.CPU != "" || o.Heap != "" || o.Allocs != "" || o.Mutex != "" || o.Block != "" || o.PprofAddr != ""
 }
 
-// File is one profile written.
-type File struct {
-	// Kind is cpu, heap, allocs, mutex, block or heap-peak.
-	Kind string `json:"kind"`
-	Path string `json:"path"`
-	// HeapLiveBytes is, for heap-peak, the live heap (as of the last GC)
-	// that triggered it.
-	HeapLiveBytes int64 `json:"heap_live_bytes,omitempty"`
-	// TMs is when it was written, in milliseconds since Start.
-	TMs float64 `json:"t_ms"`
-}
+// File is one profile written (schema.ProfileFile).
+type File = schema.ProfileFile
 
-// Report is what a session did. Slices are never nil.
-type Report struct {
-	Files []File `json:"files"`
-	// PprofAddr is the address the server listened on ("" if none).
-	PprofAddr string `json:"pprof_addr,omitempty"`
-	// HeapLiveMaxBytes is the largest live heap seen at a GC during the
-	// session, whether or not a profile was written for it.
-	HeapLiveMaxBytes int64 `json:"heap_live_max_bytes"`
-	// PeakSkipped counts live-heap peaks not profiled because PeakMax
-	// was reached.
-	PeakSkipped int      `json:"peak_skipped"`
-	Warnings    []string `json:"warnings"`
-}
+// Report is what a session did (schema.Profiles). Slices are never nil.
+type Report = schema.Profiles
 
 // Session is a running set of profiles. Stop or Discard ends it once.
 type Session struct {

@@ -1,28 +1,14 @@
 package rtstats
 
-import "fmt"
+import (
+	"fmt"
 
-// SteadyState is the per-step cost of a loop once warm-up is over.
-type SteadyState struct {
-	// Steps is the number of steps measured (after warm-up).
-	Steps int `json:"steps"`
-	// WarmupSteps is the number of leading steps left out.
-	WarmupSteps int `json:"warmup_steps"`
-	// AllocsPerStepObjects is mean heap allocations per step.
-	AllocsPerStepObjects float64 `json:"allocs_per_step_objects"`
-	// AllocsPerStepBytes is mean heap bytes allocated per step.
-	AllocsPerStepBytes float64 `json:"allocs_per_step_bytes"`
-	// MinStepAllocsObjects and MaxStepAllocsObjects bound the per-step
-	// allocation counts; a wide range means the mcache flush lag (see the
-	// package comment) or a loop that is not steady.
-	MinStepAllocsObjects int64 `json:"min_step_allocs_objects"`
-	MaxStepAllocsObjects int64 `json:"max_step_allocs_objects"`
-	// GCCycles is GC cycles during the measured steps.
-	GCCycles int64 `json:"gc_cycles"`
-	// GCPauseTotalNs is the estimated GC pause time during the measured
-	// steps.
-	GCPauseTotalNs int64 `json:"gc_pause_total_ns"`
-}
+	"memprobe/schema"
+)
+
+// SteadyState is the per-step cost of a loop once warm-up is over
+// (schema.SteadyState).
+type SteadyState = schema.SteadyState
 
 // Steady derives per-step costs from snapshots taken around a loop:
 // snaps[0] before step 1 and snaps[k] after step k. The first warmup steps

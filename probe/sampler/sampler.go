@@ -56,6 +56,7 @@ import (
 	"github.com/shirou/gopsutil/v4/process"
 
 	"memprobe/probe/procfs"
+	"memprobe/schema"
 )
 
 // Defaults and limits of Options.
@@ -107,73 +108,12 @@ type Options struct {
 	FS procfs.FS
 }
 
-// Result is what a sampling run saw.
-type Result struct {
-	// PID is the process sampled.
-	PID int `json:"pid"`
-	// Peaks is the field-wise maximum over every sample, not just the
-	// timeline's points: TMs is 0, Samples the sample count. Each field's
-	// peak is over the samples that read it: RSS and VSZ over all of
-	// them, the status fields over the StatusSamples that read status
-	// (every sample by default), the smaps_rollup fields (PSS, swap, the
-	// private/shared split) over the SmapsSamples readings of
-	// smaps_rollup only, so a spike between two of those is missed.
-	// Peaks are not of one moment: each field may peak at another time.
-	Peaks Point `json:"peaks"`
-	// PeakRSSAtMs is when the first sample at the peak RSS was taken, in
-	// milliseconds since Start: the timeline's points give only their
-	// bucket's start, seconds apart in a long run.
-	PeakRSSAtMs float64 `json:"peak_rss_at_ms,omitempty"`
-	// First and Last are the first and the last sample exactly as taken
-	// (Samples 1), not the maxima of the timeline's first and last
-	// buckets: the start and final values of the run. Every sample is of
-	// the live process (the sampler stops at one that has exited), so
-	// Last is the last moment it was seen alive. Nil only before a first
-	// sample (a Result that no successful Start produced).
-	First *Point `json:"first,omitempty"`
-	Last  *Point `json:"last,omitempty"`
-	// Timeline is at most MaxPoints points; each is the field-wise maximum
-	// of the Samples samples it covers. Never nil.
-	Timeline []Point `json:"timeline"`
-	// Samples is the number of samples taken.
-	Samples int `json:"samples"`
-	// StatusSamples and SmapsSamples are how many of them read status and
-	// smaps_rollup (the others have those fields at 0: not read).
-	StatusSamples int `json:"status_samples"`
-	SmapsSamples  int `json:"smaps_samples"`
-	// Reopens is how many times the sampler opened the process's /proc
-	// files again while it lived: after a read failed (a descriptor that
-	// an execve left stale) or when it saw an execve.
-	Reopens int `json:"reopens,omitempty"`
-	// Execs are the execve calls the sampler saw, in order (absent: none).
-	Execs []Exec `json:"execs,omitempty"`
-	// IntervalMs is the requested interval, in milliseconds.
-	IntervalMs float64 `json:"interval_ms"`
-	// DurationMs is the time from the first sample to the last.
-	DurationMs float64 `json:"duration_ms"`
-	// CostMs is the wall time spent taking samples (reading /proc, most
-	// of it in the kernel), and SmapsCostMs its smaps_rollup part: the
-	// sampler's own cost, to set against DurationMs.
-	CostMs      float64 `json:"cost_ms"`
-	SmapsCostMs float64 `json:"smaps_cost_ms"`
-	// Warnings are problems that did not stop the run, e.g. the process
-	// exited before Stop, or smaps_rollup could not be read; never nil.
-	Warnings []string `json:"warnings"`
-}
+// Result is what a sampling run saw; package schema defines it, field by
+// field, as part of the result's format.
+type Result = schema.SamplerResult
 
-// Exec is an execve the process made while sampled: the same process
-// (pid and start time) now runs another program, and every sample from
-// TMs on is of it.
-type Exec struct {
-	// TMs is the time of the sample that saw it (the execve came after
-	// the sample before), in milliseconds since Start.
-	TMs float64 `json:"t_ms"`
-	// Exe is /proc/<pid>/exe after it ("" where it cannot be read), Name
-	// the command name that status gave last (the new program's, when
-	// status was read in that sample, as by default).
-	Exe  string `json:"exe"`
-	Name string `json:"name"`
-}
+// Exec is an execve the process made while sampled (schema.SamplerExec).
+type Exec = schema.SamplerExec
 
 // reader is a /proc file re-read through a descriptor kept open: one of
 // procfs's StatusReader, StatmReader and SmapsRollupReader, or in tests a

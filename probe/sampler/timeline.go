@@ -1,59 +1,11 @@
 package sampler
 
+import "memprobe/schema"
+
 // Point is one sample, or after downsampling the field-wise maximum of
-// Samples consecutive samples. Sizes are bytes.
-//
-// Every field is a measurement taken in the samples the point covers, never
-// a value carried over from an earlier sample. Not every sample reads every
-// file: StatusSamples and SmapsSamples say how many of the point's samples
-// read /proc/<pid>/status and smaps_rollup. A field from a file that none of
-// them read is 0, meaning "not read", not a measured zero; in a merged point
-// each field is the maximum over the samples that read it.
-type Point struct {
-	// TMs is the time of the bucket's first sample, in milliseconds since
-	// Start.
-	TMs float64 `json:"t_ms"`
-	// Samples is how many samples this point merges.
-	Samples int `json:"samples"`
-	// StatusSamples is how many of them read /proc/<pid>/status (Linux;
-	// by default every sample does): the status fields below are measured
-	// in this point only when it is above 0.
-	StatusSamples int `json:"status_samples"`
-	// SmapsSamples is how many of them read smaps_rollup (at most every
-	// SmapsEvery-th sample, within a budget): the smaps_rollup fields
-	// below are measured in this point only when it is above 0.
-	SmapsSamples int `json:"smaps_samples"`
-
-	// RSSBytes and VSZBytes are read by every sample. On Linux they are
-	// VmRSS and VmSize of the status read in that sample (so RSSBytes is
-	// exactly RssAnon + RssFile + RssShmem and at most VmHWM of the same
-	// read), or, in a sample that reads no status (Options.StatusEvery >
-	// 1), statm's resident and size: the same kernel counters. Elsewhere
-	// they are gopsutil's process.MemoryInfo RSS and VMS.
-	RSSBytes uint64 `json:"rss_bytes"`
-	VSZBytes uint64 `json:"vsz_bytes"`
-
-	// From /proc/<pid>/status, Linux only (see procfs.Status for each
-	// field's meaning); 0 when StatusSamples is 0.
-	VmHWMBytes    uint64 `json:"vm_hwm_bytes"`
-	VmPeakBytes   uint64 `json:"vm_peak_bytes"`
-	RssAnonBytes  uint64 `json:"rss_anon_bytes"`
-	RssFileBytes  uint64 `json:"rss_file_bytes"`
-	RssShmemBytes uint64 `json:"rss_shmem_bytes"`
-	VmStkBytes    uint64 `json:"vm_stk_bytes"`
-	Threads       int    `json:"threads"`
-
-	// From /proc/<pid>/smaps_rollup, Linux only; 0 when SmapsSamples is
-	// 0 (the samples between two smaps_rollup reads carry nothing
-	// forward).
-	PssBytes          uint64 `json:"pss_bytes"`
-	PrivateDirtyBytes uint64 `json:"private_dirty_bytes"`
-	PrivateCleanBytes uint64 `json:"private_clean_bytes"`
-	SharedDirtyBytes  uint64 `json:"shared_dirty_bytes"`
-	SharedCleanBytes  uint64 `json:"shared_clean_bytes"`
-	AnonymousBytes    uint64 `json:"anonymous_bytes"`
-	SwapBytes         uint64 `json:"swap_bytes"`
-}
+// Samples consecutive samples; package schema defines its fields (a field
+// not read in a sample is 0, not a measured zero).
+type Point = schema.SamplerPoint
 
 // MaxPoint returns the field-wise maximum of a and b. TMs is the earlier
 // of the two, Samples, StatusSamples and SmapsSamples the sums, so merging
