@@ -9,6 +9,7 @@ import (
 
 	"memprobe/internal/table"
 	"memprobe/schema"
+	"memprobe/stats"
 )
 
 // Verdicts: whether a measurement agrees with a note's claim.
@@ -33,7 +34,7 @@ type check struct {
 	// ref names what the run was compared with ("P4 (previous)"); why
 	// says why the claim could not be checked.
 	ref, why string
-	// noise says the change is no measurable change (WithinNoise: no
+	// noise says the change is no measurable change (stats.WithinNoise: no
 	// larger than the repetitions' spread and under 1 % of the
 	// reference), which refutes a claimed change.
 	noise bool
@@ -93,7 +94,7 @@ func judge(g *group, v *runView, e schema.Expectation) check {
 	}
 	// A change within the noise floor is no change: -256 KiB of 4.53 GiB
 	// does not agree, even in direction, with a claimed -455 MB.
-	c.noise = WithinNoise(cur.median-old.median, old.median, max(cur.max-cur.min, old.max-old.min))
+	c.noise = stats.WithinNoise(cur.median-old.median, old.median, max(cur.max-cur.min, old.max-old.min))
 	switch {
 	case e.Ratio != 0:
 		if old.median == 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"memprobe/schema"
+	"memprobe/stats"
 )
 
 // Pooling decode results: the passes of one `probe decode` share their
@@ -213,11 +214,11 @@ func PoolDecodeRecords(recs []schema.DecodeRecord) schema.DecodeRecord {
 		}
 	}
 	p.Runs = len(p.TokensPerSecRuns)
-	p.TokensPerSec = medianOf(p.TokensPerSecRuns)
-	p.HostWaitNsPerToken = medianOf(p.HostWaitNsPerTokenRuns)
+	p.TokensPerSec = stats.Median(p.TokensPerSecRuns)
+	p.HostWaitNsPerToken = stats.Median(p.HostWaitNsPerTokenRuns)
 	p.DeviceBusyNsPerToken, p.DeviceBusyPct = nil, nil
 	if timed {
-		busyNs, busyPct := medianOf(p.DeviceBusyNsPerTokenRuns), medianOf(p.DeviceBusyPctRuns)
+		busyNs, busyPct := stats.Median(p.DeviceBusyNsPerTokenRuns), stats.Median(p.DeviceBusyPctRuns)
 		p.DeviceBusyNsPerToken, p.DeviceBusyPct = &busyNs, &busyPct
 	} else {
 		p.DeviceBusyNsPerTokenRuns, p.DeviceBusyPctRuns = nil, nil
@@ -225,7 +226,7 @@ func PoolDecodeRecords(recs []schema.DecodeRecord) schema.DecodeRecord {
 	if !timedPasses {
 		p.DeviceBusyPctPasses = nil
 	}
-	p.HostAllocsPerToken = medianOf(allocs)
+	p.HostAllocsPerToken = stats.Median(allocs)
 	return p
 }
 
@@ -273,18 +274,4 @@ func earlierTime(a, b string) bool {
 	}
 	tb, err := time.Parse(time.RFC3339, b)
 	return err != nil || ta.Before(tb)
-}
-
-// medianOf is the median of vals (0 for none), the mean of the middle two
-// for an even count.
-func medianOf(vals []float64) float64 {
-	if len(vals) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(vals))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -9,9 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/perf/benchmath"
-
 	"memprobe/schema"
+	"memprobe/stats"
 )
 
 // Cross-commit comparison (`probe diff`): the pipeline is
@@ -20,8 +20,8 @@ import (
 //     and sweep values, refusing reports of different schema versions and
 //     matched configurations of different presets;
 //  2. for each metric of each matched configuration it compares the
-//     repetitions' values: a Mann-Whitney U test (benchmath.AssumeNothing,
-//     as benchstat does) for measured metrics, exact equality for the
+//     repetitions' values: a Mann-Whitney U test (stats.Compare, as
+//     benchstat does) for measured metrics, exact equality for the
 //     deterministic ones (DeterministicMetrics) where each side has two or
 //     more repetitions and they agree (compareRun; a decode result's
 //     counts with one value a side, decodeExact), the U test otherwise;
@@ -32,47 +32,12 @@ import (
 // varies) travel beside each row as warnings. One is also a verdict: at
 // sizes where the U test cannot reach alpha at all (3+3: its smallest p
 // is 0.100), a change of the medians past a --fail-on limit fails the
-// gate unjudged, unless it is within the noise floor (WithinNoise): a
-// gate does not pass what it cannot judge.
+// gate unjudged, unless it is within the noise floor (stats.WithinNoise):
+// a gate does not pass what it cannot judge. The statistics are package
+// stats'; the words are this package's.
 
 // DefaultAlpha is the significance level of the U test, as benchstat's.
-const DefaultAlpha = 0.05
-
-// MinRepetitions is the fewest repetitions on each side with which the U
-// test can find a change at DefaultAlpha (4+4 gives p ≥ 0.029; 3+3 only
-// p ≥ 0.100, see MinP).
-const MinRepetitions = 4
-
-// NoiseFraction is the part of a value below which a change no larger
-// than the repetitions' spread is no measurable change (WithinNoise).
-const NoiseFraction = 0.01
-
-// MinP is the smallest two-sided p-value the Mann-Whitney U test can give
-// with n and m values a side, 2/C(n+m, n) (at most 1): all of one side
-// below all of the other. Where it is not below alpha no data can make a
-// change significant: the test cannot decide at those sizes.
-func MinP(n, m int) float64 {
-	if n < 1 || m < 1 {
-		return 1
-	}
-	// C(n+m, n) as a product, in floating point: exact enough far past
-	// any count of repetitions, and no overflow.
-	c := 1.0
-	for i := 1; i <= min(n, m); i++ {
-		c = c * float64(max(n, m)+i) / float64(i)
-	}
-	return min(1, 2/c)
-}
-
-// WithinNoise says whether a change delta of a value ref is no measurable
-// change: zero, or no larger than spread (the range of one build's
-// repetitions) and smaller than NoiseFraction of ref. Both bounds, so
-// that a single repetition a side (spread 0) claims no noise it has not
-// shown, and a wide spread does not hide a change of more than 1 %.
-func WithinNoise(delta, ref, spread float64) bool {
-	d := math.Abs(delta)
-	return d == 0 || (d <= spread && d < NoiseFraction*math.Abs(ref))
-}
+const DefaultAlpha = stats.DefaultAlpha
 
 // DefaultDiffMetrics are the metrics Compare compares when none are named.
 var DefaultDiffMetrics = []string{
@@ -167,21 +132,23 @@ type MetricDiff struct {
 	// change is real: P < alpha, or any change of an exact metric.
 	P           *float64 `json:"p"`
 	Significant bool     `json:"significant"`
-	// MinP is the smallest p the U test can give at these sizes (MinP;
-	// 0 when Exact); Undecided says it is not below alpha, so that no
-	// change can be significant: a change of the medians past a --fail-on
-	// limit then breaches unjudged (Diff.Breaches) unless Noise.
+	// MinP is the smallest p the U test can give at these sizes
+	// (stats.MinP; 0 when Exact); Undecided says it is not below alpha,
+	// so that no change can be significant: a change of the medians past
+	// a --fail-on limit then breaches unjudged (Diff.Breaches) unless
+	// Noise.
 	MinP      float64 `json:"min_p,omitempty"`
 	Undecided bool    `json:"undecided,omitempty"`
 	// Noise says the medians' change is no measurable change
-	// (WithinNoise, the spread the larger of the two sides' ranges).
+	// (stats.WithinNoise, the spread the larger of the two sides'
+	// ranges).
 	Noise bool `json:"noise,omitempty"`
 	// Warnings are caveats beside the row; never nil.
 	Warnings []string `json:"warnings"`
 }
 
 // DiffSide is a metric over one side's repetitions: the median and its
-// confidence interval as the runner computes them (benchmath).
+// confidence interval as the runner computes them (stats.Summarize).
 type DiffSide struct {
 	Values []float64 `json:"values"`
 	N      int       `json:"n"`
@@ -593,50 +560,31 @@ func diffValues(name string, base, head []float64, exact bool, alpha float64, wa
 		r.Exact = false
 		r.Warnings = append(r.Warnings, fmt.Sprintf("varies between repetitions of one build (%s): compared as a measurement, not exactly", strings.Join(varies, ", ")))
 	}
-	th := benchmath.DefaultThresholds
-	th.CompareAlpha = alpha
-	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(base, &th), benchmath.NewSample(head, &th))
-	p := cmp.P
-	r.P = &p
-	r.Significant = cmp.P < alpha && r.Delta != 0
-	r.MinP = MinP(len(base), len(head))
-	r.Undecided = r.MinP >= alpha
-	r.Noise = WithinNoise(r.Delta, r.Base.Median, max(spread(base), spread(head)))
-	if r.Undecided {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("n=%d+%d: the U test cannot reach p<%g (smallest p %.3f): a change is the medians', unjudged", len(base), len(head), alpha, r.MinP))
+	cmp := stats.Compare(base, head, alpha)
+	r.P = &cmp.P
+	r.Significant, r.MinP, r.Undecided, r.Noise = cmp.Significant, cmp.MinP, cmp.Unjudged, cmp.Noise
+	for _, w := range cmp.Warnings {
+		if u := (*stats.Unjudged)(nil); errors.As(w, &u) {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("n=%d+%d: the U test cannot reach p<%g (smallest p %.3f): a change is the medians', unjudged", u.N1, u.N2, u.Alpha, u.MinP))
+		}
 	}
 	return r
-}
-
-// spread is the range of vals, 0 for fewer than two.
-func spread(vals []float64) float64 {
-	if len(vals) < 2 {
-		return 0
-	}
-	return slices.Max(vals) - slices.Min(vals)
 }
 
 // everyDigit writes x with every digit it has, grouped: rounded as the
 // table rounds, 6,143.5 to 6,144 would read "6,144 to 6,144".
 func everyDigit(x float64) string { return groupDigits(strconv.FormatFloat(x, 'f', -1, 64)) }
 
-// sideOf summarises values as the runner does (probe/runner's
-// summarizeValues): the median and its distribution-free interval, an
-// interval benchmath leaves infinite clamped to [min, max].
+// sideOf summarises values as the runner does (stats.Summarize): the
+// median and its distribution-free interval, clamped to [min, max].
 func sideOf(vals []float64) DiffSide {
 	s := DiffSide{Values: slices.Clone(vals), N: len(vals)}
 	if len(vals) == 0 {
 		s.Values = []float64{}
 		return s
 	}
-	sm := benchmath.AssumeNothing.Summary(benchmath.NewSample(vals, &benchmath.DefaultThresholds), 0.95)
-	s.Median, s.Lo, s.Hi = sm.Center, sm.Lo, sm.Hi
-	if math.IsInf(s.Lo, 0) || math.IsNaN(s.Lo) {
-		s.Lo = slices.Min(vals)
-	}
-	if math.IsInf(s.Hi, 0) || math.IsNaN(s.Hi) {
-		s.Hi = slices.Max(vals)
-	}
+	sm := stats.Summarize(vals)
+	s.Median, s.Lo, s.Hi = sm.Median, sm.Lo, sm.Hi
 	return s
 }
 

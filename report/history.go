@@ -12,6 +12,7 @@ import (
 
 	"memprobe/internal/table"
 	"memprobe/schema"
+	"memprobe/stats"
 )
 
 // HistoryEntry is one file of a history (`probe history DIR`): a run
@@ -231,7 +232,7 @@ func decodeCell(v *decodeView, metric string) (historyCell, bool) {
 		if !ok {
 			return historyCell{}, false
 		}
-		shown = medianOf(vals)
+		shown = stats.Median(vals)
 	}
 	return historyCell{shown: shown, decode: v}, true
 }

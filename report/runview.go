@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"memprobe/schema"
+	"memprobe/stats"
 )
 
 // The metrics the run tables show, by their names in a result (a JSON
@@ -96,13 +97,7 @@ func (v *runView) metric(name string) summary {
 	if len(vals) == 0 {
 		return summary{}
 	}
-	s := slices.Clone(vals)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return summary{values: vals, median: med, min: s[0], max: s[len(s)-1], exists: true}
+	return summary{values: vals, median: stats.Median(vals), min: slices.Min(vals), max: slices.Max(vals), exists: true}
 }
 
 // values is the named field in each repetition that has it.

@@ -27,6 +27,7 @@
 //     wrote (schema.Result).
 //  4. Summarize condenses each configuration's repetitions: per metric the
 //     values, the median and its confidence interval
-//     (golang.org/x/perf/benchmath), with warnings beside the figures.
+//     ([memprobe/stats], over golang.org/x/perf/benchmath), with warnings
+//     beside the figures.
 //  5. Merge joins the reports of shards into one.
 package runner

@@ -1,22 +1,16 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
-	"math"
-	"slices"
-
-	"golang.org/x/perf/benchmath"
 
 	"memprobe/schema"
+	"memprobe/stats"
 )
 
 // Confidence is the level of the median's confidence interval, as
 // benchstat reports it.
-const Confidence = 0.95
-
-// spreadWarn is the spread (max − min) / median above which a metric gets
-// a warning: the machine was busy, or the repetitions differ.
-const spreadWarn = 0.25
+const Confidence = stats.Confidence
 
 // metric is one summarised field: its name (the JSON field, unit in the
 // name) and how to read it from a repetition.
@@ -50,8 +44,7 @@ func MetricNames() []string {
 
 // Summarize fills run.Summary from its repetitions: for each metric the
 // values of the completed repetitions, their median and its confidence
-// interval (benchmath.AssumeNothing: distribution-free, from order
-// statistics), min and max, and the warnings benchstat would give.
+// interval, min and max (stats.Summarize), and the warnings, worded here.
 // count is the number of repetitions asked for.
 func Summarize(run *schema.Run, count int) {
 	s := schema.Summary{Repetitions: count, Completed: len(run.Repetitions), Metrics: []schema.Metric{}, Warnings: []string{}}
@@ -86,58 +79,37 @@ func Summarize(run *schema.Run, count int) {
 		if len(vals) == 0 {
 			continue // no repetition measures it (a process result's training figures)
 		}
-		mt := summarizeValues(m.name, vals)
-		if mt.N > 1 && mt.Median != 0 && (mt.Max-mt.Min)/math.Abs(mt.Median) > spreadWarn {
-			wide = append(wide, fmt.Sprintf("%s spreads %.0f %% of its median (min %.4g, max %.4g)", m.name, 100*(mt.Max-mt.Min)/math.Abs(mt.Median), mt.Min, mt.Max))
+		mt, sum := summarizeValues(m.name, vals)
+		for _, w := range sum.Warnings {
+			if ws := (*stats.WideSpread)(nil); errors.As(w, &ws) {
+				wide = append(wide, m.name+" "+ws.Error())
+			}
 		}
 		s.Metrics = append(s.Metrics, mt)
 	}
-	if !exactCI(s.Completed) {
+	if need := stats.MinForCI(Confidence); s.Completed < need {
+		// Once for the run, by the repetitions that completed (a metric
+		// of the parent's may have fewer values: its own interval is
+		// clamped too).
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d repetitions: the interval is [min, max] (a %.0f %% interval of the median needs %d)",
-			s.Completed, 100*Confidence, minForCI()))
+			s.Completed, 100*Confidence, need))
 	}
 	s.Warnings = append(s.Warnings, wide...)
 	run.Summary = s
 }
 
-// summarizeValues is one Metric over vals. An interval benchmath leaves
-// infinite (too few values) is clamped to [min, max] so that the JSON
-// holds numbers; Summarize warns.
-func summarizeValues(name string, vals []float64) schema.Metric {
+// summarizeValues is one Metric over vals, and the stats.Summary it
+// copies (its warnings for Summarize to word).
+func summarizeValues(name string, vals []float64) (schema.Metric, stats.Summary) {
 	m := schema.Metric{Name: name, Values: []float64{}}
 	if len(vals) == 0 {
-		return m
+		return m, stats.Summary{}
 	}
+	sm := stats.Summarize(vals)
 	m.Values = append(m.Values, vals...)
-	m.N = len(vals)
-	m.Min, m.Max = slices.Min(vals), slices.Max(vals)
-	sm := benchmath.AssumeNothing.Summary(benchmath.NewSample(vals, &benchmath.DefaultThresholds), Confidence)
-	m.Median, m.Confidence = sm.Center, sm.Confidence
+	m.N = sm.N
+	m.Min, m.Max = sm.Min, sm.Max
+	m.Median, m.Confidence = sm.Median, sm.Confidence
 	m.CILow, m.CIHigh = sm.Lo, sm.Hi
-	if math.IsInf(m.CILow, 0) || math.IsNaN(m.CILow) {
-		m.CILow = m.Min
-	}
-	if math.IsInf(m.CIHigh, 0) || math.IsNaN(m.CIHigh) {
-		m.CIHigh = m.Max
-	}
-	return m
-}
-
-// exactCI reports whether n values give a finite interval at Confidence.
-func exactCI(n int) bool { return n >= minForCI() }
-
-// minForCI is the fewest values with a finite interval of the median at
-// Confidence (6 at 95 %).
-func minForCI() int {
-	for n := 2; n <= 50; n++ {
-		vals := make([]float64, n)
-		for i := range vals {
-			vals[i] = float64(i)
-		}
-		sm := benchmath.AssumeNothing.Summary(benchmath.NewSample(vals, &benchmath.DefaultThresholds), Confidence)
-		if !math.IsInf(sm.Lo, 0) && !math.IsInf(sm.Hi, 0) {
-			return n
-		}
-	}
-	return 51
+	return m, sm
 }

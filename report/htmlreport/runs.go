@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"memprobe/schema"
+	"memprobe/stats"
 )
 
 // planRuns is a plan's runs, grouped as report groups them: by sweep
@@ -105,18 +106,7 @@ func peakMedian(r *schema.Run) float64 {
 	for i := range r.Repetitions {
 		v = append(v, float64(r.Repetitions[i].PeakRSSBytes))
 	}
-	return median(v)
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(v))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return stats.Median(v)
 }
 
 // representative is the repetition whose peak RSS is nearest the run's
