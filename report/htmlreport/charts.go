@@ -32,15 +32,40 @@ type Chart struct {
 	SVG     template.HTML
 }
 
-// palette holds distinct colours for charts with many series (the parts
-// of the resident set); plotutil's default has seven.
+// palette holds distinct colours for charts with many series: the 20
+// named parts of the resident set each get their own (plotutil's default
+// has seven). Tableau's 20 without its greys, and four of d3's category20b;
+// the greys are the unexplained rest's and the small parts' (grey, other).
 var palette = []color.NRGBA{
-	{0x4e, 0x79, 0xa7, 0xff}, {0xf2, 0x8e, 0x2b, 0xff}, {0xe1, 0x57, 0x59, 0xff}, {0x76, 0xb7, 0xb2, 0xff},
-	{0x59, 0xa1, 0x4f, 0xff}, {0xed, 0xc9, 0x48, 0xff}, {0xb0, 0x7a, 0xa1, 0xff}, {0xff, 0x9d, 0xa7, 0xff},
-	{0x9c, 0x75, 0x5f, 0xff}, {0xba, 0xb0, 0xac, 0xff}, {0x1f, 0x3b, 0x5c, 0xff}, {0x8c, 0xd1, 0x7d, 0xff},
+	{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff},
+	{0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0xbc, 0xbd, 0x22, 0xff},
+	{0x17, 0xbe, 0xcf, 0xff}, {0xae, 0xc7, 0xe8, 0xff}, {0xff, 0xbb, 0x78, 0xff}, {0x98, 0xdf, 0x8a, 0xff},
+	{0xff, 0x98, 0x96, 0xff}, {0xc5, 0xb0, 0xd5, 0xff}, {0xc4, 0x9c, 0x94, 0xff}, {0xf7, 0xb6, 0xd2, 0xff},
+	{0xdb, 0xdb, 0x8d, 0xff}, {0x9e, 0xda, 0xe5, 0xff}, {0x39, 0x3b, 0x79, 0xff}, {0x8c, 0x6d, 0x31, 0xff},
+	{0xe7, 0xba, 0x52, 0xff}, {0x84, 0x3c, 0x39, 0xff}, {0x63, 0x79, 0x39, 0xff}, {0x7b, 0x41, 0x73, 0xff},
 }
 
+var (
+	grey      = color.NRGBA{0x55, 0x55, 0x55, 0xff}
+	lightGrey = color.NRGBA{0xbd, 0xbd, 0xbd, 0xff}
+)
+
 func colour(i int) color.NRGBA { return palette[i%len(palette)] }
+
+// newPlot is plot.New with the charts' font and round ticks on both axes:
+// binary steps for bytes, 1-2-5 for other numbers.
+func newPlot(xBytes, yBytes bool) *plot.Plot {
+	p := plot.New()
+	memplot.Style(p)
+	tick := func(bytes bool) plot.Ticker {
+		if bytes {
+			return memplot.ByteTicks{}
+		}
+		return memplot.CountTicks{}
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = tick(xBytes), tick(yBytes)
+	return p
+}
 
 // renderSVG draws p as SVG of w × h, without the XML prolog (the page
 // inlines it).
@@ -59,8 +84,6 @@ func renderSVG(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 	// The SVG is gonum's drawing of our numbers and escaped labels.
 	return template.HTML(s[i:]), nil
 }
-
-const mib = 1 << 20
 
 // timelineChart draws the RSS timelines of the plan's first and last phase
 // (its main sweep point's, the representative repetition of each) on one
@@ -141,10 +164,10 @@ func ledgerChart(p *planRuns) (*Chart, string) {
 	if len(states) == 0 {
 		return nil, "no ledger chart: no finished phase with a ledger"
 	}
-	pl := plot.New()
+	pl := newPlot(true, false)
 	title := planTitle(p.name) + ": expected vs measured bytes by component"
 	pl.Title.Text = title
-	pl.X.Label.Text = "MiB"
+	pl.X.Label.Text = "bytes"
 	pl.X.Min = 0
 	pl.Legend.Top = true
 	pl.Add(plotter.NewGrid())
@@ -159,9 +182,9 @@ func ledgerChart(p *planRuns) (*Chart, string) {
 			for k, c := range order {
 				l := st.rows[c]
 				if j == 0 {
-					vals[k] = float64(l.ExpectedBytes) / mib
+					vals[k] = float64(l.ExpectedBytes)
 				} else {
-					vals[k] = float64(l.MeasuredBytes) / mib
+					vals[k] = float64(l.MeasuredBytes)
 				}
 			}
 			b, err := plotter.NewBarChart(vals, bw)
@@ -189,12 +212,53 @@ func ledgerChart(p *planRuns) (*Chart, string) {
 		Caption: "The bytes of every buffer the trainer made (probe/ledger, at the end of the run) against what the analytical model (probe/memmodel) says the configuration should hold."}, ""
 }
 
+// smallShare is the share of VmRSS under which a part of the resident
+// set, in every bar of a chart, is drawn in "other" rather than alone.
+const smallShare = 0.01
+
+// otherName is the stack of the parts under smallShare.
+const otherName = "other (<1 %)"
+
+// reconParts are the named parts a reconciliation chart draws, in the
+// reconciliations' order: each with its colour (by its index among all
+// the parts, so a part keeps its colour whichever are grouped), and
+// small, the names under smallShare of VmRSS in every bar, for "other".
+func reconParts(recs []*schema.RSSReconciliation) (parts []string, colours map[string]color.Color, small []string) {
+	var all []string
+	for _, rec := range recs {
+		for _, pt := range rec.AtPeak.Parts {
+			if !slices.Contains(all, pt.Name) {
+				all = append(all, pt.Name)
+			}
+		}
+	}
+	colours = map[string]color.Color{}
+	for k, name := range all {
+		large := false
+		for _, rec := range recs {
+			for _, pt := range rec.AtPeak.Parts {
+				if pt.Name == name && float64(pt.Bytes) >= smallShare*float64(rec.AtPeak.RSSBytes) {
+					large = true
+				}
+			}
+		}
+		if large {
+			parts = append(parts, name)
+			colours[name] = colour(k)
+		} else {
+			small = append(small, name)
+		}
+	}
+	return parts, colours, small
+}
+
 // reconcileChart stacks, for the plan's first and last phase, the named
-// parts of the resident set at its peak, the unexplained rest on top.
+// parts of the resident set at its peak, each in its own colour, the
+// parts under 1 % of VmRSS together as "other", the unexplained rest on
+// top.
 func reconcileChart(p *planRuns) (*Chart, string) {
 	var states []string
 	var recs []*schema.RSSReconciliation
-	var parts []string
 	for _, r := range p.ends() {
 		res := representative(r)
 		if res == nil || res.RSSReconciliation == nil {
@@ -202,28 +266,39 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 		}
 		states = append(states, label(r))
 		recs = append(recs, res.RSSReconciliation)
-		for _, pt := range res.RSSReconciliation.AtPeak.Parts {
-			if !slices.Contains(parts, pt.Name) {
-				parts = append(parts, pt.Name)
-			}
-		}
 	}
 	if len(recs) == 0 {
 		return nil, "no RSS reconciliation chart: no finished phase with a reconciliation"
 	}
-	pl := plot.New()
+	parts, colours, small := reconParts(recs)
+	pl := newPlot(false, true)
 	title := planTitle(p.name) + ": RSS at its peak in named parts"
 	pl.Title.Text = title
-	pl.Y.Label.Text = "MiB"
+	pl.Y.Label.Text = "resident"
 	pl.Y.Min = 0
 	pl.Legend.Top = true
 	pl.Add(plotter.NewGrid())
 	var below *plotter.BarChart
 	var negative []string
+	// Drawn bottom up; the legend lists them top down, as stacked.
+	type entry struct {
+		name  string
+		thumb plot.Thumbnailer
+	}
+	var legend []entry
+	sum := func(rec *schema.RSSReconciliation, names []string) int64 {
+		var n int64
+		for _, pt := range rec.AtPeak.Parts {
+			if slices.Contains(names, pt.Name) {
+				n += pt.Bytes
+			}
+		}
+		return n
+	}
 	add := func(name string, col color.Color, get func(rec *schema.RSSReconciliation) int64) error {
 		vals := make(plotter.Values, len(recs))
 		for i, rec := range recs {
-			vals[i] = max(0, float64(get(rec))/mib)
+			vals[i] = max(0, float64(get(rec)))
 		}
 		b, err := plotter.NewBarChart(vals, vg.Points(48))
 		if err != nil {
@@ -235,27 +310,28 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 		}
 		below = b
 		pl.Add(b)
-		pl.Legend.Add(name, b)
+		legend = append(legend, entry{name, b})
 		return nil
 	}
-	for k, name := range parts {
-		err := add(name, colour(k), func(rec *schema.RSSReconciliation) int64 {
-			for _, pt := range rec.AtPeak.Parts {
-				if pt.Name == name {
-					return pt.Bytes
-				}
-			}
-			return 0
-		})
+	for _, name := range parts {
+		err := add(name, colours[name], func(rec *schema.RSSReconciliation) int64 { return sum(rec, []string{name}) })
 		if err != nil {
 			return nil, "no RSS reconciliation chart: " + err.Error()
 		}
 	}
-	err := add("unexplained", color.NRGBA{0x55, 0x55, 0x55, 0xff}, func(rec *schema.RSSReconciliation) int64 {
+	if len(small) > 0 {
+		if err := add(otherName, lightGrey, func(rec *schema.RSSReconciliation) int64 { return sum(rec, small) }); err != nil {
+			return nil, "no RSS reconciliation chart: " + err.Error()
+		}
+	}
+	err := add("unexplained", grey, func(rec *schema.RSSReconciliation) int64 {
 		return rec.AtPeak.UnexplainedBytes
 	})
 	if err != nil {
 		return nil, "no RSS reconciliation chart: " + err.Error()
+	}
+	for i := len(legend) - 1; i >= 0; i-- {
+		pl.Legend.Add(legend[i].name, legend[i].thumb)
 	}
 	for i, rec := range recs {
 		if rec.AtPeak.UnexplainedBytes < 0 {
@@ -271,6 +347,9 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 		return nil, "no RSS reconciliation chart: " + err.Error()
 	}
 	caption := "VmRSS at the step boundary where it was highest, split into parts each from its own source (probe/reconcile: Go's classes, thread stacks, glibc arenas, files); unexplained is what no source claims."
+	if len(small) > 0 {
+		caption += " " + otherName + ": " + strings.Join(small, ", ") + ", each under 1 % of VmRSS."
+	}
 	if len(negative) > 0 {
 		caption += " " + strings.Join(negative, "; ") + " (drawn as 0)."
 	}
@@ -301,9 +380,9 @@ func sweepAxes(p *planRuns) []string {
 
 // sweepChart draws peak RSS against a swept axis: every repetition a
 // point, one series per phase (and point of the other axes). On a numeric
-// axis each series gets its least-squares line, its slope in the legend
-// (MB, 10^6 B, per unit of the axis, as report's fit table); the values of
-// another axis are spread evenly.
+// axis each series gets its least-squares line, its intercept and slope
+// in the legend in IEC units, as the axis; the values of another axis are
+// spread evenly.
 func sweepChart(p *planRuns, axis string) (*Chart, string) {
 	type series struct {
 		name   string
@@ -355,17 +434,17 @@ func sweepChart(p *planRuns, axis string) (*Chart, string) {
 		}
 		for i := range r.Repetitions {
 			all[k].xs = append(all[k].xs, x)
-			all[k].ys = append(all[k].ys, float64(r.Repetitions[i].PeakRSSBytes)/1e6)
+			all[k].ys = append(all[k].ys, float64(r.Repetitions[i].PeakRSSBytes))
 		}
 	}
 	if len(all) == 0 {
 		return nil, "no sweep chart of " + axis + ": no finished run"
 	}
-	pl := plot.New()
+	pl := newPlot(false, true)
 	title := planTitle(p.name) + ": peak RSS by " + axis
 	pl.Title.Text = title
 	pl.X.Label.Text = axis
-	pl.Y.Label.Text = "peak RSS (MB, 10^6 B)"
+	pl.Y.Label.Text = "peak RSS"
 	pl.Y.Min = 0
 	pl.Legend.Top = true
 	pl.Legend.Left = true
@@ -399,7 +478,7 @@ func sweepChart(p *planRuns, axis string) (*Chart, string) {
 			line.Color, line.Width = col, vg.Points(1)
 			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			pl.Add(line)
-			name += fmt.Sprintf(": %s MB + %s MB per %s", strconv.FormatFloat(a, 'f', 1, 64), strconv.FormatFloat(b, 'f', 3, 64), axis)
+			name += fmt.Sprintf(": %s + %s per %s", table.FormatBytes(math.Round(a)), table.FormatBytes(math.Round(b)), axis)
 			if r := stat.RSquared(s.xs, s.ys, nil, a, b); !math.IsNaN(r) {
 				name += fmt.Sprintf(", R² %.3f", r)
 			}

@@ -220,7 +220,7 @@ func tokensChart(recs []schema.DecodeRecord) (*Chart, string) {
 		lo, hi = min(lo, slow), max(hi, fast)
 		pooled = append(pooled, fmt.Sprintf("%s (%d runs)", r.Decode, len(r.TokensPerSecRuns)))
 	}
-	pl := plot.New()
+	pl := newPlot(false, false)
 	title := "decode on " + recs[0].Device + ": tokens/s by mode (log scale)"
 	pl.Title.Text = title
 	pl.Y.Label.Text = "tokens/s"
@@ -304,7 +304,7 @@ func tokenTimeChart(recs []schema.DecodeRecord) (*Chart, string) {
 	if len(untimed) == len(recs) {
 		all = all[:2]
 	}
-	pl := plot.New()
+	pl := newPlot(false, false)
 	title := "decode on " + recs[0].Device + ": where a token's time goes (µs)"
 	pl.Title.Text = title
 	pl.Y.Label.Text = "µs per token"
@@ -412,14 +412,14 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 			return d.UnexplainedBytes, d.UnexplainedMeasured
 		}},
 	}
-	pl := plot.New()
+	pl := newPlot(false, true)
 	gpu := rows[0].DeviceMemory.GPU
-	title := "device memory by part, MiB"
+	title := "device memory by part"
 	if gpu != "" {
-		title = "device memory on " + gpu + " by part, MiB"
+		title = "device memory on " + gpu + " by part"
 	}
 	pl.Title.Text = title
-	pl.Y.Label.Text = "MiB"
+	pl.Y.Label.Text = "bytes"
 	pl.Y.Min = 0
 	pl.Legend.Top = true
 	pl.Add(plotter.NewGrid())
@@ -445,7 +445,7 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 				negative = append(negative, fmt.Sprintf("%s: the parts claim %s more than NVML's figure", r.Decode, table.FormatBytes(float64(-v))))
 			}
 			present = present || v != 0
-			vals[i] = max(0, float64(v)/mib)
+			vals[i] = max(0, float64(v))
 		}
 		if !present {
 			continue

@@ -237,7 +237,7 @@ func TestDecodePageEscaping(t *testing.T) {
 		`&lt;script&gt;alert(&#34;gpu&#34;)&lt;/script&gt;`,             // the provenance, the table's title
 		`--data=&lt;script&gt;alert(&#34;cmd&#34;)&lt;/script&gt;</td>`, // the environment
 		`&lt;b&gt;copy&lt;/b&gt;</text>`,                                // a chart's axis (vgsvg)
-		`device memory on &lt;script&gt;alert(&#34;gpu&#34;)&lt;/script&gt; by part, MiB</text>`,
+		`device memory on &lt;script&gt;alert(&#34;gpu&#34;)&lt;/script&gt; by part</text>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %s", want)

@@ -20,7 +20,7 @@ import (
 // each configuration (report.ConfigKey) of plan ("" for all) across the
 // reports, oldest first (report.SortedHistory), one line per
 // configuration; the x axis names each report by its commit (else its
-// file). Bytes are drawn in MiB. A configuration missing from a report
+// file). Bytes tick at binary steps. A configuration missing from a report
 // (or that did not finish there) is a gap in its line.
 func HistoryChart(entries []report.HistoryEntry, metric, plan string) (*plot.Plot, error) {
 	es, keys, values, err := report.HistoryMedians(entries, metric, plan)
@@ -30,16 +30,13 @@ func HistoryChart(entries []report.HistoryEntry, metric, plan string) (*plot.Plo
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("history: no configuration of plan %q in %d reports", plan, len(es))
 	}
-	scale, unit := 1.0, ""
-	if strings.HasSuffix(metric, "_bytes") || strings.HasSuffix(metric, "_bytes_per_step") {
-		scale, unit = 1.0/mib, " (MiB)"
-	}
-	p := plot.New()
+	bytes := strings.HasSuffix(metric, "_bytes") || strings.HasSuffix(metric, "_bytes_per_step")
+	p := newPlot(false, bytes)
 	p.Title.Text = metric + " by report, oldest first"
 	if plan != "" {
 		p.Title.Text += ", plan " + plan
 	}
-	p.Y.Label.Text = metric + unit
+	p.Y.Label.Text = metric
 	p.Y.Min = 0
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -51,8 +48,8 @@ func HistoryChart(entries []report.HistoryEntry, metric, plan string) (*plot.Plo
 		var xy plotter.XYs
 		for i, v := range values[key] {
 			if !math.IsNaN(v) {
-				xy = append(xy, plotter.XY{X: float64(i), Y: v * scale})
-				top = max(top, v*scale)
+				xy = append(xy, plotter.XY{X: float64(i), Y: v})
+				top = max(top, v)
 			}
 		}
 		if len(xy) == 0 {

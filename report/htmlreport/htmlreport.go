@@ -10,7 +10,9 @@
 //     and inlined: the RSS timelines of its first and last phase on one
 //     chart (report/memplot), the ledger against the analytical model as
 //     bars, the resident set at its peak in named parts as stacked bars,
-//     and its sweeps with each phase's least-squares line;
+//     and its sweeps with each phase's least-squares line; bytes tick at
+//     binary steps, the text is the page's font (Liberation Sans or its
+//     metric twins Arial and Helvetica, the face gonum measures with);
 //  3. the heaviest phases (largest median peak RSS) that wrote profiles
 //     (`probe run --profile-dir`) get flame graphs (report/flame) of their
 //     heap profile at the live-heap peak, each an SVG document in a

@@ -43,7 +43,7 @@ type Chart struct {
 }
 
 // New draws every series' metrics (names in Metrics) against time, in
-// MiB, each line's peak marked and labelled. A series without points is
+// bytes at binary steps (ByteTicks), each line's peak marked and labelled. A series without points is
 // an error naming it.
 func New(title string, series []Series, metrics []string) (*Chart, error) {
 	if len(series) == 0 {
@@ -55,9 +55,12 @@ func New(title string, series []Series, metrics []string) (*Chart, error) {
 		}
 	}
 	p := plot.New()
+	Style(p)
 	p.Title.Text = title
 	p.X.Label.Text = "time (s)"
-	p.Y.Label.Text = "MiB"
+	p.X.Tick.Marker = CountTicks{}
+	p.Y.Label.Text = "memory"
+	p.Y.Tick.Marker = ByteTicks{}
 	p.Y.Min = 0
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -74,7 +77,7 @@ func New(title string, series []Series, metrics []string) (*Chart, error) {
 			peak := 0
 			for k, pt := range s.Points {
 				xy[k].X = pt.TMs / 1000
-				xy[k].Y = float64(get(pt)) / (1 << 20)
+				xy[k].Y = float64(get(pt))
 				top = max(top, xy[k].Y)
 				if get(pt) > get(s.Points[peak]) {
 					peak = k
