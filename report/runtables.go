@@ -144,8 +144,9 @@ var (
 	colTokens = table.Column{Name: "tokens/s", Kind: table.Rate}
 )
 
-// median is the metric's median, nil when no repetition has it; bytes are
-// whole.
+// median is the cell of the metric's median (runView.metric: the
+// Summary's, or stats.Median of the repetitions' values; it computes
+// none), nil when no repetition has it; bytes are whole.
 func median(v *runView, name string, bytes bool) any {
 	s := v.metric(name)
 	if !s.exists {
