@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,14 +23,22 @@ func readSide(path string) (*schema.Report, error) {
 	if err != nil || !st.IsDir() {
 		return readReport(path)
 	}
-	files, err := filepath.Glob(filepath.Join(path, "*.json"))
+	files, err := schema.Open(path)
+	if errors.Is(err, schema.ErrNoFiles) {
+		return nil, fmt.Errorf("%s: a directory with no .json report in it", path)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: a directory with no .json report in it", path)
+	names := make([]string, len(files))
+	reps := make([]*schema.Report, len(files))
+	for i, f := range files {
+		names[i] = f.Path
+		if reps[i], err = asReport(f); err != nil {
+			return nil, err
+		}
 	}
-	return pool(files)
+	return poolReports(names, reps)
 }
 
 // pool reads files and pools them into one report.
@@ -43,6 +52,12 @@ func pool(files []string) (*schema.Report, error) {
 		}
 		reps[i] = r
 	}
+	return poolReports(files, reps)
+}
+
+// poolReports pools the reports read from files, in that order, into one
+// (one report is itself).
+func poolReports(files []string, reps []*schema.Report) (*schema.Report, error) {
 	if len(reps) == 1 {
 		return reps[0], nil
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"memprobe/probe/runner"
 	"memprobe/schema"
@@ -13,9 +12,9 @@ import (
 // readReport reads a run report (probe run), or a job result (probe train
 // --json, probe exec --json) as a report of one run of one repetition
 // (runner.FromResults), so that probe report, diff, export and history
-// read both. The file's "schema" field decides which reader reads it, and
-// so whose error a bad file gets; both word a value that does not fit the
-// format in JSON's words (package schema).
+// read both. The file's "schema" field decides which reader reads it
+// (schema.DecodeFile), and so whose error a bad file gets; both word a
+// value that does not fit the format in JSON's words (package schema).
 func readReport(path string) (*schema.Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -24,28 +23,30 @@ func readReport(path string) (*schema.Report, error) {
 	if k := schema.JSONKind(b); k != "" && k != "an object" && k != "an array" {
 		return nil, fmt.Errorf("reading report %s: %s, not a run report or job result", path, k)
 	}
-	resultID, _, _ := strings.Cut(schema.ResultVersion, "/")
-	if !strings.HasPrefix(schemaOf(b), resultID+"/") {
-		return schema.DecodeReport(b, path)
-	}
-	r, err := schema.DecodeResult(b, path)
+	f, err := schema.DecodeFile(b, path)
 	if err != nil {
 		return nil, err
 	}
-	return runner.FromResults([]string{path}, []*schema.Result{r})
+	return asReport(f)
 }
 
-// isDecodeResult reports whether b is `probe decode --json`'s output: a
-// JSON array (of decode records; no other memprobe file is one), or an
-// object whose "schema" names the decode format, whatever its version (the
-// decode reader then says which version it reads).
-func isDecodeResult(b []byte) bool {
-	if schema.IsJSONArray(b) {
-		return true
+// asReport is the report f holds: a run report as it is, a job result as
+// a report of one run of one repetition. Decode records are refused: they
+// have no run to report (probe report and diff read them apart).
+func asReport(f schema.File) (*schema.Report, error) {
+	switch {
+	case f.Report != nil:
+		return f.Report, nil
+	case f.Result != nil:
+		return runner.FromResults([]string{f.Path}, []*schema.Result{f.Result})
 	}
-	decodeID, _, _ := strings.Cut(schema.DecodeVersion, "/")
-	return strings.HasPrefix(schemaOf(b), decodeID+"/")
+	return nil, fmt.Errorf("reading report %s: %w: decode records of probe decode, not a run report or job result", f.Path, schema.ErrSchema)
 }
+
+// isDecodeResult reports whether b is `probe decode --json`'s output
+// (schema.IsDecode: a JSON array, or an object whose "schema" names the
+// decode format, whatever its version).
+func isDecodeResult(b []byte) bool { return schema.IsDecode(b) }
 
 // schemaOf is the "schema" field of a JSON object, "" when there is none
 // (or b is not an object).
