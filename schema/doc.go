@@ -25,10 +25,12 @@
 // removing one, renaming one, or changing its meaning or unit bumps it,
 // and so does adding a section readers must be able to rely on. The
 // readers (DecodeResult, ReadResult, DecodeReport, ReadReport,
-// DecodeDecode, ReadDecode) accept
-// exactly the version this build writes and refuse any other with one
-// line naming the file, the version found and the version this build
-// reads; errors.Is(err, ErrSchema) tells such a refusal from a damaged
-// file. Writers (WriteResult, WriteReport) write a temporary file and
-// rename it, so a reader never sees half a file.
+// DecodeDecode, ReadDecode) accept exactly the version this build writes
+// and refuse any other with one line naming the file, the version found
+// and the version this build reads; errors.Is(err, ErrSchema) tells such
+// a refusal from a damaged file. Open reads a file, or a directory of
+// them, whatever it holds (a result, a report, decode records) by the
+// reader its content names (DecodeFile for bytes in hand). Writers
+// (WriteResult, WriteReport) write a temporary file and rename it, so a
+// reader never sees half a file.
 package schema
