@@ -268,7 +268,13 @@ func docCommands(t *testing.T, path string) []docCommand {
 			in = !in
 			continue
 		}
-		if !in || !strings.HasPrefix(line, "bin/probe ") && line != "bin/probe" {
+		if !in {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "probe "); ok {
+			line = "bin/probe " + rest // the command as `probe`, on the PATH
+		}
+		if !strings.HasPrefix(line, "bin/probe ") {
 			continue
 		}
 		args, err := splitShell(line)
