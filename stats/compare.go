@@ -3,6 +3,7 @@ package stats
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"golang.org/x/perf/benchmath"
 )
@@ -52,25 +53,24 @@ func Compare(base, head []float64, alpha float64) Comparison {
 	if alpha == 0 {
 		alpha = DefaultAlpha
 	}
-	c := Comparison{N1: len(base), N2: len(head), Alpha: alpha, Delta: Median(head) - Median(base)}
+	ref := Median(base)
+	c := Comparison{N1: len(base), N2: len(head), Alpha: alpha, Delta: Median(head) - ref}
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = alpha
 	// benchmath sorts the slices it is given: give it copies.
-	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(clone(base), &th), benchmath.NewSample(clone(head), &th))
+	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(slices.Clone(base), &th), benchmath.NewSample(slices.Clone(head), &th))
 	// benchmath's own warning ("need >= 4 samples") is Unjudged's, for
 	// equal sizes only; MinP answers for any.
 	c.P = cmp.P
 	c.Significant = c.P < alpha && c.Delta != 0
 	c.MinP = MinP(len(base), len(head))
 	c.Unjudged = c.MinP >= alpha
-	c.Noise = WithinNoise(c.Delta, Median(base), max(Spread(base), Spread(head)))
+	c.Noise = WithinNoise(c.Delta, ref, max(Spread(base), Spread(head)))
 	if c.Unjudged {
 		c.Warnings = append(c.Warnings, &Unjudged{N1: c.N1, N2: c.N2, Alpha: alpha, MinP: c.MinP})
 	}
 	return c
 }
-
-func clone(v []float64) []float64 { return append([]float64(nil), v...) }
 
 // MinP is the smallest two-sided p-value the Mann-Whitney U test can give
 // with n and m values a side, 2/C(n+m, n) (at most 1): all of one side
