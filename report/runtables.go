@@ -168,10 +168,19 @@ func failed(n *notes, v *runView) string {
 	return string(v.Status) + n.add(fmt.Sprintf("%s %s: %s", v.label(), v.Status, reason))
 }
 
+// phaseTable is a group's phases, a row each. The verdict (claim,
+// agrees) comes right after the change, before the figures, and the long
+// texts wrap in text, so that the verdicts stay within 100 columns of a
+// terminal and in view on a page.
 func phaseTable(g *group, f table.Format) *table.Table {
+	// Where change and claim wrap: with the phase and the verdict, about
+	// 84 columns.
+	const phaseTextWidth = 24
 	t := table.New(g.title()+": phases",
 		table.Column{Name: "phase"},
-		table.Column{Name: "change"},
+		table.Column{Name: "change", MaxWidth: phaseTextWidth},
+		table.Column{Name: "claim", MaxWidth: phaseTextWidth},
+		table.Column{Name: "agrees"},
 		colN,
 		colRSS,
 		table.Column{Name: "RSS min–max", Align: table.Right},
@@ -183,8 +192,6 @@ func phaseTable(g *group, f table.Format) *table.Table {
 		table.Column{Name: "bytes/step", Kind: table.Bytes},
 		colTokens,
 		table.Column{Name: "vs before", Kind: table.Float, Decimals: 2, Unit: "x"},
-		table.Column{Name: "claim"},
-		table.Column{Name: "agrees"},
 	)
 	n := &notes{t: t, refs: f != table.CSV}
 	before := g.phase(0)
@@ -212,7 +219,7 @@ func phaseTable(g *group, f table.Format) *table.Table {
 			warnings = append(warnings, v.label()+": "+s)
 		}
 		if !v.ok() {
-			t.Add(v.label(), change, len(v.Repetitions), failed(n, v), nil, nil, nil, nil, nil, nil, nil, nil, nil, claim, AgreeUnchecked)
+			t.Add(v.label(), change, claim, AgreeUnchecked, len(v.Repetitions), failed(n, v))
 			continue
 		}
 		rss := v.metric(metricPeakRSS)
@@ -246,9 +253,9 @@ func phaseTable(g *group, f table.Format) *table.Table {
 			}
 		}
 		agrees := combine(checks) + refs
-		t.Add(v.label(), change, len(v.Repetitions), median(v, metricPeakRSS, true), spread, dPrev, dBefore,
+		t.Add(v.label(), change, claim, agrees, len(v.Repetitions), median(v, metricPeakRSS, true), spread, dPrev, dBefore,
 			median(v, metricVSZ, true), median(v, metricGoHeap, true), median(v, metricAllocs, false),
-			median(v, metricAllocBytes, true), median(v, metricTokens, false), speedup, claim, agrees)
+			median(v, metricAllocBytes, true), median(v, metricTokens, false), speedup)
 	}
 	for _, s := range warnings {
 		t.Note("%s", s)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -26,6 +27,13 @@ func (t *Table) Render(w io.Writer, f Format) error {
 	case Text:
 		if t.Title != "" {
 			b.WriteString(t.Title + "\n")
+		}
+		for i, c := range t.Columns {
+			if c.MaxWidth > 0 {
+				for _, r := range rows {
+					r[i] = wrap(r[i], c.MaxWidth)
+				}
+			}
 		}
 		var tb bytes.Buffer
 		if err := t.layout(&tb, textRenderer(), header, rows, true); err != nil {
@@ -146,6 +154,32 @@ func (t *Table) layout(w io.Writer, r tw.Renderer, header []string, rows [][]str
 		return err
 	}
 	return tt.Render()
+}
+
+// wrap breaks s at spaces into lines of at most width runes (a longer
+// word is a line of its own), joined by newlines, which the layout turns
+// into lines of the row.
+func wrap(s string, width int) string {
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // trimLines drops trailing spaces from every line.

@@ -98,6 +98,11 @@ type Column struct {
 	// Width is the content width a Stream gives the column (at least the
 	// header's). Tables size columns to their content and ignore it.
 	Width int
+	// MaxWidth, when more than 0, wraps a longer text cell at spaces onto
+	// more lines in text, so that a long text (a change, a claim) does
+	// not push the columns after it off a terminal; a word longer than it
+	// stays whole. Markdown, CSV and Cells keep the cell on one line.
+	MaxWidth int
 }
 
 // Table is a title, columns, rows and notes. Build it with New and Add, or

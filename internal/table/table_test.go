@@ -257,3 +257,42 @@ func TestStreamGolden(t *testing.T) {
 	}
 	golden.Check(t, "stream.text.golden", b.Bytes())
 }
+
+// TestMaxWidth checks a column with MaxWidth wraps its long text at
+// spaces in text, so the columns after it stay within reach, and keeps it
+// on one line in markdown and Cells.
+func TestMaxWidth(t *testing.T) {
+	claim := "save 455 MB (35 %): 65 threads x 8 MB = 520 MB"
+	tb := New("", Column{Name: "phase"}, Column{Name: "claim", MaxWidth: 16}, Column{Name: "agrees"})
+	tb.Add("P1", claim, "no [1]")
+	tb.Add("P2", "short", "yes")
+	tb.Add("P3", "a-word-longer-than-sixteen runes", "yes")
+	var b bytes.Buffer
+	if err := tb.Render(&b, Text); err != nil {
+		t.Fatal(err)
+	}
+	want := "phase  claim                       agrees\n" +
+		"P1     save 455 MB (35             no [1]\n" +
+		"       %): 65 threads x\n" +
+		"       8 MB = 520 MB\n" +
+		"P2     short                       yes\n" +
+		"P3     a-word-longer-than-sixteen  yes\n" +
+		"       runes\n"
+	if b.String() != want {
+		t.Errorf("text:\n%s\nwant the claim wrapped at 16 runes, a longer word whole:\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := tb.Render(&b, Markdown); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), claim) {
+		t.Errorf("markdown:\n%s\nwant the claim on one line", b.String())
+	}
+	_, rows, err := tb.Cells(Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows[0][1] != claim {
+		t.Errorf("Cells: claim %q, want %q", rows[0][1], claim)
+	}
+}

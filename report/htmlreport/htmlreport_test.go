@@ -2,13 +2,16 @@ package htmlreport
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
@@ -137,6 +140,14 @@ func TestTablesAreReports(t *testing.T) {
 		tables++
 		tb := b.Table
 		lines := strings.Split(texts[k], "\n")
+		// A long text wraps in text onto more lines (the phase
+		// table's change and claim): each row is its first line, the
+		// wrapped cells their first part there.
+		lines, rows, err := unwrapRows(lines, tb)
+		if err != nil {
+			t.Errorf("table %q: %v", tb.Title, err)
+			continue
+		}
 		if n := 2 + len(tb.Rows) + len(tb.Notes); len(lines) != n || tb.Title == "" {
 			t.Errorf("table %q: %d lines of text, want a title, a header, %d rows and %d notes", tb.Title, len(lines), len(tb.Rows), len(tb.Notes))
 			continue
@@ -147,13 +158,15 @@ func TestTablesAreReports(t *testing.T) {
 		if lines[0] != tb.Title {
 			t.Errorf("title %q, text %q", tb.Title, lines[0])
 		}
-		for i, row := range append([][]Cell{tb.Header}, tb.Rows...) {
+		for i, row := range append([][]Cell{tb.Header}, rows...) {
 			if len(row) != len(tb.Header) {
 				t.Errorf("table %q: row %d has %d cells, the header %d", tb.Title, i, len(row), len(tb.Header))
 			}
 			if l := lines[1+i]; !textRow(row).MatchString(l) {
 				t.Errorf("table %q: line %d %q does not hold the cells %v", tb.Title, i+2, l, row)
 			}
+		}
+		for _, row := range tb.Rows {
 			for _, c := range row {
 				if c.Text == hostile {
 					found++
@@ -183,6 +196,83 @@ func TestTablesAreReports(t *testing.T) {
 	if strings.Contains(page, "<script>alert(2)") {
 		t.Error("the hostile cell is markup on the page")
 	}
+}
+
+// unwrapRows joins the lines of text table tb (its title, header, rows
+// and notes) that continue a row's wrapped cells into the row's first
+// line, and returns the lines left and tb's rows with each wrapped cell
+// cut to the part on its first line. A continued cell must be
+// left-aligned, and so must the cell after it (its header's place is where
+// the wrapped cell ends); the parts must make up the page's cell, word for
+// word.
+func unwrapRows(lines []string, tb *Table) ([]string, [][]Cell, error) {
+	if len(lines) < 2 {
+		return lines, tb.Rows, nil
+	}
+	head := []rune(lines[1])
+	starts := make([]int, len(tb.Header))
+	pos := 0
+	for i, h := range tb.Header {
+		k := strings.Index(string(head[pos:]), h.Text)
+		if k < 0 {
+			return nil, nil, fmt.Errorf("header %q lacks %q", lines[1], h.Text)
+		}
+		starts[i] = pos + utf8.RuneCountInString(string(head[pos:])[:k])
+		pos = starts[i] + utf8.RuneCountInString(h.Text)
+	}
+	out := slices.Clone(lines[:2])
+	var rows [][]Cell
+	extra := map[int][]string{}
+	flush := func() error {
+		if len(rows) == 0 {
+			return nil
+		}
+		row := rows[len(rows)-1]
+		for i, parts := range extra {
+			rest := strings.Join(parts, " ")
+			first, ok := strings.CutSuffix(row[i].Text, " "+rest)
+			if !ok {
+				return fmt.Errorf("row %d: cell %q does not end in its wrapped lines %q", len(rows), row[i].Text, rest)
+			}
+			row[i].Text = first
+		}
+		clear(extra)
+		return nil
+	}
+	notes := false
+	for _, l := range lines[2:] {
+		if notes || len(rows) == 0 || !strings.HasPrefix(l, " ") {
+			if err := flush(); err != nil {
+				return nil, nil, err
+			}
+			out = append(out, l)
+			if len(rows) < len(tb.Rows) {
+				rows = append(rows, slices.Clone(tb.Rows[len(rows)]))
+			} else {
+				notes = true
+			}
+			continue
+		}
+		r := []rune(l)
+		seen := 0
+		for i := range starts {
+			if i+1 >= len(starts) || tb.Header[i].Right || tb.Header[i+1].Right {
+				continue
+			}
+			lo, hi := min(starts[i], len(r)), min(starts[i+1], len(r))
+			if piece := strings.TrimSpace(string(r[lo:hi])); piece != "" {
+				extra[i] = append(extra[i], piece)
+				seen += len(strings.Fields(piece))
+			}
+		}
+		if seen != len(strings.Fields(l)) {
+			return nil, nil, fmt.Errorf("line %q continues a row outside its left-aligned text cells", l)
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, nil, err
+	}
+	return out, rows, nil
 }
 
 // textRow matches a line of a text table that holds the cells in order,
