@@ -18,20 +18,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
-	"slices"
 	"sort"
-	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/probe/ledger"
 	"memprobe/probe/memmodel"
-	"memprobe/probe/procfs"
 	"memprobe/probe/profiling"
 	"memprobe/probe/sampler"
 	"memprobe/schema"
@@ -221,6 +215,15 @@ func (e *OptionsError) Unwrap() error { return e.Err }
 // marked Interrupted, with a *StoppedError; else a nil result and the
 // error. A configuration predicted not to fit in memory is refused
 // before anything is built (*MemoryError).
+//
+// The stages run in this order, each on what the one before set up (see
+// stages.go): prepare (the options, a checkpoint's shape, the ledger),
+// instrument (profiles and the sampler, before anything is built so that
+// set-up allocations are in them), build (the data and the trainer),
+// train (the steps and their log), measure (the result's figures, the
+// ledger against the model, the reconciliations) and assemble (what is
+// written or read after the figures: checkpoint, samples, profiles,
+// warnings, the heap outside the ledger).
 func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, err error) {
 	// The one validation of the run's configuration: the command and the
 	// trainer below trust it.
@@ -230,260 +233,37 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 	if err := checkMemory(&o); err != nil {
 		return nil, err
 	}
-	// The watchdog's hard stop exits the process: the profiles' temporary
-	// files are removed first. The session starts after the watchdog, so
-	// it is handed over in an atomic.
-	var hardStopProf atomic.Pointer[profiling.Session]
-	if hard := o.MemHardStop; hard != nil {
-		o.MemHardStop = func(e *MemLimitError) {
-			hardStopProf.Load().Discard()
-			hard(e)
-		}
-	}
-	ctx, stopWatch := watchMemory(ctx, &o)
+	j := &jobRun{o: o, progress: progress, start: time.Now()}
+	ctx, stopWatch := j.watch(ctx)
 	defer stopWatch()
-	o.Label = o.label()
-	start := time.Now()
-	env := environment()
-	cfg := o.Trainer.Config
-	var resumed trainer.CheckpointInfo
-	if o.Resume != "" {
-		if resumed, err = trainer.ReadCheckpointInfo(o.Resume); err != nil {
-			return nil, err
-		}
-		// The batch size may change on resume; the model may not. The
-		// message shows the checkpoint's own shape, batch included.
-		same := resumed.Config
-		same.Batch = cfg.Batch
-		if same != cfg {
-			return nil, fmt.Errorf("reading checkpoint %s: it holds a model with %v, this run is configured for %v", o.Resume, resumed.Config, cfg)
-		}
-	}
-	switch {
-	case o.NoInstruments:
-		o.Trainer.Ledger = nil
-	case o.Trainer.Ledger == nil:
-		o.Trainer.Ledger = ledger.New()
-	}
-	led := o.Trainer.Ledger
-
-	// Profiles and the sampler start before the dataset and the trainer
-	// are built, so that set-up allocations are in them. They are written
-	// only with a result (prof.Stop below, the partial result of an
-	// interrupted job included): a job that fails discards them, leaving
-	// the files named as they were.
-	popts := o.profiling()
-	var prof *profiling.Session
-	if popts.Enabled() {
-		if prof, err = profiling.Start(popts); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err != nil {
-				prof.Discard() // nil once stopped
-			}
-		}()
-		hardStopProf.Store(prof)
-		if a := prof.Addr(); a != "" {
-			fmt.Fprintf(progress, "pprof: serving http://%s/debug/pprof/\n", a)
-		}
-	}
-	// The sampler runs until the result is built, through an interruption.
-	inst, err := startInstruments(context.WithoutCancel(ctx), &o)
-	if err != nil {
-		return nil, err
-	}
+	// A job that fails discards its profiles (leaving the files named as
+	// they were) and stops its sampler; an interrupted one has written
+	// both by then, and these do nothing.
 	defer func() {
 		if err != nil {
-			inst.abort()
+			j.inst.abort()
+			j.prof.Discard()
 		}
 	}()
-
-	ds, err := data.Load(o.Data, cfg.Vocab, o.DataSeed)
-	if err != nil {
+	if err := j.prepare(); err != nil {
 		return nil, err
 	}
-	// Caveats about the data go to the progress stream now and into the
-	// result's warnings at the end.
-	dataNotes := slices.Clone(ds.Warnings)
-	if o.Resume != "" {
-		if err := trainer.CheckCheckpointData(o.Resume, resumed, ds); err != nil {
-			return nil, err
-		}
-		dataNotes = append(dataNotes, trainer.CheckpointDataNotes(o.Resume, resumed, ds)...)
-	}
-	for _, n := range dataNotes {
-		fmt.Fprintf(progress, "warning: %s\n", n)
-	}
-	ledger.Record(led.Account(ledger.DatasetTokens), ds.Tokens)
-	tr, err := trainer.New(o.Trainer, ds)
-	if err != nil {
+	if err := j.instrument(ctx); err != nil {
 		return nil, err
 	}
-	defer tr.Close()
-	inst.noteHeap(unsafe.Pointer(&tr.Param.Memory[0]), unsafe.Pointer(&tr.Grad.Memory[0]),
-		unsafe.Pointer(&tr.M.Memory[0]), unsafe.Pointer(&tr.V.Memory[0]), unsafe.Pointer(&ds.Tokens[0]))
-	if o.Resume != "" {
-		if err := tr.LoadCheckpoint(o.Resume); err != nil {
-			return nil, err
-		}
-	}
-	floor, perExec := Floor(cfg, tr.NumExecutors(), len(ds.Tokens))
-	fmt.Fprintf(progress, "model %v: %d parameters (tied LM head, unpadded vocab)\n", cfg, cfg.NumParams())
-	fmt.Fprintf(progress, "data %s: %d tokens, %d distinct, %s as uint16\n", ds.Source, len(ds.Tokens), ds.Vocab, mib(ds.Bytes()))
-	fmt.Fprintf(progress, "threads %d logical workers on %d executors (GOMAXPROCS %d); gemm %s\n", o.Trainer.Threads, tr.NumExecutors(), runtime.GOMAXPROCS(0), tr.GEMM().Name())
-	fmt.Fprintf(progress, "memory floor %s = params+grads+adam %s + %d executors x %s + tokens %s\n",
-		mib(floor), mib(16*int64(cfg.NumParams())), tr.NumExecutors(), mib(perExec), mib(ds.Bytes()))
-
-	logEvery := o.LogEvery
-	if logEvery == 0 {
-		logEvery = max(1, o.Steps/20)
-	}
-	// The warm-up leaves at least one step measured: the command's
-	// default of 1 with --steps 1 is none (an explicit --warmup-steps of
-	// --steps or more is refused by the command). The configuration
-	// records the warm-up used.
-	warmup := min(o.WarmupSteps, o.Steps-1)
-	o.WarmupSteps = warmup
-	startStep := tr.StepsDone()
-	// The headline allocation figures count what the steps allocate, from
-	// the end of the previous callback to the start of the next, so that
-	// progress lines and instruments are not charged to the trainer. With
-	// instruments on they are the instruments' steady state; without, two
-	// reads of the runtime's allocation counters bracket each step.
-	var bracket *stepAllocs
-	if inst == nil {
-		bracket = newStepAllocs(warmup)
-	}
-	// The step log, a table streamed a row per logged step; its write
-	// errors are ignored, as the other progress lines' are.
-	steps, err := table.NewStream(progress, "",
-		table.Column{Name: "step", Kind: table.Int, Width: 5},
-		table.Column{Name: "loss", Kind: table.Float, Decimals: 4, Width: 7},
-		table.Column{Name: "tokens/s", Kind: table.Rate, Width: 9},
-		table.Column{Name: "step time", Unit: "ms", Kind: table.Float, Width: 6},
-		table.Column{Name: "RSS", Kind: table.Bytes, Width: 10},
-	)
-	if err != nil {
+	if err := j.build(); err != nil {
 		return nil, err
 	}
-	inst.setUp(warmup)
-	inst.beforeStep()
-	stats, err := tr.Train(ctx, o.Steps, func(s trainer.StepStats) {
-		k := s.Step - startStep
-		inst.afterStep(s.Step, k) // first: the step's counters end here
-		bracket.after(k)
-		if k%logEvery == 0 || k == 1 || k == o.Steps {
-			steps.Row(s.Step, s.Loss, s.TokensPerSecond, float64(s.Duration)/1e6, inst.rss())
-		}
-		if o.AfterStep != nil {
-			o.AfterStep(s.Step)
-		}
-		inst.beforeStep() // last: the next step's counters start here
-		bracket.before()
-	})
-	steps.Close()
-	inst.endSites()
-	var stopped *StoppedError
-	if err != nil {
-		stopped = &StoppedError{Cause: context.Cause(ctx), Steps: len(stats), Of: o.Steps}
-		if stopped.Cause == nil {
-			stopped.Cause = err
-		}
-		if len(stats) == 0 {
-			return nil, stopped
-		}
-		fmt.Fprintf(progress, "stopped after %d of %d steps: %v\n", len(stats), o.Steps, stopped.Cause)
+	defer j.tr.Close()
+	if err := j.train(ctx); err != nil {
+		return nil, err
 	}
-	r = &schema.Result{
-		Config: configOf(&o, tr.GEMM().Name()), Environment: env,
-		CommandLine: commandLine(o.CommandLine), StartTime: start.Format(time.RFC3339),
-		Optimizer: schema.Optimizer(o.Trainer.Optimizer), Params: cfg.NumParams(),
-		Data: ds.Source, DataTokens: len(ds.Tokens), DataVocab: ds.Vocab,
-		Threads: o.Trainer.Threads, Executors: tr.NumExecutors(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		GEMM: tr.GEMM().Name(), GEMMConfig: env.OpenBLASConfig, Seed: o.Trainer.Seed,
-		Steps: len(stats), StartStep: startStep, TokensPerStep: cfg.Batch * cfg.Context,
-		GFLOPPerStep: FLOPsPerStep(cfg) / 1e9,
-		FloorBytes:   floor, ExecutorBytes: perExec,
-		Instruments: inst != nil, Ledger: []schema.LedgerRow{},
-		Schema: schema.ResultVersion, Label: o.Label, Counts: schema.Counts(tr.Counts()),
-		Interrupted: stopped != nil,
+	r = j.measure()
+	if err := j.assemble(r); err != nil {
+		return nil, err
 	}
-	if o.Trainer.Decode != "" {
-		ds := schema.DecodeStats(tr.DecodeStats())
-		r.DecodeStats = &ds
-	}
-	summarize(r, stats)
-	r.HeapAllocsPerStep, r.HeapAllocBytesPerStep = bracket.perStep()
-
-	// The ledger against the model, at the end of training. The model
-	// takes the configuration and GOMAXPROCS, not the trainer's executor
-	// count, which it checks instead: a trainer that makes the wrong
-	// number of workspaces is a finding, not a prediction that follows it.
-	modelIn := memmodel.Input{Config: configOf(&o, tr.GEMM().Name()), GOMAXPROCS: r.GOMAXPROCS, DatasetTokens: len(ds.Tokens)}
-	expected := memmodel.Expected(modelIn)
-	r.ExpectedTotalBytes = memmodel.TotalBytes(expected)
-	if inst != nil {
-		r.Ledger = memmodel.Compare(expected, led.Snapshot())
-		if row, ok := memmodel.CheckExecutors(modelIn, tr.NumExecutors()); ok {
-			r.Ledger = append(r.Ledger, row)
-		}
-		r.LedgerFindings = len(memmodel.Findings(r.Ledger))
-		r.LedgerTotalBytes = led.TotalCurrentBytes()
-		inst.finishSteps(r)
-		r.HeapAllocsPerStep = r.Runtime.Steady.AllocsPerStepObjects
-		r.HeapAllocBytesPerStep = r.Runtime.Steady.AllocsPerStepBytes
-		if s := r.AllocsBySite; s != nil && s.Exact {
-			r.HeapAllocsPerStep, r.HeapAllocBytesPerStep = s.ProgramObjectsPerStep(), s.ProgramBytesPerStep()
-		}
-	}
-
-	if o.Checkpoint != "" {
-		if err := tr.SaveCheckpoint(o.Checkpoint); err != nil {
-			return nil, err
-		}
-		r.Checkpoint = o.Checkpoint
-	}
-	if o.Generate > 0 && stopped == nil {
-		ids := tr.Generate(o.Generate, o.Trainer.Seed)
-		r.GeneratedIDs = ids
-		if ds.Tokenizer != nil {
-			r.Generated = ds.Tokenizer.Decode(ids)
-		}
-	}
-	inst.stopSampling() // its last sample before the high-water mark is read
-	if st, serr := procfs.ReadStatus(procfs.Self); serr == nil {
-		r.PeakRSSBytes, r.FinalRSSBytes, r.FinalVSZBytes, r.OSThreads = st.VmHWMBytes, st.VmRSSBytes, st.VmSizeBytes, st.Threads
-	}
-	inst.stop(r)
-	if prof != nil {
-		// A profile that cannot be written is a warning: the training
-		// result is still worth having.
-		rep, err := prof.Stop()
-		prof = nil
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, err.Error())
-			fmt.Fprintf(progress, "warning: %v\n", err)
-		}
-		r.Profiles = &rep
-	}
-	r.Warnings = append(perturbations(r, popts), dataNotes...)
-	if w := allocCrossCheck(r); w != "" {
-		r.Warnings = append(r.Warnings, w)
-	}
-	// Every figure is taken. What the caller does next (the summary, the
-	// JSON) allocates; returning the free heap to the system here (a GC
-	// and a scavenge, a few milliseconds) makes that output fit under the
-	// high-water mark the job already set, so the process's VmHWM at exit
-	// (what probe exec and time(1) read from outside) stays the job's
-	// peak_rss_bytes.
-	debug.FreeOSMemory()
-	if inst != nil {
-		unaccountedHeap(r, led, o.Trainer.Device, inst.probeHeap.Bytes, progress)
-	}
-	if stopped != nil {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("interrupted after %d of %d steps (%v): every figure covers the steps that ran", len(stats), o.Steps, stopped.Cause))
-		return r, stopped
+	if j.stopped != nil {
+		return r, j.stopped
 	}
 	return r, nil
 }
