@@ -73,6 +73,11 @@ const (
 	// Rate is a quantity per unit of something (tokens/s, allocs/step), with
 	// Decimals decimals and digit groups; Unit names it in the header.
 	Rate
+	// Duration is a time span in nanoseconds (a time.Duration, or any
+	// integer or float of nanoseconds): human units in text and markdown
+	// ("1.64 s", "35.2 ms", "812 µs", FormatDuration), exact nanoseconds
+	// in CSV, whose header then says "(ns)".
+	Duration
 )
 
 // Align is a column's alignment.
@@ -141,6 +146,11 @@ func (c Column) header(f Format) string {
 		unit = ""
 		if f == CSV {
 			unit = "B"
+		}
+	case c.Kind == Duration:
+		unit = ""
+		if f == CSV {
+			unit = "ns"
 		}
 	}
 	switch {
@@ -218,6 +228,11 @@ func (c Column) cell(v any, f Format) (string, error) {
 	}
 	human := f != CSV
 	switch c.Kind {
+	case Duration:
+		if human {
+			return FormatDuration(x), nil
+		}
+		return strconv.FormatFloat(math.Round(x), 'f', 0, 64), nil
 	case Int, Bytes:
 		if !isInt && !isU {
 			if x != math.Trunc(x) || math.IsInf(x, 0) {
@@ -276,6 +291,55 @@ func group(s string) string {
 		b.WriteRune(r)
 	}
 	return sign + b.String() + frac
+}
+
+// FormatDuration writes a span of ns nanoseconds in the largest unit
+// that keeps the value at 1 or more: "812 ns", "35.2 ms", "1.64 s", with
+// two decimals below 10, one below 100 and none from 100 on; a minute or
+// more as "2 min 05 s", an hour or more as "1 h 02 min". Step times and
+// other durations in tables read like sizes.
+func FormatDuration(ns float64) string {
+	if math.IsNaN(ns) {
+		return Absent
+	}
+	sign := ""
+	if ns < 0 {
+		sign, ns = "-", -ns
+	}
+	const sec = 1e9
+	switch {
+	case math.Round(ns/sec) >= 3600:
+		m := int64(math.Round(ns / (60 * sec)))
+		return fmt.Sprintf("%s%d h %02d min", sign, m/60, m%60)
+	case math.Round(ns/sec) >= 60:
+		s := int64(math.Round(ns / sec))
+		return fmt.Sprintf("%s%d min %02d s", sign, s/60, s%60)
+	}
+	units := []string{"ns", "µs", "ms", "s"}
+	k := 0
+	for ns >= 1000 && k < len(units)-1 {
+		ns /= 1000
+		k++
+	}
+	dec := 0
+	switch {
+	case k == 0:
+	case ns < 10:
+		dec = 2
+	case ns < 100:
+		dec = 1
+	}
+	s := strconv.FormatFloat(ns, 'f', dec, 64)
+	switch s { // rounded up past a bound of decimals
+	case "10.00":
+		s = "10.0"
+	case "100.0":
+		s = "100"
+	}
+	if k < len(units)-1 && s == "1000" { // rounded up to the next unit
+		s, k = "1.00", k+1
+	}
+	return sign + s + " " + units[k]
 }
 
 var iec = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"memprobe/internal/golden"
 )
@@ -294,5 +295,46 @@ func TestMaxWidth(t *testing.T) {
 	}
 	if rows[0][1] != claim {
 		t.Errorf("Cells: claim %q, want %q", rows[0][1], claim)
+	}
+}
+
+// TestDuration checks durations in human units in text and markdown, at
+// the bounds where the unit or the decimals change, and exact nanoseconds
+// in CSV.
+func TestDuration(t *testing.T) {
+	for ns, want := range map[float64]string{
+		0:              "0 ns",
+		812:            "812 ns",
+		999.6:          "1.00 µs",
+		35_200_000:     "35.2 ms",
+		9_999_000:      "10.0 ms",
+		99_960_000:     "100 ms",
+		999_700_000:    "1.00 s",
+		1_640_000_000:  "1.64 s",
+		59_600_000_000: "1 min 00 s",
+		125e9:          "2 min 05 s",
+		3725e9:         "1 h 02 min",
+		-35_000_000:    "-35.0 ms",
+		math.NaN():     "-",
+	} {
+		if got := FormatDuration(ns); got != want {
+			t.Errorf("FormatDuration(%g) = %q, want %q", ns, got, want)
+		}
+	}
+	tb := New("", Column{Name: "step time", Kind: Duration})
+	tb.Add(time.Duration(1_640_000_000))
+	tb.Add(int64(35_000_000))
+	tb.Add(nil)
+	for f, want := range map[Format]string{
+		Text: "step time\n   1.64 s\n  35.0 ms\n        -\n",
+		CSV:  "step time (ns)\n1640000000\n35000000\n-\n",
+	} {
+		var b bytes.Buffer
+		if err := tb.Render(&b, f); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != want {
+			t.Errorf("%s:\n%s\nwant\n%s", f, b.String(), want)
+		}
 	}
 }

@@ -2,9 +2,11 @@ package flame
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"math"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,6 +145,41 @@ func TestPackage(t *testing.T) {
 	} {
 		if got := Package(in); got != want {
 			t.Errorf("Package(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLabel: a label that does not fit keeps the function name, dropping
+// the package's directory, then the package, then cutting from the left.
+func TestLabel(t *testing.T) {
+	const name = "memprobe/trainer/model.(*Model).attentionBackward.func1"
+	for _, c := range []struct {
+		width float64
+		want  string
+	}{
+		{1000, name},
+		{6 + 40.5*charW, "model.(*Model).attentionBackward.func1"},
+		{6 + 37.5*charW, "(*Model).attentionBackward.func1"},
+		{6 + 20.5*charW, "..tionBackward.func1"},
+		{6 + 3.5*charW, "..1"},
+		{6 + 2.5*charW, ""},
+	} {
+		if got := label(name, c.width); got != c.want {
+			t.Errorf("label(%d characters) = %q, want %q", int((c.width-6)/charW), got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		width float64
+		name  string
+		want  string
+	}{
+		{6 + 10.5*charW, "runtime.mallocgc", "mallocgc"},
+		{6 + 6.5*charW, "0x4a1f", "0x4a1f"},
+		{6 + 5.5*charW, "0x4a1f", "..a1f"},
+		{6 + 30.5*charW, "gonum.org/v1/gonum/blas/gonum.dgemmSerial", "gonum.dgemmSerial"},
+	} {
+		if got := label(c.name, c.width); got != c.want {
+			t.Errorf("label(%q, %d characters) = %q, want %q", c.name, int((c.width-6)/charW), got, c.want)
 		}
 	}
 }
@@ -310,4 +347,57 @@ func FuzzBuild(f *testing.F) {
 			WriteSVG(io.Discard, d, Options{})
 		}
 	})
+}
+
+// TestLabelScript: the script's lab, which relabels frames on zoom, cuts
+// names as label does (run with node when it is installed).
+func TestLabelScript(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node to run the script")
+	}
+	var fns []string
+	for _, l := range strings.Split(script, "\n") {
+		if strings.HasPrefix(l, "function forms(") || strings.HasPrefix(l, "function lab(") || strings.HasPrefix(l, "var W=") {
+			fns = append(fns, l)
+		}
+	}
+	if len(fns) != 3 {
+		t.Fatalf("the script's forms, lab and constants: found %d of 3 lines", len(fns))
+	}
+	names := []string{"memprobe/trainer/model.(*Model).attentionBackward.func1", "runtime.mallocgc",
+		"gonum.org/v1/gonum/blas/gonum.dgemmSerial", "0x4a1f", "main.main"}
+	type c struct {
+		Name  string  `json:"n"`
+		Width float64 `json:"w"`
+	}
+	var cases []c
+	for _, n := range names {
+		for k := 0; k <= 60; k++ {
+			cases = append(cases, c{n, 6 + (float64(k)+0.5)*charW})
+		}
+	}
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// var W=... declares the script's constants; its frame list is stubbed.
+	prog := "var document={querySelectorAll:function(){return []}};\n" + strings.Join(fns, "\n") +
+		"\nconsole.log(JSON.stringify(" + string(in) + ".map(function(c){return lab(c.n,c.w)})));"
+	out, err := exec.Command(node, "-e", prog).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var got []string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node wrote %q: %v", out, err)
+	}
+	if len(got) != len(cases) {
+		t.Fatalf("%d labels from the script for %d cases", len(got), len(cases))
+	}
+	for i, c := range cases {
+		if want := label(c.Name, c.Width); got[i] != want {
+			t.Errorf("script lab(%q, %.1f) = %q, label gives %q", c.Name, c.Width, got[i], want)
+		}
+	}
 }

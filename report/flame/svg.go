@@ -8,7 +8,9 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"memprobe/internal/table"
 )
@@ -120,17 +122,41 @@ func drawNode(w *bufio.Writer, g *Graph, n *Node, d int, offset, total int64, bo
 	}
 }
 
-// label is name cut to fit width pixels ("" when not even 3 characters fit).
+// label is the longest of name's shorter forms (ShortNames) that fits
+// width pixels; when none does, the shortest, cut from the left to keep
+// the function name ("..Forward"); "" when not even 3 characters fit.
+// The script's lab does the same when zooming.
 func label(name string, width float64) string {
 	fit := int((width - 6) / charW)
-	r := []rune(name)
-	switch {
-	case fit < 3:
+	if fit < 3 {
 		return ""
-	case len(r) <= fit:
-		return name
 	}
-	return string(r[:fit-2]) + ".."
+	forms := ShortNames(name)
+	for _, f := range forms {
+		if utf8.RuneCountInString(f) <= fit {
+			return f
+		}
+	}
+	r := []rune(forms[len(forms)-1])
+	return ".." + string(r[len(r)-(fit-2):])
+}
+
+// ShortNames are the forms a frame's label takes as its frame narrows,
+// longest first, as pprof shortens names: the full name
+// ("memprobe/trainer/model.(*Model).Forward"), without the package's
+// directory ("model.(*Model).Forward"), without the package
+// ("(*Model).Forward"). A name without a package path has one form.
+func ShortNames(name string) []string {
+	forms := []string{name}
+	pkg := Package(name)
+	if pkg == name {
+		return forms
+	}
+	rest := name[len(pkg)+1:]
+	if k := strings.LastIndexByte(pkg, '/'); k >= 0 {
+		forms = append(forms, pkg[k+1:]+"."+rest)
+	}
+	return append(forms, rest)
 }
 
 // colour is a deterministic colour per package, or, in a differential
@@ -243,7 +269,8 @@ func format(v int64, unit string) string {
 const script = `<script type="text/ecmascript"><![CDATA[
 (function(){
 var W=1200,P=10,C=6.6,fr=document.querySelectorAll("g.f");
-function lab(n,w){var k=Math.floor((w-6)/C);if(k<3)return "";return n.length<=k?n:n.substring(0,k-2)+"..";}
+function forms(n){var f=[n],s=n.lastIndexOf("/")+1,d=n.indexOf(".",s);if(d<=s)return f;if(s>0)f.push(n.substring(s));f.push(n.substring(d+1));return f;}
+function lab(n,w){var k=Math.floor((w-6)/C);if(k<3)return "";var f=forms(n);for(var i=0;i<f.length;i++){if(f[i].length<=k)return f[i];}var l=f[f.length-1];return ".."+l.substring(l.length-(k-2));}
 function zoom(x,w,d){for(var i=0;i<fr.length;i++){var f=fr[i],fx=+f.getAttribute("data-x"),fw=+f.getAttribute("data-w"),fd=+f.getAttribute("data-d"),e=1e-9,nx,nw;
 if(fd<d){if(fx>x+e||fx+fw<x+w-e){f.style.display="none";continue;}nx=0;nw=1;}
 else{if(fx<x-e||fx+fw>x+w+e){f.style.display="none";continue;}nx=(fx-x)/w;nw=fw/w;}
