@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"memprobe/internal/atomicfile"
+	"memprobe/internal/table"
 	"memprobe/report/flame"
 )
 
@@ -22,12 +23,15 @@ var flameSamples = []string{"inuse_space", "alloc_space", "alloc_objects", "inus
 // flameCmdFlags are the command-line options of `probe flame`.
 type flameCmdFlags struct {
 	out, sample, base string
+	// top > 0 prints the text view of the top functions instead of
+	// drawing.
+	top int
 }
 
 func newFlameCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f flameCmdFlags
 	cmd := &cobra.Command{
-		Use:   "flame PROFILE [-o out.svg] [--sample TYPE] [--base BASE]",
+		Use:   "flame PROFILE [-o out.svg | --top N] [--sample TYPE] [--base BASE]",
 		Short: "draw a pprof profile as an interactive SVG flame graph; --base draws the change from BASE",
 		Long: `flame reads a pprof profile (probe train --memprofile, --cpuprofile, ...)
 and writes a self-contained SVG flame graph: frames merged by function name
@@ -43,10 +47,20 @@ profile's default sample type.
 red when it grew against the same path of functions in BASE and blue when
 it shrank, the tooltip giving both values and the change.
 
--o defaults to PROFILE.svg; "-" writes to stdout.`,
+-o defaults to PROFILE.svg; "-" writes to stdout.
+
+--top N prints, instead of a graph, the text view of pprof -top: the N
+functions of the largest flat value (the samples whose leaf they are),
+each with its cum value (every sample through it), and their shares.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("flame: want one profile: %w", err)}
+			}
+			if f.top < 0 {
+				return usageError{fmt.Errorf("--top %d: want a number of functions, 1 or more", f.top)}
+			}
+			if f.top > 0 && (f.out != "" || f.base != "") {
+				return usageError{fmt.Errorf("--top prints text: it takes no -o or --base")}
 			}
 			if f.sample != "" && !slices.Contains(flameSamples, f.sample) {
 				return usageError{fmt.Errorf("--sample %q: want one of %s", f.sample, strings.Join(flameSamples, ", "))}
@@ -60,10 +74,18 @@ it shrank, the tooltip giving both values and the change.
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", `the SVG file to write (default PROFILE.svg; "-" for stdout)`)
 	cmd.Flags().StringVar(&f.sample, "sample", "", "the sample value to draw: "+strings.Join(flameSamples, ", ")+" (default: the profile's default)")
 	cmd.Flags().StringVar(&f.base, "base", "", "a base profile: colour each frame by its change from it")
+	cmd.Flags().IntVar(&f.top, "top", 0, "print the N functions of the largest flat value as text (pprof -top) instead of drawing")
 	return cmd
 }
 
 func runFlame(stdout, stderr io.Writer, path string, f flameCmdFlags) error {
+	if f.top > 0 {
+		g, err := flameGraph(path, f.sample)
+		if err != nil {
+			return err
+		}
+		return flame.WriteTop(stdout, g, f.top, table.Text)
+	}
 	out := f.out
 	if out == "" {
 		out = path + ".svg"

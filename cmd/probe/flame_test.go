@@ -68,6 +68,24 @@ func TestFlameRealProfile(t *testing.T) {
 	if _, text := wellFormedSVG(t, diff); !strings.Contains(text, "differential flame graph") || !strings.Contains(text, "change 0 B") {
 		t.Errorf("%s is not a differential graph with no change", diff)
 	}
+	top, stderr, err := runProbe("flame", heap, "--sample", "alloc_space", "--top", "5")
+	if err != nil {
+		t.Fatalf("flame --top: %v\n%s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(top, "\n"), "\n")
+	for len(lines) > 7 && strings.HasSuffix(lines[len(lines)-1], "left out") { // a note of skipped samples
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) != 7 || !strings.HasPrefix(lines[0], "alloc_space: 5 of ") ||
+		strings.Join(strings.Fields(lines[1]), " ") != "flat flat (%) sum (%) cum cum (%) function" {
+		t.Errorf("flame --top 5: want a title, a header and 5 functions:\n%s", top)
+	}
+	if !strings.Contains(top, " B ") && !strings.Contains(top, "iB ") {
+		t.Errorf("flame --top 5: want bytes in IEC units:\n%s", top)
+	}
+	if _, err := os.Stat(heap + ".svg"); !os.IsNotExist(err) {
+		t.Errorf("flame --top drew %s.svg: %v", heap, err)
+	}
 	if _, _, err := runProbe("flame", heap, "--sample", "cpu", "-o", svg); err == nil || !strings.Contains(err.Error(), "no sample type \"cpu\"") {
 		t.Errorf("--sample cpu on a heap profile: %v", err)
 	}
@@ -80,6 +98,9 @@ func TestFlameUsage(t *testing.T) {
 	}{
 		{[]string{"flame"}, "want one profile"},
 		{[]string{"flame", "x.pprof", "--sample", "rss"}, `--sample "rss": want one of inuse_space`},
+		{[]string{"flame", "x.pprof", "--top", "-1"}, "--top -1: want a number of functions"},
+		{[]string{"flame", "x.pprof", "--top", "3", "-o", "x.svg"}, "--top prints text: it takes no -o or --base"},
+		{[]string{"flame", "x.pprof", "--top", "3", "--base", "y.pprof"}, "--top prints text"},
 	} {
 		_, _, err := runProbe(c.args...)
 		var ue usageError
@@ -109,6 +130,23 @@ func writeHeapProfile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// TestFlameTopSmall: --top on a profile of one stack prints its one
+// function with all of the value, flat and cum.
+func TestFlameTopSmall(t *testing.T) {
+	mem := filepath.Join(t.TempDir(), "mem.pprof")
+	writeHeapProfile(t, mem)
+	out, stderr, err := runProbe("flame", mem, "--top", "10")
+	if err != nil {
+		t.Fatalf("flame --top: %v\n%s", err, stderr)
+	}
+	want := "inuse_space: 1 of 1 functions, flat 1 KiB of 1 KiB total (100.0 %)\n" +
+		" flat  flat (%)  sum (%)    cum  cum (%)  function\n" +
+		"1 KiB    100.00   100.00  1 KiB   100.00  main.alloc\n"
+	if out != want {
+		t.Errorf("flame --top:\n%s\nwant\n%s", out, want)
+	}
 }
 
 // TestFlameOutputChecked: -o that names the profile or --base (by any

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"memprobe/internal/golden"
+	"memprobe/internal/table"
 )
 
 // stack is one synthetic sample: function names root first, and its
@@ -399,5 +401,33 @@ func TestLabelScript(t *testing.T) {
 		if want := label(c.Name, c.Width); got[i] != want {
 			t.Errorf("script lab(%q, %.1f) = %q, label gives %q", c.Name, c.Width, got[i], want)
 		}
+	}
+}
+
+// TestTop: the text view lists functions by flat value with pprof's
+// columns; a function recurring on a stack counts once in its cum.
+func TestTop(t *testing.T) {
+	g := build(t, append(slices.Clone(headStacks), stack{[]string{"main.main", "a.rec", "a.rec", "a.rec+a.leaf"}, 50, 50}), "inuse_space")
+	var buf bytes.Buffer
+	if err := WriteTop(&buf, g, 4, table.Text); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "top-inuse_space.txt", buf.Bytes())
+	got := map[string]Func{}
+	for _, f := range Funcs(g) {
+		got[f.Name] = f
+	}
+	for _, want := range []Func{
+		{"memprobe/trainer/model.Forward", 600, 800},
+		{"a.rec", 0, 50}, // on the stack three times, counted once
+		{"a.leaf", 50, 50},
+		{"main.main", 0, 1050},
+	} {
+		if got[want.Name] != want {
+			t.Errorf("%s: %+v, want %+v", want.Name, got[want.Name], want)
+		}
+	}
+	if len(got) != 8 {
+		t.Errorf("%d functions, want 8: %v", len(got), got)
 	}
 }

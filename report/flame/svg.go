@@ -9,7 +9,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"memprobe/internal/table"
@@ -256,7 +255,7 @@ func format(v int64, unit string) string {
 	case "bytes":
 		return table.FormatBytes(float64(v))
 	case "nanoseconds":
-		return time.Duration(v).String()
+		return table.FormatDuration(float64(v))
 	case "count", "":
 		return strconv.FormatInt(v, 10)
 	}
