@@ -14,13 +14,8 @@ import (
 )
 
 // knownMedians are the medians outside this package that TestOneMedian
-// lets be, by "file:function", each with why. probe/job's is the upper
-// middle of the steps' times (no mean of two for an even count): moving
-// it to Median changes step_ns_median at an even count of steady steps,
-// a change of its own for probe/job's owner.
-var knownMedians = map[string]bool{
-	"probe/job/job.go:summarize": true,
-}
+// lets be, by "file:function", each with why. None today.
+var knownMedians = map[string]bool{}
 
 // TestOneMedian: no non-test file of the module outside this package
 // computes a median or other statistics of its own: no function named

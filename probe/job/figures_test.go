@@ -44,6 +44,11 @@ func TestThroughputFigures(t *testing.T) {
 	if want := clean.TokensPerSec * 0.4 / 0.5; slow.TokensPerSec != want || slow.AchievedGFLOPS != clean.AchievedGFLOPS*0.4/0.5 {
 		t.Errorf("one step 2x slower: %v tokens/s, %v GFLOPS; want %v and %v", slow.TokensPerSec, slow.AchievedGFLOPS, want, clean.AchievedGFLOPS*0.8)
 	}
+	// The median of an even count is the mean of the middle two: one
+	// slow step of four leaves it, and the first step is not in it.
+	if clean.StepNsMedian != int64(100*time.Millisecond) || slow.StepNsMedian != int64(100*time.Millisecond) {
+		t.Errorf("step_ns_median %d and %d, want 100 ms both", clean.StepNsMedian, slow.StepNsMedian)
+	}
 	if startup := run(stats(10*time.Second, 100*time.Millisecond, 0)); startup.TokensPerSec != clean.TokensPerSec {
 		t.Errorf("a slow first step moved tokens/s: %v, want %v", startup.TokensPerSec, clean.TokensPerSec)
 	}

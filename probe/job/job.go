@@ -18,8 +18,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime/metrics"
-	"sort"
 	"time"
 
 	"memprobe/internal/atomicfile"
@@ -29,6 +29,7 @@ import (
 	"memprobe/probe/profiling"
 	"memprobe/probe/sampler"
 	"memprobe/schema"
+	"memprobe/stats"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
 	"memprobe/trainer/model"
@@ -342,32 +343,31 @@ func allocCrossCheck(r *schema.Result) string {
 		table.FormatBytes(float64(s.ProbeBytes)/float64(s.Steps)), table.FormatBytes(float64(s.RuntimeBytes)/float64(s.Steps)))
 }
 
-func summarize(r *schema.Result, stats []trainer.StepStats) {
-	if len(stats) == 0 {
+func summarize(r *schema.Result, steps []trainer.StepStats) {
+	if len(steps) == 0 {
 		return
 	}
-	r.LossFirst = stats[0].Loss
-	r.LossLast = stats[len(stats)-1].Loss
-	r.Losses = make([]float32, len(stats))
-	r.StepNs = make([]int64, len(stats))
-	for i, s := range stats {
+	r.LossFirst = steps[0].Loss
+	r.LossLast = steps[len(steps)-1].Loss
+	r.Losses = make([]float32, len(steps))
+	r.StepNs = make([]int64, len(steps))
+	for i, s := range steps {
 		r.Losses[i] = s.Loss
 		r.StepNs[i] = int64(s.Duration)
 	}
 	// Steady state excludes the first step: start-up (page faults on fresh
 	// buffers, lazy initialisation) is not the per-step cost.
-	steady := stats
-	if len(stats) > 1 {
-		steady = stats[1:]
+	steady := steps
+	if len(steps) > 1 {
+		steady = steps[1:]
 	}
 	var ns int64
-	d := make([]int64, len(steady))
+	d := make([]float64, len(steady))
 	for i, s := range steady {
 		ns += int64(s.Duration)
-		d[i] = int64(s.Duration)
+		d[i] = float64(s.Duration)
 	}
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	r.StepNsMedian = d[len(d)/2]
+	r.StepNsMedian = int64(math.Round(stats.Median(d)))
 	r.TokensPerSec = float64(len(steady)*r.TokensPerStep) / (float64(ns) / 1e9)
 	r.AchievedGFLOPS = r.GFLOPPerStep * float64(len(steady)) / (float64(ns) / 1e9)
 }
