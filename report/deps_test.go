@@ -6,12 +6,13 @@ import (
 	"testing"
 )
 
-// TestNoTrainer: reading a result must not link the trainer. Package
-// schema and this package may depend on the instrument packages whose
-// types appear in a result and on the analytical model (probe/memmodel,
-// which predicts from a result's configuration), never on
-// memprobe/trainer/... nor on probe/job, which runs it. Checked for each
-// set of build tags that changes what the trainer links.
+// TestNoTrainer: reading a result must not link the trainer. This
+// package may depend on the instrument packages (whose wire types are
+// schema's, aliased) and on the analytical model (probe/memmodel, which
+// predicts from a result's configuration), never on memprobe/trainer/...
+// nor on probe/job, which runs it; schema depends on no memprobe package
+// at all (schema's TestLeaf). Checked for each set of build tags that
+// changes what the trainer links.
 func TestNoTrainer(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
