@@ -45,6 +45,7 @@ type trainFlags struct {
 	resume                          string
 	generate                        int
 	jsonPath                        string
+	format                          string
 	logEvery                        int
 	memLimit                        string
 
@@ -74,7 +75,8 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "write a checkpoint to this file at the end")
 	fs.StringVar(&f.resume, "resume", "", "resume from this checkpoint")
 	fs.IntVar(&f.generate, "generate", 0, "generate this many tokens after training")
-	fs.StringVar(&f.jsonPath, "json", "", "write the result JSON to this file instead of stdout (- is stdout); the path is checked before training")
+	fs.StringVar(&f.jsonPath, "json", "", "write the result JSON to this file (- is stdout); the path is checked before training")
+	fs.StringVar(&f.format, "format", "", "what stdout gets: text (the summary's tables) or json (the result); default json, text when stdout is a terminal")
 	fs.IntVar(&f.logEvery, "log-every", 0, "progress line every N steps (0: about 20 lines)")
 	fs.StringVar(&f.memLimit, "mem-limit", "", "refuse a configuration predicted above this, set the Go memory limit to 90 % of it, and stop training (a partial result) once RSS passes it (e.g. 8GiB; default: no limit beyond refusing what is predicted above MemAvailable)")
 	f.phase.register(fs)
@@ -145,10 +147,13 @@ func newTrainCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f trainFlags
 	cmd := &cobra.Command{
 		Use:   "train",
-		Short: "train the reference GPT in this process and print one JSON result",
+		Short: "train the reference GPT in this process and print its tables or one JSON result",
 		Long: `train runs one training job in-process: progress lines (step, loss,
-tokens/s, RSS) go to stderr, and at the end one JSON object goes to stdout,
-or to --json FILE (written to a temporary file, then renamed).
+tokens/s, RSS) go to stderr, and at the end the summary's tables go to
+stderr and one JSON object to stdout, or to --json FILE (written to a
+temporary file, then renamed). On a terminal stdout gets the tables and
+no JSON (--format json or --json - prints it there; --format text prints
+the tables to stdout anywhere).
 
 Before anything is built, the configuration's peak RSS is predicted by
 the analytical model; one above --mem-limit or the memory available is
@@ -174,6 +179,10 @@ anything is built: it must be writable and name no input (--resume, a
 			}
 			if err := checkDevice(&o); err != nil {
 				return err
+			}
+			format, err := f.stdoutFormat(stdout)
+			if err != nil {
+				return usageError{err}
 			}
 			if f.jsonPath == "-" {
 				f.jsonPath = ""
@@ -204,7 +213,11 @@ anything is built: it must be writable and name no input (--resume, a
 			if r == nil {
 				return stoppedExit(err, "")
 			}
-			if werr := report.WriteSummary(stderr, r); werr != nil && err == nil {
+			tables := stderr
+			if format == "text" {
+				tables = stdout
+			}
+			if werr := report.WriteSummary(tables, r); werr != nil && err == nil {
 				return werr
 			}
 			// The summary's tables are garbage now: returned to the
@@ -212,12 +225,19 @@ anything is built: it must be writable and name no input (--resume, a
 			// writing it does not raise VmHWM past the peak_rss_bytes it
 			// reports (job.Run did the same before the summary).
 			debug.FreeOSMemory()
-			if werr := writeJSON(stdout, f.jsonPath, r); werr != nil {
-				return werr
-			}
-			where := "stdout"
-			if f.jsonPath != "" {
+			where := "the tables above (--json FILE writes the result)"
+			switch {
+			case f.jsonPath != "":
 				where = f.jsonPath
+			case format == "json":
+				where = "stdout"
+			}
+			if f.jsonPath != "" || format == "json" {
+				if werr := writeJSON(stdout, f.jsonPath, r); werr != nil {
+					return werr
+				}
+			} else if f.format == "" {
+				fmt.Fprintln(stderr, "probe train: stdout is a terminal: the tables, not the result JSON (--format json or --json FILE writes it)")
 			}
 			return stoppedExit(err, where)
 		},
@@ -225,6 +245,35 @@ anything is built: it must be writable and name no input (--resume, a
 	f.register(cmd.Flags())
 	return cmd
 }
+
+// stdoutFormat is what stdout gets, from --format and --json: "json" (the
+// result) or "text" (the summary's tables). Unset, it is json unless
+// stdout is a terminal and --json names no file or "-": a person at a
+// terminal reads tables, a pipe (probe run's children write to --json
+// anyway) gets JSON.
+func (f *trainFlags) stdoutFormat(stdout io.Writer) (string, error) {
+	switch f.format {
+	case "json", "text":
+	case "":
+		if f.jsonPath == "" && stdoutIsTerminal(stdout) {
+			return "text", nil
+		}
+		return "json", nil
+	default:
+		return "", fmt.Errorf("--format %q: want text or json", f.format)
+	}
+	if f.format == "text" && f.jsonPath == "-" {
+		return "", fmt.Errorf("--format text and --json -: stdout gets the tables or the JSON, not both")
+	}
+	if f.jsonPath == "-" {
+		return "json", nil
+	}
+	return f.format, nil
+}
+
+// stdoutIsTerminal is isTerminal, a variable so that a test can be a
+// terminal.
+var stdoutIsTerminal = isTerminal
 
 // signalError is the cause of a context ended by a signal: the exit
 // status is 128 plus the signal's number (130 for SIGINT, 143 for

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -364,5 +365,56 @@ func TestResumeOtherData(t *testing.T) {
 	}
 	if w := strings.Join(r.Warnings, "\n"); !strings.Contains(w, "map to <unk> id 12") {
 		t.Errorf("result warnings %q do not carry the <unk> caveat", r.Warnings)
+	}
+}
+
+// TestTrainTerminalFormat: on a terminal, train prints the summary's
+// tables to stdout and no JSON, with a hint on stderr; --format json and
+// --json - print the JSON there; elsewhere stdout is JSON as before, and
+// --format text prints the tables anywhere.
+func TestTrainTerminalFormat(t *testing.T) {
+	tty := false
+	stdoutIsTerminal = func(io.Writer) bool { return tty }
+	t.Cleanup(func() { stdoutIsTerminal = isTerminal })
+	isJSON := func(s string) bool {
+		var r schema.Result
+		return json.Unmarshal([]byte(s), &r) == nil && r.Schema != ""
+	}
+	isTables := func(s string) bool {
+		return strings.Contains(s, "component") && strings.Contains(s, "done: ") && !strings.Contains(s, "{")
+	}
+	const hint = "stdout is a terminal: the tables, not the result JSON"
+	for _, c := range []struct {
+		tty        bool
+		args       []string
+		wantTables bool // else JSON
+	}{
+		{true, nil, true},
+		{true, []string{"--format", "json"}, false},
+		{true, []string{"--json", "-"}, false},
+		{false, nil, false},
+		{false, []string{"--format", "text"}, true},
+	} {
+		tty = c.tty
+		stdout, stderr, err := runProbe(trainArgs(c.args...)...)
+		if err != nil {
+			t.Fatalf("terminal %v, %v: %v\n%s", c.tty, c.args, err, stderr)
+		}
+		if c.wantTables && (!isTables(stdout) || isJSON(stdout)) {
+			t.Errorf("terminal %v, %v: stdout is not the tables:\n%.300s", c.tty, c.args, stdout)
+		}
+		if !c.wantTables && !isJSON(stdout) {
+			t.Errorf("terminal %v, %v: stdout is not the result JSON:\n%.300s", c.tty, c.args, stdout)
+		}
+		if got, want := strings.Contains(stderr, hint), c.tty && len(c.args) == 0; got != want {
+			t.Errorf("terminal %v, %v: hint on stderr %v, want %v", c.tty, c.args, got, want)
+		}
+	}
+	for _, args := range [][]string{{"--format", "xml"}, {"--format", "text", "--json", "-"}} {
+		_, _, err := runProbe(trainArgs(args...)...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--format") {
+			t.Errorf("%v: %v, want a usage error naming --format", args, err)
+		}
 	}
 }
