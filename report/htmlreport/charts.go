@@ -176,6 +176,7 @@ func ledgerChart(p *planRuns) (*Chart, string) {
 	slices.Reverse(order)
 	bars := 2 * len(states)
 	bw := vg.Points(5)
+	top := 0.0
 	for i, st := range states {
 		for j, kind := range []string{"expected", "measured"} {
 			vals := make(plotter.Values, len(order))
@@ -187,6 +188,7 @@ func ledgerChart(p *planRuns) (*Chart, string) {
 					vals[k] = float64(l.MeasuredBytes)
 				}
 			}
+			top = max(top, slices.Max(vals))
 			b, err := plotter.NewBarChart(vals, bw)
 			if err != nil {
 				return nil, "no ledger chart: " + err.Error()
@@ -203,6 +205,7 @@ func ledgerChart(p *planRuns) (*Chart, string) {
 		}
 	}
 	pl.NominalY(order...)
+	pl.X.Max = memplot.ByteAxisMax(top)
 	h := max(3*vg.Inch, vg.Length(len(order))*(vg.Length(bars)*bw+vg.Points(8))+vg.Inch)
 	svg, err := renderSVG(pl, 8*vg.Inch, h)
 	if err != nil {
@@ -295,10 +298,12 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 		}
 		return n
 	}
+	stacked := make([]float64, len(recs)) // each bar's height so far
 	add := func(name string, col color.Color, get func(rec *schema.RSSReconciliation) int64) error {
 		vals := make(plotter.Values, len(recs))
 		for i, rec := range recs {
 			vals[i] = max(0, float64(get(rec)))
+			stacked[i] += vals[i]
 		}
 		b, err := plotter.NewBarChart(vals, vg.Points(48))
 		if err != nil {
@@ -342,6 +347,7 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 	pl.NominalX(states...)
 	// Room on the right for the legend.
 	pl.X.Max = float64(len(states)) + 1.2
+	pl.Y.Max = memplot.ByteAxisMax(slices.Max(stacked))
 	svg, err := renderSVG(pl, 8*vg.Inch, 4.5*vg.Inch)
 	if err != nil {
 		return nil, "no RSS reconciliation chart: " + err.Error()

@@ -48,6 +48,17 @@ func (ByteTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+// ByteAxisMax is the top of a byte axis from 0 that holds top: the first
+// of its ByteTicks at or above top, so that the highest bar or point has
+// a labelled tick above it.
+func ByteAxisMax(top float64) float64 {
+	if !(top > 0) {
+		return top
+	}
+	step := max(1, math.Exp2(math.Round(math.Log2(top/targetTicks))))
+	return math.Ceil(top/step) * step
+}
+
 var iec = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 
 // CountTicks labels an axis of plain numbers (seconds, threads, tokens/s)

@@ -59,3 +59,22 @@ func TestCountTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestByteAxisMax: a byte axis ends at the first tick at or above its
+// highest value.
+func TestByteAxisMax(t *testing.T) {
+	const mib, gib = 1 << 20, 1 << 30
+	for top, want := range map[float64]float64{
+		121.6 * mib: 128 * mib,
+		4.53 * gib:  5 * gib,
+		96 * mib:    96 * mib,
+		0:           0,
+	} {
+		if got := ByteAxisMax(top); got != want {
+			t.Errorf("ByteAxisMax(%g MiB) = %g MiB, want %g MiB", top/mib, got/mib, want/mib)
+		}
+		if ts := (ByteTicks{}).Ticks(0, ByteAxisMax(top)); top > 0 && ts[len(ts)-1].Value != ByteAxisMax(top) {
+			t.Errorf("ByteAxisMax(%g MiB) is not a tick of its axis: %v", top/mib, labels(ts))
+		}
+	}
+}
