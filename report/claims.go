@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"memprobe/internal/table"
 	"memprobe/schema"
@@ -212,7 +211,10 @@ func formatMetric(name string, x float64, signed bool) string {
 	case isBytes(name):
 		s = table.FormatBytes(math.Round(x))
 	case strings.HasSuffix(name, "_ns") || strings.Contains(name, "_ns_"):
-		s = time.Duration(math.Round(x)).Round(time.Microsecond).String()
+		s = table.FormatDuration(math.Abs(x))
+		if x < 0 {
+			s = "-" + s
+		}
 	default:
 		s = formatNumber(x)
 	}

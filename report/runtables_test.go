@@ -70,7 +70,7 @@ func TestJudge(t *testing.T) {
 		{"P2", delta("previous", -15e6), AgreeUnchecked, "P2: peak RSS not checked: P2 failed"},
 		{"P1", schema.Expectation{Metric: metricPeakRSS, Versus: "absolute", Delta: 1e9}, AgreeYes, ""},
 		{"P1", schema.Expectation{Metric: metricPeakRSS, Versus: "absolute", Delta: 1.32e10}, AgreeNo, "P1, no: peak RSS 572.2 MiB; the note claims 12.3 GiB (13.2 GB)"},
-		{"P1", schema.Expectation{Metric: "step_ns_median", Versus: "absolute", Delta: 45e9}, AgreeNo, "P1, no: step time 0s; the note claims 45s"},
+		{"P1", schema.Expectation{Metric: "step_ns_median", Versus: "absolute", Delta: 45e9}, AgreeNo, "P1, no: step time 0 ns; the note claims 45.0 s"},
 		{"P1", schema.Expectation{Metric: "no_such_bytes", Versus: "absolute", Delta: 1}, AgreeUnchecked, "P1: no_such_bytes not checked: no no_such_bytes in P1's results"},
 		{"P1", delta("sideways", -1), AgreeUnchecked, `P1: peak RSS not checked: versus "sideways" is not previous, before or absolute`},
 	} {

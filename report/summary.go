@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"time"
 
 	"memprobe/internal/table"
 	"memprobe/probe/allocsite"
@@ -33,7 +32,7 @@ func WriteSummary(w io.Writer, r *schema.Result) error {
 		}
 		if a := r.RSSAgreement; a != nil && r.Sampler != nil {
 			fmt.Fprintf(ew, "peak rss: sampler %s, VmHWM %s (%+.2f%%); %d samples every %v\n",
-				mib(int64(a.SamplerPeakRSSBytes)), mib(int64(a.VmHWMBytes)), a.DiffPct, r.Sampler.Samples, time.Duration(r.Sampler.IntervalMs*float64(time.Millisecond)))
+				mib(int64(a.SamplerPeakRSSBytes)), mib(int64(a.VmHWMBytes)), a.DiffPct, r.Sampler.Samples, table.FormatDuration(r.Sampler.IntervalMs*1e6))
 		}
 		if rt := r.Runtime; rt != nil {
 			fmt.Fprintf(ew, "go runtime: %.1f allocs/step (all, runtime/metrics), %.0f B/step over %d steps after %d warm-up; %d GC cycles; %d goroutines, %d OS threads at peak\n",

@@ -270,7 +270,7 @@ func TestDiffGateEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`bin/probe diff BASE.json HEAD.json \[--fail-on '([^']+)'\]`).FindSubmatch(readme)
+	m := regexp.MustCompile(`bin/probe diff BASE.json HEAD.json \[?--fail-on '([^']+)'\]?`).FindSubmatch(readme)
 	if m == nil || !strings.Contains(string(m[1]), "peak_rss_bytes:+5%") {
 		t.Fatal("README.md's example gate is not diff BASE.json HEAD.json --fail-on '...peak_rss_bytes:+5%...'")
 	}

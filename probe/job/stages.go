@@ -191,7 +191,7 @@ func (j *jobRun) train(ctx context.Context) error {
 		table.Column{Name: "step", Kind: table.Int, Width: 5},
 		table.Column{Name: "loss", Kind: table.Float, Decimals: 4, Width: 7},
 		table.Column{Name: "tokens/s", Kind: table.Rate, Width: 9},
-		table.Column{Name: "step time", Unit: "ms", Kind: table.Float, Width: 6},
+		table.Column{Name: "step time", Kind: table.Duration, Width: 9},
 		table.Column{Name: "RSS", Kind: table.Bytes, Width: 10},
 	)
 	if err != nil {
@@ -204,7 +204,7 @@ func (j *jobRun) train(ctx context.Context) error {
 		inst.afterStep(s.Step, k) // first: the step's counters end here
 		bracket.after(k)
 		if k%logEvery == 0 || k == 1 || k == o.Steps {
-			steps.Row(s.Step, s.Loss, s.TokensPerSecond, float64(s.Duration)/1e6, inst.rss())
+			steps.Row(s.Step, s.Loss, s.TokensPerSecond, s.Duration, inst.rss())
 		}
 		if o.AfterStep != nil {
 			o.AfterStep(s.Step)
