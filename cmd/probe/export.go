@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"memprobe/report"
-	"memprobe/schema"
 )
 
 func newExportCmd(stdout io.Writer) *cobra.Command {
@@ -47,14 +45,14 @@ commit: benchstat -ignore commit,commit-time BASE HEAD.`,
 			if format != "bench" {
 				return usageError{fmt.Errorf("--format %q: the one format is bench", format)}
 			}
-			if b, err := os.ReadFile(args[0]); err == nil && isDecodeResult(b) {
-				recs, err := schema.DecodeDecode(b, args[0])
-				if err != nil {
-					return err
-				}
-				return report.WriteDecodeBench(stdout, recs)
+			f, err := openFile(args[0])
+			if err != nil {
+				return err
 			}
-			rep, err := readReport(args[0])
+			if f.Decode != nil {
+				return report.WriteDecodeBench(stdout, f.Decode)
+			}
+			rep, err := asReport(f)
 			if err != nil {
 				return err
 			}

@@ -13,7 +13,6 @@ import (
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/report"
-	"memprobe/schema"
 )
 
 // historyCmdFlags are the command-line options of `probe history`.
@@ -111,13 +110,14 @@ func runHistory(stdout, stderr io.Writer, dir string, f historyCmdFlags) error {
 			return err
 		}
 		e := report.HistoryEntry{Name: filepath.Base(p), ModTime: fi.ModTime()}
-		if isDecodeFile(p) {
-			e.Decode, err = schema.ReadDecode(p)
-		} else {
-			e.Report, err = readReport(p)
-		}
+		file, err := openFile(p)
 		if err != nil {
 			return err
+		}
+		if e.Decode = file.Decode; e.Decode == nil {
+			if e.Report, err = asReport(file); err != nil {
+				return err
+			}
 		}
 		entries = append(entries, e)
 	}

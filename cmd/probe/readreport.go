@@ -16,18 +16,26 @@ import (
 // (schema.DecodeFile), and so whose error a bad file gets; both word a
 // value that does not fit the format in JSON's words (package schema).
 func readReport(path string) (*schema.Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading report: %w", err)
-	}
-	if k := schema.JSONKind(b); k != "" && k != "an object" && k != "an array" {
-		return nil, fmt.Errorf("reading report %s: %s, not a run report or job result", path, k)
-	}
-	f, err := schema.DecodeFile(b, path)
+	f, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return asReport(f)
+}
+
+// openFile reads one file of any of the probe's kinds (schema.DecodeFile):
+// a run report, a job result or decode records, for the commands that
+// take each (export, history). JSON that is not an object or an array is
+// refused naming what it is.
+func openFile(path string) (schema.File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return schema.File{}, fmt.Errorf("reading report: %w", err)
+	}
+	if k := schema.JSONKind(b); k != "" && k != "an object" && k != "an array" {
+		return schema.File{}, fmt.Errorf("reading report %s: %s, not a run report or job result", path, k)
+	}
+	return schema.DecodeFile(b, path)
 }
 
 // asReport is the report f holds: a run report as it is, a job result as
