@@ -1,0 +1,196 @@
+package metric
+
+import "memprobe/schema"
+
+// Units. A name ends with its unit where the unit has a suffix
+// (suffixUnits in the test): _bytes, _ns, _pct, tokens_per_sec.
+const (
+	Bytes        = "bytes"
+	BytesPerStep = "bytes/step"
+	Nanoseconds  = "ns"
+	NsPerToken   = "ns/token"
+	TokensPerSec = "tokens/s"
+	Percent      = "%"
+	Count        = "count"
+	PerStep      = "count/step"
+	PerToken     = "count/token"
+	GFLOP        = "GFLOP/step"
+	GFLOPS       = "GFLOP/s"
+	Loss         = "nats"
+)
+
+// registry is every metric, in the order Names lists them: a run's
+// summary metrics (probe/runner's order), the rest of a job result's
+// numbers, its nested counters, then a decode record's figures.
+var registry = []Def{
+	{Name: "peak_rss_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.PeakRSSBytes) })},
+	{Name: "max_rss_bytes", Unit: Bytes, Outside: func(o *schema.Outside) (float64, bool) { return float64(o.MaxRSSBytes), true }},
+	{Name: "final_vsz_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.FinalVSZBytes) })},
+	// The program's own allocations, counted by site: fixed by the
+	// configuration (diff says so where repetitions disagree).
+	{Name: "go_heap_allocs_per_step", Unit: PerStep, Exact: true, Run: result(func(r *schema.Result) float64 { return r.HeapAllocsPerStep })},
+	{Name: "go_heap_alloc_bytes_per_step", Unit: BytesPerStep, Run: result(func(r *schema.Result) float64 { return r.HeapAllocBytesPerStep })},
+	{Name: "tokens_per_sec", Unit: TokensPerSec, Run: result(func(r *schema.Result) float64 { return r.TokensPerSec }),
+		Decode: func(d *schema.DecodeRecord) (float64, bool) { return d.TokensPerSec, true },
+		Passes: func(d *schema.DecodeRecord) []float64 { return d.TokensPerSecPasses },
+		Runs:   func(d *schema.DecodeRecord) []float64 { return d.TokensPerSecRuns }},
+	{Name: "step_ns_median", Unit: Nanoseconds, Run: result(func(r *schema.Result) float64 { return float64(r.StepNsMedian) })},
+	{Name: "ledger_total_bytes", Unit: Bytes, Exact: true, Run: result(func(r *schema.Result) float64 { return float64(r.LedgerTotalBytes) })},
+
+	{Name: "final_rss_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.FinalRSSBytes) })},
+	{Name: "floor_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.FloorBytes) })},
+	{Name: "executor_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.ExecutorBytes) })},
+	{Name: "expected_total_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.ExpectedTotalBytes) })},
+	{Name: "ledger_findings", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.LedgerFindings) })},
+	{Name: "os_threads", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.OSThreads) })},
+	{Name: "loss_first", Unit: Loss, Run: result(func(r *schema.Result) float64 { return float64(r.LossFirst) })},
+	{Name: "loss_last", Unit: Loss, Run: result(func(r *schema.Result) float64 { return float64(r.LossLast) })},
+	{Name: "gflop_per_step", Unit: GFLOP, Run: result(func(r *schema.Result) float64 { return r.GFLOPPerStep })},
+	{Name: "achieved_gflops", Unit: GFLOPS, Run: result(func(r *schema.Result) float64 { return r.AchievedGFLOPS })},
+	{Name: "params", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.Params) })},
+	{Name: "data_tokens", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.DataTokens) })},
+	{Name: "data_vocab", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.DataVocab) })},
+	{Name: "threads", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.Threads) })},
+	{Name: "executors", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.Executors) })},
+	{Name: "gomaxprocs", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.GOMAXPROCS) })},
+	{Name: "steps", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.Steps) })},
+	{Name: "start_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.StartStep) })},
+	{Name: "tokens_per_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.TokensPerStep) })},
+
+	// The runtime's maxima over the step boundaries (null without
+	// instruments).
+	{Name: "runtime.peak.heap_live_bytes", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.HeapLiveBytes })},
+	{Name: "runtime.peak.heap_objects_bytes", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.HeapObjectsBytes })},
+	{Name: "runtime.peak.go_mapped_bytes", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.GoMappedBytes })},
+	{Name: "runtime.peak.goroutines", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.Goroutines })},
+	{Name: "runtime.peak.runtime_threads", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.RuntimeThreads })},
+	{Name: "runtime.peak.os_threads", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.OSThreads })},
+
+	// The trainer's counters: what each phase changes.
+	{Name: "counts.workers", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.Workers) })},
+	{Name: "counts.worker_threads", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.WorkerThreads) })},
+	{Name: "counts.worker_stack_bytes", Unit: Bytes, Run: counts(func(c *schema.Counts) int64 { return c.WorkerStackBytes })},
+	{Name: "counts.contexts", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.Contexts) })},
+	{Name: "counts.unused_contexts", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.UnusedContexts) })},
+	{Name: "counts.idle_workers", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.IdleWorkers) })},
+	{Name: "counts.workspaces", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.Workspaces) })},
+	{Name: "counts.batch_buffers", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.BatchBuffers) })},
+	{Name: "counts.batch_row_fills", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return c.BatchRowFills })},
+	{Name: "counts.model_lock_holds", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return c.ModelLockHolds })},
+	{Name: "counts.cache_clears", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return c.CacheClears })},
+	{Name: "counts.embedding_copies", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return c.EmbeddingCopies })},
+	{Name: "counts.side_work_runs", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.SideWorkRuns) })},
+	{Name: "counts.tape_graphs", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return c.TapeGraphs })},
+	{Name: "counts.tape_graphs_kept", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.TapeGraphsKept) })},
+
+	// The decode heads' device counters (with --decode; absent without).
+	// syncs: the host's waits on the device over the job, fixed by it.
+	{Name: "decode_stats.syncs", Unit: Count, Exact: true, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.Syncs })},
+	{Name: "decode_stats.launches", Unit: Count, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.Launches })},
+	{Name: "decode_stats.h2d_copies", Unit: Count, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.H2DCopies })},
+	{Name: "decode_stats.d2h_copies", Unit: Count, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.D2HCopies })},
+	{Name: "decode_stats.h2d_bytes", Unit: Bytes, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.H2DBytes })},
+	{Name: "decode_stats.d2h_bytes", Unit: Bytes, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.D2HBytes })},
+	{Name: "decode_stats.device_bytes_in_use", Unit: Bytes, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.DeviceBytesInUse })},
+	{Name: "decode_stats.device_bytes_peak", Unit: Bytes, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.DeviceBytesPeak })},
+	{Name: "decode_stats.implicit_waits", Unit: Count, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.ImplicitWaits })},
+	{Name: "decode_stats.pinned_host_bytes", Unit: Bytes, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.PinnedHostBytes })},
+	{Name: "decode_stats.host_wait_ns", Unit: Nanoseconds, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.HostWaitNs })},
+	{Name: "decode_stats.device_busy_ns", Unit: Nanoseconds, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.DeviceBusyNs })},
+
+	// A decode record's figures. The counts a mode fixes for its shape
+	// are exact: synchronisations, launches, the program's allocations
+	// (in heap blocks, which tiny ones share: report says so), the bytes
+	// copied and the ledger's peak. device_peak_bytes is exact only where
+	// it is the ledger's (report's decodeExact).
+	{Name: "host_wait_ns_per_token", Unit: NsPerToken,
+		Decode: func(d *schema.DecodeRecord) (float64, bool) { return d.HostWaitNsPerToken, true },
+		Passes: func(d *schema.DecodeRecord) []float64 { return d.HostWaitNsPerTokenPasses },
+		Runs:   func(d *schema.DecodeRecord) []float64 { return d.HostWaitNsPerTokenRuns }},
+	{Name: "device_busy_pct", Unit: Percent,
+		Decode: func(d *schema.DecodeRecord) (float64, bool) { return deref(d.DeviceBusyPct) },
+		Passes: func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyPctPasses },
+		Runs:   func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyPctRuns }},
+	{Name: "device_busy_ns_per_token", Unit: NsPerToken,
+		Decode: func(d *schema.DecodeRecord) (float64, bool) { return deref(d.DeviceBusyNsPerToken) },
+		Runs:   func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyNsPerTokenRuns }},
+	{Name: "syncs_per_token", Unit: PerToken, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.SyncsPerToken })},
+	{Name: "launches_per_token", Unit: PerToken, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.LaunchesPerToken })},
+	{Name: "host_allocs_per_token", Unit: PerToken, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.HostAllocsPerToken })},
+	{Name: "h2d_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.H2DBytes) })},
+	{Name: "d2h_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.D2HBytes) })},
+	{Name: "ledger_peak_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.LedgerPeakBytes) })},
+	{Name: "device_peak_bytes", Unit: Bytes, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.DevicePeakBytes) })},
+
+	// The device's memory in parts (cuda; absent on cpu). Fields the
+	// record leaves out when 0 (omitempty) are absent then, not 0.
+	{Name: "device_memory.total_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.TotalBytes })},
+	{Name: "device_memory.process_peak_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.ProcessPeakBytes })},
+	{Name: "device_memory.process_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.ProcessBytes })},
+	{Name: "device_memory.nvml_samples", Unit: Count, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return int64(m.NVMLSamples) })},
+	{Name: "device_memory.context_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.ContextBytes })},
+	{Name: "device_memory.context_process_bytes", Unit: Bytes, Decode: nonzero(deviceMemory(func(m *schema.DeviceMemory) int64 { return m.ContextProcessBytes }))},
+	{Name: "device_memory.held_before_open_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.HeldBeforeOpenBytes })},
+	{Name: "device_memory.stream_handle_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.StreamHandleBytes })},
+	{Name: "device_memory.ledger_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.LedgerBytes })},
+	{Name: "device_memory.alloc_rounding_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.AllocRoundingBytes })},
+	{Name: "device_memory.alloc_granularity_bytes", Unit: Bytes, Decode: nonzero(deviceMemory(func(m *schema.DeviceMemory) int64 { return m.AllocGranularityBytes }))},
+	{Name: "device_memory.cublas_workspace_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.CuBLASWorkspaceBytes })},
+	{Name: "device_memory.uncharged_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.UnchargedBytes })},
+	{Name: "device_memory.free_gap_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.FreeGapBytes })},
+	{Name: "device_memory.unexplained_bytes", Unit: Bytes, Decode: deviceMemory(func(m *schema.DeviceMemory) int64 { return m.UnexplainedBytes })},
+}
+
+func result(get func(*schema.Result) float64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) { return get(r), true }
+}
+
+func peak(get func(*schema.RuntimePeaks) int64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Runtime == nil {
+			return 0, false
+		}
+		return float64(get(&r.Runtime.Peak)), true
+	}
+}
+
+func counts(get func(*schema.Counts) int64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) { return float64(get(&r.Counts)), true }
+}
+
+func decodeStats(get func(*schema.DecodeStats) int64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.DecodeStats == nil {
+			return 0, false
+		}
+		return float64(get(r.DecodeStats)), true
+	}
+}
+
+func record(get func(*schema.DecodeRecord) float64) func(*schema.DecodeRecord) (float64, bool) {
+	return func(d *schema.DecodeRecord) (float64, bool) { return get(d), true }
+}
+
+func deviceMemory(get func(*schema.DeviceMemory) int64) func(*schema.DecodeRecord) (float64, bool) {
+	return func(d *schema.DecodeRecord) (float64, bool) {
+		if d.DeviceMemory == nil {
+			return 0, false
+		}
+		return float64(get(d.DeviceMemory)), true
+	}
+}
+
+// nonzero is absent at 0: the record leaves the field out then.
+func nonzero(get func(*schema.DecodeRecord) (float64, bool)) func(*schema.DecodeRecord) (float64, bool) {
+	return func(d *schema.DecodeRecord) (float64, bool) {
+		x, ok := get(d)
+		return x, ok && x != 0
+	}
+}
+
+func deref(p *float64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
