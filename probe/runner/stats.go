@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"memprobe/metric"
 	"memprobe/schema"
 	"memprobe/stats"
 )
@@ -12,32 +13,29 @@ import (
 // benchstat reports it.
 const Confidence = stats.Confidence
 
-// metric is one summarised field: its name (the JSON field, unit in the
-// name) and how to read it from a repetition.
-type metric struct {
-	name string
-	// result reads a Result field; outside an Outside one (the parent's).
-	result  func(*schema.Result) float64
-	outside func(*schema.Outside) float64
-}
-
-// metrics are the fields Summary.Metrics holds, in this order.
-// max_rss_bytes is the parent's: wait4's rusage of the child.
-var metrics = []metric{
-	{name: "peak_rss_bytes", result: func(r *schema.Result) float64 { return float64(r.PeakRSSBytes) }},
-	{name: "max_rss_bytes", outside: func(o *schema.Outside) float64 { return float64(o.MaxRSSBytes) }},
-	{name: "final_vsz_bytes", result: func(r *schema.Result) float64 { return float64(r.FinalVSZBytes) }},
-	{name: "go_heap_allocs_per_step", result: func(r *schema.Result) float64 { return r.HeapAllocsPerStep }},
-	{name: "go_heap_alloc_bytes_per_step", result: func(r *schema.Result) float64 { return r.HeapAllocBytesPerStep }},
-	{name: "tokens_per_sec", result: func(r *schema.Result) float64 { return r.TokensPerSec }},
-	{name: "step_ns_median", result: func(r *schema.Result) float64 { return float64(r.StepNsMedian) }},
-}
+// summaryMetrics are the metrics Summary.Metrics holds, in this order,
+// read through the registry. max_rss_bytes is the parent's: wait4's
+// rusage of the child.
+var summaryMetrics = func() []metric.Def {
+	var out []metric.Def
+	for _, name := range []string{
+		"peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes", "go_heap_allocs_per_step",
+		"go_heap_alloc_bytes_per_step", "tokens_per_sec", "step_ns_median",
+	} {
+		d, err := metric.Lookup(name)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}()
 
 // MetricNames lists the names of Summary.Metrics, in order.
 func MetricNames() []string {
 	var out []string
-	for _, m := range metrics {
-		out = append(out, m.name)
+	for _, m := range summaryMetrics {
+		out = append(out, m.Name)
 	}
 	return out
 }
@@ -62,27 +60,31 @@ func Summarize(run *schema.Run, count int) {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d of %d repetitions completed", s.Completed, count))
 	}
 	var wide []string
-	for _, m := range metrics {
+	for _, m := range summaryMetrics {
 		var vals []float64
 		switch {
-		case m.result != nil:
+		case m.Run != nil:
 			for i := range run.Repetitions {
-				if r := &run.Repetitions[i]; r.Measures(m.name) {
-					vals = append(vals, m.result(r))
+				if r := &run.Repetitions[i]; r.Measures(m.Name) {
+					if x, ok := m.Run(r); ok {
+						vals = append(vals, x)
+					}
 				}
 			}
 		default:
 			for _, o := range okOutside {
-				vals = append(vals, m.outside(o))
+				if x, ok := m.Outside(o); ok {
+					vals = append(vals, x)
+				}
 			}
 		}
 		if len(vals) == 0 {
 			continue // no repetition measures it (a process result's training figures)
 		}
-		mt, sum := summarizeValues(m.name, vals)
+		mt, sum := summarizeValues(m.Name, vals)
 		for _, w := range sum.Warnings {
 			if ws := (*stats.WideSpread)(nil); errors.As(w, &ws) {
-				wide = append(wide, m.name+" "+ws.Error())
+				wide = append(wide, m.Name+" "+ws.Error())
 			}
 		}
 		s.Metrics = append(s.Metrics, mt)
