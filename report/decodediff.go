@@ -31,22 +31,15 @@ var DefaultDecodeDiffMetrics = []string{
 	"syncs_per_token", "launches_per_token", "host_allocs_per_token", "device_peak_bytes",
 }
 
-// DecodeDeterministicMetrics are the decode figures a mode fixes for its
-// shape (V, C, T, B, probs and pinned host memory), whatever the machine's speed: the device's
-// synchronisations and launches, the program's allocations (decodebench
-// counts the program's own, not the runtime's, and its tests hold
-// prealloc and batch at 0), the bytes copied each way and the ledger's
-// peak. They are compared exactly. One caveat: allocations are counted in
-// heap blocks, so a mode that makes tiny ones can move by a block between
-// runs of one build; such a change carries tinyAllocsWarning.
-var DecodeDeterministicMetrics = map[string]bool{
-	"syncs_per_token":       true,
-	"launches_per_token":    true,
-	"host_allocs_per_token": true,
-	"h2d_bytes":             true,
-	"d2h_bytes":             true,
-	"ledger_peak_bytes":     true,
-}
+// The decode figures a mode fixes for its shape (V, C, T, B, probs and
+// pinned host memory), whatever the machine's speed, are exact in the
+// registry (metric.Def.Exact): the device's synchronisations and
+// launches, the program's allocations (decodebench counts the program's
+// own, not the runtime's, and its tests hold prealloc and batch at 0),
+// the bytes copied each way and the ledger's peak. They are compared
+// exactly. One caveat: allocations are counted in heap blocks, so a mode
+// that makes tiny ones can move by a block between runs of one build;
+// such a change carries tinyAllocsWarning.
 
 // runsSuffix names the per-run samples of a figure in a record that pools
 // runs (tokens_per_sec_runs), passesSuffix its per-pass samples
@@ -379,7 +372,7 @@ const (
 )
 
 // decodeExact says whether metric m is compared exactly: a count the mode
-// fixes (DecodeDeterministicMetrics), or device_peak_bytes where both
+// fixes (exact in the registry), or device_peak_bytes where both
 // sides took it from the ledger (the cpu device, or cuda without NVML),
 // where it is the ledger's peak and as fixed; NVML's peak is a
 // measurement.
@@ -387,5 +380,5 @@ func decodeExact(m string, b, h *decodeView) bool {
 	if m == "device_peak_bytes" {
 		return b.DevicePeakSource == "ledger" && h.DevicePeakSource == "ledger"
 	}
-	return DecodeDeterministicMetrics[m]
+	return isExact(m)
 }

@@ -128,7 +128,7 @@ func sameBuild(a, b *schema.DecodeRecord) error {
 
 // samePooled says how two records of one key differ where pooled runs
 // must agree, or nil: the configuration measured, and the counts the mode
-// fixes for its shape (DecodeDeterministicMetrics but the host's
+// fixes for its shape (exact in the registry but the host's
 // allocations, which tiny blocks move by a fraction between runs).
 func samePooled(a, b *schema.DecodeRecord) error {
 	ca, cb := a.Config, b.Config

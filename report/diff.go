@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
+	"memprobe/metric"
 	"memprobe/schema"
 	"memprobe/stats"
 )
@@ -22,7 +21,7 @@ import (
 //  2. for each metric of each matched configuration it compares the
 //     repetitions' values: a Mann-Whitney U test (stats.Compare, as
 //     benchstat does) for measured metrics, exact equality for the
-//     deterministic ones (DeterministicMetrics) where each side has two or
+//     deterministic ones (metric.Def.Exact) where each side has two or
 //     more repetitions and they agree (compareRun; a decode result's
 //     counts with one value a side, decodeExact), the U test otherwise;
 //  3. Diff.Breaches checks the changes against --fail-on thresholds
@@ -46,13 +45,13 @@ var DefaultDiffMetrics = []string{
 	"tokens_per_sec", "step_ns_median", "ledger_total_bytes", "decode_stats.syncs",
 }
 
-// DeterministicMetrics are the metrics a configuration fixes (at a fixed
-// seed): they are compared exactly, any change shown, without statistics,
-// as long as each side's repetitions agree (diffValues).
-var DeterministicMetrics = map[string]bool{
-	"go_heap_allocs_per_step": true,
-	"ledger_total_bytes":      true,
-	"decode_stats.syncs":      true, // the host's waits on the decode device over the job
+// isExact says whether the registry calls metric m exact (metric.Def.Exact):
+// a figure the configuration fixes (at a fixed seed), compared exactly,
+// any change shown, without statistics, as long as each side's
+// repetitions agree (diffValues).
+func isExact(m string) bool {
+	d, err := metric.Lookup(m)
+	return err == nil && d.Exact
 }
 
 // DiffOptions choose what Compare compares.
@@ -335,89 +334,14 @@ func plural(n int, one, many string) string {
 
 // KnownMetric says whether a run report (run) or a decode result
 // (decode) can have a metric of that name at all, whatever it measured:
-// a number of a job result (its JSON name, or a dotted path into a nested
-// object: runtime.peak.heap_live_bytes) or a summary metric
-// (max_rss_bytes); a number or array of numbers of a decode record, or a
-// figure with per-pass or per-run samples. A name neither can have is a
-// typo, refused before any file is read.
+// whether the registry (memprobe/metric) has it for that kind. A name
+// neither can have is a typo, refused before any file is read.
 func KnownMetric(name string) (run, decode bool) {
-	k := knownMetrics()
-	return k.run[name], k.decode[name]
-}
-
-// knownMetrics are the names KnownMetric knows, from the schema's types.
-var knownMetrics = sync.OnceValue(func() (k struct{ run, decode map[string]bool }) {
-	k.run, k.decode = map[string]bool{}, map[string]bool{}
-	metricPaths(reflect.TypeFor[schema.Result](), "", false, k.run, 0)
-	for _, m := range DefaultDiffMetrics {
-		k.run[m] = true
+	d, err := metric.Lookup(name)
+	if err != nil {
+		return false, false
 	}
-	metricPaths(reflect.TypeFor[schema.DecodeRecord](), "", true, k.decode, 0)
-	for m := range k.decode {
-		for _, suf := range []string{runsSuffix, passesSuffix} {
-			if base, ok := strings.CutSuffix(m, suf); ok {
-				k.decode[base] = true
-			}
-		}
-	}
-	return k
-})
-
-// metricPaths adds to out the dotted JSON paths of the numbers in a value
-// of type t under prefix, and with arrays those of arrays of numbers.
-func metricPaths(t reflect.Type, prefix string, arrays bool, out map[string]bool, depth int) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if depth > 10 {
-		return
-	}
-	switch {
-	case isNumberKind(t.Kind()):
-		if prefix != "" {
-			out[prefix] = true
-		}
-	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
-		e := t.Elem()
-		for e.Kind() == reflect.Pointer {
-			e = e.Elem()
-		}
-		if arrays && prefix != "" && isNumberKind(e.Kind()) {
-			out[prefix] = true
-		}
-	case t.Kind() == reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
-			if f.Anonymous && name == "" {
-				metricPaths(f.Type, prefix, arrays, out, depth+1)
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			if prefix != "" {
-				name = prefix + "." + name
-			}
-			metricPaths(f.Type, name, arrays, out, depth+1)
-		}
-	}
-}
-
-func isNumberKind(k reflect.Kind) bool {
-	switch k {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64:
-		return true
-	}
-	return false
+	return d.Of(metric.Run), d.Of(metric.Decode)
 }
 
 // newDiff starts a Diff of base and head with opt's significance level
@@ -510,7 +434,7 @@ func compareRun(key string, b, h *runView, metrics []string, alpha float64) Conf
 		if !bs.exists || !hs.exists {
 			continue
 		}
-		exact := DeterministicMetrics[m]
+		exact := isExact(m)
 		var warn []string
 		switch {
 		case exact && b.Config.Seed != h.Config.Seed:

@@ -149,7 +149,7 @@ func historyColumns(es []HistoryEntry, metric, plan string) (keys []string, cell
 		if err := checkHistoryMetric(keys, metric, "decode results", DefaultDecodeDiffMetrics, measured); err != nil {
 			return nil, nil, false, err
 		}
-		return keys, cells, DecodeDeterministicMetrics[metric], nil
+		return keys, cells, isExact(metric), nil
 	}
 	for i := range es {
 		cells[i] = map[string]historyCell{}
@@ -174,7 +174,7 @@ func historyColumns(es []HistoryEntry, metric, plan string) (keys []string, cell
 	if err := checkHistoryMetric(keys, metric, "run reports", DefaultDiffMetrics, measured); err != nil {
 		return nil, nil, false, err
 	}
-	return keys, cells, DeterministicMetrics[metric], nil
+	return keys, cells, isExact(metric), nil
 }
 
 // checkHistoryMetric refuses a metric that no configuration (of keys,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"memprobe/metric"
 	"memprobe/schema"
 	"memprobe/stats"
 )
@@ -42,14 +43,12 @@ func metricLabel(name string) string {
 	return name
 }
 
-// runView is a Run with its figures at hand: its position in its plan and
-// each repetition as JSON, for the metrics no Summary holds.
+// runView is a Run with its position in its plan.
 type runView struct {
 	*schema.Run
 	// index is the phase's position in the plan: 0 for before, k for Pk,
 	// -1 for a name of another form.
 	index int
-	reps  []map[string]any // each repetition as decoded JSON; nil until needed
 }
 
 func newRunView(r *schema.Run) *runView { return &runView{Run: r, index: phaseIndex(r.Phase)} }
@@ -84,9 +83,9 @@ type summary struct {
 }
 
 // metric summarises the named metric: the Summary's figures when the run's
-// summary holds it, else the repetitions' values (read by JSON name; a
-// dotted name reads a nested field). exists is false when no repetition
-// has the field.
+// summary holds it, else the repetitions' values (read through the
+// registry, memprobe/metric). exists is false when no repetition has the
+// metric, or no run report can (a name the registry does not know).
 func (v *runView) metric(name string) summary {
 	for _, m := range v.Summary.Metrics {
 		if m.Name == name && m.N > 0 {
@@ -100,24 +99,19 @@ func (v *runView) metric(name string) summary {
 	return summary{values: vals, median: stats.Median(vals), min: slices.Min(vals), max: slices.Max(vals), exists: true}
 }
 
-// values is the named field in each repetition that has it.
+// values is the named metric in each repetition that measures it.
 func (v *runView) values(name string) []float64 {
-	if v.reps == nil {
-		v.reps = make([]map[string]any, len(v.Repetitions))
-		for i := range v.Repetitions {
-			// A Result always marshals; a failure leaves the map nil and
-			// the repetition without values.
-			if b, err := json.Marshal(&v.Repetitions[i]); err == nil {
-				json.Unmarshal(b, &v.reps[i])
-			}
-		}
+	d, err := metric.Lookup(name)
+	if err != nil || d.Run == nil {
+		return nil
 	}
 	var out []float64
-	for i, m := range v.reps {
-		if !v.Repetitions[i].Measures(name) {
+	for i := range v.Repetitions {
+		r := &v.Repetitions[i]
+		if !r.Measures(name) {
 			continue
 		}
-		if x, ok := lookup(m, name); ok {
+		if x, ok := d.Run(r); ok {
 			out = append(out, x)
 		}
 	}
