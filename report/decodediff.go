@@ -1,13 +1,12 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
+	"memprobe/metric"
 	"memprobe/schema"
 )
 
@@ -41,14 +40,8 @@ var DefaultDecodeDiffMetrics = []string{
 // that makes tiny ones can move by a block between runs of one build;
 // such a change carries tinyAllocsWarning.
 
-// runsSuffix names the per-run samples of a figure in a record that pools
-// runs (tokens_per_sec_runs), passesSuffix its per-pass samples
-// (tokens_per_sec_passes). A metric is compared over its runs where both
-// sides pooled several, else over its passes.
-const (
-	runsSuffix   = "_runs"
-	passesSuffix = "_passes"
-)
+// A metric is compared over its runs (metric.Def.Runs) where both sides
+// pooled several, else over its passes (Def.Passes).
 
 // passesWarning goes beside a row compared over per-pass samples: the U
 // test treats them as independent runs, which they are not (they share
@@ -96,63 +89,53 @@ func decodeSetting(r *schema.DecodeRecord) map[string]string {
 	}
 }
 
-// decodeView is a record with its JSON at hand, for looking metrics up by
-// name.
+// decodeView is a record with its key.
 type decodeView struct {
 	*schema.DecodeRecord
-	key  string
-	json map[string]any
+	key string
 }
 
 func newDecodeView(r *schema.DecodeRecord) *decodeView {
-	v := &decodeView{DecodeRecord: r, key: DecodeKey(r)}
-	// A DecodeRecord always marshals; a failure leaves the map nil and the
-	// record without metrics.
-	if b, err := json.Marshal(r); err == nil {
-		json.Unmarshal(b, &v.json)
-	}
-	return v
+	return &decodeView{DecodeRecord: r, key: DecodeKey(r)}
 }
 
-// metric is the named figure's values: with runs, its per-run samples
-// (NAME_runs) when the record has them; else its per-pass samples
-// (NAME_passes) when it has them; else the number at NAME (a JSON field,
-// or a dotted path into a nested one: device_memory.process_peak_bytes),
-// else the numbers of an array at NAME. passes says the values are
-// per-pass samples; ok is false when the record has no number by that
-// name (a busy figure the device could not time, a name that is no decode
-// figure).
+// metric is the named figure's values, read through the registry
+// (memprobe/metric): with runs, its per-run samples when the record has
+// them; else its per-pass samples when it has them; else its one figure.
+// passes says the values are per-pass samples; ok is false when the
+// record has no such figure (a busy figure the device could not time, a
+// name that is no decode metric).
 func (v *decodeView) metric(name string, runs bool) (vals []float64, passes, ok bool) {
-	if runs {
-		if vals, ok := numbers(v.json, name+runsSuffix); ok {
+	d, err := metric.Lookup(name)
+	if err != nil {
+		return nil, false, false
+	}
+	if runs && d.Runs != nil {
+		if vals := d.Runs(v.DecodeRecord); len(vals) > 0 {
 			return vals, false, true
 		}
 	}
-	if vals, ok := numbers(v.json, name+passesSuffix); ok {
-		return vals, true, true
+	if d.Passes != nil {
+		if vals := d.Passes(v.DecodeRecord); len(vals) > 0 {
+			return vals, true, true
+		}
 	}
-	if x, ok := lookup(v.json, name); ok {
-		return []float64{x}, false, true
-	}
-	if vals, ok := numbers(v.json, name); ok {
-		return vals, strings.HasSuffix(name, passesSuffix), true
+	if d.Decode != nil {
+		if x, ok := d.Decode(v.DecodeRecord); ok {
+			return []float64{x}, false, true
+		}
 	}
 	return nil, false, false
 }
 
-// numbers reads a non-empty array of numbers at a dotted path.
-func numbers(m map[string]any, path string) ([]float64, bool) {
-	arr, ok := at(m, path).([]any)
-	if !ok || len(arr) == 0 {
-		return nil, false
+// figure is the record's own figure of the named metric (not its
+// samples'), ok false where it has none.
+func (v *decodeView) figure(name string) (float64, bool) {
+	d, err := metric.Lookup(name)
+	if err != nil || d.Decode == nil {
+		return 0, false
 	}
-	out := make([]float64, len(arr))
-	for i, e := range arr {
-		if out[i], ok = e.(float64); !ok {
-			return nil, false
-		}
-	}
-	return out, true
+	return d.Decode(v.DecodeRecord)
 }
 
 // CompareDecode compares head's decode records against base's (each side
@@ -351,8 +334,8 @@ func decodeRow(m string, b, h *decodeView, alpha float64) (r MetricDiff, bok, ho
 
 // hasRuns says whether the record pooled several runs of metric m.
 func (v *decodeView) hasRuns(m string) bool {
-	vals, ok := numbers(v.json, m+runsSuffix)
-	return ok && len(vals) > 1
+	d, err := metric.Lookup(m)
+	return err == nil && d.Runs != nil && len(d.Runs(v.DecodeRecord)) > 1
 }
 
 // tinyAllocsNoise bounds the noise in host_allocs_per_token between two

@@ -370,9 +370,10 @@ func TestDecodeDiffAbsentMetric(t *testing.T) {
 	}
 }
 
-// TestDecodeDiffLookup: metrics are read by JSON name, nested ones by a
-// dotted path; a figure's samples are its _passes, the single figure
-// when a record has none.
+// TestDecodeDiffLookup: metrics are read through the registry, nested
+// ones by their dotted names; a figure's samples are its passes, the
+// single figure when a record has none; a figure's passes are no metric
+// of their own.
 func TestDecodeDiffLookup(t *testing.T) {
 	base, head := decodeSide(false, decodeBaseSpeeds), decodeSide(true, decodeBaseSpeeds)
 	base[3].TokensPerSecPasses = nil
@@ -380,12 +381,15 @@ func TestDecodeDiffLookup(t *testing.T) {
 		s[0].DeviceMemory = &schema.DeviceMemory{ProcessPeakBytes: 200 << 20}
 	}
 	head[0].DeviceMemory.ProcessPeakBytes = 201 << 20
-	d := compareDecode(t, base, head, DiffOptions{Metrics: []string{"tokens_per_sec", "tokens_per_sec_passes", "device_memory.process_peak_bytes"}})
+	d := compareDecode(t, base, head, DiffOptions{Metrics: []string{"tokens_per_sec", "device_memory.process_peak_bytes"}})
 	if r := row(d, "batch", "tokens_per_sec"); r == nil || r.Base.N != 1 || r.Head.N != 10 {
 		t.Errorf("batch tokens_per_sec without base passes: %+v, want n=1+10", r)
 	}
-	if r := row(d, "per-token-view", "tokens_per_sec_passes"); r == nil || r.Base.N != 10 || !slices.Contains(r.Warnings, passesWarning) {
-		t.Errorf("tokens_per_sec_passes: %+v", r)
+	if r := row(d, "per-token-view", "tokens_per_sec"); r == nil || r.Base.N != 10 || !slices.Contains(r.Warnings, passesWarning) {
+		t.Errorf("per-token-view tokens_per_sec: %+v", r)
+	}
+	if _, err := CompareDecode(base, head, DiffOptions{Metrics: []string{"tokens_per_sec_passes"}}); err == nil {
+		t.Error("tokens_per_sec_passes compared, want an error: no metric")
 	}
 	if r := row(d, "per-token-copy", "device_memory.process_peak_bytes"); r == nil || r.Delta != 1<<20 || r.Exact {
 		t.Errorf("device_memory.process_peak_bytes: %+v", r)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"memprobe/internal/golden"
+	"memprobe/metric"
 	"memprobe/probe/sampler"
 	"memprobe/schema"
 )
@@ -85,10 +86,11 @@ func resampled(t *testing.T, seed uint64, edit func(run *schema.Run, r *schema.R
 					vals = append(vals, float64(run.Outside[k].MaxRSSBytes))
 					continue
 				}
-				var m map[string]any
-				b, _ := json.Marshal(&run.Repetitions[k])
-				json.Unmarshal(b, &m)
-				x, _ := lookup(m, name)
+				d, err := metric.Lookup(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x, _ := d.Run(&run.Repetitions[k])
 				vals = append(vals, x)
 			}
 			// The fixtures hold each metric's values sorted: sideOf

@@ -226,7 +226,7 @@ func oneDecodeSetting(es []HistoryEntry) bool {
 // decodeCell is a decode record's metric: its own figure shown (the
 // median of its samples where it has no figure of that name).
 func decodeCell(v *decodeView, metric string) (historyCell, bool) {
-	shown, ok := lookup(v.json, metric)
+	shown, ok := v.figure(metric)
 	if !ok {
 		vals, _, ok := v.metric(metric, true)
 		if !ok {

@@ -118,25 +118,6 @@ func (v *runView) values(name string) []float64 {
 	return out
 }
 
-// lookup reads a number at a dotted path of JSON objects.
-func lookup(m map[string]any, path string) (float64, bool) {
-	x, ok := at(m, path).(float64)
-	return x, ok
-}
-
-// at is the value at a dotted path into m (nil where there is none).
-func at(m map[string]any, path string) any {
-	var cur any = m
-	for _, k := range strings.Split(path, ".") {
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = obj[k]
-	}
-	return cur
-}
-
 // representative is the repetition whose peak RSS is nearest the run's
 // median (the first of equals), for the tables that show one repetition's
 // detail; -1 when none finished.
