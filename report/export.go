@@ -10,30 +10,39 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"memprobe/metric"
 	"memprobe/schema"
 )
 
 // benchUnits are the metrics WriteBench writes on each line, with their
 // units in the Go benchmark format (no spaces; "B" for bytes as benchstat
-// scales it) and the result field each comes from. ns/op is the step's
-// median time: an op is one training step.
-var benchUnits = []struct {
-	unit, metric string // metric: the JSON name, for Result.Measures
-	get          func(r *schema.Result, o *schema.Outside) (float64, bool)
-}{
-	{"ns/op", "step_ns_median", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.StepNsMedian), true }},
-	{"tokens/s", "tokens_per_sec", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return r.TokensPerSec, true }},
-	{"peak-rss-B", "peak_rss_bytes", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.PeakRSSBytes), true }},
-	{"max-rss-B", "max_rss_bytes", func(_ *schema.Result, o *schema.Outside) (float64, bool) {
-		if o == nil {
-			return 0, false
-		}
-		return float64(o.MaxRSSBytes), true
-	}},
-	{"final-vsz-B", "final_vsz_bytes", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.FinalVSZBytes), true }},
-	{"heap-B/step", "go_heap_alloc_bytes_per_step", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return r.HeapAllocBytesPerStep, true }},
-	{"heap-allocs/step", "go_heap_allocs_per_step", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return r.HeapAllocsPerStep, true }},
-	{"ledger-B", "ledger_total_bytes", func(r *schema.Result, _ *schema.Outside) (float64, bool) { return float64(r.LedgerTotalBytes), true }},
+// scales it); each is read through the registry (memprobe/metric): from
+// the repetition, or the parent's view of it (max_rss_bytes). ns/op is
+// the step's median time: an op is one training step.
+var benchUnits = []struct{ unit, metric string }{
+	{"ns/op", "step_ns_median"},
+	{"tokens/s", "tokens_per_sec"},
+	{"peak-rss-B", "peak_rss_bytes"},
+	{"max-rss-B", "max_rss_bytes"},
+	{"final-vsz-B", "final_vsz_bytes"},
+	{"heap-B/step", "go_heap_alloc_bytes_per_step"},
+	{"heap-allocs/step", "go_heap_allocs_per_step"},
+	{"ledger-B", "ledger_total_bytes"},
+}
+
+// benchValueOf reads metric name of a repetition r, or of o, the parent's
+// view of it (nil when the parent did not measure it).
+func benchValueOf(name string, r *schema.Result, o *schema.Outside) (float64, bool) {
+	d, err := metric.Lookup(name)
+	switch {
+	case err != nil:
+		return 0, false
+	case d.Run != nil:
+		return d.Run(r)
+	case d.Outside != nil && o != nil:
+		return d.Outside(o)
+	}
+	return 0, false
 }
 
 // BenchUnits lists the units WriteBench writes, in order (max-rss-B only
@@ -91,7 +100,7 @@ func WriteBench(w io.Writer, rep *schema.Report) error {
 				if !r.Measures(u.metric) {
 					continue
 				}
-				if x, ok := u.get(r, o); ok {
+				if x, ok := benchValueOf(u.metric, r, o); ok {
 					fmt.Fprintf(bw, " %s %s", benchValue(x), u.unit)
 				}
 			}
@@ -125,27 +134,38 @@ func writeBenchEnvironment(bw *bufio.Writer, e schema.Environment) {
 	config("kernel", e.KernelRelease)
 }
 
-// decodeBenchUnits are the units of WriteDecodeBench's lines, each from a
-// pass's samples (i) or from the record's counts: an op is one token.
+// decodeBenchUnits are the units of WriteDecodeBench's lines and the
+// metrics they read through the registry: a pass's sample (perPass, the
+// metric's Passes) or the record's figure. An op is one token; ns/op is
+// 1e9 over the pass's tokens/s.
 var decodeBenchUnits = []struct {
-	unit string
-	get  func(r *schema.DecodeRecord, i int) (float64, bool)
+	unit, metric string
+	perPass      bool
 }{
-	{"ns/op", func(r *schema.DecodeRecord, i int) (float64, bool) { return 1e9 / r.TokensPerSecPasses[i], true }},
-	{"tokens/s", func(r *schema.DecodeRecord, i int) (float64, bool) { return r.TokensPerSecPasses[i], true }},
-	{"host-wait-ns/op", func(r *schema.DecodeRecord, i int) (float64, bool) {
-		return pass(r.HostWaitNsPerTokenPasses, i)
-	}},
-	{"device-busy-%", func(r *schema.DecodeRecord, i int) (float64, bool) { return pass(r.DeviceBusyPctPasses, i) }},
-	{"syncs/op", func(r *schema.DecodeRecord, _ int) (float64, bool) { return r.SyncsPerToken, true }},
-	{"launches/op", func(r *schema.DecodeRecord, _ int) (float64, bool) { return r.LaunchesPerToken, true }},
-	{"host-allocs/op", func(r *schema.DecodeRecord, _ int) (float64, bool) { return r.HostAllocsPerToken, true }},
-	{"device-peak-B", func(r *schema.DecodeRecord, _ int) (float64, bool) { return float64(r.DevicePeakBytes), true }},
+	{"ns/op", "tokens_per_sec", true},
+	{"tokens/s", "tokens_per_sec", true},
+	{"host-wait-ns/op", "host_wait_ns_per_token", true},
+	{"device-busy-%", "device_busy_pct", true},
+	{"syncs/op", "syncs_per_token", false},
+	{"launches/op", "launches_per_token", false},
+	{"host-allocs/op", "host_allocs_per_token", false},
+	{"device-peak-B", "device_peak_bytes", false},
 }
 
-func pass(v []float64, i int) (float64, bool) {
-	if i < len(v) {
-		return v[i], true
+// decodeBenchValue is the value of unit u on the line of pass i of r.
+func decodeBenchValue(unit, name string, perPass bool, r *schema.DecodeRecord, i int) (float64, bool) {
+	d, err := metric.Lookup(name)
+	if err != nil {
+		return 0, false
+	}
+	if !perPass {
+		return d.Decode(r)
+	}
+	if vals := d.Passes(r); i < len(vals) {
+		if unit == "ns/op" {
+			return 1e9 / vals[i], true
+		}
+		return vals[i], true
 	}
 	return 0, false
 }
@@ -185,7 +205,7 @@ func WriteDecodeBench(w io.Writer, recs []schema.DecodeRecord) error {
 		for i := range r.TokensPerSecPasses {
 			bw.WriteString(benchSafe(name) + " 1")
 			for _, u := range decodeBenchUnits {
-				if x, ok := u.get(&r, i); ok {
+				if x, ok := decodeBenchValue(u.unit, u.metric, u.perPass, &r, i); ok {
 					fmt.Fprintf(bw, " %s %s", benchValue(x), u.unit)
 				}
 			}
