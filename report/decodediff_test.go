@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"memprobe/internal/golden"
+	"memprobe/metric"
 	"memprobe/schema"
 )
 
@@ -353,10 +354,15 @@ func TestDecodeDiffAbsentMetric(t *testing.T) {
 	for i := range head {
 		head[i].DeviceBusyPct = nil
 	}
-	_, err := CompareDecode(base, head, DiffOptions{Metrics: []string{"device_busy_pct", "peak_rss_bytes", "decode", "d2h_bytes"}})
-	if ue, ok := errors.AsType[*UnmeasuredError](err); !ok || !slices.Equal(ue.Metrics, []string{"peak_rss_bytes", "decode"}) ||
+	_, err := CompareDecode(base, head, DiffOptions{Metrics: []string{"device_busy_pct", "peak_rss_bytes", "d2h_bytes"}})
+	if ue, ok := errors.AsType[*UnmeasuredError](err); !ok || !slices.Equal(ue.Metrics, []string{"peak_rss_bytes"}) ||
 		!strings.Contains(err.Error(), "peak_rss_bytes is a metric of run reports, not of decode results") {
-		t.Errorf("metrics no record has: got %v, want an UnmeasuredError of peak_rss_bytes and decode", err)
+		t.Errorf("metrics no record has: got %v, want an UnmeasuredError of peak_rss_bytes", err)
+	}
+	// decode is a string field, no metric: the registry refuses it.
+	_, err = CompareDecode(base, head, DiffOptions{Metrics: []string{"device_busy_pct", "decode"}})
+	if ue, ok := errors.AsType[*metric.UnknownError](err); !ok || ue.Name != "decode" {
+		t.Errorf("decode: got %v, want a metric.UnknownError", err)
 	}
 	d = compareDecode(t, base, head, DiffOptions{Metrics: []string{"device_busy_pct", "d2h_bytes"}})
 	want := []string{"no configuration has metric device_busy_pct on both sides"}

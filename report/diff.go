@@ -307,11 +307,18 @@ func (e *UnmeasuredError) Detail() string {
 	return s
 }
 
-// checkMeasured returns an UnmeasuredError for the metrics opt names
-// that measured says no configuration has; defaults, those measured,
-// are the ones the error suggests.
+// checkMeasured returns a *metric.UnknownError for a name opt names that
+// the registry does not have (a usage error, listing the registered
+// ones), else an UnmeasuredError for the metrics that measured says no
+// configuration has; defaults, those measured, are the ones the error
+// suggests.
 func checkMeasured(opt DiffOptions, kind string, defaults []string, measured func(string) bool) error {
 	inputs := "base " + opt.BaseName + " or head " + opt.HeadName
+	for _, m := range slices.Concat(opt.Metrics, opt.Extra) {
+		if _, err := metric.Lookup(m); err != nil {
+			return err
+		}
+	}
 	var missing []string
 	for _, m := range slices.Concat(opt.Metrics, opt.Extra) {
 		if !slices.Contains(missing, m) && !measured(m) {

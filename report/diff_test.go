@@ -475,15 +475,21 @@ func TestBreachesUnchecked(t *testing.T) {
 // TestCompareUnmeasured: a metric named (--metric, --fail-on) that no
 // configuration of either side measured is refused with an
 // UnmeasuredError naming it and some metrics the reports do have; one
-// that base alone measured (head failed) is compared where it can be.
+// that base alone measured (head failed) is compared where it can be; a
+// name the registry does not have is a metric.UnknownError listing the
+// registered ones.
 func TestCompareUnmeasured(t *testing.T) {
 	base, head := baseReport(t), sameReport(t)
 	_, err := Compare(base, head, DiffOptions{Metrics: []string{"peak_rss_bytes", "syncs_per_token"}, Extra: []string{"bogus"}, BaseName: "a.json", HeadName: "b.json"})
-	ue, ok := errors.AsType[*UnmeasuredError](err)
-	if !ok || !slices.Equal(ue.Metrics, []string{"syncs_per_token", "bogus"}) {
-		t.Fatalf("got %v, want an UnmeasuredError of syncs_per_token and bogus", err)
+	if ue, ok := errors.AsType[*metric.UnknownError](err); !ok || ue.Name != "bogus" || !strings.Contains(err.Error(), "peak_rss_bytes, max_rss_bytes") {
+		t.Errorf("got %v, want a metric.UnknownError of bogus listing the registered metrics", err)
 	}
-	want := "metrics syncs_per_token, bogus: no configuration of base a.json or head b.json (run reports) measured them; syncs_per_token is a metric of decode results, not of run reports; they measure peak_rss_bytes, max_rss_bytes, final_vsz_bytes"
+	_, err = Compare(base, head, DiffOptions{Metrics: []string{"peak_rss_bytes", "syncs_per_token"}, BaseName: "a.json", HeadName: "b.json"})
+	ue, ok := errors.AsType[*UnmeasuredError](err)
+	if !ok || !slices.Equal(ue.Metrics, []string{"syncs_per_token"}) {
+		t.Fatalf("got %v, want an UnmeasuredError of syncs_per_token", err)
+	}
+	want := "metric syncs_per_token: no configuration of base a.json or head b.json (run reports) measured it; syncs_per_token is a metric of decode results, not of run reports; they measure peak_rss_bytes, max_rss_bytes, final_vsz_bytes"
 	if !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error:\n got %s\nwant %s...", err, want)
 	}
