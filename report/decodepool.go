@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"memprobe/metric"
 	"memprobe/schema"
 	"memprobe/stats"
 )
@@ -128,7 +129,7 @@ func sameBuild(a, b *schema.DecodeRecord) error {
 
 // samePooled says how two records of one key differ where pooled runs
 // must agree, or nil: the configuration measured, and the counts the mode
-// fixes for its shape (exact in the registry but the host's
+// fixes for its shape (the registry's exact decode metrics but the host's
 // allocations, which tiny blocks move by a fraction between runs).
 func samePooled(a, b *schema.DecodeRecord) error {
 	ca, cb := a.Config, b.Config
@@ -146,18 +147,14 @@ func samePooled(a, b *schema.DecodeRecord) error {
 			return fmt.Errorf("measured with %s %v and %v", f.name, f.a, f.b)
 		}
 	}
-	for _, f := range []struct {
-		name string
-		a, b float64
-	}{
-		{"syncs_per_token", a.SyncsPerToken, b.SyncsPerToken},
-		{"launches_per_token", a.LaunchesPerToken, b.LaunchesPerToken},
-		{"h2d_bytes", float64(a.H2DBytes), float64(b.H2DBytes)},
-		{"d2h_bytes", float64(a.D2HBytes), float64(b.D2HBytes)},
-		{"ledger_peak_bytes", float64(a.LedgerPeakBytes), float64(b.LedgerPeakBytes)},
-	} {
-		if f.a != f.b {
-			return fmt.Errorf("%s %v and %v, where runs of one decode loop agree", f.name, f.a, f.b)
+	for _, d := range metric.All() {
+		if !d.Exact || d.Decode == nil || d.Name == "host_allocs_per_token" {
+			continue
+		}
+		x, _ := d.Decode(a)
+		y, _ := d.Decode(b)
+		if x != y {
+			return fmt.Errorf("%s %v and %v, where runs of one decode loop agree", d.Name, x, y)
 		}
 	}
 	return nil
