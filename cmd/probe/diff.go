@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"memprobe/metric"
 	"memprobe/report"
 	"memprobe/schema"
 )
@@ -232,7 +233,7 @@ func checkMetricName(flag, m, cmd string) error {
 	if run, decode := report.KnownMetric(m); run || decode {
 		return nil
 	}
-	return usageError{fmt.Errorf("%s %s: no run report or decode result has a metric of that name (a metric is the JSON name of a figure: peak_rss_bytes or go_heap_allocs_per_step of a run report, tokens_per_sec or host_allocs_per_token of a decode result; see %s --help)", flag, m, cmd)}
+	return usageError{fmt.Errorf("%s %s: no run report or decode result has a metric of that name (a metric is the JSON name of a figure; see %s --help); the metrics are %s", flag, m, cmd, strings.Join(metric.Names(-1), ", "))}
 }
 
 // unmeasuredError says which named metrics (of --metric, else of

@@ -172,7 +172,7 @@ func TestDiffMetricErrors(t *testing.T) {
 		want  string
 	}{
 		{[]string{"--fail-on", "bogus:+5%", diffBase, diffSame}, true, "--fail-on bogus: no run report or decode result has a metric of that name"},
-		{[]string{"--metric", "foo", diffBase, diffSame}, true, "--metric foo: no run report or decode result has a metric of that name"},
+		{[]string{"--metric", "foo", diffBase, diffSame}, true, "--metric foo: no run report or decode result has a metric of that name (a metric is the JSON name of a figure; see probe diff --help); the metrics are "},
 		{[]string{"--metric", "foo", dec, dec2}, true, "--metric foo: no run report or decode result has a metric of that name"},
 		{[]string{"--fail-on", "peak_rss_bytes:+5%", dec, dec2}, false,
 			"--fail-on peak_rss_bytes: no configuration of base " + dec + " or head " + dec2 + " (decode results) measured it; peak_rss_bytes is a metric of run reports, not of decode results; they measure tokens_per_sec"},
