@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,20 +96,7 @@ func slicesConcat(parts ...[]byte) []byte {
 
 func readKeptReport(t *testing.T, path string) *schema.Report {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
-	b, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
-	rep, err := schema.DecodeReport(b, path)
+	rep, err := schema.ReadReport(path) // gzip-compressed: schema.ReadFile
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -115,7 +114,7 @@ type DecodeConfig struct {
 
 // ReadDecode reads the records of `probe decode --json` from path.
 func ReadDecode(path string) ([]DecodeRecord, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading decode result: %w", err)
 	}

@@ -49,7 +49,7 @@ func Open(path string) ([]File, error) {
 	}
 	files := make([]File, len(paths))
 	for i, p := range paths {
-		b, err := os.ReadFile(p)
+		b, err := ReadFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", p, unwrapPath(err))
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"time"
@@ -17,7 +16,7 @@ var ErrSchema = errors.New("unsupported schema")
 
 // ReadResult reads one job result from path.
 func ReadResult(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading result: %w", err)
 	}
@@ -82,7 +81,7 @@ func (r *Result) checkProcess() error {
 
 // ReadReport reads a run report from path.
 func ReadReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading report: %w", err)
 	}

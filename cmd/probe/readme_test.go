@@ -106,27 +106,6 @@ func phaseExcerpt(rep *schema.Report, plan string, columns ...string) (string, e
 	return b.String(), nil
 }
 
-func readGzipReport(t *testing.T, path string) *schema.Report {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
-	b, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
-	rep, err := schema.DecodeReport(b, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
-}
 
 // replaceExcerpts returns doc with every excerpt's body replaced by what
 // render gives for its name; an error for an unknown name or a missing end.
@@ -174,7 +153,7 @@ func TestReadmeExcerpt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := readGzipReport(t, keptReport)
+	rep := readKept(t, keptReport)
 	got, err := replaceExcerpts(string(doc), func(name string) (string, error) {
 		r, ok := readmeExcerpts[name]
 		if !ok {
@@ -229,7 +208,7 @@ func TestReadmeExcerptCatchesAnEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := readGzipReport(t, keptReport)
+	rep := readKept(t, keptReport)
 	render := func(name string) (string, error) { return readmeExcerpts[name](rep) }
 	edited := strings.Replace(string(doc), " GiB ", " TiB ", 1)
 	if edited == string(doc) {
@@ -719,4 +698,13 @@ func archPackages(doc string) []string {
 		}
 	}
 	return out
+}
+
+func readKept(t *testing.T, path string) *schema.Report {
+	t.Helper()
+	rep, err := schema.ReadReport(path) // gzip-compressed: schema.ReadFile
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

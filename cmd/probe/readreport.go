@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"memprobe/probe/runner"
 	"memprobe/schema"
@@ -28,7 +27,7 @@ func readReport(path string) (*schema.Report, error) {
 // take each (export, history). JSON that is not an object or an array is
 // refused naming what it is.
 func openFile(path string) (schema.File, error) {
-	b, err := os.ReadFile(path)
+	b, err := schema.ReadFile(path)
 	if err != nil {
 		return schema.File{}, fmt.Errorf("reading report: %w", err)
 	}

@@ -94,7 +94,7 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 	if f.markdown {
 		format = table.Markdown
 	}
-	if b, err := os.ReadFile(path); err == nil && isDecodeResult(b) {
+	if b, err := schema.ReadFile(path); err == nil && isDecodeResult(b) {
 		return reportDecode(stdout, stderr, b, path, format, f)
 	}
 	rep, err := readReport(path)
