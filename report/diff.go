@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"memprobe/internal/table"
 	"memprobe/metric"
 	"memprobe/schema"
 	"memprobe/stats"
@@ -504,7 +505,7 @@ func diffValues(name string, base, head []float64, exact bool, alpha float64, wa
 
 // everyDigit writes x with every digit it has, grouped: rounded as the
 // table rounds, 6,143.5 to 6,144 would read "6,144 to 6,144".
-func everyDigit(x float64) string { return groupDigits(strconv.FormatFloat(x, 'f', -1, 64)) }
+func everyDigit(x float64) string { return table.GroupDigits(strconv.FormatFloat(x, 'f', -1, 64)) }
 
 // sideOf summarises values as the runner does (stats.Summarize): the
 // median and its distribution-free interval, clamped to [min, max].

@@ -215,26 +215,5 @@ func formatValue(metric string, x float64) string {
 		dec = 2
 	}
 	s := strconv.FormatFloat(x, 'f', dec, 64)
-	return groupDigits(s)
-}
-
-// groupDigits puts commas between groups of three digits of the integer
-// part of a formatted number.
-func groupDigits(s string) string {
-	sign := ""
-	if strings.HasPrefix(s, "-") {
-		sign, s = "-", s[1:]
-	}
-	intPart, frac, hasFrac := strings.Cut(s, ".")
-	var b strings.Builder
-	for i, c := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if hasFrac {
-		return sign + b.String() + "." + frac
-	}
-	return sign + b.String()
+	return table.GroupDigits(s)
 }

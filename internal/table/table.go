@@ -246,7 +246,7 @@ func (c Column) cell(v any, f Format) (string, error) {
 				return FormatBytes(float64(u)), nil
 			}
 			if human {
-				s = group(s)
+				s = GroupDigits(s)
 			}
 			return s, nil
 		}
@@ -255,7 +255,7 @@ func (c Column) cell(v any, f Format) (string, error) {
 		}
 		s := strconv.FormatInt(i, 10)
 		if human {
-			s = group(s)
+			s = GroupDigits(s)
 		}
 		return s, nil
 	default: // Percent, Float, Rate
@@ -264,14 +264,15 @@ func (c Column) cell(v any, f Format) (string, error) {
 			s = strings.TrimPrefix(s, "-") // no "-0.00"
 		}
 		if human && c.Kind == Rate {
-			s = group(s)
+			s = GroupDigits(s)
 		}
 		return s, nil
 	}
 }
 
-// group puts commas between groups of three digits of the integer part.
-func group(s string) string {
+// GroupDigits puts commas between groups of three digits of the integer
+// part of a formatted number ("-1234.5" -> "-1,234.5").
+func GroupDigits(s string) string {
 	sign := ""
 	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
 		sign, s = s[:1], s[1:]

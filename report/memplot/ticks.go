@@ -3,10 +3,11 @@ package memplot
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
+
+	"memprobe/internal/table"
 )
 
 // targetTicks is about how many intervals an axis gets: the step is the
@@ -84,7 +85,7 @@ func (CountTicks) Ticks(lo, hi float64) []plot.Tick {
 	vals := steps(lo, hi, step)
 	ticks := make([]plot.Tick, len(vals))
 	for i, v := range vals {
-		ticks[i] = plot.Tick{Value: v, Label: group(strconv.FormatFloat(v, 'f', dec, 64))}
+		ticks[i] = plot.Tick{Value: v, Label: table.GroupDigits(strconv.FormatFloat(v, 'f', dec, 64))}
 	}
 	return ticks
 }
@@ -102,27 +103,6 @@ func steps(lo, hi, step float64) []float64 {
 		out = append(out, v)
 	}
 	return out
-}
-
-// group puts commas between groups of three digits of the integer part,
-// as internal/table writes counts.
-func group(s string) string {
-	sign := ""
-	if strings.HasPrefix(s, "-") {
-		sign, s = "-", s[1:]
-	}
-	intPart, frac := s, ""
-	if k := strings.IndexByte(s, '.'); k >= 0 {
-		intPart, frac = s[:k], s[k:]
-	}
-	var b strings.Builder
-	for k, r := range intPart {
-		if k > 0 && (len(intPart)-k)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return sign + b.String() + frac
 }
 
 // Font is the typeface of every chart's text: Liberation Sans (gonum's
