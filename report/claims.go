@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"memprobe/internal/table"
+	"memprobe/metric"
 	"memprobe/schema"
 	"memprobe/stats"
 )
@@ -178,7 +178,18 @@ func (c check) footnote(run string) string {
 
 // isBytes says whether a metric counts bytes (its name says so).
 func isBytes(name string) bool {
-	return strings.HasSuffix(name, "_bytes") || strings.Contains(name, "_bytes_")
+	u := unitOf(name)
+	return u == metric.Bytes || u == metric.BytesPerStep
+}
+
+// unitOf is a metric's registered unit (metric.Def.Unit); "" for a name
+// the registry does not have.
+func unitOf(name string) string {
+	d, err := metric.Lookup(name)
+	if err != nil {
+		return ""
+	}
+	return d.Unit
 }
 
 // formatClaim is formatMetric, and for bytes also the figure in the notes'
@@ -210,7 +221,7 @@ func formatMetric(name string, x float64, signed bool) string {
 	switch {
 	case isBytes(name):
 		s = table.FormatBytes(math.Round(x))
-	case strings.HasSuffix(name, "_ns") || strings.Contains(name, "_ns_"):
+	case unitOf(name) == metric.Nanoseconds || unitOf(name) == metric.NsPerToken:
 		s = table.FormatDuration(math.Abs(x))
 		if x < 0 {
 			s = "-" + s

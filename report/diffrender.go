@@ -198,13 +198,13 @@ func formatPct(r MetricDiff) string {
 	return fmt.Sprintf("%+.2f%%", *r.Pct)
 }
 
-// formatValue writes a metric's value: bytes in IEC units, counts and
-// rates with digit groups.
+// formatValue writes a metric's value by its registered unit: bytes in
+// IEC units, counts and rates with digit groups.
 func formatValue(metric string, x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return table.Absent
 	}
-	if strings.HasSuffix(metric, "_bytes") || strings.Contains(metric, "_bytes_per_") {
+	if isBytes(metric) {
 		if x == math.Trunc(x) {
 			return table.FormatBytes(x)
 		}
