@@ -8,56 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"memprobe/internal/decodefixture"
 	"memprobe/internal/golden"
+	"memprobe/internal/table"
 	"memprobe/metric"
 	"memprobe/schema"
 )
 
-// decodeRec is a decode record of the seed preset's shape (B=32 T=128
-// C=256 V=788, probabilities copied back) on the cpu device, with the
-// counts the cpu device makes for mode and the given per-pass speeds:
-// every figure fixed, so that the tests' verdicts are too.
-func decodeRec(mode string, passes []float64) schema.DecodeRecord {
-	const B, T, C, V = 32, 128, 256, 788
-	syncs, allocs := 1.0, 0.0
-	switch mode {
-	case "batch":
-		syncs = 1.0 / T
-	case "per-token-copy":
-		allocs = 4
-	case "per-token-view":
-		allocs = 1.5
-	}
-	var sum float64
-	for _, x := range passes {
-		sum += 1 / x
-	}
-	busy, pct := 20000.0, 30.0
-	return schema.DecodeRecord{
-		Schema:       schema.DecodeVersion,
-		TokensPerSec: float64(len(passes)) / sum, TokensPerSecPasses: slices.Clone(passes),
-		SyncsPerToken: syncs, LaunchesPerToken: 2 * syncs, HostAllocsPerToken: allocs,
-		HostWaitNsPerToken: 40000, DeviceBusyNsPerToken: &busy, DeviceBusyPct: &pct,
-		H2DBytes: 4 * B * T * (C + 1), D2HBytes: 4 * B * T * (V + 4),
-		DevicePeakBytes: 4 * (V*C + C + V + 5), DevicePeakSource: "ledger", LedgerPeakBytes: 4 * (V*C + C + V + 5),
-		Decode: mode, Device: "cpu",
-		Config: schema.DecodeConfig{Preset: "seed", Model: schema.Model{Vocab: V, Dim: C, Layers: 2, Heads: 4, FF: 1024, Context: T, Batch: B},
-			Seed: 1, Data: "synthetic:64KB", DataSeed: 1, Device: "cpu", GEMM: "auto", GEMMUsed: "go", Passes: len(passes), Probs: true},
-		Environment: schema.Environment{VCSRevision: "0123456789abcdef0123456789abcdef01234567", GoVersion: "go1.26.0", GOOS: "linux", GOARCH: "amd64"},
-		StartTime:   "2026-11-26T02:00:00Z",
-	}
-}
-
-// speeds are ten passes around tps with a spread of ±2 %, in a fixed
-// order that shift rotates.
-func speeds(tps float64, shift int) []float64 {
-	rel := []float64{-0.02, 0.012, -0.004, 0.016, 0.000, -0.016, 0.008, -0.008, 0.02, 0.004}
-	out := make([]float64, len(rel))
-	for i := range rel {
-		out[i] = tps * (1 + rel[(i+shift)%len(rel)])
-	}
-	return out
-}
+var (
+	decodeRec = decodefixture.Record
+	speeds    = decodefixture.Speeds
+)
 
 // decodeSide is one probe decode --decode all: a record per mode at the
 // given speeds, slowest mode first, at a head commit when head.
@@ -125,8 +86,8 @@ func TestDecodeKey(t *testing.T) {
 }
 
 // TestDecodeDiffPinnedHost: records that differ only in pinned_host are
-// different configurations: probe diff does not pair them, and probe
-// merge keeps them apart.
+// different configurations: probe diff does not pair them (probe merge
+// keeps them apart: probe/runner's TestPoolDecodePinnedHost).
 func TestDecodeDiffPinnedHost(t *testing.T) {
 	base := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}
 	head := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}
@@ -167,13 +128,6 @@ func TestDecodeDiffPinnedHost(t *testing.T) {
 	}
 	if oneDecodeSetting([]HistoryEntry{{Decode: mixed}}) {
 		t.Error("history with batch pinned and staged: one setting, want columns named by key")
-	}
-	pooled, err := PoolDecode([]string{"a", "b"}, [][]schema.DecodeRecord{base, head}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pooled) != 2 || pooled[0].Runs != 0 || pooled[1].Runs != 0 {
-		t.Errorf("merge of a staged and a pinned record: %d records; want both kept, unpooled", len(pooled))
 	}
 }
 
@@ -496,5 +450,29 @@ func TestDecodeDiffGateUndecided(t *testing.T) {
 	if len(b) != 1 || !b[0].Undecided || !strings.HasPrefix(b[0].Config, "decode per-token-copy ") ||
 		!strings.Contains(b[0].String(), "40,000 -> 60,000 (medians +50.00%), limit host_wait_ns_per_token:+10%: n=1+1: the U test cannot reach p<0.05 (smallest p 1.000)") {
 		t.Errorf("breaches %q; want per-token-copy's, unjudged", b)
+	}
+}
+
+// TestHistoryDecodeAsDiff: probe history judges a change between two
+// decode results as probe diff does: a tiny-block move of host
+// allocations is not a change, a ledger peak is compared exactly.
+func TestHistoryDecodeAsDiff(t *testing.T) {
+	a := decodeRec("per-token-view", speeds(13750, 0))
+	b := decodeRec("per-token-view", speeds(13750, 3))
+	b.HostAllocsPerToken = 1.511
+	b.DevicePeakBytes *= 2
+	b.StartTime = "2026-11-26T03:00:00Z"
+	es := []HistoryEntry{{Name: "a.json", Decode: []schema.DecodeRecord{a}}, {Name: "b.json", Decode: []schema.DecodeRecord{b}}}
+	for _, c := range []struct{ metric, want string }{
+		{"host_allocs_per_token", ",1.511,~\n"},
+		{"device_peak_bytes", ",1622216,↑\n"},
+	} {
+		var buf bytes.Buffer
+		if err := WriteHistory(&buf, es, c.metric, "", table.CSV); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), c.want) {
+			t.Errorf("%s: no %q in\n%s", c.metric, c.want, buf.String())
+		}
 	}
 }

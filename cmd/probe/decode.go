@@ -13,6 +13,7 @@ import (
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/probe/decodebench"
+	"memprobe/probe/runner"
 	"memprobe/report"
 	"memprobe/schema"
 	"memprobe/trainer/decode"
@@ -68,7 +69,7 @@ type decodeOptions struct {
 	all      bool // --decode all: JSON is an array
 	format   table.Format
 	jsonPath string
-	// runs > 1 measures in that many child processes (runDecodeRuns),
+	// runs > 1 measures in that many child processes (runner.RunDecode),
 	// each given childArgs: this command line's flags but those the
 	// parent keeps (--runs, --json, --format).
 	runs      int
@@ -233,7 +234,7 @@ func runDecode(stdout, stderr io.Writer, o decodeOptions) error {
 	var recs []schema.DecodeRecord
 	if o.runs > 1 {
 		var err error
-		if recs, err = runDecodeRuns(stderr, o); err != nil {
+		if recs, err = runner.RunDecode(stderr, o.childArgs, o.runs); err != nil {
 			return err
 		}
 	} else {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"memprobe/metric"
+	"memprobe/probe/runner"
 	"memprobe/report"
 	"memprobe/schema"
 )
@@ -344,7 +345,7 @@ func decodeDirFiles(dir string) ([]string, error) {
 }
 
 // readDecodeSide reads one side of a decode diff: a file, or a directory
-// of decode results pooled run by run (report.PoolDecode): each file is a
+// of decode results pooled run by run (runner.PoolDecode): each file is a
 // run, or the runs it pooled itself.
 func readDecodeSide(path string) ([]schema.DecodeRecord, error) {
 	files, err := decodeDirFiles(path)
@@ -357,7 +358,7 @@ func readDecodeSide(path string) ([]schema.DecodeRecord, error) {
 	return poolDecodeFiles(files, nil)
 }
 
-// poolDecodeFiles reads decode results and pools them (report.PoolDecode),
+// poolDecodeFiles reads decode results and pools them (runner.PoolDecode),
 // commandLine replacing theirs when not nil.
 func poolDecodeFiles(files []string, commandLine []string) ([]schema.DecodeRecord, error) {
 	sets := make([][]schema.DecodeRecord, len(files))
@@ -368,7 +369,7 @@ func poolDecodeFiles(files []string, commandLine []string) ([]schema.DecodeRecor
 		}
 		sets[i] = recs
 	}
-	return report.PoolDecode(files, sets, commandLine)
+	return runner.PoolDecode(files, sets, commandLine)
 }
 
 // isDecodeFile says, by peeking at its content, whether path is a file of

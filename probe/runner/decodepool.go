@@ -1,4 +1,4 @@
-package report
+package runner
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"memprobe/metric"
+	"memprobe/report"
 	"memprobe/schema"
 	"memprobe/stats"
 )
@@ -47,7 +48,7 @@ func PoolDecode(names []string, sets [][]schema.DecodeRecord, commandLine []stri
 		seen := map[string]bool{}
 		for j := range set {
 			r := &set[j]
-			k := DecodeKey(r)
+			k := report.DecodeKey(r)
 			if seen[k] {
 				return nil, fmt.Errorf("pooling decode results: %s has two records of %s", names[i], k)
 			}
@@ -118,7 +119,7 @@ func sameBuild(a, b *schema.DecodeRecord) error {
 	ea, eb := a.Environment, b.Environment
 	switch {
 	case a.Schema != b.Schema:
-		return fmt.Errorf("%w: versions %q and %q", ErrSchema, a.Schema, b.Schema)
+		return fmt.Errorf("%w: versions %q and %q", schema.ErrSchema, a.Schema, b.Schema)
 	case ea.VCSRevision != eb.VCSRevision || ea.VCSModified != eb.VCSModified:
 		return fmt.Errorf("built from commit %q (modified %v) and %q (modified %v)", ea.VCSRevision, ea.VCSModified, eb.VCSRevision, eb.VCSModified)
 	case ea.Hostname != eb.Hostname || ea.CPUModel != eb.CPUModel || ea.LogicalCores != eb.LogicalCores:

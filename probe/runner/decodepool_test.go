@@ -1,4 +1,4 @@
-package report
+package runner
 
 import (
 	"bytes"
@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"memprobe/internal/decodefixture"
 	"memprobe/internal/table"
+	"memprobe/report"
 	"memprobe/schema"
 )
 
@@ -143,7 +145,7 @@ func TestPoolDecodeRefusals(t *testing.T) {
 		}
 	}
 	other := run(func(r *schema.DecodeRecord) { r.Schema = "memprobe.decode/v2" })
-	if _, err := PoolDecode([]string{"a", "b"}, [][]schema.DecodeRecord{run(nil), other}, nil); !errors.Is(err, ErrSchema) {
+	if _, err := PoolDecode([]string{"a", "b"}, [][]schema.DecodeRecord{run(nil), other}, nil); !errors.Is(err, schema.ErrSchema) {
 		t.Errorf("another version: %v, want ErrSchema", err)
 	}
 	if _, err := PoolDecode(nil, nil, nil); err == nil {
@@ -171,23 +173,23 @@ func TestCompareDecodeRuns(t *testing.T) {
 	}
 	base := pooled(70000, 71000, 69000, 70500, 69500)
 	head := pooled(80000, 81000, 79000, 80500, 79500)
-	d, err := CompareDecode(base, head, DiffOptions{Alpha: DefaultAlpha})
+	d, err := report.CompareDecode(base, head, report.DiffOptions{Alpha: report.DefaultAlpha})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := row(d, "batch", "tokens_per_sec")
-	if r == nil || r.Base.N != 5 || r.Head.N != 5 || slices.Contains(r.Warnings, passesWarning) || !r.Significant || r.Base.Median != 70000 {
+	if r == nil || r.Base.N != 5 || r.Head.N != 5 || slices.ContainsFunc(r.Warnings, isPassesWarning) || !r.Significant || r.Base.Median != 70000 {
 		t.Fatalf("runs against runs: %+v", r)
 	}
 	if w := row(d, "batch", "host_wait_ns_per_token"); w == nil || w.Base.N != 5 || !w.Significant {
 		t.Errorf("host wait over runs: %+v", w)
 	}
 	one := []schema.DecodeRecord{runOf("batch", 80000, "2026-11-26T02:00:00Z")}
-	d, err = CompareDecode(base, one, DiffOptions{Alpha: DefaultAlpha})
+	d, err = report.CompareDecode(base, one, report.DiffOptions{Alpha: report.DefaultAlpha})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := row(d, "batch", "tokens_per_sec"); r == nil || r.Base.N != 50 || r.Head.N != 10 || !slices.Contains(r.Warnings, passesWarning) {
+	if r := row(d, "batch", "tokens_per_sec"); r == nil || r.Base.N != 50 || r.Head.N != 10 || !slices.ContainsFunc(r.Warnings, isPassesWarning) {
 		t.Errorf("runs against one run: %+v, want passes against passes with the caveat", r)
 	}
 }
@@ -202,10 +204,10 @@ func TestDecodeTablesPooled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var text, csv bytes.Buffer
-	if err := WriteDecode(&text, p, table.Text); err != nil {
+	if err := report.WriteDecode(&text, p, table.Text); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteDecode(&csv, p, table.CSV); err != nil {
+	if err := report.WriteDecode(&csv, p, table.CSV); err != nil {
 		t.Fatal(err)
 	}
 	out := text.String() + csv.String()
@@ -216,26 +218,44 @@ func TestDecodeTablesPooled(t *testing.T) {
 	}
 }
 
-// TestHistoryDecodeAsDiff: probe history judges a change between two
-// decode results as probe diff does: a tiny-block move of host
-// allocations is not a change, a ledger peak is compared exactly.
-func TestHistoryDecodeAsDiff(t *testing.T) {
-	a := decodeRec("per-token-view", speeds(13750, 0))
-	b := decodeRec("per-token-view", speeds(13750, 3))
-	b.HostAllocsPerToken = 1.511
-	b.DevicePeakBytes *= 2
-	b.StartTime = "2026-11-26T03:00:00Z"
-	es := []HistoryEntry{{Name: "a.json", Decode: []schema.DecodeRecord{a}}, {Name: "b.json", Decode: []schema.DecodeRecord{b}}}
-	for _, c := range []struct{ metric, want string }{
-		{"host_allocs_per_token", ",1.511,~\n"},
-		{"device_peak_bytes", ",1622216,↑\n"},
-	} {
-		var buf bytes.Buffer
-		if err := WriteHistory(&buf, es, c.metric, "", table.CSV); err != nil {
-			t.Fatal(err)
+var (
+	decodeRec = decodefixture.Record
+	speeds    = decodefixture.Speeds
+)
+
+// TestPoolDecodePinnedHost: records that differ only in pinned_host are
+// different configurations, kept apart and unpooled.
+func TestPoolDecodePinnedHost(t *testing.T) {
+	base := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}
+	head := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}
+	head[0].Config.PinnedHost = true
+	pooled, err := PoolDecode([]string{"a", "b"}, [][]schema.DecodeRecord{base, head}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pooled) != 2 || pooled[0].Runs != 0 || pooled[1].Runs != 0 {
+		t.Errorf("merge of a staged and a pinned record: %d records; want both kept, unpooled", len(pooled))
+	}
+}
+
+// row is the named metric's row of the configuration of mode; nil when
+// there is none.
+func row(d *report.Diff, mode, metric string) *report.MetricDiff {
+	for _, c := range d.Configs {
+		if c.Phase != mode {
+			continue
 		}
-		if !strings.Contains(buf.String(), c.want) {
-			t.Errorf("%s: no %q in\n%s", c.metric, c.want, buf.String())
+		for i := range c.Rows {
+			if c.Rows[i].Metric == metric {
+				return &c.Rows[i]
+			}
 		}
 	}
+	return nil
+}
+
+// isPassesWarning: report's caveat on a row compared over one process's
+// passes, not independent runs.
+func isPassesWarning(w string) bool {
+	return strings.HasPrefix(w, "samples are the timed passes of one process")
 }
