@@ -94,10 +94,14 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 	if f.markdown {
 		format = table.Markdown
 	}
-	if b, err := schema.ReadFile(path); err == nil && isDecodeResult(b) {
-		return reportDecode(stdout, stderr, b, path, format, f)
+	file, err := openFile(path)
+	if err != nil {
+		return err
 	}
-	rep, err := readReport(path)
+	if file.Decode != nil {
+		return reportDecode(stdout, stderr, file.Decode, path, format, f)
+	}
+	rep, err := asReport(file)
 	if err != nil {
 		return err
 	}
@@ -144,13 +148,9 @@ func runReport(stdout, stderr io.Writer, path string, f reportCmdFlags) error {
 // (runReport has checked that the page can be written). A decode result
 // has no phases section: --phases-md is refused before anything is
 // written.
-func reportDecode(stdout, stderr io.Writer, b []byte, path string, format table.Format, f reportCmdFlags) error {
+func reportDecode(stdout, stderr io.Writer, recs []schema.DecodeRecord, path string, format table.Format, f reportCmdFlags) error {
 	if f.phasesMD != "" {
 		return usageError{fmt.Errorf("--phases-md: %s is a decode result of probe decode, which has no phases section; it takes run reports and job results", path)}
-	}
-	recs, err := schema.DecodeDecode(b, path)
-	if err != nil {
-		return err
 	}
 	fmt.Fprintln(stdout, report.DecodeProvenance(recs))
 	fmt.Fprintln(stdout)
@@ -163,7 +163,7 @@ func reportDecode(stdout, stderr io.Writer, b []byte, path string, format table.
 	if err := writeDecodeHTML(f.html, path, recs); err != nil {
 		return fmt.Errorf("--html %s: %w", f.html, err)
 	}
-	_, err = fmt.Fprintf(stderr, "probe report: wrote %s\n", f.html)
+	_, err := fmt.Fprintf(stderr, "probe report: wrote %s\n", f.html)
 	return err
 }
 
