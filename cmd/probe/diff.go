@@ -382,7 +382,7 @@ func isDecodeFile(path string) bool {
 	if err != nil || st.IsDir() {
 		return false
 	}
-	b, err := os.ReadFile(path)
+	b, err := schema.ReadFile(path)
 	return err == nil && isDecodeResult(b)
 }
 
