@@ -5,12 +5,11 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"memprobe/internal/golden"
 	"memprobe/schema"
 )
 
@@ -52,7 +51,7 @@ func TestPhasesDocMatchesReport(t *testing.T) {
 		return
 	}
 	if !bytes.Equal(got, doc) {
-		t.Errorf("%s's measured sections are not what %s renders: %s (regenerate as this test's comment says)", phasesDoc, keptPhasesReport, firstDiff(doc, got))
+		t.Errorf("%s's measured sections are not what %s renders: %s (regenerate as this test's comment says)", phasesDoc, keptPhasesReport, golden.FirstDiff(doc, got))
 	}
 	// The document names the commit and the machine the report recorded.
 	if c := rep.Environment.VCSRevision; len(c) >= 12 && !bytes.Contains(doc, []byte(c[:12])) {
@@ -131,7 +130,7 @@ func keepTrimmed(t *testing.T, src string, doc []byte) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("the trimmed report renders %s differently: %s", phasesDoc, firstDiff(want, got))
+		t.Fatalf("the trimmed report renders %s differently: %s", phasesDoc, golden.FirstDiff(got, want))
 	}
 	var buf bytes.Buffer
 	z := gzip.NewWriter(&buf)
@@ -201,22 +200,4 @@ func emptyList(m map[string]any, k string) {
 	if _, ok := m[k].([]any); ok {
 		m[k] = []any{}
 	}
-}
-
-// firstDiff names the first line where a and b differ.
-func firstDiff(a, b []byte) string {
-	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := 0; i < max(len(al), len(bl)); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return fmt.Sprintf("line %d is %q, the report renders %q", i+1, x, y)
-		}
-	}
-	return "no difference"
 }

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"testing"
 
+	"memprobe/internal/golden"
 	"memprobe/internal/table"
 	"memprobe/report"
 	"memprobe/schema"
@@ -106,7 +107,6 @@ func phaseExcerpt(rep *schema.Report, plan string, columns ...string) (string, e
 	return b.String(), nil
 }
 
-
 // replaceExcerpts returns doc with every excerpt's body replaced by what
 // render gives for its name; an error for an unknown name or a missing end.
 func replaceExcerpts(doc string, render func(name string) (string, error)) (string, error) {
@@ -172,7 +172,7 @@ func TestReadmeExcerpt(t *testing.T) {
 	}
 	if got != string(doc) {
 		t.Errorf("%s: an excerpt is not what %s renders (go test ./cmd/probe -run TestReadmeExcerpt -update-readme rewrites it):\n%s",
-			readmePath, keptReport, firstLineDiff(string(doc), got))
+			readmePath, keptReport, golden.FirstDiff(doc, []byte(got)))
 	}
 	for i, l := range strings.Split(got, "\n") {
 		if n := len([]rune(l)); n > 100 {
@@ -182,23 +182,6 @@ func TestReadmeExcerpt(t *testing.T) {
 	if lines := strings.Count(got, "\n"); lines >= 120 {
 		t.Errorf("%s: %d lines, want under 120", readmePath, lines)
 	}
-}
-
-func firstLineDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := 0; i < len(al) || i < len(bl); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return fmt.Sprintf("line %d:\n  have %q\n  want %q", i+1, x, y)
-		}
-	}
-	return "(same lines)"
 }
 
 // TestReadmeExcerptCatchesAnEdit: a figure changed by hand in the excerpt

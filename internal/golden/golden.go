@@ -7,6 +7,7 @@ package golden
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,4 +36,23 @@ func Check(t testing.TB, name string, got []byte) {
 	} else {
 		os.Remove(path + ".got")
 	}
+}
+
+// FirstDiff names the first line where have and want differ, for a test
+// that compares a document with what renders it: "line N: have …, want …".
+func FirstDiff(have, want []byte) string {
+	hl, wl := bytes.Split(have, []byte("\n")), bytes.Split(want, []byte("\n"))
+	for i := range max(len(hl), len(wl)) {
+		var h, w []byte
+		if i < len(hl) {
+			h = hl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if !bytes.Equal(h, w) {
+			return fmt.Sprintf("line %d:\n  have %q\n  want %q", i+1, h, w)
+		}
+	}
+	return "(same lines)"
 }
