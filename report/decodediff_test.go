@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/internal/decodefixture"
+	"memprobe/schema/schematest"
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
 	"memprobe/metric"
@@ -16,8 +16,8 @@ import (
 )
 
 var (
-	decodeRec = decodefixture.Record
-	speeds    = decodefixture.Speeds
+	decodeRec = schematest.Record
+	speeds    = schematest.Speeds
 )
 
 // decodeSide is one probe decode --decode all: a record per mode at the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/internal/decodefixture"
+	"memprobe/schema/schematest"
 	"memprobe/internal/table"
 	"memprobe/report"
 	"memprobe/schema"
@@ -219,8 +219,8 @@ func TestDecodeTablesPooled(t *testing.T) {
 }
 
 var (
-	decodeRec = decodefixture.Record
-	speeds    = decodefixture.Speeds
+	decodeRec = schematest.Record
+	speeds    = schematest.Speeds
 )
 
 // TestPoolDecodePinnedHost: records that differ only in pinned_host are

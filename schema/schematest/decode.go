@@ -1,6 +1,6 @@
-// Package decodefixture makes the decode records the tests of report and
+// Package schematest makes the decode records the tests of report and
 // probe/runner share: every figure fixed, so that their verdicts are.
-package decodefixture
+package schematest
 
 import (
 	"slices"
