@@ -1,8 +1,10 @@
 package sites
 
 import (
+	"cmp"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -17,6 +19,8 @@ func weight(size, rate uint64) (objects, bytes float64) {
 	p := -math.Expm1(-float64(size) / float64(rate))
 	return 1 / p, float64(size) / p
 }
+
+func bySeq(a, b event) int { return cmp.Compare(a.seq, b.seq) }
 
 // acc is one stack's figures.
 type acc struct {
@@ -52,7 +56,10 @@ type replayed struct {
 // was in use at the peak of the in-use bytes and at the end, and the
 // temporary blocks.
 func replay(im *image) *replayed {
-	sort.Slice(im.events, func(i, j int) bool { return im.events[i].seq < im.events[j].seq })
+	// Each thread's records are in order; the file interleaves threads.
+	if !slices.IsSortedFunc(im.events, bySeq) {
+		slices.SortFunc(im.events, bySeq)
+	}
 	r := &replayed{im: im, byStack: map[uint64]*acc{}}
 	get := func(h uint64) *acc {
 		a := r.byStack[h]

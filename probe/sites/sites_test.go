@@ -3,6 +3,7 @@ package sites
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,5 +222,51 @@ func TestForkExec(t *testing.T) {
 		if child == nil || child.ExitInUseBytes != 5*70000 {
 			t.Errorf("child %+v: want 350000 bytes of its own", child)
 		}
+	}
+}
+
+// TestSampledEstimates: at the default rate, testdata/sampled.c's peak,
+// exit and top-site figures are estimated within the test's bounds of the
+// exact ones. The bounds are 5 standard errors of the estimate (a block
+// of 64 KiB is sampled with p = 1 - exp(-1/8) ≈ 0.118, and the relative
+// error of a sum of N such blocks is sqrt((1-p)/(N·p))): 2.5 % for the
+// peak's 11520 blocks, so ±12.5 %; 4.3 % for the 4096 leaked ones, ±21.5 %.
+// The same run at rate 1 is exact.
+func TestSampledEstimates(t *testing.T) {
+	const block = 64 << 10
+	peak, exit := float64(11520*block), float64(4096*block)
+	exact, _, _ := record(t, 1, prog(t, "sampled.c"))
+	if exact.PeakInUseBytes != int64(peak) || exact.ExitInUseBytes != int64(exit) {
+		t.Fatalf("rate 1: peak %d exit %d, want %d and %d", exact.PeakInUseBytes, exact.ExitInUseBytes, int64(peak), int64(exit))
+	}
+	s, _, _ := record(t, DefaultRate, prog(t, "sampled.c"))
+	if s.Exact || s.RateBytes != DefaultRate {
+		t.Errorf("exact %v rate %d, want false and %d", s.Exact, s.RateBytes, DefaultRate)
+	}
+	within := func(what string, got, want, tol float64) {
+		t.Helper()
+		t.Logf("%s: %.0f against %.0f (%+.1f %%)", what, got, want, 100*(got/want-1))
+		if math.Abs(got/want-1) > tol {
+			t.Errorf("%s: %.0f, want %.0f ± %.1f %%", what, got, want, 100*tol)
+		}
+	}
+	within("peak in use", float64(s.PeakInUseBytes), peak, 0.125)
+	within("exit in use", float64(s.ExitInUseBytes), exit, 0.215)
+	if x := site(s.TopExit, "leak"); x == nil {
+		t.Errorf("exit sites %+v: want leak", s.TopExit)
+	} else {
+		within("leak at exit", float64(x.Bytes), exit, 0.215)
+	}
+	// site_a holds 6144 of the peak's 11520 blocks: 53.3 %.
+	if x := site(s.TopPeak, "site_a"); x == nil || s.TopPeak[0].Function != "site_a" {
+		t.Errorf("peak sites %+v: want site_a first", s.TopPeak)
+	} else {
+		share := float64(x.Bytes) / float64(s.PeakInUseBytes)
+		if math.Abs(share-6144.0/11520) > 0.05 {
+			t.Errorf("site_a's share of the peak %.3f, want %.3f ± 0.05", share, 6144.0/11520)
+		}
+	}
+	if s.SampledObjects >= s.AllocObjects/4 {
+		t.Errorf("%d of %d allocations sampled: want a small share at the default rate", s.SampledObjects, s.AllocObjects)
 	}
 }

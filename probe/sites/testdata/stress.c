@@ -16,9 +16,23 @@
 
 static long n_per_thread = 1000000;
 
-__attribute__((noinline)) static void *small_site(size_t n) { return malloc(n); }
-__attribute__((noinline)) static void *medium_site(size_t n) { return calloc(1, n); }
-__attribute__((noinline)) static void *big_site(void) { return malloc(64 << 10); }
+// The empty asm keeps each site a frame of its own: without it the call
+// is a tail call, and the site's frame is gone when malloc runs.
+__attribute__((noinline)) static void *small_site(size_t n) {
+	void *p = malloc(n);
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+__attribute__((noinline)) static void *medium_site(size_t n) {
+	void *p = calloc(1, n);
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+__attribute__((noinline)) static void *big_site(void) {
+	void *p = malloc(64 << 10);
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
 
 static void *worker(void *arg) {
 	uint64_t x = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ULL + 1;
