@@ -66,6 +66,20 @@ var registry = []Def{
 	{Name: "runtime.peak.runtime_threads", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.RuntimeThreads })},
 	{Name: "runtime.peak.os_threads", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.OSThreads })},
 
+	// Allocation sites of probe exec --sites (absent without): estimates
+	// scaled from the samples, exact at --sites-rate 1.
+	{Name: "process.sites.peak_in_use_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.PeakInUseBytes) })},
+	{Name: "process.sites.exit_in_use_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.ExitInUseBytes) })},
+	{Name: "process.sites.alloc_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.AllocBytes) })},
+	{Name: "process.sites.alloc_objects", Unit: Count, Run: sites(func(s *schema.Sites) float64 { return float64(s.AllocObjects) })},
+	{Name: "process.sites.temporary_objects", Unit: Count, Run: sites(func(s *schema.Sites) float64 { return float64(s.TemporaryObjects) })},
+	{Name: "process.sites.fragmentation.free_resident_bytes", Unit: Bytes, Run: func(r *schema.Result) (float64, bool) {
+		if r.Process == nil || r.Process.Sites == nil || r.Process.Sites.Fragmentation == nil {
+			return 0, false
+		}
+		return float64(r.Process.Sites.Fragmentation.FreeResidentBytes), true
+	}},
+
 	// The trainer's counters: what each phase changes.
 	{Name: "counts.workers", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.Workers) })},
 	{Name: "counts.worker_threads", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.WorkerThreads) })},
@@ -151,6 +165,15 @@ func peak(get func(*schema.RuntimePeaks) int64) func(*schema.Result) (float64, b
 			return 0, false
 		}
 		return float64(get(&r.Runtime.Peak)), true
+	}
+}
+
+func sites(get func(*schema.Sites) float64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Process == nil || r.Process.Sites == nil {
+			return 0, false
+		}
+		return get(r.Process.Sites), true
 	}
 }
 
