@@ -22,6 +22,36 @@ func weight(size, rate uint64) (objects, bytes float64) {
 
 func bySeq(a, b event) int { return cmp.Compare(a.seq, b.seq) }
 
+// orderBySeq sorts an image's events by seq. Each thread's records are
+// in order and the file interleaves threads' buffers; the library numbers
+// every record it writes, so the seqs are usually dense, each once, and a
+// cycle of swaps puts each event at seq - lowest in linear time (sorting
+// 20 million events with slices.SortFunc took most of the analysis).
+// Where they are not dense (a buffer lost), it sorts.
+func orderBySeq(ev []event) {
+	if len(ev) == 0 || slices.IsSortedFunc(ev, bySeq) {
+		return
+	}
+	lo, hi := ev[0].seq, ev[0].seq
+	for i := range ev {
+		lo, hi = min(lo, ev[i].seq), max(hi, ev[i].seq)
+	}
+	if hi-lo+1 != uint64(len(ev)) {
+		slices.SortFunc(ev, bySeq)
+		return
+	}
+	for i := range ev {
+		for ev[i].seq-lo != uint64(i) {
+			j := ev[i].seq - lo
+			if ev[j].seq == ev[i].seq { // a seq twice: not dense after all
+				slices.SortFunc(ev, bySeq)
+				return
+			}
+			ev[i], ev[j] = ev[j], ev[i]
+		}
+	}
+}
+
 // acc is one stack's figures.
 type acc struct {
 	allocObj, allocBytes float64
@@ -30,37 +60,35 @@ type acc struct {
 	tempObj              float64
 }
 
-// live is a sampled block not yet freed.
-type live struct {
-	stack      uint64
-	kind       uint8
-	obj, bytes float64
-}
-
 // replayed is one image's events played in order.
 type replayed struct {
-	im       *image
-	byStack  map[uint64]*acc
-	peak     float64 // in-use bytes at the peak
-	peakObj  float64
-	peakSeq  uint64
-	peakNs   uint64
-	exit     float64
-	exitObj  float64
-	temp     float64
-	sampled  int64
+	im      *image
+	byStack map[uint64]*acc
+	peak    float64 // in-use bytes at the peak
+	peakObj float64
+	peakSeq uint64
+	peakNs  uint64
+	exit    float64
+	exitObj float64
+	temp    float64
+	sampled int64
+	// freedBy[i] is the index of the event that freed events[i] (an
+	// allocation), or -1 while it lives.
+	freedBy  []int32
 	heapMaps []mapping // [heap], for the arena split
 }
 
+// freed says whether the free e ends the block l: a munmap ends only the
+// program's mapping, a free only the allocator's block.
+func freed(e, l *event) bool { return (e.flags&flagMunmap != 0) == (l.kind == kindMmap) }
+
 // replay plays im's events in seq order: what each stack allocated, what
 // was in use at the peak of the in-use bytes and at the end, and the
-// temporary blocks.
+// temporary blocks. One pass with a map of the live blocks links each
+// allocation to its free; the views at a moment are then scans.
 func replay(im *image) *replayed {
-	// Each thread's records are in order; the file interleaves threads.
-	if !slices.IsSortedFunc(im.events, bySeq) {
-		slices.SortFunc(im.events, bySeq)
-	}
-	r := &replayed{im: im, byStack: map[uint64]*acc{}}
+	orderBySeq(im.events)
+	r := &replayed{im: im, byStack: map[uint64]*acc{}, freedBy: make([]int32, len(im.events))}
 	get := func(h uint64) *acc {
 		a := r.byStack[h]
 		if a == nil {
@@ -69,18 +97,22 @@ func replay(im *image) *replayed {
 		}
 		return a
 	}
-	blocks := map[uint64]live{}
+	live := map[uint64]int32{}
 	var inUse, inObj float64
-	for _, e := range im.events {
+	for i := range im.events {
+		e := &im.events[i]
+		r.freedBy[i] = -1
 		if !e.free {
 			o, b := weight(e.size, im.rate)
-			if old, ok := blocks[e.addr]; ok {
+			if old, ok := live[e.addr]; ok {
 				// A free the library did not see (a block freed by
-				// an allocator call it does not wrap): forget it.
-				inUse -= old.bytes
-				inObj -= old.obj
+				// an allocator call it does not wrap): end it here.
+				oo, ob := weight(im.events[old].size, im.rate)
+				inUse -= ob
+				inObj -= oo
+				r.freedBy[old] = int32(i)
 			}
-			blocks[e.addr] = live{stack: e.stack, kind: e.kind, obj: o, bytes: b}
+			live[e.addr] = int32(i)
 			a := get(e.stack)
 			a.allocObj += o
 			a.allocBytes += b
@@ -92,43 +124,39 @@ func replay(im *image) *replayed {
 			}
 			continue
 		}
-		l, ok := blocks[e.addr]
-		if !ok || (e.flags&flagMunmap != 0) != (l.kind == kindMmap) {
+		j, ok := live[e.addr]
+		if !ok || !freed(e, &im.events[j]) {
 			continue // not sampled, or made before the library started
 		}
-		delete(blocks, e.addr)
-		inUse -= l.bytes
-		inObj -= l.obj
+		delete(live, e.addr)
+		r.freedBy[j] = int32(i)
+		l := &im.events[j]
+		o, b := weight(l.size, im.rate)
+		inUse -= b
+		inObj -= o
 		if e.flags&flagTemporary != 0 {
-			get(l.stack).tempObj += l.obj
-			r.temp += l.obj
+			get(l.stack).tempObj += o
+			r.temp += o
 		}
 	}
 	r.exit, r.exitObj = inUse, inObj
-	for _, l := range blocks {
-		a := get(l.stack)
-		a.exitObj += l.obj
-		a.exitBytes += l.bytes
-	}
-	// Again, to the peak: the blocks in use then.
-	blocks = map[uint64]live{}
-	for _, e := range im.events {
-		if e.seq > r.peakSeq {
-			break
-		}
-		if !e.free {
-			o, b := weight(e.size, im.rate)
-			blocks[e.addr] = live{stack: e.stack, kind: e.kind, obj: o, bytes: b}
+	for i := range im.events {
+		e := &im.events[i]
+		if e.free {
 			continue
 		}
-		if l, ok := blocks[e.addr]; ok && (e.flags&flagMunmap != 0) == (l.kind == kindMmap) {
-			delete(blocks, e.addr)
+		o, b := weight(e.size, im.rate)
+		f := r.freedBy[i]
+		if f < 0 {
+			a := get(e.stack)
+			a.exitObj += o
+			a.exitBytes += b
 		}
-	}
-	for _, l := range blocks {
-		a := get(l.stack)
-		a.peakObj += l.obj
-		a.peakBytes += l.bytes
+		if e.seq <= r.peakSeq && (f < 0 || im.events[f].seq > r.peakSeq) {
+			a := get(e.stack)
+			a.peakObj += o
+			a.peakBytes += b
+		}
 	}
 	if len(im.maps) > 0 {
 		for _, m := range parseMaps(im.maps[len(im.maps)-1]) {
@@ -144,35 +172,26 @@ func replay(im *image) *replayed {
 // tNs (since the image started): in the brk heap (main) and elsewhere
 // (the other arenas).
 func (r *replayed) heapInUseAt(tNs uint64) (main, others float64) {
-	blocks := map[uint64]live{}
-	for _, e := range r.im.events {
-		if e.tNs > tNs {
-			break
-		}
-		if !e.free {
-			_, b := weight(e.size, r.im.rate)
-			blocks[e.addr] = live{kind: e.kind, bytes: b}
+	for i := range r.im.events {
+		e := &r.im.events[i]
+		if e.free || e.kind != kindHeap || e.tNs > tNs {
 			continue
 		}
-		if l, ok := blocks[e.addr]; ok && (e.flags&flagMunmap != 0) == (l.kind == kindMmap) {
-			delete(blocks, e.addr)
-		}
-	}
-	for addr, l := range blocks {
-		if l.kind != kindHeap {
+		if f := r.freedBy[i]; f >= 0 && r.im.events[f].tNs <= tNs {
 			continue
 		}
+		_, b := weight(e.size, r.im.rate)
 		inBrk := false
 		for _, m := range r.heapMaps {
-			if addr >= m.start && addr < m.end {
+			if e.addr >= m.start && e.addr < m.end {
 				inBrk = true
 				break
 			}
 		}
 		if inBrk {
-			main += l.bytes
+			main += b
 		} else {
-			others += l.bytes
+			others += b
 		}
 	}
 	return main, others

@@ -128,9 +128,13 @@ func leafSum(t *testing.T, s *schema.Sites, kind, fn string, i int) int64 {
 // A build with fewer leaked blocks moves the exit figure by their bytes.
 func TestPlantedExact(t *testing.T) {
 	for _, tc := range []struct {
-		leaks int64
-		flags []string
-	}{{10, nil}, {3, []string{"-DLEAK_N=3"}}} {
+		leaks  int64
+		flags  []string
+		unwind string
+	}{{10, nil, ""}, {3, []string{"-DLEAK_N=3"}, ""}, {10, nil, "libgcc"}} {
+		// MEMPROBE_SITES_UNWIND=libgcc: the fallback unwinder, where
+		// libunwind is not installed.
+		t.Setenv("MEMPROBE_SITES_UNWIND", tc.unwind)
 		s, warns, pid := record(t, 1, prog(t, "planted.c", tc.flags...))
 		if len(warns) > 0 {
 			t.Errorf("warnings: %q", warns)
@@ -268,5 +272,29 @@ func TestSampledEstimates(t *testing.T) {
 	}
 	if s.SampledObjects >= s.AllocObjects/4 {
 		t.Errorf("%d of %d allocations sampled: want a small share at the default rate", s.SampledObjects, s.AllocObjects)
+	}
+}
+
+// TestOrderBySeq: events interleaved by thread come out in seq order,
+// dense or not, and with a seq twice.
+func TestOrderBySeq(t *testing.T) {
+	for _, seqs := range [][]uint64{
+		{5, 6, 2, 3, 7, 4, 8},    // dense from 2, two threads' runs
+		{10, 3, 7, 4, 12, 1},     // holes
+		{4, 2, 3, 2, 5, 6},       // dense in count but 2 twice
+		{1},                      // one
+		{3, 1, 2, 0, 7, 6, 5, 4}, // a permutation with cycles
+	} {
+		ev := make([]event, len(seqs))
+		for i, s := range seqs {
+			ev[i] = event{seq: s, addr: s * 16}
+		}
+		orderBySeq(ev)
+		for i := 1; i < len(ev); i++ {
+			if ev[i].seq < ev[i-1].seq || ev[i].addr != ev[i].seq*16 {
+				t.Errorf("%v: got %v", seqs, ev)
+				break
+			}
+		}
 	}
 }

@@ -95,6 +95,10 @@ static _Atomic uint64_t seq;
 static _Atomic uint64_t *set;    // sampled addresses; 0 empty, 1 deleted
 static _Atomic int free_all;     // the set overflowed: record every free
 static uint64_t start_ns;
+// unw_backtrace of libunwind, where libunwind.so.8 opens and
+// MEMPROBE_SITES_UNWIND is not "libgcc": twice as fast as libgcc's
+// _Unwind_Backtrace here (docs/exec.md), which is the fallback.
+static int (*unw_bt)(void **, int);
 
 // A thread's buffer of records, and what it counts. Buffers are mmapped
 // (never malloc'd), listed in bufs, and reused after their thread exits.
@@ -354,7 +358,14 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	struct frames f;
 	f.n = 0;
 	f.skip = 1; // record_alloc; the probe drops the wrappers' frames
-	_Unwind_Backtrace(frame, &f);
+	if (unw_bt != NULL) {
+		uint64_t pc[MAX_FRAMES + 1];
+		int n = unw_bt((void **)pc, MAX_FRAMES + 1);
+		for (int i = 1; i < n; i++)
+			f.pc[f.n++] = pc[i];
+	} else {
+		_Unwind_Backtrace(frame, &f);
+	}
 	uint64_t h = 0xcbf29ce484222325ULL;
 	for (int i = 0; i < f.n; i++)
 		h = mix(h ^ f.pc[i]) + (uint64_t)i;
@@ -573,6 +584,12 @@ __attribute__((constructor(101))) static void init(void) {
 			return;
 	}
 	ts.in_hook++;
+	const char *u = getenv("MEMPROBE_SITES_UNWIND");
+	if (u == NULL || strcmp(u, "libgcc") != 0) {
+		void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+		if (h != NULL)
+			unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+	}
 	pthread_key_create(&key, thread_exit);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(at_exit);
