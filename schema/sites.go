@@ -24,9 +24,17 @@ type Sites struct {
 	// PeakInUseBytes is the most bytes allocated and not yet freed at
 	// one moment (C allocator blocks and the program's own anonymous
 	// mmaps), PeakAtMs when, in milliseconds since the image started.
+	// PeakSource says how it was had: "replay" (rate 1: every block, the
+	// bytes asked for), "counted" (above rate 1: the library's count of
+	// every block by its usable size, the request rounded up to the
+	// allocator's size class, at most 128 KiB a thread behind, plus the
+	// sampled estimate of the program's own mappings), or "sampled" (the
+	// largest sampled estimate, biased high, where the allocator gives no
+	// usable size). ExitInUseBytes is had the same way.
 	PeakInUseBytes   int64   `json:"peak_in_use_bytes"`
 	PeakInUseObjects int64   `json:"peak_in_use_objects"`
 	PeakAtMs         float64 `json:"peak_at_ms"`
+	PeakSource       string  `json:"peak_source"`
 	// ExitInUseBytes is what was still allocated at exit: leaks, or
 	// memory the program left to the kernel to reclaim.
 	ExitInUseBytes   int64 `json:"exit_in_use_bytes"`

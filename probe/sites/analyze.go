@@ -72,6 +72,11 @@ type replayed struct {
 	exitObj float64
 	temp    float64
 	sampled int64
+	// source says where peak and exit come from: "replay" (rate 1:
+	// every block), "counted" (the library's count of every block's
+	// usable size) or "sampled" (the estimate, where no count was
+	// written).
+	source string
 	// freedBy[i] is the index of the event that freed events[i] (an
 	// allocation), or -1 while it lives.
 	freedBy  []int32
@@ -140,6 +145,40 @@ func replay(im *image) *replayed {
 		}
 	}
 	r.exit, r.exitObj = inUse, inObj
+	// window are the sampled allocations made while the count was
+	// within 1 % of its peak: the peak profile is the blocks sampled in
+	// use, averaged over those moments. A plateau (the peak held while
+	// blocks come and go) gives many moments and an estimate of each
+	// site's share far better than one moment's; a sharp peak, few.
+	var window []uint64
+	// Sampled, the largest in-use estimate is biased high: over a long
+	// plateau it is the largest of many noisy values (+22 to +29 % on the
+	// stress program at 512 KiB). Where the library counted every block,
+	// the peak is its count's, when it came; the profile the blocks
+	// sampled then. The program's own mappings are not in the count: their
+	// estimate then is added.
+	r.source = "replay"
+	if im.rate > 1 {
+		r.source = "sampled"
+		if im.counted && im.countPeak > 0 {
+			r.source = "counted"
+			r.peakSeq, r.peakNs = im.countSeq, im.countNs
+			r.peak, r.peakObj = float64(im.countPeak), 0
+			r.exit = float64(max(im.countEnd, 0))
+			for i := range im.events {
+				if e := &im.events[i]; !e.free && float64(e.count) >= 0.99*float64(im.countPeak) {
+					window = append(window, e.seq)
+				}
+			}
+		}
+	}
+	// liveShare is the share of the window's moments at which a block
+	// made at seq a and freed at f (never: ^0) was in use.
+	liveShare := func(a, f uint64) float64 {
+		lo, _ := slices.BinarySearch(window, a)
+		hi, _ := slices.BinarySearch(window, f)
+		return float64(hi-lo) / float64(len(window))
+	}
 	for i := range im.events {
 		e := &im.events[i]
 		if e.free {
@@ -152,10 +191,27 @@ func replay(im *image) *replayed {
 			a.exitObj += o
 			a.exitBytes += b
 		}
-		if e.seq <= r.peakSeq && (f < 0 || im.events[f].seq > r.peakSeq) {
+		if len(window) > 0 {
+			end := ^uint64(0)
+			if f >= 0 {
+				end = im.events[f].seq
+			}
+			if sh := liveShare(e.seq, end); sh > 0 {
+				a := get(e.stack)
+				a.peakObj += o * sh
+				a.peakBytes += b * sh
+				r.peakObj += o * sh
+				if e.kind == kindMmap {
+					r.peak += b * sh
+				}
+			}
+		} else if e.seq <= r.peakSeq && (f < 0 || im.events[f].seq > r.peakSeq) {
 			a := get(e.stack)
 			a.peakObj += o
 			a.peakBytes += b
+		}
+		if f < 0 && r.source == "counted" && e.kind == kindMmap {
+			r.exit += b
 		}
 	}
 	if len(im.maps) > 0 {

@@ -17,11 +17,14 @@ import (
 //
 //	header  "MPSITES\n" u32 version, u32 pid, u32 ppid, u32 0, u64 rate, u64 start (CLOCK_MONOTONIC ns)
 //	'S'     u8 n, u64 hash, n × u64 pc          a stack, before its first use
-//	'A'     u8 kind, u64 seq, u64 t_ns, u64 addr, u64 size, u64 stack hash
+//	'A'     u8 kind, u64 seq, u64 t_ns, u64 addr, u64 size, u64 stack hash,
+//	        i64 count (the count of every block in use, as published then)
 //	'F'     u8 flags, u64 seq, u64 t_ns, u64 addr  (every free at rate 1;
 //	        else the frees of sampled blocks)
 //	'T'     u64 allocs, u64 bytes, u64 frees    a thread's counts since its last 'T'
 //	'M'     u64 len, len bytes of /proc/self/maps
+//	'P'     i64 peak, u64 seq, u64 t_ns, i64 end  the count of every block in use by
+//	        its usable size: its peak (when), and its value at the end
 //	'E'     u8 how, u64 seq, u64 t_ns          the image ended: exit (0) or execve (1)
 //
 // Each thread writes whole records in chunks, so the file is ordered per
@@ -50,6 +53,7 @@ type event struct {
 	addr  uint64
 	size  uint64 // 0 for a free
 	stack uint64 // the stack's hash; allocations only
+	count int64  // the library's count of the bytes in use; allocations only
 	free  bool
 	kind  uint8
 	flags uint8
@@ -74,9 +78,15 @@ type image struct {
 	// allocs, allocBytes and frees are every allocation and free the
 	// library counted, sampled or not.
 	allocs, allocBytes, frees uint64
-	ended                     bool
-	endHow                    uint8
-	endNs                     uint64
+	// counted says the image wrote its count ('P'): countPeak bytes at
+	// countSeq (countNs), countEnd at the end.
+	counted           bool
+	countPeak         int64
+	countSeq, countNs uint64
+	countEnd          int64
+	ended             bool
+	endHow            uint8
+	endNs             uint64
 	// torn is set when the file ends inside a record, or holds one that
 	// cannot be read (a thread that wrote while the process exited).
 	torn string
@@ -115,7 +125,7 @@ func readFile(path string) (*image, error) {
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
 	// Sized once from the file: a free's record is 26 bytes, an
-	// allocation's 42, and growing a slice of tens of millions of events
+	// allocation's 50, and growing a slice of tens of millions of events
 	// by doubling cost most of the reading.
 	var size int64
 	if fi, err := f.Stat(); err == nil {
@@ -167,11 +177,11 @@ func readFile(path string) (*image, error) {
 			}
 			im.stacks[hash] = pcs
 		case 'A':
-			if b, err = read(41); err != nil {
+			if b, err = read(49); err != nil {
 				break
 			}
 			im.events = append(im.events, event{kind: b[0], seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]),
-				addr: le.Uint64(b[17:]), size: le.Uint64(b[25:]), stack: le.Uint64(b[33:])})
+				addr: le.Uint64(b[17:]), size: le.Uint64(b[25:]), stack: le.Uint64(b[33:]), count: int64(le.Uint64(b[41:]))})
 		case 'F':
 			if b, err = read(25); err != nil {
 				break
@@ -197,6 +207,12 @@ func readFile(path string) (*image, error) {
 			if _, err = io.ReadFull(r, text); err == nil {
 				im.maps = append(im.maps, string(text))
 			}
+		case 'P':
+			if b, err = read(32); err != nil {
+				break
+			}
+			im.counted = true
+			im.countPeak, im.countSeq, im.countNs, im.countEnd = int64(le.Uint64(b)), le.Uint64(b[8:]), le.Uint64(b[16:]), int64(le.Uint64(b[24:]))
 		case 'E':
 			if b, err = read(17); err != nil {
 				break

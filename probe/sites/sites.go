@@ -205,7 +205,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	if head.im.pid != o.PID && o.PID != 0 {
 		warns = append(warns, fmt.Sprintf("sites: no records of pid %d itself: the figures are pid %d's", o.PID, head.im.pid))
 	}
-	s.PID = head.im.pid
+	s.PID, s.PeakSource = head.im.pid, head.source
 	s.PeakInUseBytes, s.PeakInUseObjects, s.PeakAtMs = round(head.peak), round(head.peakObj), float64(head.peakNs)/1e6
 	s.ExitInUseBytes, s.ExitInUseObjects = round(head.exit), round(head.exitObj)
 	s.AllocObjects, s.AllocBytes, s.SampledObjects = int64(head.im.allocs), int64(head.im.allocBytes), head.sampled

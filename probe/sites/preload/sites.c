@@ -55,6 +55,7 @@ enum {
 	R_TOTALS = 'T',
 	R_MAPS = 'M',
 	R_END = 'E',
+	R_COUNT = 'P',
 };
 // KIND_CHUNK is a block glibc's malloc served with a mapping of its own
 // (IS_MMAPPED in its chunk header): outside the arenas.
@@ -73,6 +74,7 @@ static void *(*real_memalign)(size_t, size_t);
 static void *(*real_valloc)(size_t);
 static void *(*real_pvalloc)(size_t);
 static void *(*real_reallocarray)(void *, size_t, size_t);
+static size_t (*real_usable)(void *);
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
 static int (*real_dlclose)(void *);
@@ -95,6 +97,17 @@ static _Atomic uint64_t seq;
 static _Atomic uint64_t *set;    // sampled addresses; 0 empty, 1 deleted
 static _Atomic int free_all;     // the set overflowed: record every free
 static uint64_t start_ns;
+
+// The count of every block in use, by its usable size
+// (malloc_usable_size: the request rounded up to the allocator's size
+// class), sampled or not: each thread adds to its own figure and
+// publishes it to inuse_total when it has moved by PUBLISH bytes, so the
+// total is at most PUBLISH bytes a thread behind, and inuse_peak is its
+// largest value, at peak_seq. The sampled in-use estimate's maximum is
+// biased high (the largest of many noisy values); this count is not.
+enum { PUBLISH = 128 << 10 };
+static _Atomic int64_t inuse_total, inuse_peak;
+static _Atomic uint64_t peak_seq, peak_ns;
 // unw_backtrace of libunwind, where libunwind.so.8 opens and
 // MEMPROBE_SITES_UNWIND is not "libgcc": twice as fast as libgcc's
 // _Unwind_Backtrace here (docs/exec.md), which is the fallback.
@@ -107,6 +120,7 @@ struct tbuf {
 	int live; // owned by a running thread
 	size_t len;
 	uint64_t allocs, bytes, frees; // since the last totals record
+	int64_t unpub;                  // usable bytes not yet in inuse_total
 	uint64_t cache[STACK_CACHE];
 	unsigned char data[BUF_BYTES];
 };
@@ -127,6 +141,20 @@ static uint64_t now_ns(void) {
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+static void publish(struct tbuf *b) {
+	int64_t d = b->unpub;
+	b->unpub = 0;
+	int64_t v = atomic_fetch_add_explicit(&inuse_total, d, memory_order_relaxed) + d;
+	int64_t pk = atomic_load_explicit(&inuse_peak, memory_order_relaxed);
+	while (v > pk) {
+		if (atomic_compare_exchange_weak(&inuse_peak, &pk, v)) {
+			atomic_store_explicit(&peak_seq, atomic_load_explicit(&seq, memory_order_relaxed), memory_order_relaxed);
+			atomic_store_explicit(&peak_ns, now_ns() - start_ns, memory_order_relaxed);
+			break;
+		}
+	}
+}
+
 static void resolve(void) {
 	resolving = 1;
 	real_malloc = dlsym(RTLD_NEXT, "malloc");
@@ -139,6 +167,7 @@ static void resolve(void) {
 	real_valloc = dlsym(RTLD_NEXT, "valloc");
 	real_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
 	real_reallocarray = dlsym(RTLD_NEXT, "reallocarray");
+	real_usable = dlsym(RTLD_NEXT, "malloc_usable_size");
 	real_mmap = dlsym(RTLD_NEXT, "mmap");
 	real_munmap = dlsym(RTLD_NEXT, "munmap");
 	real_dlclose = dlsym(RTLD_NEXT, "dlclose");
@@ -371,7 +400,7 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 		h = mix(h ^ f.pc[i]) + (uint64_t)i;
 	if (h < 2)
 		h += 2;
-	room(b, 2 + 8 + 8 * (size_t)f.n + 42);
+	room(b, 2 + 8 + 8 * (size_t)f.n + 50);
 	uint64_t *c = &b->cache[h & (STACK_CACHE - 1)];
 	if (*c != h) {
 		*c = h;
@@ -391,6 +420,7 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	put64(b, (uint64_t)(uintptr_t)p);
 	put64(b, n);
 	put64(b, h);
+	put64(b, (uint64_t)atomic_load_explicit(&inuse_total, memory_order_relaxed));
 }
 
 static void record_free(void *p, int flags) {
@@ -405,24 +435,36 @@ static void record_free(void *p, int flags) {
 	put64(b, (uint64_t)(uintptr_t)p);
 }
 
+// own_buf is the calling thread's buffer, made on its first call.
+static inline struct tbuf *own_buf(void) {
+	struct tbuf *b = ts.buf;
+	if (UNLIKELY(b == NULL)) {
+		ts.in_hook++;
+		b = thread_buf();
+		ts.in_hook--;
+	}
+	return b;
+}
+
 // after_alloc counts and perhaps samples a block the allocator returned.
 static inline void after_alloc(void *p, size_t n, int kind) {
 	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
 		return;
 	ts.last = p;
-	struct tbuf *b = ts.buf;
-	if (LIKELY(b != NULL)) {
-		b->allocs++;
-		b->bytes += n;
+	struct tbuf *b = own_buf();
+	if (UNLIKELY(b == NULL))
+		return;
+	b->allocs++;
+	b->bytes += n;
+	if (kind == KIND_HEAP && real_usable != NULL) {
+		b->unpub += (int64_t)real_usable(p);
+		if (b->unpub > PUBLISH)
+			publish(b);
 	}
 	if (LIKELY(!sampled(n)))
 		return;
 	ts.in_hook++;
 	record_alloc(p, n, kind);
-	if (b == NULL && ts.buf != NULL) {
-		ts.buf->allocs++;
-		ts.buf->bytes += n;
-	}
 	ts.in_hook--;
 }
 
@@ -434,8 +476,15 @@ static inline void before_free(void *p, int flags) {
 		flags |= F_TEMPORARY;
 		ts.last = NULL;
 	}
-	if (ts.buf != NULL)
-		ts.buf->frees++;
+	struct tbuf *b = own_buf();
+	if (UNLIKELY(b == NULL))
+		return;
+	b->frees++;
+	if (!(flags & F_MUNMAP) && real_usable != NULL) {
+		b->unpub -= (int64_t)real_usable(p);
+		if (b->unpub < -PUBLISH)
+			publish(b);
+	}
 	if (rate > 1 && LIKELY(!set_del((uint64_t)(uintptr_t)p)))
 		return;
 	ts.in_hook++;
@@ -512,9 +561,21 @@ static void finish(int how) {
 	pthread_mutex_lock(&wlock);
 	if (getpid() == file_pid) {
 		enabled = 0;
-		for (struct tbuf *b = bufs; b; b = b->next)
+		for (struct tbuf *b = bufs; b; b = b->next) {
 			flush_locked(b);
+			publish(b);
+		}
 		write_maps_locked();
+		unsigned char c[33];
+		int64_t pk = atomic_load(&inuse_peak), ex = atomic_load(&inuse_total);
+		uint64_t ps = atomic_load(&peak_seq), pn = atomic_load(&peak_ns);
+		c[0] = R_COUNT;
+		memcpy(c + 1, &pk, 8);
+		memcpy(c + 9, &ps, 8);
+		memcpy(c + 17, &pn, 8);
+		memcpy(c + 25, &ex, 8);
+		if (real_usable != NULL)
+			write_all(c, sizeof c);
 		unsigned char e[18];
 		uint64_t s = atomic_load(&seq);
 		e[0] = R_END;
@@ -554,8 +615,16 @@ static void fork_child(void) {
 	for (struct tbuf *b = bufs; b; b = b->next) {
 		b->len = 0;
 		b->allocs = b->bytes = b->frees = 0;
+		if (b == ts.buf)
+			publish(b);
+		b->unpub = 0;
 		b->live = (b == ts.buf);
 	}
+	// The child holds what the parent held: its count goes on from
+	// there, its peak starts again.
+	atomic_store(&inuse_peak, atomic_load(&inuse_total));
+	atomic_store(&peak_seq, atomic_load(&seq));
+	atomic_store(&peak_ns, 0);
 	if (fd >= 0)
 		close(fd);
 	fd = -1;

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# sites-vs-heaptrack.sh: probe exec --sites against heaptrack 1.4.0, side by
+# side, on three programs: testdata's multithreaded allocator stress (10.2
+# million allocations), sort of a large file, and Python with
+# PYTHONMALLOC=malloc. It prints a markdown table per program (docs/exec.md
+# holds one):
+#   - wall time, median of RUNS interleaved runs: the program alone, under
+#     the probe at the default rate and at rate 1, under heaptrack;
+#   - exactness: the probe's peak in-use bytes at rate 1 against
+#     heaptrack's "peak heap memory consumption";
+#   - sampling: the default rate's peak and top site's share against rate 1's.
+# and checks the issue's goals, saying PASS or FAIL for each (exit status 1
+# on a FAIL): rate-1 peak within ±2 % of heaptrack's, default-rate peak
+# within ±5 % and top share within ±2 points of rate 1's (the stress
+# program), default rate at most 10 % slower than alone and rate 1 faster
+# than heaptrack (the stress program).
+#
+#   scripts/sites-vs-heaptrack.sh            (make build first)
+#   RUNS=3 STRESS_N=1000000 scripts/sites-vs-heaptrack.sh
+set -euo pipefail
+
+RUNS=${RUNS:-5}
+STRESS_N=${STRESS_N:-2500000}   # allocations per thread
+STRESS_T=${STRESS_T:-4}         # threads
+SORT_LINES=${SORT_LINES:-2000000}
+PY_N=${PY_N:-400000}
+PROBE=${PROBE:-bin/probe}
+PYTHON=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/sites-vs-heaptrack.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+for tool in heaptrack heaptrack_print jq gcc "$PYTHON"; do
+	command -v "$tool" >/dev/null || { echo "sites-vs-heaptrack: $tool not found (apt-get install heaptrack jq)" >&2; exit 2; }
+done
+[ -x "$PROBE" ] || { echo "sites-vs-heaptrack: $PROBE not found: run make build" >&2; exit 2; }
+[ -f "$(dirname "$PROBE")/libmemprobe-sites.so" ] || { echo "sites-vs-heaptrack: $(dirname "$PROBE")/libmemprobe-sites.so not found: run make build" >&2; exit 2; }
+
+gcc -O2 -g -pthread -o "$work/stress" "$here/probe/sites/testdata/stress.c"
+"$PYTHON" -c "
+import random
+r = random.Random(1)
+with open('$work/big.txt', 'w') as f:
+    for i in range($SORT_LINES):
+        f.write('%016x %s\n' % (r.getrandbits(64), 'x' * r.randrange(1, 40)))
+"
+cat >"$work/prog.py" <<EOF
+# Builds $PY_N small dicts and lists, keeps a third, then frees them.
+rows = [{"id": i, "name": str(i) * 3, "vals": [i, i + 1, i + 2]} for i in range($PY_N)]
+kept = rows[::3]
+del rows
+total = sum(r["id"] for r in kept)
+del kept
+print(total)
+EOF
+
+now() { date +%s.%N; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+# run NAME LABEL ENV CMD...: one timed run, its figures appended to
+# $work/NAME.LABEL. ENV (VAR=VALUE, or - for none) is set around the tool,
+# not by a wrapper program: heaptrack follows no execve, it would trace
+# the wrapper.
+run() {
+	local name=$1 label=$2 e=$3
+	shift 3
+	[ "$e" = - ] && e=MEMPROBE_NOTHING=1
+	local t0 t1 d=$work/out.$name.$label
+	rm -rf "$d" "$work/ht.$name"*
+	case $label in
+	alone)
+		t0=$(now); env "$e" "$@" >/dev/null; t1=$(now)
+		echo "$t0 $t1" | awk '{printf "%.3f\n", $2-$1}' >>"$work/$name.alone"
+		;;
+	default | rate1)
+		local rate=524288
+		[ "$label" = rate1 ] && rate=1
+		t0=$(now)
+		env "$e" "$PROBE" exec --sites --sites-rate "$rate" --out-dir "$d" --json "$d.json" -- "$@" >/dev/null 2>"$d.err"
+		t1=$(now)
+		jq -r --arg t0 "$t0" --arg t1 "$t1" '.process as $p | $p.sites as $s |
+			"\($p.duration_ms/1000) \(($t1|tonumber)-($t0|tonumber)) \($s.peak_in_use_bytes) \(if ($s.top_peak|length) > 0 then $s.top_peak[0].bytes/$s.peak_in_use_bytes*100 else 0 end) \($s.top_peak[0].function // "-")"' \
+			"$d.json" >>"$work/$name.$label"
+		;;
+	heaptrack)
+		t0=$(now); env "$e" heaptrack -o "$work/ht.$name" "$@" >/dev/null 2>&1; t1=$(now)
+		local peak
+		peak=$(heaptrack_print -f "$work/ht.$name".zst 2>/dev/null | sed -n 's/^peak heap memory consumption: //p')
+		echo "$t0 $t1 $peak" | awk '{
+			v=$3; u=substr(v, length(v)); n=substr(v, 1, length(v)-1)
+			m = (u=="K") ? 1e3 : (u=="M") ? 1e6 : (u=="G") ? 1e9 : 1
+			if (u ~ /[0-9]/) { n=v; m=1 } else if (u=="B") { m=1 }
+			printf "%.3f %.0f\n", $2-$1, n*m }' >>"$work/$name.heaptrack"
+		;;
+	esac
+}
+
+status=0
+check() { # what ok
+	if [ "$2" = 1 ]; then echo "- PASS: $1"; else echo "- FAIL: $1"; status=1; fi
+}
+
+measure() { # name env cmd...
+	local name=$1 e=$2
+	shift 2
+	for _ in $(seq "$RUNS"); do
+		for label in alone default rate1 heaptrack; do
+			run "$name" "$label" "$e" "$@"
+		done
+	done
+	local alone dwall dtotal r1wall r1total htwall r1peak dpeak htpeak dshare r1share top
+	alone=$(median <"$work/$name.alone")
+	dwall=$(awk '{print $1}' "$work/$name.default" | median)
+	dtotal=$(awk '{print $2}' "$work/$name.default" | median)
+	r1wall=$(awk '{print $1}' "$work/$name.rate1" | median)
+	r1total=$(awk '{print $2}' "$work/$name.rate1" | median)
+	htwall=$(awk '{print $1}' "$work/$name.heaptrack" | median)
+	r1peak=$(awk '{print $3}' "$work/$name.rate1" | median)
+	htpeak=$(awk '{print $2}' "$work/$name.heaptrack" | median)
+	dpeak=$(awk '{print $3}' "$work/$name.default" | median)
+	dshare=$(awk '{print $4}' "$work/$name.default" | median)
+	r1share=$(awk '{print $4}' "$work/$name.rate1" | median)
+	top=$(awk '{print $5}' "$work/$name.rate1" | head -1)
+	echo
+	echo "### $name: $([ "$e" = - ] || echo "$e ")$*"
+	echo
+	echo "| | alone | probe, default rate | probe, rate 1 | heaptrack |"
+	echo "|---|---:|---:|---:|---:|"
+	printf "| wall, program (s) | %.2f | %.2f | %.2f | %.2f |\n" "$alone" "$dwall" "$r1wall" "$htwall"
+	awk -v a="$alone" -v d="$dwall" -v r="$r1wall" -v h="$htwall" 'BEGIN {printf "| against alone | 1.00 | %.2f | %.2f | %.2f |\n", d/a, r/a, h/a}'
+	printf "| wall, with the analysis (s) | | %.2f | %.2f | |\n" "$dtotal" "$r1total"
+	printf "| peak in use (bytes) | | %.0f | %.0f | %.0f |\n" "$dpeak" "$r1peak" "$htpeak"
+	echo "| top site's share of the peak | | $(printf %.1f "$dshare") % | $(printf %.1f "$r1share") % ($top) | |"
+	echo
+	echo "Each run (default: program s, total s, peak B, top share %, top site):"
+	echo
+	sed 's/^/    /' "$work/$name.default"
+	echo
+	local ok
+	ok=$(awk -v r="$r1peak" -v h="$htpeak" 'BEGIN {print (h > 0 && (r-h)/h <= 0.02 && (h-r)/h <= 0.02) ? 1 : 0}')
+	check "$name: rate-1 peak $r1peak B within ±2 % of heaptrack's $htpeak B ($(awk -v r="$r1peak" -v h="$htpeak" 'BEGIN {printf "%+.2f %%", 100*(r-h)/h}'))" "$ok"
+	if [ "$name" = stress ]; then
+		# Every default-rate run, not only the median, against rate 1's.
+		local worst
+		worst=$(awk -v r="$r1peak" '{e=100*($3-r)/r; if (e<0) e=-e; if (e>w) w=e} END {printf "%.2f", w}' "$work/$name.default")
+		ok=$(awk -v w="$worst" 'BEGIN {print (w <= 5) ? 1 : 0}')
+		check "$name: default-rate peak within ±5 % of rate 1's in every run (worst $worst %)" "$ok"
+		worst=$(awk -v r="$r1share" '{e=$4-r; if (e<0) e=-e; if (e>w) w=e} END {printf "%.2f", w}' "$work/$name.default")
+		ok=$(awk -v w="$worst" 'BEGIN {print (w <= 2) ? 1 : 0}')
+		check "$name: default-rate top site's share within ±2 points of rate 1's in every run (worst $worst points)" "$ok"
+		ok=$(awk -v d="$dwall" -v a="$alone" 'BEGIN {print (d <= 1.10*a) ? 1 : 0}')
+		check "$name: default rate costs at most 10 % (median $dwall s against $alone s)" "$ok"
+		ok=$(awk -v r="$r1wall" -v h="$htwall" 'BEGIN {print (r < h) ? 1 : 0}')
+		check "$name: rate 1 faster than heaptrack (median $r1wall s against $htwall s)" "$ok"
+	fi
+}
+
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; $(heaptrack --version 2>&1 | head -1); $RUNS runs each, interleaved"
+measure stress - "$work/stress" "$STRESS_N" "$STRESS_T"
+measure sort LC_ALL=C "$(command -v sort)" -o /dev/null "$work/big.txt"
+measure python PYTHONMALLOC=malloc "$PYTHON" "$work/prog.py"
+exit $status
