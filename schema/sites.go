@@ -26,9 +26,10 @@ type Sites struct {
 	// mmaps), PeakAtMs when, in milliseconds since the image started.
 	// PeakSource says how it was had: "replay" (rate 1: every block, the
 	// bytes asked for), "counted" (above rate 1: the library's count of
-	// every block by its usable size, the request rounded up to the
-	// allocator's size class, at most 128 KiB a thread behind, plus the
-	// sampled estimate of the program's own mappings), or "sampled" (the
+	// every block by its usable size, at most 128 KiB a thread behind,
+	// scaled by the sampled blocks' bytes asked for over their usable
+	// bytes, plus the sampled estimate of the program's own mappings), or
+	// "sampled" (the
 	// largest sampled estimate, biased high, where the allocator gives no
 	// usable size). ExitInUseBytes is had the same way.
 	PeakInUseBytes   int64   `json:"peak_in_use_bytes"`

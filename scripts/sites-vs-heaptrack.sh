@@ -4,8 +4,10 @@
 # million allocations), sort of a large file, and Python with
 # PYTHONMALLOC=malloc. It prints a markdown table per program (docs/exec.md
 # holds one):
-#   - wall time, median of RUNS interleaved runs: the program alone, under
-#     the probe at the default rate and at rate 1, under heaptrack;
+#   - wall time and CPU time (user + system), median of RUNS interleaved
+#     runs: the program alone, under the probe at the default rate and at
+#     rate 1 (the program's own CPU, wait4), under heaptrack (heaptrack's
+#     CPU with its heaptrack_interpret);
 #   - exactness: the probe's peak in-use bytes at rate 1 against
 #     heaptrack's "peak heap memory consumption";
 #   - sampling: the default rate's peak and top site's share against rate 1's.
@@ -69,8 +71,8 @@ run() {
 	rm -rf "$d" "$work/ht.$name"*
 	case $label in
 	alone)
-		t0=$(now); env "$e" "$@" >/dev/null; t1=$(now)
-		echo "$t0 $t1" | awk '{printf "%.3f\n", $2-$1}' >>"$work/$name.alone"
+		/usr/bin/time -f "%e %U %S" -o "$work/time" env "$e" "$@" >/dev/null
+		awk '{printf "%.3f %.3f\n", $1, $2+$3}' "$work/time" >>"$work/$name.alone"
 		;;
 	default | rate1)
 		local rate=524288
@@ -79,18 +81,18 @@ run() {
 		env "$e" "$PROBE" exec --sites --sites-rate "$rate" --out-dir "$d" --json "$d.json" -- "$@" >/dev/null 2>"$d.err"
 		t1=$(now)
 		jq -r --arg t0 "$t0" --arg t1 "$t1" '.process as $p | $p.sites as $s |
-			"\($p.duration_ms/1000) \(($t1|tonumber)-($t0|tonumber)) \($s.peak_in_use_bytes) \(if ($s.top_peak|length) > 0 then $s.top_peak[0].bytes/$s.peak_in_use_bytes*100 else 0 end) \($s.top_peak[0].function // "-")"' \
+			"\($p.duration_ms/1000) \(($t1|tonumber)-($t0|tonumber)) \($s.peak_in_use_bytes) \(if ($s.top_peak|length) > 0 then $s.top_peak[0].bytes/$s.peak_in_use_bytes*100 else 0 end) \($s.top_peak[0].function // "-") \(($p.rusage_user_ms+$p.rusage_system_ms)/1000)"' \
 			"$d.json" >>"$work/$name.$label"
 		;;
 	heaptrack)
-		t0=$(now); env "$e" heaptrack -o "$work/ht.$name" "$@" >/dev/null 2>&1; t1=$(now)
+		/usr/bin/time -f "%e %U %S" -o "$work/time" env "$e" heaptrack -o "$work/ht.$name" "$@" >/dev/null 2>&1
 		local peak
 		peak=$(heaptrack_print -f "$work/ht.$name".zst 2>/dev/null | sed -n 's/^peak heap memory consumption: //p')
-		echo "$t0 $t1 $peak" | awk '{
-			v=$3; u=substr(v, length(v)); n=substr(v, 1, length(v)-1)
+		echo "$(cat "$work/time") $peak" | awk '{
+			v=$4; u=substr(v, length(v)); n=substr(v, 1, length(v)-1)
 			m = (u=="K") ? 1e3 : (u=="M") ? 1e6 : (u=="G") ? 1e9 : 1
 			if (u ~ /[0-9]/) { n=v; m=1 } else if (u=="B") { m=1 }
-			printf "%.3f %.0f\n", $2-$1, n*m }' >>"$work/$name.heaptrack"
+			printf "%.3f %.0f %.3f\n", $1, n*m, $2+$3 }' >>"$work/$name.heaptrack"
 		;;
 	esac
 }
@@ -109,7 +111,12 @@ measure() { # name env cmd...
 		done
 	done
 	local alone dwall dtotal r1wall r1total htwall r1peak dpeak htpeak dshare r1share top
-	alone=$(median <"$work/$name.alone")
+	alone=$(awk '{print $1}' "$work/$name.alone" | median)
+	local calone cdef cr1 cht
+	calone=$(awk '{print $2}' "$work/$name.alone" | median)
+	cdef=$(awk '{print $6}' "$work/$name.default" | median)
+	cr1=$(awk '{print $6}' "$work/$name.rate1" | median)
+	cht=$(awk '{print $3}' "$work/$name.heaptrack" | median)
 	dwall=$(awk '{print $1}' "$work/$name.default" | median)
 	dtotal=$(awk '{print $2}' "$work/$name.default" | median)
 	r1wall=$(awk '{print $1}' "$work/$name.rate1" | median)
@@ -129,10 +136,11 @@ measure() { # name env cmd...
 	printf "| wall, program (s) | %.2f | %.2f | %.2f | %.2f |\n" "$alone" "$dwall" "$r1wall" "$htwall"
 	awk -v a="$alone" -v d="$dwall" -v r="$r1wall" -v h="$htwall" 'BEGIN {printf "| against alone | 1.00 | %.2f | %.2f | %.2f |\n", d/a, r/a, h/a}'
 	printf "| wall, with the analysis (s) | | %.2f | %.2f | |\n" "$dtotal" "$r1total"
+	printf "| CPU, user + system (s) | %.2f | %.2f | %.2f | %.2f |\n" "$calone" "$cdef" "$cr1" "$cht"
 	printf "| peak in use (bytes) | | %.0f | %.0f | %.0f |\n" "$dpeak" "$r1peak" "$htpeak"
 	echo "| top site's share of the peak | | $(printf %.1f "$dshare") % | $(printf %.1f "$r1share") % ($top) | |"
 	echo
-	echo "Each run (default: program s, total s, peak B, top share %, top site):"
+	echo "Each run (default: program s, total s, peak B, top share %, top site, CPU s):"
 	echo
 	sed 's/^/    /' "$work/$name.default"
 	echo

@@ -73,7 +73,7 @@ func startSites(o ExecOptions, cmd *exec.Cmd) (*sitesRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec --sites: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "memprobe-sites-")
+	dir, err := os.MkdirTemp("", "memprobe-records-") // not memprobe-sites-N: cshared removes those of dead pids
 	if err != nil {
 		return nil, fmt.Errorf("exec --sites: %w", err)
 	}

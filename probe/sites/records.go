@@ -18,7 +18,8 @@ import (
 //	header  "MPSITES\n" u32 version, u32 pid, u32 ppid, u32 0, u64 rate, u64 start (CLOCK_MONOTONIC ns)
 //	'S'     u8 n, u64 hash, n × u64 pc          a stack, before its first use
 //	'A'     u8 kind, u64 seq, u64 t_ns, u64 addr, u64 size, u64 stack hash,
-//	        i64 count (the count of every block in use, as published then)
+//	        i64 count (the count of every block in use, as published then),
+//	        u64 usable (the block's usable size)
 //	'F'     u8 flags, u64 seq, u64 t_ns, u64 addr  (every free at rate 1;
 //	        else the frees of sampled blocks)
 //	'T'     u64 allocs, u64 bytes, u64 frees    a thread's counts since its last 'T'
@@ -48,15 +49,16 @@ const (
 
 // event is one allocation or free of an image.
 type event struct {
-	seq   uint64
-	tNs   uint64
-	addr  uint64
-	size  uint64 // 0 for a free
-	stack uint64 // the stack's hash; allocations only
-	count int64  // the library's count of the bytes in use; allocations only
-	free  bool
-	kind  uint8
-	flags uint8
+	seq    uint64
+	tNs    uint64
+	addr   uint64
+	size   uint64 // 0 for a free
+	stack  uint64 // the stack's hash; allocations only
+	count  int64  // the library's count of the bytes in use; allocations only
+	usable uint64 // the block's usable size; allocations only
+	free   bool
+	kind   uint8
+	flags  uint8
 }
 
 // image is one file: the records of one process image (a pid between its
@@ -125,7 +127,7 @@ func readFile(path string) (*image, error) {
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
 	// Sized once from the file: a free's record is 26 bytes, an
-	// allocation's 50, and growing a slice of tens of millions of events
+	// allocation's 58, and growing a slice of tens of millions of events
 	// by doubling cost most of the reading.
 	var size int64
 	if fi, err := f.Stat(); err == nil {
@@ -177,11 +179,11 @@ func readFile(path string) (*image, error) {
 			}
 			im.stacks[hash] = pcs
 		case 'A':
-			if b, err = read(49); err != nil {
+			if b, err = read(57); err != nil {
 				break
 			}
 			im.events = append(im.events, event{kind: b[0], seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]),
-				addr: le.Uint64(b[17:]), size: le.Uint64(b[25:]), stack: le.Uint64(b[33:]), count: int64(le.Uint64(b[41:]))})
+				addr: le.Uint64(b[17:]), size: le.Uint64(b[25:]), stack: le.Uint64(b[33:]), count: int64(le.Uint64(b[41:])), usable: le.Uint64(b[49:])})
 		case 'F':
 			if b, err = read(25); err != nil {
 				break

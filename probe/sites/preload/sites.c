@@ -44,6 +44,7 @@ enum {
 	STACK_CACHE = 4096, // per thread, direct mapped: stack hashes already written
 	SET_SLOTS = 1 << 18, // sampled addresses (rate > 1)
 	SET_PROBES = 128,
+	FILTER_BITS = 17,
 	BOOT_BYTES = 64 << 10,
 };
 
@@ -95,6 +96,11 @@ static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; // the file and the bu
 static pthread_key_t key;
 static _Atomic uint64_t seq;
 static _Atomic uint64_t *set;    // sampled addresses; 0 empty, 1 deleted
+// filter counts the sampled addresses by another slice of their hash (a
+// counting Bloom filter of one hash, 128 KiB, which stays in the cache
+// where the set does not): a free whose count is 0 was not sampled, and
+// needs no look in the set. A count that reaches 255 stays there.
+static _Atomic uint8_t *filter;
 static _Atomic int free_all;     // the set overflowed: record every free
 static uint64_t start_ns;
 
@@ -139,6 +145,18 @@ static uint64_t now_ns(void) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+// usable is malloc_usable_size(p): read from glibc's chunk header where
+// the allocator is glibc's (its size less the header, two of them for a
+// mapped chunk: what malloc_usable_size computes, without the call and
+// its checks), else asked.
+static inline size_t usable(void *p) {
+	if (LIKELY(glibc_malloc)) {
+		size_t h = ((size_t *)p)[-1];
+		return (h & ~(size_t)7) - ((h & 2) ? 16 : 8);
+	}
+	return real_usable(p);
 }
 
 static void publish(struct tbuf *b) {
@@ -329,8 +347,14 @@ static inline uint64_t mix(uint64_t x) {
 	return x;
 }
 
+static inline _Atomic uint8_t *filter_slot(uint64_t h) { return &filter[h >> (64 - FILTER_BITS)]; }
+
 static void set_add(uint64_t a) {
 	uint64_t h = mix(a);
+	_Atomic uint8_t *fc = filter_slot(h);
+	uint8_t c = atomic_load_explicit(fc, memory_order_relaxed);
+	while (c < 255 && !atomic_compare_exchange_weak(fc, &c, (uint8_t)(c + 1)))
+		;
 	for (int i = 0; i < SET_PROBES; i++) {
 		_Atomic uint64_t *s = &set[(h + i) & (SET_SLOTS - 1)];
 		uint64_t v = atomic_load_explicit(s, memory_order_relaxed);
@@ -345,13 +369,18 @@ static int set_del(uint64_t a) {
 	if (atomic_load_explicit(&free_all, memory_order_relaxed))
 		return 1;
 	uint64_t h = mix(a);
+	_Atomic uint8_t *fc = filter_slot(h);
+	if (LIKELY(atomic_load_explicit(fc, memory_order_relaxed) == 0))
+		return 0;
 	for (int i = 0; i < SET_PROBES; i++) {
 		_Atomic uint64_t *s = &set[(h + i) & (SET_SLOTS - 1)];
 		uint64_t v = atomic_load_explicit(s, memory_order_relaxed);
 		if (v == 0)
 			return 0;
-		if (v == a) {
-			atomic_store_explicit(s, 1, memory_order_relaxed);
+		if (v == a && atomic_compare_exchange_strong(s, &v, 1)) {
+			uint8_t c = atomic_load_explicit(fc, memory_order_relaxed);
+			while (c > 0 && c < 255 && !atomic_compare_exchange_weak(fc, &c, (uint8_t)(c - 1)))
+				;
 			return 1;
 		}
 	}
@@ -400,7 +429,7 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 		h = mix(h ^ f.pc[i]) + (uint64_t)i;
 	if (h < 2)
 		h += 2;
-	room(b, 2 + 8 + 8 * (size_t)f.n + 50);
+	room(b, 2 + 8 + 8 * (size_t)f.n + 58);
 	uint64_t *c = &b->cache[h & (STACK_CACHE - 1)];
 	if (*c != h) {
 		*c = h;
@@ -421,6 +450,7 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	put64(b, n);
 	put64(b, h);
 	put64(b, (uint64_t)atomic_load_explicit(&inuse_total, memory_order_relaxed));
+	put64(b, kind == KIND_MMAP || real_usable == NULL ? n : usable(p));
 }
 
 static void record_free(void *p, int flags) {
@@ -457,7 +487,7 @@ static inline void after_alloc(void *p, size_t n, int kind) {
 	b->allocs++;
 	b->bytes += n;
 	if (kind == KIND_HEAP && real_usable != NULL) {
-		b->unpub += (int64_t)real_usable(p);
+		b->unpub += (int64_t)usable(p);
 		if (b->unpub > PUBLISH)
 			publish(b);
 	}
@@ -481,7 +511,7 @@ static inline void before_free(void *p, int flags) {
 		return;
 	b->frees++;
 	if (!(flags & F_MUNMAP) && real_usable != NULL) {
-		b->unpub -= (int64_t)real_usable(p);
+		b->unpub -= (int64_t)usable(p);
 		if (b->unpub < -PUBLISH)
 			publish(b);
 	}
@@ -649,7 +679,8 @@ __attribute__((constructor(101))) static void init(void) {
 	}
 	if (rate > 1) {
 		set = real_mmap(NULL, SET_SLOTS * sizeof *set, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (set == MAP_FAILED)
+		filter = real_mmap(NULL, (size_t)1 << FILTER_BITS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (set == MAP_FAILED || filter == MAP_FAILED)
 			return;
 	}
 	ts.in_hook++;
