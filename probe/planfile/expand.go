@@ -14,8 +14,8 @@ type Config struct {
 	Phase int
 	// Point is the swept variables' values (nil without a sweep).
 	Point map[string]string
-	// Command is the program and its arguments; a program named by a
-	// path with a '/' is made absolute against the plan's Dir.
+	// Command is the program and its arguments. A program named by a
+	// relative path with a '/' is relative to the plan's Dir (Program).
 	Command []string
 	// Set are the variables the phase sets ("NAME=value", sorted);
 	// Unset those it removes (sorted).
@@ -46,9 +46,6 @@ func (p *Plan) Configs(vars map[string]string) []Config {
 		for _, point := range grid {
 			val := p.values(vars, point)
 			c := Config{Phase: i, Point: point, Command: Expand(ph.Command, val)}
-			if strings.Contains(c.Command[0], "/") && !filepath.IsAbs(c.Command[0]) {
-				c.Command[0] = filepath.Join(p.Dir, c.Command[0])
-			}
 			for k, v := range ph.Env {
 				if v == "" {
 					c.Unset = append(c.Unset, k)
@@ -62,6 +59,17 @@ func (p *Plan) Configs(vars map[string]string) []Config {
 		}
 	}
 	return out
+}
+
+// Program is the path to start for c's program: a relative path with a
+// '/' joined to dir, as a shell in dir would find it; a bare name is
+// looked up in PATH.
+func (c Config) Program(dir string) string {
+	prog := c.Command[0]
+	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+		return filepath.Join(dir, prog)
+	}
+	return prog
 }
 
 // SetupCommand is the plan's setup command expanded (nil: none).

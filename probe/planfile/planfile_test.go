@@ -88,10 +88,16 @@ func TestGoodPlan(t *testing.T) {
 	if len(cs) != 2 {
 		t.Fatalf("%d configurations, want 2", len(cs))
 	}
-	abs, _ := filepath.Abs("testdata")
-	want := []string{filepath.Join(abs, "prog"), "--threads", "63", "--stack", "8M", "{literal}"}
+	want := []string{"./prog", "--threads", "63", "--stack", "8M", "{literal}"}
 	if !slices.Equal(cs[0].Command, want) {
 		t.Errorf("command %q, want %q", cs[0].Command, want)
+	}
+	abs, _ := filepath.Abs("testdata")
+	if got := cs[0].Program(p.Dir); got != filepath.Join(abs, "prog") {
+		t.Errorf("program %q, want %q", got, filepath.Join(abs, "prog"))
+	}
+	if got := cs[1].Program(p.Dir); got != "/bin/probe" {
+		t.Errorf("program %q, want /bin/probe", got)
 	}
 	if !slices.Equal(cs[0].Set, []string{"GREETING=hi 63"}) || !slices.Equal(cs[0].Unset, []string{"MALLOC_ARENA_MAX"}) {
 		t.Errorf("env set %q unset %q", cs[0].Set, cs[0].Unset)
