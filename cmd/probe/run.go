@@ -380,9 +380,11 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 		Long: `merge reads run reports (memprobe.report/v1), typically the shards of one
 run, and writes one report with every configuration in the order an
 unsharded run gives them. The reports must be of the same schema version
-and run each plan at the same preset; a configuration in two of them is
-an error. Another commit or machine, or a missing shard, is a warning in
-the merged report. The output is written atomically.
+and the same build (commit), run each plan at the same scale (preset,
+steps, data; a plan file's variables), and, as shards, be of one plan
+and one split, each shard once; a configuration in two of them is an
+error. Another machine, or a missing shard (named by its index), is a
+warning in the merged report. The output is written atomically.
 
 Given decode results (probe decode --json, memprobe.decode/v1), merge
 pools them: the records of one mode, device, shape, probs and pinned
@@ -429,7 +431,12 @@ output is a decode result: one record, or an array.`,
 			if err := schema.WriteReport(out, m); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(stdout, "%s: %d configurations from %d reports\n", out, len(m.Runs), len(reps))
+			if _, err := fmt.Fprintf(stdout, "%s: %d configurations from %d reports\n", out, len(m.Runs), len(reps)); err != nil {
+				return err
+			}
+			if w := runner.MissingShards(reps); w != "" {
+				_, err = fmt.Fprintf(stdout, "warning: %s (the merged report says so too)\n", w)
+			}
 			return err
 		},
 	}
