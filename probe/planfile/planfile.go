@@ -340,7 +340,7 @@ func expectation(e expectTOML, i int) (schema.Expectation, error) {
 	case e.Metric == "":
 		return schema.Expectation{}, errors.New("no metric")
 	case err != nil:
-		return schema.Expectation{}, fmt.Errorf("metric %q is not registered (probe export --list-metrics lists them)", e.Metric)
+		return schema.Expectation{}, fmt.Errorf("metric %q is not registered (a program watched from outside has peak_rss_bytes, final_rss_bytes, final_vsz_bytes, max_rss_bytes, ...)", e.Metric)
 	case d.Run == nil && d.Outside == nil:
 		return schema.Expectation{}, fmt.Errorf("metric %q is one of decode results, not of a run", e.Metric)
 	case !(&schema.Result{Kind: schema.KindProcess}).Measures(e.Metric) && d.Outside == nil:
