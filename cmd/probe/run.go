@@ -207,7 +207,15 @@ probe-<short commit>-quick.json, apart from a full run's); a file already
 there is never replaced without --force (or being the --resume report):
 probe run refuses before starting a child, and --dry-run names the file.
 stdout gets its tables (--format text, markdown, csv) or the report itself
-(--format json). See docs/run.md.`,
+(--format json).
+
+--plan-file PLAN.toml runs the phases of a plan file instead: your own
+program's command lines, each watched from outside as probe exec watches
+it, with the same repetitions, limits, claims and report; --sweep sets
+the file's variables. A bad plan file is refused before any child starts,
+as FILE:LINE: what is wrong. --shard auto takes the shard from a
+Kubernetes Indexed Job, a Slurm array or GitLab parallel. See
+docs/run.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options()

@@ -239,3 +239,25 @@ command = ["/bin/sh", "-c", "exit 0 # {n}"]
 		}
 	}
 }
+
+// TestPlanFileCommittedReport: examples/testdata/c-threads-report.json.gz
+// is `probe run --plan-file examples/c-threads.toml --count 3` on the
+// 2-core development machine (docs/run.md). probe report reads it as
+// any run report: the note's 455 MB stack saving is refuted in peak RSS
+// and the stacks' reservation is what moved.
+func TestPlanFileCommittedReport(t *testing.T) {
+	stdout, _, err := runProbe("report", filepath.Join("..", "..", "examples", "testdata", "c-threads-report.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"[1] P1, no: peak RSS changed by",
+		"the note claims -433.9 MiB (-455 MB)",
+		"stacks.threads                  4.43 MiB        504.2 MiB     4.43 MiB     63.2 MiB",
+		"c.malloc.arenas",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("probe report lacks %q:\n%s", want, stdout)
+		}
+	}
+}
