@@ -206,8 +206,8 @@ func Parse(path string, b []byte, sweeps []Sweep) (*Plan, error) {
 		}
 		p.Setup = f.Setup
 	}
-	for k, v := range f.Vars {
-		line := loc.in("vars", 0, k)
+	for _, k := range sortedKeys(f.Vars) {
+		v, line := f.Vars[k], loc.in("vars", 0, k)
 		if !varRE.MatchString(k) {
 			return nil, fail(line, "variable %q: want a name of letters, digits and '_'", k)
 		}
@@ -273,7 +273,8 @@ func Parse(path string, b []byte, sweeps []Sweep) (*Plan, error) {
 		if err := checkRefs(ph.Command, defined, used); err != "" {
 			return nil, fail(at("command"), "phase %q: command: %s", ph.Name, err)
 		}
-		for k, v := range ph.Env {
+		for _, k := range sortedKeys(ph.Env) {
+			v := ph.Env[k]
 			if k == "" || strings.ContainsAny(k, "=\x00") {
 				return nil, fail(at("env"), "phase %q: env: %q is not a variable name", ph.Name, k)
 			}
