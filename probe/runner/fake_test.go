@@ -54,15 +54,18 @@ func fakeChild(args []string) int {
 		return 0
 	}
 	if len(args) == 3 && args[0] == "alloc" {
-		// A plan file's program: touch MiB, hold it for ms, exit 0.
+		// A plan file's program: make MiB resident, hold it for ms,
+		// exit 0. MAP_POPULATE faults the pages in without a Go write,
+		// which under -race would make as much shadow memory resident.
 		mib, _ := strconv.Atoi(args[1])
 		ms, _ := strconv.Atoi(args[2])
-		b := make([]byte, mib<<20)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
+		b, err := syscall.Mmap(-1, 0, mib<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "alloc:", err)
+			return 1
 		}
 		time.Sleep(time.Duration(ms) * time.Millisecond)
-		runtime.KeepAlive(b)
+		syscall.Munmap(b)
 		return 0
 	}
 	flags := map[string]string{}

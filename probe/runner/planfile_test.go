@@ -54,7 +54,7 @@ func planOptions(t *testing.T, p *planfile.Plan) Options {
 // count times; a program that exits non-zero is failed with its status
 // and last stderr line, and the run goes on; the phase's environment
 // sets and removes variables; the claims are judged by the report's
-// claims column against the previous phase.
+// claims column against the previous phase, named by its name.
 func TestPlanFileRun(t *testing.T) {
 	p := writePlan(t, `
 name = "fake"
@@ -73,6 +73,11 @@ command = ["{probe}", "alloc", "72", "100"]
 expect = [{ metric = "peak_rss_bytes", change = "+64MiB" }]
 
 [[phase]]
+name = "wrong"
+command = ["{probe}", "alloc", "8", "100"]
+expect = [{ metric = "peak_rss_bytes", change = "+64MiB" }]
+
+[[phase]]
 name = "fails"
 command = ["/bin/sh", "-c", "echo first >&2; echo 'the last line' >&2; exit 3"]
 
@@ -81,10 +86,6 @@ name = "env"
 command = ["/bin/sh", "-c", "test -z \"$GONE\" && test \"$SET\" = v-8"]
 env = { GONE = "", SET = "v-{small}" }
 
-[[phase]]
-name = "wrong"
-command = ["{probe}", "alloc", "8", "100"]
-expect = [{ metric = "peak_rss_bytes", change = "-64MiB" }]
 `)
 	o := planOptions(t, p)
 	o.Env = append(o.Env, "GONE=here")
@@ -128,7 +129,7 @@ expect = [{ metric = "peak_rss_bytes", change = "-64MiB" }]
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{"fails failed: repetition 1 of 2: exit status 3: the last line", "wrong, no: peak RSS changed by", "from env;"} {
+	for _, want := range []string{"fails failed: repetition 1 of 2: exit status 3: the last line", "wrong, no: peak RSS changed by", "from big;"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("tables lack %q:\n%s", want, text)
 		}
