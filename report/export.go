@@ -56,58 +56,118 @@ func BenchUnits() []string {
 	return out
 }
 
-// WriteBench writes a run report in the Go benchmark format
+// WriteBench writes an input's rows in the Go benchmark format
 // (golang.org/design/14313-benchmark-format), for benchstat and the perf
 // dashboard: the environment as configuration lines (commit, goos, goarch,
 // cpu, go, ...; compare two commits' exports with benchstat -ignore
-// commit,commit-time), then for each configuration its preset as a
-// configuration line and one line per repetition,
+// commit,commit-time), then per row its benchmark lines (benchLines).
+//
+// A run report's row is a configuration: its preset as a configuration
+// line where it changes, and one line per repetition,
 //
 //	BenchmarkThreads/phase=P6/threads=7 1 66743690 ns/op 37347 tokens/s 27230208 peak-rss-B ...
 //
 // named after the plan, with the phase and sweep values as sub-benchmark
-// keys. Configurations with no finished repetition write no line.
-func WriteBench(w io.Writer, rep *schema.Report) error {
+// keys; configurations with no finished repetition write no line.
+//
+// A decode record's row is one line per timed pass, an op being one token,
+//
+//	BenchmarkDecode/mode=batch/device=cpu/B=32/T=128/C=256/V=788/probs=true 1 5587 ns/op 178973 tokens/s 5300 host-wait-ns/op 92.6 device-busy-% ...
+//
+// (a record whose host buffers were page-locked, config.pinned_host, ends
+// its name in /pinned_host=true), so that benchstat compares two decode
+// results over their passes (which are passes of one process, not
+// independent runs: benchstat's intervals are narrower than run-to-run
+// noise). A record without per-pass samples writes one line from its
+// totals. Decode rows with no record are an error.
+func WriteBench(w io.Writer, rs *Rows) error {
+	if rs.Kind == metric.Decode && len(rs.All) == 0 {
+		return fmt.Errorf("decode bench: no records")
+	}
 	bw := bufio.NewWriter(w)
-	writeBenchEnvironment(bw, rep.Environment)
+	env, _ := rs.environment()
+	writeBenchEnvironment(bw, env)
 	preset := ""
-	for i := range rep.Runs {
-		run := &rep.Runs[i]
-		if len(run.Repetitions) == 0 {
+	for _, r := range rs.All {
+		lines := r.benchLines()
+		if len(lines) == 0 {
 			continue
 		}
-		if p := run.Config.Preset; p != preset {
-			preset = p
-			fmt.Fprintf(bw, "preset: %s\n", oneLine(p))
-		}
-		name := benchName(run)
-		var outside []*schema.Outside
-		for k := range run.Outside {
-			if run.Outside[k].Status == schema.StatusOK {
-				outside = append(outside, &run.Outside[k])
+		if r.run != nil {
+			if p := r.run.Config.Preset; p != preset {
+				preset = p
+				fmt.Fprintf(bw, "preset: %s\n", oneLine(p))
 			}
 		}
-		for k := range run.Repetitions {
-			var o *schema.Outside
-			if k < len(outside) {
-				o = outside[k]
-			}
+		name := r.benchName()
+		for _, l := range lines {
 			bw.WriteString(name + " 1")
-			r := &run.Repetitions[k]
-			for _, u := range benchUnits {
-				// A process result (probe exec) has no training figures:
-				// left out, not written as zeros for benchstat to compare.
-				if !r.Measures(u.metric) {
-					continue
-				}
-				if x, ok := benchValueOf(u.metric, r, o); ok {
-					fmt.Fprintf(bw, " %s %s", benchValue(x), u.unit)
-				}
+			for _, f := range l {
+				fmt.Fprintf(bw, " %s %s", benchValue(f.x), f.unit)
 			}
 			bw.WriteString("\n")
 		}
 	}
 	return bw.Flush()
+}
+
+// benchField is one value of a benchmark line and its unit.
+type benchField struct {
+	x    float64
+	unit string
+}
+
+// benchName is the row's benchmark name: a run's (benchName), or
+// "BenchmarkDecode" and the record's mode, device and shape as keys.
+func (r *Row) benchName() string {
+	if r.run != nil {
+		return benchName(r.run.Run)
+	}
+	d := r.rec
+	m := d.Config.Model
+	name := fmt.Sprintf("BenchmarkDecode/mode=%s/device=%s/B=%d/T=%d/C=%d/V=%d/probs=%t", d.Decode, d.Device, m.Batch, m.Context, m.Dim, m.Vocab, d.Config.Probs)
+	if d.Config.PinnedHost { // named only where used: other names stay as they were
+		name += "/pinned_host=true"
+	}
+	return benchSafe(name)
+}
+
+// benchLines are the row's benchmark lines, a sample each: a run's
+// repetitions (benchUnits, max-rss-B from the parent's view of the
+// repetition of the same index among those it saw finish), a decode
+// record's passes (decodeBenchUnits).
+func (r *Row) benchLines() [][]benchField {
+	if r.rec != nil {
+		return decodeBenchLines(*r.rec.DecodeRecord)
+	}
+	run := r.run.Run
+	var outside []*schema.Outside
+	for k := range run.Outside {
+		if run.Outside[k].Status == schema.StatusOK {
+			outside = append(outside, &run.Outside[k])
+		}
+	}
+	var out [][]benchField
+	for k := range run.Repetitions {
+		var o *schema.Outside
+		if k < len(outside) {
+			o = outside[k]
+		}
+		rep := &run.Repetitions[k]
+		line := []benchField{}
+		for _, u := range benchUnits {
+			// A process result (probe exec) has no training figures:
+			// left out, not written as zeros for benchstat to compare.
+			if !rep.Measures(u.metric) {
+				continue
+			}
+			if x, ok := benchValueOf(u.metric, rep, o); ok {
+				line = append(line, benchField{x, u.unit})
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // writeBenchEnvironment writes the machine and build as configuration
@@ -134,7 +194,7 @@ func writeBenchEnvironment(bw *bufio.Writer, e schema.Environment) {
 	config("kernel", e.KernelRelease)
 }
 
-// decodeBenchUnits are the units of WriteDecodeBench's lines and the
+// decodeBenchUnits are the units of a decode record's WriteBench lines and the
 // metrics they read through the registry: a pass's sample (perPass, the
 // metric's Passes) or the record's figure. An op is one token; ns/op is
 // 1e9 over the pass's tokens/s.
@@ -170,49 +230,29 @@ func decodeBenchValue(unit, name string, perPass bool, r *schema.DecodeRecord, i
 	return 0, false
 }
 
-// WriteDecodeBench writes decode records (probe decode --json) in the Go
-// benchmark format: the environment as configuration lines, then per
-// record one line per timed pass, an op being one token,
-//
-//	BenchmarkDecode/mode=batch/device=cpu/B=32/T=128/C=256/V=788/probs=true 1 5587 ns/op 178973 tokens/s 5300 host-wait-ns/op 92.6 device-busy-% ...
-//
-// (a record whose host buffers were page-locked, config.pinned_host, ends
-// its name in /pinned_host=true), so that benchstat compares two decode results over their passes (which
-// are passes of one process, not independent runs: benchstat's intervals
-// are narrower than run-to-run noise). A record without per-pass samples
-// writes one line from its totals.
-func WriteDecodeBench(w io.Writer, recs []schema.DecodeRecord) error {
-	if len(recs) == 0 {
-		return fmt.Errorf("decode bench: no records")
-	}
-	bw := bufio.NewWriter(w)
-	writeBenchEnvironment(bw, recs[0].Environment)
-	for k := range recs {
-		r := recs[k]
-		m := r.Config.Model
-		name := fmt.Sprintf("BenchmarkDecode/mode=%s/device=%s/B=%d/T=%d/C=%d/V=%d/probs=%t", r.Decode, r.Device, m.Batch, m.Context, m.Dim, m.Vocab, r.Config.Probs)
-		if r.Config.PinnedHost { // named only where used: other names stay as they were
-			name += "/pinned_host=true"
-		}
-		if len(r.TokensPerSecPasses) == 0 {
-			r.TokensPerSecPasses = []float64{r.TokensPerSec}
-			r.HostWaitNsPerTokenPasses = []float64{r.HostWaitNsPerToken}
-			r.DeviceBusyPctPasses = nil
-			if r.DeviceBusyPct != nil {
-				r.DeviceBusyPctPasses = []float64{*r.DeviceBusyPct}
-			}
-		}
-		for i := range r.TokensPerSecPasses {
-			bw.WriteString(benchSafe(name) + " 1")
-			for _, u := range decodeBenchUnits {
-				if x, ok := decodeBenchValue(u.unit, u.metric, u.perPass, &r, i); ok {
-					fmt.Fprintf(bw, " %s %s", benchValue(x), u.unit)
-				}
-			}
-			bw.WriteString("\n")
+// decodeBenchLines are a record's lines, one per timed pass; a record
+// (a copy: r is the caller's value) without per-pass samples has one,
+// from its totals.
+func decodeBenchLines(r schema.DecodeRecord) [][]benchField {
+	if len(r.TokensPerSecPasses) == 0 {
+		r.TokensPerSecPasses = []float64{r.TokensPerSec}
+		r.HostWaitNsPerTokenPasses = []float64{r.HostWaitNsPerToken}
+		r.DeviceBusyPctPasses = nil
+		if r.DeviceBusyPct != nil {
+			r.DeviceBusyPctPasses = []float64{*r.DeviceBusyPct}
 		}
 	}
-	return bw.Flush()
+	var out [][]benchField
+	for i := range r.TokensPerSecPasses {
+		line := []benchField{}
+		for _, u := range decodeBenchUnits {
+			if x, ok := decodeBenchValue(u.unit, u.metric, u.perPass, &r, i); ok {
+				line = append(line, benchField{x, u.unit})
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // benchValue writes a value as the Go benchmark format's lines usually

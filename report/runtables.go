@@ -35,7 +35,7 @@ import (
 // and from the repetition whose peak RSS is nearest its run's median.
 // Every table goes through internal/table in format f; in CSV the tables
 // follow one another, separated by an empty line, without titles or notes.
-// RunBlocks gives the same tables and paragraphs, unrendered.
+// Blocks gives the same tables and paragraphs, unrendered.
 func WriteRunTables(w io.Writer, rep *schema.Report, f table.Format) error {
 	if _, err := table.ParseFormat(string(f)); err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/report"
+	"memprobe/metric"
 	"memprobe/schema"
 )
 
@@ -75,7 +75,7 @@ func TestDiffDecode(t *testing.T) {
 		t.Fatalf("probe diff: %v, stderr %q", err, stderr)
 	}
 	help := strings.Join(strings.Fields(newDiffCmd(nil, nil).Long), " ")
-	for _, m := range report.DefaultDecodeDiffMetrics {
+	for _, m := range metric.Defaults(metric.Decode) {
 		if !strings.Contains(help, " "+m) {
 			t.Errorf("probe diff's help does not name the default decode metric %s", m)
 		}

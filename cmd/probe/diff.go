@@ -153,8 +153,8 @@ against a run report is refused, and so is a directory that mixes them.`,
 			return runDiff(stdout, stderr, args[0], args[1], f)
 		},
 	}
-	cmd.Flags().StringSliceVar(&f.metrics, "metric", nil, "metrics to compare, comma-separated (default: "+strings.Join(report.DefaultDiffMetrics, ",")+
-		"; for decode results "+strings.Join(report.DefaultDecodeDiffMetrics, ",")+")")
+	cmd.Flags().StringSliceVar(&f.metrics, "metric", nil, "metrics to compare, comma-separated (default: "+strings.Join(metric.Defaults(metric.Run), ",")+
+		"; for decode results "+strings.Join(metric.Defaults(metric.Decode), ",")+")")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "regression limits, e.g. 'peak_rss_bytes:+5%,go_heap_allocs_per_step:+0': exit 1 past one, or where head cannot be checked (a configuration failed or missing)")
 	cmd.Flags().Float64Var(&f.alpha, "alpha", report.DefaultAlpha, "significance level of the U test")
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: "+strings.Join(report.DiffFormats, ", "))
@@ -267,7 +267,7 @@ func diffReports(basePath, headPath, reportsDir string, opt report.DiffOptions) 
 	if err != nil {
 		return nil, err
 	}
-	d, err := report.Compare(base, head, opt)
+	d, err := report.Compare(report.ReportRows(base), report.ReportRows(head), opt)
 	if err == nil && same != "" {
 		d.Warnings = append([]string{same}, d.Warnings...)
 	}
@@ -310,7 +310,7 @@ func diffDecode(basePath, headPath string, opt report.DiffOptions) (*report.Diff
 	if err != nil {
 		return nil, err
 	}
-	return report.CompareDecode(base, head, opt)
+	return report.Compare(report.DecodeRows(base), report.DecodeRows(head), opt)
 }
 
 // isDecodeSide says whether path is a decode result file, or a directory
