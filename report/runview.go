@@ -8,14 +8,14 @@ import (
 	"strconv"
 	"strings"
 
+	"memprobe/internal/table"
 	"memprobe/metric"
 	"memprobe/schema"
 	"memprobe/stats"
 )
 
-// The metrics the run tables show, by their names in a result (a JSON
-// field, or a dotted path to one): the names a Summary's metrics and an
-// Expectation use.
+// The metrics the run tables show, by their registered names (package
+// metric): the names a Summary's metrics and an Expectation use.
 const (
 	metricPeakRSS    = "peak_rss_bytes"
 	metricVSZ        = "final_vsz_bytes"
@@ -25,22 +25,25 @@ const (
 	metricTokens     = "tokens_per_sec"
 )
 
-// metricLabels are how footnotes name the metrics they know.
-var metricLabels = map[string]string{
-	metricPeakRSS:    "peak RSS",
-	metricVSZ:        "final VSZ",
-	metricGoHeap:     "peak Go heap",
-	metricAllocs:     "allocs/step",
-	metricAllocBytes: "bytes/step",
-	metricTokens:     "tokens/s",
-	"step_ns_median": "step time",
+// metricLabel is how a sentence (a claim's footnote) names a metric: its
+// registered label (metric.Def.Title), its name where it has none or is
+// not registered.
+func metricLabel(name string) string {
+	d, err := metric.Lookup(name)
+	if err != nil {
+		return name
+	}
+	return d.Title()
 }
 
-func metricLabel(name string) string {
-	if l, ok := metricLabels[name]; ok {
-		return l
+// metricColumn is a table column of a metric's figure, named by its
+// registered label (metricLabel): bytes in IEC units where its unit is
+// bytes, a rate otherwise.
+func metricColumn(name string) table.Column {
+	if isBytes(name) {
+		return table.Column{Name: metricLabel(name), Kind: table.Bytes}
 	}
-	return name
+	return table.Column{Name: metricLabel(name), Kind: table.Rate}
 }
 
 // runView is a Run with its position in its plan.
