@@ -446,11 +446,12 @@ func sweepChart(p *planRuns, axis string) (*Chart, string) {
 	if len(all) == 0 {
 		return nil, "no sweep chart of " + axis + ": no finished run"
 	}
-	pl := newPlot(false, true)
-	title := planTitle(p.name) + ": peak RSS by " + axis
+	rss, bytes := metricAxis("peak_rss_bytes")
+	pl := newPlot(false, bytes)
+	title := planTitle(p.name) + ": " + rss + " by " + axis
 	pl.Title.Text = title
 	pl.X.Label.Text = axis
-	pl.Y.Label.Text = "peak RSS"
+	pl.Y.Label.Text = rss
 	pl.Y.Min = 0
 	pl.Legend.Top = true
 	pl.Legend.Left = true

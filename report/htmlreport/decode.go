@@ -221,9 +221,10 @@ func tokensChart(recs []schema.DecodeRecord) (*Chart, string) {
 		pooled = append(pooled, fmt.Sprintf("%s (%d runs)", r.Decode, len(r.TokensPerSecRuns)))
 	}
 	pl := newPlot(false, false)
-	title := "decode on " + recs[0].Device + ": tokens/s by mode (log scale)"
+	tps, _ := metricAxis("tokens_per_sec")
+	title := "decode on " + recs[0].Device + ": " + tps + " by mode (log scale)"
 	pl.Title.Text = title
-	pl.Y.Label.Text = "tokens/s"
+	pl.Y.Label.Text = tps
 	pl.Y.Scale, pl.Y.Tick.Marker = floorLog{}, logTicks{}
 	pl.Add(plotter.NewGrid())
 	b, err := plotter.NewBarChart(vals, vg.Points(40))
