@@ -139,10 +139,10 @@ func TestAccessors(t *testing.T) {
 // TestAbsent: a figure of a nested object that is null, or one the
 // record leaves out, is absent, not 0.
 func TestAbsent(t *testing.T) {
-	var r schema.Result // Runtime, DecodeStats nil
+	var r schema.Result // Runtime, DecodeStats, Process, Sampler nil
 	var d schema.DecodeRecord
 	d.DeviceMemory = &schema.DeviceMemory{}
-	for _, name := range []string{"runtime.peak.heap_live_bytes", "decode_stats.syncs"} {
+	for _, name := range []string{"runtime.peak.heap_live_bytes", "decode_stats.syncs", "process.vm_hwm_bytes", "process.rusage_user_ms", "sampler.peaks.rss_bytes"} {
 		def, _ := Lookup(name)
 		if _, ok := def.Run(&r); ok {
 			t.Errorf("%s of a result without it: present", name)
@@ -168,6 +168,7 @@ var suffixUnits = []struct{ suffix, unit string }{
 	{"_bytes", Bytes},
 	{"_ns", Nanoseconds},
 	{"_pct", Percent},
+	{"_ms", Milliseconds},
 	{"tokens_per_sec", TokensPerSec},
 	{"_per_token", PerToken},
 	{"_allocs_per_step", PerStep},

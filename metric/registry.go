@@ -8,6 +8,7 @@ const (
 	Bytes        = "bytes"
 	BytesPerStep = "bytes/step"
 	Nanoseconds  = "ns"
+	Milliseconds = "ms"
 	NsPerToken   = "ns/token"
 	TokensPerSec = "tokens/s"
 	Percent      = "%"
@@ -65,6 +66,23 @@ var registry = []Def{
 	{Name: "runtime.peak.goroutines", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.Goroutines })},
 	{Name: "runtime.peak.runtime_threads", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.RuntimeThreads })},
 	{Name: "runtime.peak.os_threads", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.OSThreads })},
+
+	// The outside view of a process (probe exec, probe attach; null in a
+	// training job's result): the kernel's peak RSS as last seen, wait4's
+	// at exit, the largest RSS of the process tree at one moment, and
+	// the CPU time it used, by wait4 (exec only: 0 for attach).
+	{Name: "process.vm_hwm_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.VmHWMBytes) })},
+	{Name: "process.rusage_maxrss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMaxRSSBytes) })},
+	{Name: "process.tree_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.TreePeakRSSBytes) })},
+	{Name: "process.rusage_user_ms", Label: "user CPU", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageUserMs })},
+	{Name: "process.rusage_system_ms", Label: "system CPU", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageSystemMs })},
+	{Name: "process.duration_ms", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.DurationMs })},
+	// The sampler's maxima over every sample (null without instruments):
+	// each field's own peak, not of one moment.
+	{Name: "sampler.peaks.rss_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.RSSBytes })},
+	{Name: "sampler.peaks.vsz_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.VSZBytes })},
+	{Name: "sampler.peaks.rss_anon_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.RssAnonBytes })},
+	{Name: "sampler.peaks.pss_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.PssBytes })},
 
 	// The trainer's counters: what each phase changes.
 	{Name: "counts.workers", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.Workers) })},
@@ -151,6 +169,24 @@ func peak(get func(*schema.RuntimePeaks) int64) func(*schema.Result) (float64, b
 			return 0, false
 		}
 		return float64(get(&r.Runtime.Peak)), true
+	}
+}
+
+func process(get func(*schema.Process) float64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Process == nil {
+			return 0, false
+		}
+		return get(r.Process), true
+	}
+}
+
+func samplerPeak(get func(*schema.SamplerPoint) uint64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Sampler == nil {
+			return 0, false
+		}
+		return float64(get(&r.Sampler.Peaks)), true
 	}
 }
 

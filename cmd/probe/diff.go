@@ -97,6 +97,14 @@ shards with probe merge first, or compare like with like); and a metric
 with a limit that base measured and head did not. A configuration only
 head ran is no breach. Without --fail-on they are only listed.
 
+Two results of probe exec (or attach) compare as reports of one run each;
+besides peak_rss_bytes and final_vsz_bytes, the outside view's figures are
+metrics of their own: process.vm_hwm_bytes, process.rusage_maxrss_bytes,
+process.tree_peak_rss_bytes, process.rusage_user_ms,
+process.rusage_system_ms, process.duration_ms and the sampler's peaks
+(sampler.peaks.rss_bytes, vsz_bytes, rss_anon_bytes, pss_bytes), so
+--fail-on 'process.vm_hwm_bytes:+10%' gates a program's memory.
+
 A metric (of --metric or --fail-on) that no run report or decode result
 can have, a typo, is a usage error (exit 2); one that no configuration of
 BASE or HEAD measured is an error (exit 1), never a table of dashes or a
