@@ -203,3 +203,17 @@ func TestDiffDecodeRun(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffDecodeSameInput: decode results are read as run reports are
+// (one reader, one Compare), so a diff of a decode result with itself
+// says so, as one of a run report does.
+func TestDiffDecodeSameInput(t *testing.T) {
+	dec := decodeFile(t, "d.json", false, decodeModes, nil)
+	stdout, _, err := runProbe("diff", dec, dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "warning: base and head are one file, " + dec + ": the diff compares it with itself"; !strings.Contains(stdout, want) {
+		t.Errorf("diff of a decode result with itself: no %q in\n%s", want, stdout)
+	}
+}
