@@ -134,3 +134,30 @@ func TestDefaultsByKind(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMedianRepresentative: a run's median is its summary's where the
+// summary holds the metric, else the repetitions' median read through the
+// registry; the representative repetition is the one nearest the median
+// peak RSS (the HTML page draws and profiles that one).
+func TestRunMedianRepresentative(t *testing.T) {
+	run := &schema.Run{Status: schema.StatusOK, Repetitions: []schema.Result{{PeakRSSBytes: 10 << 20}, {PeakRSSBytes: 31 << 20}, {PeakRSSBytes: 19 << 20}}}
+	if m, ok := RunMedian(run, "peak_rss_bytes"); !ok || m != 19<<20 {
+		t.Errorf("median of the repetitions: %v %v, want 19 MiB", m, ok)
+	}
+	if k := Representative(run); k != 2 {
+		t.Errorf("representative %d, want 2 (19 MiB, the median)", k)
+	}
+	run.Summary.Metrics = []schema.Metric{{Name: "peak_rss_bytes", N: 3, Median: 30 << 20}}
+	if m, _ := RunMedian(run, "peak_rss_bytes"); m != 30<<20 {
+		t.Errorf("median with a summary: %v, want the summary's 30 MiB", m)
+	}
+	if k := Representative(run); k != 1 {
+		t.Errorf("representative with a summary median of 30 MiB: %d, want 1 (31 MiB)", k)
+	}
+	if _, ok := RunMedian(run, "process.vm_hwm_bytes"); ok {
+		t.Error("a training run has a process.vm_hwm_bytes median")
+	}
+	if k := Representative(&schema.Run{}); k != -1 {
+		t.Errorf("no repetition: %d, want -1", k)
+	}
+}

@@ -121,6 +121,21 @@ func (v *runView) values(name string) []float64 {
 	return out
 }
 
+// RunMedian is metric name's median over a run's repetitions as the
+// tables show it (runView.metric: the run's summary's where it holds the
+// metric, else stats.Median of the repetitions' values, read through the
+// registry); ok is false where no repetition has it.
+func RunMedian(r *schema.Run, name string) (median float64, ok bool) {
+	s := newRunView(r).metric(name)
+	return s.median, s.exists
+}
+
+// Representative is the index of the run's repetition whose peak RSS is
+// nearest its median (the first of equals): the one whose detail the
+// tables show, and the HTML page's charts and flame graphs with them; -1
+// when the run has no repetition.
+func Representative(r *schema.Run) int { return newRunView(r).representative() }
+
 // representative is the repetition whose peak RSS is nearest the run's
 // median (the first of equals), for the tables that show one repetition's
 // detail; -1 when none finished.

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"memprobe/internal/table"
+	"memprobe/metric"
 	"memprobe/report/memplot"
 	"memprobe/schema"
 )
@@ -394,6 +395,10 @@ func sweepChart(p *planRuns, axis string) (*Chart, string) {
 		name   string
 		xs, ys []float64
 	}
+	peakRSS, err := metric.Lookup("peak_rss_bytes")
+	if err != nil {
+		return nil, err.Error()
+	}
 	var all []*series
 	var labels []string // the values of a non-numeric axis, in order of appearance
 	numeric := true
@@ -439,8 +444,10 @@ func sweepChart(p *planRuns, axis string) (*Chart, string) {
 			x = float64(slices.Index(labels, r.Sweep[axis]))
 		}
 		for i := range r.Repetitions {
-			all[k].xs = append(all[k].xs, x)
-			all[k].ys = append(all[k].ys, float64(r.Repetitions[i].PeakRSSBytes))
+			if y, ok := peakRSS.Run(&r.Repetitions[i]); ok {
+				all[k].xs = append(all[k].xs, x)
+				all[k].ys = append(all[k].ys, y)
+			}
 		}
 	}
 	if len(all) == 0 {
