@@ -115,19 +115,19 @@ type historyCell struct {
 // sorted: each configuration's key (of plan, "" for all) in order of
 // first appearance, and per entry, per key, its cell (absent: the entry
 // did not run the configuration, it did not finish, or it has no such
-// metric). exact says the metric is compared exactly (a count). The
+// metric). The
 // entries are rows of one kind: run reports or decode results, which the
 // history does not mix.
-func historyColumns(es []HistoryEntry, name, plan string) (keys []string, cells []map[string]historyCell, exact bool, err error) {
+func historyColumns(es []HistoryEntry, name, plan string) (keys []string, cells []map[string]historyCell, err error) {
 	decode := slices.ContainsFunc(es, func(e HistoryEntry) bool { return e.Report == nil })
 	if decode && slices.ContainsFunc(es, func(e HistoryEntry) bool { return e.Report != nil }) {
-		return nil, nil, false, fmt.Errorf("history: %d of %d files are decode results, the rest run reports: a history follows one kind", countDecode(es), len(es))
+		return nil, nil, fmt.Errorf("history: %d of %d files are decode results, the rest run reports: a history follows one kind", countDecode(es), len(es))
 	}
 	kind := metric.Run
 	if decode {
 		kind = metric.Decode
 		if plan != "" && plan != "decode" {
-			return nil, nil, false, fmt.Errorf("history: --plan %s: decode results are of plan decode", plan)
+			return nil, nil, fmt.Errorf("history: --plan %s: decode results are of plan decode", plan)
 		}
 	}
 	short := decode && oneDecodeSetting(es)
@@ -157,9 +157,9 @@ func historyColumns(es []HistoryEntry, name, plan string) (keys []string, cells 
 		return slices.ContainsFunc(all, func(r *Row) bool { return r.measures(m) })
 	}
 	if err := checkHistoryMetric(keys, name, kind.String(), metric.Defaults(kind), measured); err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
-	return keys, cells, isExact(name), nil
+	return keys, cells, nil
 }
 
 // checkHistoryMetric refuses a metric that no configuration (of keys,
@@ -227,16 +227,13 @@ func cellOf(r *Row, m string) (historyCell, bool) {
 	return historyCell{shown: shown, row: r}, true
 }
 
-// compareCells is the change from prev to cur: two decode records as
-// probe diff compares them (compareMetric); a run's repetitions by the U
-// test, or exactly for a deterministic metric whatever their number (a
-// history of single runs shows every change of a count).
-func compareCells(m string, exact bool, prev, cur historyCell) MetricDiff {
-	if prev.row.rec != nil {
-		r, _, _ := compareMetric(m, prev.row, cur.row, DefaultAlpha)
-		return r
-	}
-	return diffValues(m, prev.runs, cur.runs, exact, DefaultAlpha, nil)
+// compareCells is the change from prev to cur, as probe diff compares
+// two rows (compareMetric): a run's repetitions by the U test, or exactly
+// for a deterministic metric where two or more a side agree; two decode
+// records over their runs or passes.
+func compareCells(m string, prev, cur historyCell) MetricDiff {
+	r, _, _ := compareMetric(m, prev.row, cur.row, DefaultAlpha)
+	return r
 }
 
 // HistoryMedians is what `probe history --chart` draws: the entries oldest
@@ -245,7 +242,7 @@ func compareCells(m string, exact bool, prev, cur historyCell) MetricDiff {
 // entry has none).
 func HistoryMedians(entries []HistoryEntry, metric, plan string) (sorted []HistoryEntry, keys []string, values map[string][]float64, err error) {
 	es := SortedHistory(entries)
-	keys, cells, _, err := historyColumns(es, metric, plan)
+	keys, cells, err := historyColumns(es, metric, plan)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -265,17 +262,20 @@ func HistoryMedians(entries []HistoryEntry, metric, plan string) (sorted []Histo
 // WriteHistory renders one row per entry, oldest first (SortedHistory):
 // its commit and time and, for each configuration of plan (all when ""),
 // the metric's figure with an arrow where it changed significantly from
-// the previous entry that has the configuration (↑ up, ↓ down; the test
-// and alpha of Compare, exact for deterministic metrics), "~" where it did
-// not. Run reports' configurations are their plans' phases; decode
-// results' are their modes, compared over their runs where both pooled
-// several, else over their passes (as probe diff does).
+// the previous entry that has the configuration (↑ up, ↓ down: what
+// probe diff of the two entries calls significant, compareMetric), "~"
+// where it did not, a change the U test cannot judge at the repetitions
+// given included. Run reports' configurations are their plans' phases,
+// compared over their repetitions, exactly for a deterministic metric
+// where two or more a side agree; decode results' are their modes,
+// compared over their runs where both pooled several, else over their
+// passes.
 func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f table.Format) error {
 	if _, err := table.ParseFormat(string(f)); err != nil {
 		return err
 	}
 	es := SortedHistory(entries)
-	keys, cells, exact, err := historyColumns(es, metric, plan)
+	keys, cells, err := historyColumns(es, metric, plan)
 	if err != nil {
 		return err
 	}
@@ -311,7 +311,7 @@ func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f ta
 			}
 			trend := ""
 			if p, ok := prev[k]; ok {
-				d := compareCells(metric, exact, p, c)
+				d := compareCells(metric, p, c)
 				switch {
 				case !d.Significant:
 					trend = "~"

@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
 
+	"memprobe/internal/table"
 	"memprobe/metric"
 	"memprobe/schema"
 )
@@ -159,5 +161,39 @@ func TestRunMedianRepresentative(t *testing.T) {
 	}
 	if k := Representative(&schema.Run{}); k != -1 {
 		t.Errorf("no repetition: %d, want -1", k)
+	}
+}
+
+// TestHistoryAsDiff: a history's arrow is what probe diff says of the two
+// entries (compareMetric): a count that moves between single runs (one
+// draw a side, 2,085 then 2,086 allocations a step) is no arrow, as diff
+// calls it unjudged, while the same move between two agreeing
+// repetitions a side is ↑.
+func TestHistoryAsDiff(t *testing.T) {
+	const m = "go_heap_allocs_per_step"
+	for _, c := range []struct {
+		base, head []float64
+		want       string
+	}{
+		{[]float64{2085}, []float64{2086}, ",2086,~\n"},
+		{[]float64{2085, 2085}, []float64{2086, 2086}, ",2086,↑\n"},
+	} {
+		head := oneRunReport(m, c.head...)
+		head.StartTime = "2026-11-26T03:00:00Z"
+		es := []HistoryEntry{{Name: "a.json", Report: oneRunReport(m, c.base...)}, {Name: "b.json", Report: head}}
+		var buf bytes.Buffer
+		if err := WriteHistory(&buf, es, m, "", table.CSV); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), c.want) {
+			t.Errorf("%v then %v: no %q in\n%s", c.base, c.head, c.want, buf.String())
+		}
+		d, err := Compare(ReportRows(es[0].Report), ReportRows(es[1].Report), DiffOptions{Metrics: []string{m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sig := d.Configs[0].Rows[0].Significant; sig != strings.Contains(c.want, "↑") {
+			t.Errorf("%v then %v: diff says significant %v, the history %q", c.base, c.head, sig, c.want)
+		}
 	}
 }
