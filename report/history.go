@@ -105,8 +105,6 @@ type historyCell struct {
 	// over its repetitions, a decode record's own figure (tokens/s over
 	// all its passes, or the median of its pooled runs).
 	shown float64
-	// runs are a run's repetitions, independent samples.
-	runs []float64
 	// row is the configuration the cell is of: compareCells compares two.
 	row *Row
 }
@@ -214,7 +212,7 @@ func oneDecodeSetting(es []HistoryEntry) bool {
 func cellOf(r *Row, m string) (historyCell, bool) {
 	if r.rec == nil {
 		vals, _, ok := r.values(m, false)
-		return historyCell{shown: sideOf(vals).Median, runs: vals, row: r}, ok && r.ok()
+		return historyCell{shown: sideOf(vals).Median, row: r}, ok && r.ok()
 	}
 	shown, ok := r.rec.figure(m)
 	if !ok {
