@@ -56,6 +56,11 @@ type Def struct {
 	// Exact says a configuration fixes the value (at a fixed seed): any
 	// change is a change, compared without statistics.
 	Exact bool
+	// Bench is the value's unit in the Go benchmark format (probe export
+	// --format bench): no spaces, "B" for bytes as benchstat scales it,
+	// "op" a training step or a decoded token ("peak-rss-B", "ns/op");
+	// "" where export does not write the metric.
+	Bench string
 	// Default says a diff compares the metric, for each kind that has it
 	// (Of), when none is named: probe diff's and history's suggestions
 	// (Defaults).

@@ -24,19 +24,19 @@ const (
 // a run's headline metrics (diff's default order), the rest of a job result's
 // numbers, its nested counters, then a decode record's figures.
 var registry = []Def{
-	{Name: "peak_rss_bytes", Label: "peak RSS", Unit: Bytes, Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.PeakRSSBytes) })},
-	{Name: "max_rss_bytes", Unit: Bytes, Default: true, Outside: func(o *schema.Outside) (float64, bool) { return float64(o.MaxRSSBytes), true }},
-	{Name: "final_vsz_bytes", Label: "final VSZ", Unit: Bytes, Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.FinalVSZBytes) })},
-	{Name: "go_heap_alloc_bytes_per_step", Label: "bytes/step", Unit: BytesPerStep, Default: true, Run: result(func(r *schema.Result) float64 { return r.HeapAllocBytesPerStep })},
+	{Name: "peak_rss_bytes", Label: "peak RSS", Unit: Bytes, Bench: "peak-rss-B", Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.PeakRSSBytes) })},
+	{Name: "max_rss_bytes", Unit: Bytes, Bench: "max-rss-B", Default: true, Outside: func(o *schema.Outside) (float64, bool) { return float64(o.MaxRSSBytes), true }},
+	{Name: "final_vsz_bytes", Label: "final VSZ", Unit: Bytes, Bench: "final-vsz-B", Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.FinalVSZBytes) })},
+	{Name: "go_heap_alloc_bytes_per_step", Label: "bytes/step", Unit: BytesPerStep, Bench: "heap-B/step", Default: true, Run: result(func(r *schema.Result) float64 { return r.HeapAllocBytesPerStep })},
 	// The program's own allocations, counted by site: fixed by the
 	// configuration (diff says so where repetitions disagree).
-	{Name: "go_heap_allocs_per_step", Label: "allocs/step", Unit: PerStep, Exact: true, Default: true, Run: result(func(r *schema.Result) float64 { return r.HeapAllocsPerStep })},
-	{Name: "tokens_per_sec", Label: "tokens/s", Unit: TokensPerSec, Default: true, Run: result(func(r *schema.Result) float64 { return r.TokensPerSec }),
+	{Name: "go_heap_allocs_per_step", Label: "allocs/step", Unit: PerStep, Bench: "heap-allocs/step", Exact: true, Default: true, Run: result(func(r *schema.Result) float64 { return r.HeapAllocsPerStep })},
+	{Name: "tokens_per_sec", Label: "tokens/s", Unit: TokensPerSec, Bench: "tokens/s", Default: true, Run: result(func(r *schema.Result) float64 { return r.TokensPerSec }),
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return d.TokensPerSec, true },
 		Passes: func(d *schema.DecodeRecord) []float64 { return d.TokensPerSecPasses },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.TokensPerSecRuns }},
-	{Name: "step_ns_median", Label: "step time", Unit: Nanoseconds, Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.StepNsMedian) })},
-	{Name: "ledger_total_bytes", Unit: Bytes, Exact: true, Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.LedgerTotalBytes) })},
+	{Name: "step_ns_median", Label: "step time", Unit: Nanoseconds, Bench: "ns/op", Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.StepNsMedian) })},
+	{Name: "ledger_total_bytes", Unit: Bytes, Bench: "ledger-B", Exact: true, Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.LedgerTotalBytes) })},
 
 	{Name: "final_rss_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.FinalRSSBytes) })},
 	{Name: "floor_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.FloorBytes) })},
@@ -121,24 +121,24 @@ var registry = []Def{
 	// (in heap blocks, which tiny ones share: report says so), the bytes
 	// copied and the ledger's peak. device_peak_bytes is exact only where
 	// it is the ledger's (report's decodeExact).
-	{Name: "host_wait_ns_per_token", Unit: NsPerToken, Default: true,
+	{Name: "host_wait_ns_per_token", Unit: NsPerToken, Bench: "host-wait-ns/op", Default: true,
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return d.HostWaitNsPerToken, true },
 		Passes: func(d *schema.DecodeRecord) []float64 { return d.HostWaitNsPerTokenPasses },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.HostWaitNsPerTokenRuns }},
-	{Name: "device_busy_pct", Unit: Percent, Default: true,
+	{Name: "device_busy_pct", Unit: Percent, Bench: "device-busy-%", Default: true,
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return deref(d.DeviceBusyPct) },
 		Passes: func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyPctPasses },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyPctRuns }},
 	{Name: "device_busy_ns_per_token", Unit: NsPerToken,
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return deref(d.DeviceBusyNsPerToken) },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyNsPerTokenRuns }},
-	{Name: "syncs_per_token", Unit: PerToken, Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.SyncsPerToken })},
-	{Name: "launches_per_token", Unit: PerToken, Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.LaunchesPerToken })},
-	{Name: "host_allocs_per_token", Unit: PerToken, Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.HostAllocsPerToken })},
+	{Name: "syncs_per_token", Unit: PerToken, Bench: "syncs/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.SyncsPerToken })},
+	{Name: "launches_per_token", Unit: PerToken, Bench: "launches/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.LaunchesPerToken })},
+	{Name: "host_allocs_per_token", Unit: PerToken, Bench: "host-allocs/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.HostAllocsPerToken })},
 	{Name: "h2d_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.H2DBytes) })},
 	{Name: "d2h_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.D2HBytes) })},
 	{Name: "ledger_peak_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.LedgerPeakBytes) })},
-	{Name: "device_peak_bytes", Unit: Bytes, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.DevicePeakBytes) })},
+	{Name: "device_peak_bytes", Unit: Bytes, Bench: "device-peak-B", Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.DevicePeakBytes) })},
 
 	// The device's memory in parts (cuda; absent on cpu). Fields the
 	// record leaves out when 0 (omitempty) are absent then, not 0.

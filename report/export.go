@@ -14,20 +14,24 @@ import (
 	"memprobe/schema"
 )
 
-// benchUnits are the metrics WriteBench writes on each line, with their
-// units in the Go benchmark format (no spaces; "B" for bytes as benchstat
-// scales it); each is read through the registry (memprobe/metric): from
-// the repetition, or the parent's view of it (max_rss_bytes). ns/op is
-// the step's median time: an op is one training step.
-var benchUnits = []struct{ unit, metric string }{
-	{"ns/op", "step_ns_median"},
-	{"tokens/s", "tokens_per_sec"},
-	{"peak-rss-B", "peak_rss_bytes"},
-	{"max-rss-B", "max_rss_bytes"},
-	{"final-vsz-B", "final_vsz_bytes"},
-	{"heap-B/step", "go_heap_alloc_bytes_per_step"},
-	{"heap-allocs/step", "go_heap_allocs_per_step"},
-	{"ledger-B", "ledger_total_bytes"},
+// benchMetrics are the metrics of a run's WriteBench line, in order,
+// each written in its registered unit of the Go benchmark format
+// (metric.Def.Bench) and read through the registry: from the repetition,
+// or the parent's view of it (max_rss_bytes). ns/op is the step's median
+// time: an op is one training step.
+var benchMetrics = []string{
+	"step_ns_median", "tokens_per_sec", "peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes",
+	"go_heap_alloc_bytes_per_step", "go_heap_allocs_per_step", "ledger_total_bytes",
+}
+
+// benchDef is the registered metric of a bench line (a name of
+// benchMetrics or decodeBenchMetrics, registered: a test checks).
+func benchDef(name string) metric.Def {
+	d, err := metric.Lookup(name)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 // benchValueOf reads metric name of a repetition r, or of o, the parent's
@@ -50,8 +54,8 @@ func benchValueOf(name string, r *schema.Result, o *schema.Outside) (float64, bo
 // those it measures).
 func BenchUnits() []string {
 	var out []string
-	for _, u := range benchUnits {
-		out = append(out, u.unit)
+	for _, m := range benchMetrics {
+		out = append(out, benchDef(m).Bench)
 	}
 	return out
 }
@@ -155,14 +159,14 @@ func (r *Row) benchLines() [][]benchField {
 		}
 		rep := &run.Repetitions[k]
 		line := []benchField{}
-		for _, u := range benchUnits {
+		for _, m := range benchMetrics {
 			// A process result (probe exec) has no training figures:
 			// left out, not written as zeros for benchstat to compare.
-			if !rep.Measures(u.metric) {
+			if !rep.Measures(m) {
 				continue
 			}
-			if x, ok := benchValueOf(u.metric, rep, o); ok {
-				line = append(line, benchField{x, u.unit})
+			if x, ok := benchValueOf(m, rep, o); ok {
+				line = append(line, benchField{x, benchDef(m).Bench})
 			}
 		}
 		out = append(out, line)
@@ -194,37 +198,23 @@ func writeBenchEnvironment(bw *bufio.Writer, e schema.Environment) {
 	config("kernel", e.KernelRelease)
 }
 
-// decodeBenchUnits are the units of a decode record's WriteBench lines and the
-// metrics they read through the registry: a pass's sample (perPass, the
-// metric's Passes) or the record's figure. An op is one token; ns/op is
-// 1e9 over the pass's tokens/s.
-var decodeBenchUnits = []struct {
-	unit, metric string
-	perPass      bool
-}{
-	{"ns/op", "tokens_per_sec", true},
-	{"tokens/s", "tokens_per_sec", true},
-	{"host-wait-ns/op", "host_wait_ns_per_token", true},
-	{"device-busy-%", "device_busy_pct", true},
-	{"syncs/op", "syncs_per_token", false},
-	{"launches/op", "launches_per_token", false},
-	{"host-allocs/op", "host_allocs_per_token", false},
-	{"device-peak-B", "device_peak_bytes", false},
+// decodeBenchMetrics are the metrics of a decode record's WriteBench
+// line after its ns/op, in order, each in its registered unit of the Go
+// benchmark format (metric.Def.Bench) and read through the registry: a
+// pass's sample where the metric has them (Def.Passes), else the record's
+// figure. An op is one token; ns/op, first, is 1e9 over the pass's
+// tokens/s.
+var decodeBenchMetrics = []string{
+	"tokens_per_sec", "host_wait_ns_per_token", "device_busy_pct",
+	"syncs_per_token", "launches_per_token", "host_allocs_per_token", "device_peak_bytes",
 }
 
-// decodeBenchValue is the value of unit u on the line of pass i of r.
-func decodeBenchValue(unit, name string, perPass bool, r *schema.DecodeRecord, i int) (float64, bool) {
-	d, err := metric.Lookup(name)
-	if err != nil {
-		return 0, false
-	}
-	if !perPass {
+// decodeBenchValue is metric d's value on the line of pass i of r.
+func decodeBenchValue(d metric.Def, r *schema.DecodeRecord, i int) (float64, bool) {
+	if d.Passes == nil {
 		return d.Decode(r)
 	}
 	if vals := d.Passes(r); i < len(vals) {
-		if unit == "ns/op" {
-			return 1e9 / vals[i], true
-		}
 		return vals[i], true
 	}
 	return 0, false
@@ -245,9 +235,13 @@ func decodeBenchLines(r schema.DecodeRecord) [][]benchField {
 	var out [][]benchField
 	for i := range r.TokensPerSecPasses {
 		line := []benchField{}
-		for _, u := range decodeBenchUnits {
-			if x, ok := decodeBenchValue(u.unit, u.metric, u.perPass, &r, i); ok {
-				line = append(line, benchField{x, u.unit})
+		if tps, ok := decodeBenchValue(benchDef("tokens_per_sec"), &r, i); ok {
+			line = append(line, benchField{1e9 / tps, "ns/op"})
+		}
+		for _, m := range decodeBenchMetrics {
+			d := benchDef(m)
+			if x, ok := decodeBenchValue(d, &r, i); ok {
+				line = append(line, benchField{x, d.Bench})
 			}
 		}
 		out = append(out, line)

@@ -3,12 +3,14 @@ package report
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
 
+	"memprobe/metric"
 	"memprobe/schema"
 )
 
@@ -227,5 +229,26 @@ func TestWriteBenchProcess(t *testing.T) {
 	}
 	if want := " " + strconv.FormatUint(r.PeakRSSBytes, 10) + " peak-rss-B"; !strings.Contains(line, want) || !strings.Contains(line, " final-vsz-B") {
 		t.Errorf("process line %q lacks%s or final-vsz-B", line, want)
+	}
+}
+
+// TestBenchUnitsFromRegistry: every metric a bench line writes is
+// registered for its kind with a unit of the benchmark format
+// (metric.Def.Bench), which is what the line writes beside its value.
+func TestBenchUnitsFromRegistry(t *testing.T) {
+	for _, c := range []struct {
+		kind  metric.Kind
+		names []string
+	}{{metric.Run, benchMetrics}, {metric.Decode, decodeBenchMetrics}} {
+		for _, m := range c.names {
+			d, err := metric.Lookup(m)
+			if err != nil || d.Bench == "" || !d.Of(c.kind) || strings.Contains(d.Bench, " ") {
+				t.Errorf("%s (%s): registered %v, bench unit %q", m, c.kind, err == nil, d.Bench)
+			}
+		}
+	}
+	want := []string{"ns/op", "tokens/s", "peak-rss-B", "max-rss-B", "final-vsz-B", "heap-B/step", "heap-allocs/step", "ledger-B"}
+	if got := BenchUnits(); !slices.Equal(got, want) {
+		t.Errorf("BenchUnits() = %v, want %v", got, want)
 	}
 }
