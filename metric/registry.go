@@ -83,6 +83,19 @@ var registry = []Def{
 	{Name: "sampler.peaks.vsz_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.VSZBytes })},
 	{Name: "sampler.peaks.rss_anon_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.RssAnonBytes })},
 	{Name: "sampler.peaks.pss_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.PssBytes })},
+	// Allocation sites of probe exec --sites (absent without): estimates
+	// scaled from the samples, exact at --sites-rate 1.
+	{Name: "process.sites.peak_in_use_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.PeakInUseBytes) })},
+	{Name: "process.sites.exit_in_use_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.ExitInUseBytes) })},
+	{Name: "process.sites.alloc_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.AllocBytes) })},
+	{Name: "process.sites.alloc_objects", Unit: Count, Run: sites(func(s *schema.Sites) float64 { return float64(s.AllocObjects) })},
+	{Name: "process.sites.temporary_objects", Unit: Count, Run: sites(func(s *schema.Sites) float64 { return float64(s.TemporaryObjects) })},
+	{Name: "process.sites.fragmentation.free_resident_bytes", Unit: Bytes, Run: func(r *schema.Result) (float64, bool) {
+		if r.Process == nil || r.Process.Sites == nil || r.Process.Sites.Fragmentation == nil {
+			return 0, false
+		}
+		return float64(r.Process.Sites.Fragmentation.FreeResidentBytes), true
+	}},
 
 	// The trainer's counters: what each phase changes.
 	{Name: "counts.workers", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.Workers) })},
@@ -187,6 +200,15 @@ func samplerPeak(get func(*schema.SamplerPoint) uint64) func(*schema.Result) (fl
 			return 0, false
 		}
 		return float64(get(&r.Sampler.Peaks)), true
+	}
+}
+
+func sites(get func(*schema.Sites) float64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Process == nil || r.Process.Sites == nil {
+			return 0, false
+		}
+		return get(r.Process.Sites), true
 	}
 }
 
