@@ -8,6 +8,7 @@ const (
 	Bytes        = "bytes"
 	BytesPerStep = "bytes/step"
 	Nanoseconds  = "ns"
+	Milliseconds = "ms"
 	NsPerToken   = "ns/token"
 	TokensPerSec = "tokens/s"
 	Percent      = "%"
@@ -56,6 +57,17 @@ var registry = []Def{
 	{Name: "steps", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.Steps) })},
 	{Name: "start_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.StartStep) })},
 	{Name: "tokens_per_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.TokensPerStep) })},
+
+	// A process watched from outside (probe exec, probe attach): what
+	// /usr/bin/time -v shows (wait4's rusage, or /proc for attach:
+	// process.rusage_source) and the descendants' peaks (--children).
+	{Name: "process.rusage_user_ms", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageUserMs })},
+	{Name: "process.rusage_system_ms", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageSystemMs })},
+	{Name: "process.rusage_minor_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMinorFaults) })},
+	{Name: "process.rusage_major_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMajorFaults) })},
+	{Name: "process.rusage_voluntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageVoluntaryContextSwitches) })},
+	{Name: "process.rusage_involuntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageInvoluntaryContextSwitches) })},
+	{Name: "process.tree_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.TreePeakRSSBytes) })},
 
 	// The runtime's maxima over the step boundaries (null without
 	// instruments).
@@ -151,6 +163,17 @@ func peak(get func(*schema.RuntimePeaks) int64) func(*schema.Result) (float64, b
 			return 0, false
 		}
 		return float64(get(&r.Runtime.Peak)), true
+	}
+}
+
+// process reads a figure of a process result (probe exec, probe attach);
+// absent from a training job's.
+func process(get func(*schema.Process) float64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Process == nil {
+			return 0, false
+		}
+		return get(r.Process), true
 	}
 }
 

@@ -1,8 +1,14 @@
 package outside
 
 import (
+	"context"
 	"io"
+	"math"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +97,126 @@ func TestWalkAtPeak(t *testing.T) {
 		t.Errorf("planted: finding %+v, want peak_walk_gap_bytes = %.0f (over 200 MiB)", f, gap)
 	}
 	t.Logf("planted: %s", f.Text)
+}
+
+// execFaults runs testdata/cprogs/faults.c under Exec to its end.
+func execFaults(t *testing.T, pages, sleeps int) *schema.Process {
+	t.Helper()
+	s, err := Exec(ExecOptions{Options: slowWalks, Args: []string{cprog(t, "faults"), strconv.Itoa(pages), strconv.Itoa(sleeps)},
+		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Process; p.ExitCode == nil || *p.ExitCode != 0 {
+		t.Fatalf("faults %d %d exited with %v", pages, sleeps, p.ExitCode)
+	}
+	return r.Process
+}
+
+// plantedPages is the pages faults.c touches in the planted runs (100
+// MiB of 4 KiB pages).
+const plantedPages = 25600
+
+// TestCountersPlanted: the figures of /usr/bin/time -v, planted. A
+// program that writes N more pages has N more minor faults (within 5 %:
+// the loader's and libc's own faults move a little from run to run); one
+// that sleeps K times more has at least 0.9 K more voluntary context
+// switches. exec reads them from wait4; attach from /proc, the same
+// planted difference.
+func TestCountersPlanted(t *testing.T) {
+	base := execFaults(t, 0, 0)
+	if base.RusageSource != rusageWait4 || base.RusageMinorFaults == 0 {
+		t.Fatalf("exec: source %q, %d minor faults; want wait4's, some", base.RusageSource, base.RusageMinorFaults)
+	}
+	paged := execFaults(t, plantedPages, 0)
+	d := int64(paged.RusageMinorFaults) - int64(base.RusageMinorFaults)
+	if d < plantedPages*95/100 || d > plantedPages*105/100 {
+		t.Errorf("exec: %d pages more moved minor faults by %d (%d → %d), want %d ± 5 %%",
+			plantedPages, d, base.RusageMinorFaults, paged.RusageMinorFaults, plantedPages)
+	}
+	const sleeps = 200
+	slept := execFaults(t, 0, sleeps)
+	if v := int64(slept.RusageVoluntaryContextSwitches) - int64(base.RusageVoluntaryContextSwitches); v < sleeps*9/10 {
+		t.Errorf("exec: %d sleeps more moved voluntary context switches by %d (%d → %d), want at least %d",
+			sleeps, v, base.RusageVoluntaryContextSwitches, slept.RusageVoluntaryContextSwitches, sleeps*9/10)
+	}
+
+	attach := func(pages int) *schema.Process {
+		cmd, _ := startHeld(t, "ready", cprog(t, "faults"), strconv.Itoa(pages), "0", "hold")
+		s, err := Attach(cmd.Process.Pid, slowWalks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r, err := s.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Process
+	}
+	a0, a1 := attach(0), attach(plantedPages)
+	if a0.RusageSource != rusageProc {
+		t.Fatalf("attach: source %q, want %q", a0.RusageSource, rusageProc)
+	}
+	d = int64(a1.RusageMinorFaults) - int64(a0.RusageMinorFaults)
+	if d < plantedPages*95/100 || d > plantedPages*105/100 {
+		t.Errorf("attach: %d pages more moved minor faults by %d (%d → %d), want %d ± 5 %%",
+			plantedPages, d, a0.RusageMinorFaults, a1.RusageMinorFaults, plantedPages)
+	}
+}
+
+// timeV reads the figures of /usr/bin/time -v's report.
+func timeV(t *testing.T, out string) map[string]int64 {
+	t.Helper()
+	m := map[string]int64{}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			m[k] = n
+		}
+	}
+	return m
+}
+
+// TestCountersAgainstTime: probe exec's faults and context switches
+// against /usr/bin/time -v's of the same program (two runs, so within a
+// tolerance): minor faults within 5 % and 300 (the program's own 25,600
+// dominate; time and the probe start it differently), major faults
+// within 20, voluntary context switches (200 sleeps) within 20 % and
+// 30. CPU times and involuntary switches depend on the machine's load
+// and are not compared.
+func TestCountersAgainstTime(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		t.Skip("no /usr/bin/time (Debian's time; scripts/install-deps.sh installs it as root)")
+	}
+	prog := cprog(t, "faults")
+	out, err := exec.Command("/usr/bin/time", "-v", prog, strconv.Itoa(plantedPages), "200").CombinedOutput()
+	if err != nil {
+		t.Fatalf("time -v: %v\n%s", err, out)
+	}
+	tv := timeV(t, string(out))
+	p := execFaults(t, plantedPages, 200)
+	within := func(what string, got uint64, key string, pct, abs float64) {
+		want, ok := tv[key]
+		if !ok {
+			t.Fatalf("time -v printed no %q:\n%s", key, out)
+		}
+		if d := math.Abs(float64(got) - float64(want)); d > abs+pct/100*float64(want) {
+			t.Errorf("%s: probe exec %d, time -v %d: want within %.0f %% and %.0f", what, got, want, pct, abs)
+		}
+	}
+	within("minor faults", p.RusageMinorFaults, "Minor (reclaiming a frame) page faults", 5, 300)
+	within("major faults", p.RusageMajorFaults, "Major (requiring I/O) page faults", 0, 20)
+	within("voluntary context switches", p.RusageVoluntaryContextSwitches, "Voluntary context switches", 20, 30)
+	t.Logf("probe exec: %s", countersLine(p))
+	t.Logf("time -v: minor %d, major %d, voluntary %d, involuntary %d", tv["Minor (reclaiming a frame) page faults"],
+		tv["Major (requiring I/O) page faults"], tv["Voluntary context switches"], tv["Involuntary context switches"])
 }

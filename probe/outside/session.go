@@ -80,6 +80,11 @@ type Session struct {
 	// timelineCut says the sampler stopped while the process lived on
 	// (finish): the timeline's figures end early.
 	timelineCut bool
+	// counters are the process's own CPU time, faults and context
+	// switches as last read from /proc (attach: exec has wait4's);
+	// countersOK says whether they were read at all.
+	counters   counters
+	countersOK bool
 }
 
 // newSession starts watching pid: the sampler takes its first sample now.
@@ -134,11 +139,14 @@ func (s *Session) loop() {
 	defer close(s.loopDone)
 	t := time.NewTicker(s.tick())
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
+		}
+		if s.cmd == nil && n%countersEvery == 0 {
+			s.readCounters()
 		}
 		// status, not statm: VmHWM too, so that the last peak read
 		// before the process exits is at most a tick old.
@@ -160,6 +168,22 @@ func (s *Session) loop() {
 			s.Walk()
 		}
 	}
+}
+
+// countersEvery is how many loop ticks apart attach reads the process's
+// counters (readCounters: a file per thread).
+const countersEvery = 10
+
+// readCounters reads the process's own CPU time, faults and context
+// switches (attach; exec has wait4's at exit).
+func (s *Session) readCounters() {
+	c, ok := readCounters(s.opts.FS, s.pid)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counters, s.countersOK = c, true
 }
 
 // walkDue says whether RSS rss, read at now, is to be walked now: a move
@@ -356,6 +380,9 @@ func (s *Session) finish(exited bool) sampler.Result {
 		// The last look at a process that lives on: the final answer
 		// to whether it is a Go program is what it runs now.
 		s.checkExec()
+		if s.cmd == nil {
+			s.readCounters()
+		}
 		if err := s.Walk(); err != nil {
 			s.mu.Lock()
 			s.warnf("end walk: %v", err)
