@@ -55,6 +55,13 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 		}
 	}
 
+	if p.Mode == schema.ModeAttach && p.VmHWMBytes > 0 {
+		// No wait4 for a process the probe did not start: VmHWM is the
+		// peak, and it covers the process's life before the attach too.
+		add("peak", "vm_hwm_bytes", float64(p.VmHWMBytes), "peak RSS %s (VmHWM: the kernel's high-water mark over the process's whole life, before the attach too); while watched, RSS went from %s to at most %s",
+			iec(int64(p.VmHWMBytes)), iec(int64(tl.StartRSSBytes)), iec(int64(tl.PeakRSSBytes)))
+	}
+
 	// Growth, and what became of it. Not from a timeline the sampler
 	// cut short: its final figure is not the end (a warning says so).
 	if g := tl.GrowthBytes; g > 16<<20 && float64(g) > 0.2*float64(tl.PeakRSSBytes) && !f.timelineCut {
