@@ -58,6 +58,14 @@ var registry = []Def{
 	{Name: "start_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.StartStep) })},
 	{Name: "tokens_per_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.TokensPerStep) })},
 
+	// A process watched from outside (probe exec, probe attach): what
+	// /usr/bin/time -v shows (wait4's rusage, or /proc for attach:
+	// process.rusage_source) and the descendants' peaks (--children).
+	{Name: "process.rusage_minor_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMinorFaults) })},
+	{Name: "process.rusage_major_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMajorFaults) })},
+	{Name: "process.rusage_voluntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageVoluntaryContextSwitches) })},
+	{Name: "process.rusage_involuntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageInvoluntaryContextSwitches) })},
+
 	// The runtime's maxima over the step boundaries (null without
 	// instruments).
 	{Name: "runtime.peak.heap_live_bytes", Label: "peak Go heap", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.HeapLiveBytes })},
@@ -185,6 +193,8 @@ func peak(get func(*schema.RuntimePeaks) int64) func(*schema.Result) (float64, b
 	}
 }
 
+// process reads a figure of a process result (probe exec, probe attach);
+// absent from a training job's.
 func process(get func(*schema.Process) float64) func(*schema.Result) (float64, bool) {
 	return func(r *schema.Result) (float64, bool) {
 		if r.Process == nil {

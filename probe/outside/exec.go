@@ -125,8 +125,7 @@ func (s *Session) waitExec(p *schema.Process) {
 	}
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
 		p.RusageMaxRSSBytes = uint64(ru.Maxrss) * 1024 // KiB on Linux
-		p.RusageUserMs = ms64(time.Duration(ru.Utime.Nano()))
-		p.RusageSystemMs = ms64(time.Duration(ru.Stime.Nano()))
+		fromRusage(ru).set(p, rusageWait4)
 	}
 }
 

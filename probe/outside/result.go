@@ -50,6 +50,9 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	p.Go = s.goBuild
 	p.AtPeak, p.End, p.Walks = s.peak, s.end, s.walks
 	s.finishSites(p)
+	if s.cmd == nil && s.countersOK {
+		s.counters.set(p, rusageProc)
+	}
 	p.Timeline = summarize(samp)
 	// VmHWM ≥ VmRSS at every moment: the largest RSS sampled bounds
 	// VmHWM from below (where a sample read RSS without status, with
