@@ -16,7 +16,7 @@ import (
 // records have them, the device memory reconciliation (cuda) and the check
 // against the cpu device. `probe decode` prints its measurements through
 // it and `probe report` a decode result file, so both show the same
-// tables; DecodeBlocks hands the same tables to a page. Every table is
+// tables; Blocks hands the same tables to a page. Every table is
 // rendered before anything is written (writeBlocks), so that an error
 // leaves w untouched.
 func WriteDecode(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
@@ -31,12 +31,8 @@ func WriteDecode(w io.Writer, recs []schema.DecodeRecord, f table.Format) error 
 	return writeBlocks(w, bs, f) // an empty line between tables, as the run tables have
 }
 
-// DecodeBlocks is what `probe report` prints for decode records, as
-// blocks (see RunBlocks): the provenance paragraph (DecodeProvenance),
-// then the tables WriteDecode renders, in its order. report/htmlreport
-// lays them out on a page, so that the page and the text show the same
-// figures; an error for no records, as WriteDecode's.
-func DecodeBlocks(recs []schema.DecodeRecord) ([]Block, error) {
+// decodeBlocks are decode records' blocks (Blocks).
+func decodeBlocks(recs []schema.DecodeRecord) ([]Block, error) {
 	tables, err := decodeTables(recs)
 	if err != nil {
 		return nil, err

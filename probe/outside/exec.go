@@ -70,6 +70,10 @@ func Exec(o ExecOptions) (*Session, error) {
 	// running behind it. No process group of its own: the program stays
 	// in the terminal's foreground group, where Ctrl-C reaches it
 	// (docs/exec.md).
+	sr, err := startSites(o, cmd)
+	if err != nil {
+		return nil, err
+	}
 	var self procfs.Status
 	self, _ = procfs.ReadStatus(procfs.Self)
 	release, err := childproc.Start(cmd)
@@ -84,7 +88,7 @@ func Exec(o ExecOptions) (*Session, error) {
 		release()
 		return nil, fmt.Errorf("exec %s: watching pid %d: %w (exit status %d)", o.Args[0], cmd.Process.Pid, err, exitCode(cmd.ProcessState))
 	}
-	s.cmd, s.release = cmd, release
+	s.cmd, s.release, s.sites = cmd, release, sr
 	s.probeHWM = self.VmHWMBytes
 	return s, nil
 }
@@ -121,8 +125,7 @@ func (s *Session) waitExec(p *schema.Process) {
 	}
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
 		p.RusageMaxRSSBytes = uint64(ru.Maxrss) * 1024 // KiB on Linux
-		p.RusageUserMs = ms64(time.Duration(ru.Utime.Nano()))
-		p.RusageSystemMs = ms64(time.Duration(ru.Stime.Nano()))
+		fromRusage(ru).set(p, rusageWait4)
 	}
 }
 
