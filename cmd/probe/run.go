@@ -42,6 +42,7 @@ type runFlags struct {
 	shard      string
 	resume     string
 	dryRun     bool
+	sites      bool
 	quick      bool
 	force      bool
 	verbose    bool
@@ -65,6 +66,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.memLimit, "mem-limit", "", "kill a child whose RSS passes this, and refuse configurations predicted above it (e.g. 8GiB; default MemAvailable less 10 %)")
 	fs.StringVar(&f.shard, "shard", "", "run shard I/N: every N-th configuration from the I-th (join the reports with probe merge); auto or auto/N: I and N from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, N given), a Slurm array (SLURM_ARRAY_TASK_*) or GitLab parallel (CI_NODE_INDEX, CI_NODE_TOTAL)")
 	fs.StringVar(&f.resume, "resume", "", "an earlier report of this run: configurations it holds finished (status ok, --count repetitions, same scale) are copied from it, not run again")
+	fs.BoolVar(&f.sites, "sites", false, "with --plan-file: record each program's allocation sites as probe exec --sites does (LD_PRELOAD; the top sites in each result, the profiles in --profile-dir)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the children, their command lines, predicted peak RSS and estimated time, and exit without running")
 	fs.BoolVar(&f.quick, "quick", false, "every plan at a tiny scale (tiny preset, 200 KB of data, 2 steps), once: a smoke test in under a minute")
 	fs.BoolVar(&f.force, "force", false, "replace the --out file if one is there (without it probe run refuses before running anything)")
@@ -77,7 +79,7 @@ func (f *runFlags) options() (runner.Options, error) {
 	o := runner.Options{
 		Threads: f.threads, Data: f.data, Preset: f.preset, Steps: f.steps, Count: f.count,
 		Quick: f.quick, Out: f.out, ProfileDir: f.profileDir, Timeout: f.timeout, Verbose: f.verbose,
-		Resume: f.resume,
+		Resume: f.resume, Sites: f.sites,
 	}
 	if f.threads < 1 { // 0 would mean the runner's default
 		return o, fmt.Errorf("--threads %d out of range [1, 1024]", f.threads)

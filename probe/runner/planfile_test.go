@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"memprobe/internal/cshared"
 	"memprobe/internal/table"
 	"memprobe/probe/planfile"
+	"memprobe/probe/sites"
 	"memprobe/report"
 	"memprobe/schema"
 )
@@ -314,5 +316,53 @@ env = { A = "", B = "x y" }
 		if !strings.Contains(b.String(), want) && !strings.Contains(strings.Join(names(cs), ","), want) {
 			t.Errorf("dry run lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestPlanFileSites: with Sites each program runs under the
+// allocation-site library, as probe exec --sites runs it, and each
+// repetition's result holds its sites; the profiles go to ProfileDir.
+func TestPlanFileSites(t *testing.T) {
+	lib, err := sites.Build()
+	switch {
+	case errors.Is(err, cshared.ErrNoGCC):
+		t.Skip("gcc not found: the allocation-site library cannot be built")
+	case err != nil:
+		t.Fatal(err)
+	}
+	src, _ := filepath.Abs(filepath.Join("..", "..", "examples", "c-threads", "threads.c"))
+	p := writePlan(t, `
+name = "sites"
+count = 1
+setup = ["cc", "-O2", "-pthread", "-o", "{tmp}/threads", "`+src+`"]
+[[phase]]
+name = "one"
+command = ["{tmp}/threads", "--threads", "4", "--hold-ms", "50"]
+`)
+	o := planOptions(t, p)
+	o.Sites, o.ProfileDir = true, t.TempDir()
+	t.Setenv(sites.EnvLib, filepath.Join(t.TempDir(), "missing.so"))
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--sites") {
+		t.Errorf("a missing library: %v, want a refusal before any child", err)
+	}
+	t.Setenv(sites.EnvLib, lib)
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Runs[0]
+	if r.Status != schema.StatusOK || r.Repetitions[0].Process.Sites == nil {
+		t.Fatalf("%s (%s): no sites", r.Status, r.Reason)
+	}
+	// 4 threads x 1 MiB in 16 KiB blocks, and 63 batches of 48 KiB.
+	if s := r.Repetitions[0].Process.Sites; s.PeakInUseBytes < 4<<20 {
+		t.Errorf("sites: %d bytes in use at the peak, want the 4 threads' 4 MiB at least", s.PeakInUseBytes)
+	}
+	if m, _ := filepath.Glob(filepath.Join(o.ProfileDir, "sites-one-r1", "sites-*.pb.gz")); len(m) == 0 {
+		t.Errorf("no sites profiles in %s", o.ProfileDir)
+	}
+	o.Sites, o.PlanFile = true, nil
+	if _, err := Prepare(&o); err == nil || !strings.Contains(err.Error(), "--sites needs --plan-file") {
+		t.Errorf("--sites with the built-in plans: %v", err)
 	}
 }

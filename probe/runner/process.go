@@ -37,11 +37,15 @@ func runProcess(ctx context.Context, c Config, o Options, rep int) (schema.Outsi
 	if o.Verbose {
 		stderr, stdout = io.MultiWriter(tail, o.Stderr), o.Stderr
 	}
-	opts := outside.Options{Interval: o.SampleInterval, CommandLine: o.CommandLine}
-	if o.ProfileDir != "" {
-		// The raw smaps walks at the peak and the end, as probe exec
-		// --out-dir writes them.
-		opts.OutDir = filepath.Join(o.ProfileDir, fmt.Sprintf("%s-r%d", profiling.SafeName(c.Name), rep))
+	opts := outside.Options{Interval: o.SampleInterval, CommandLine: o.CommandLine, Sites: outside.SitesOptions{Enabled: o.Sites}}
+	dir := o.ProfileDir
+	if dir == "" && o.Sites {
+		dir = o.tmp // the profiles go with the run; the result has the top sites
+	}
+	if dir != "" {
+		// The raw smaps walks at the peak and the end (and --sites'
+		// profiles), as probe exec --out-dir writes them.
+		opts.OutDir = filepath.Join(dir, fmt.Sprintf("%s-r%d", profiling.SafeName(c.Name), rep))
 		if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 			out.Status, out.Reason = schema.StatusFailed, fmt.Sprintf("--profile-dir: %v", err)
 			return out, nil

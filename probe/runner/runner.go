@@ -17,6 +17,7 @@ import (
 	"memprobe/internal/atomicfile"
 	"memprobe/probe/job"
 	"memprobe/probe/planfile"
+	"memprobe/probe/sites"
 	"memprobe/schema"
 	"memprobe/trainer/data"
 )
@@ -84,6 +85,10 @@ type Options struct {
 	// Sweep and the scale do not apply to it; Phases selects its phases
 	// by name; Count 0 is the plan's count, else DefaultCount.
 	PlanFile *planfile.Plan
+	// Sites records each plan-file program's allocation sites, as probe
+	// exec --sites does (profiles in ProfileDir's, else the run's
+	// temporary, directory; the top sites in each result).
+	Sites bool
 
 	// Resume is an earlier report (--resume): a configuration it holds
 	// with status ok and at least Count repetitions, at the same scale
@@ -149,6 +154,9 @@ func (o *Options) resolve() error {
 			return err
 		}
 		o.MemLimit = l
+	}
+	if o.Sites && o.PlanFile == nil {
+		return errors.New("--sites needs --plan-file: the built-in plans' children are probe train, whose Go heap --profile-dir profiles")
 	}
 	if o.Shards > 1 && (o.Shard < 0 || o.Shard >= o.Shards) {
 		return fmt.Errorf("shard %d/%d: want 0 <= I < N", o.Shard, o.Shards)
@@ -271,6 +279,11 @@ func Prepare(o *Options) ([]Config, error) {
 	}
 	if err := o.checkInputs(); err != nil {
 		return nil, &OptionsError{err}
+	}
+	if o.Sites {
+		if _, err := sites.FindLibrary(); err != nil {
+			return nil, &OptionsError{fmt.Errorf("--sites: %w", err)}
+		}
 	}
 	if o.PlanFile != nil && o.Executable == "" {
 		exe, err := os.Executable() // {probe}
