@@ -58,6 +58,14 @@ var registry = []Def{
 	{Name: "start_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.StartStep) })},
 	{Name: "tokens_per_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.TokensPerStep) })},
 
+	// A process watched from outside (probe exec, probe attach): what
+	// /usr/bin/time -v shows (wait4's rusage, or /proc for attach:
+	// process.rusage_source) and the descendants' peaks (--children).
+	{Name: "process.rusage_minor_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMinorFaults) })},
+	{Name: "process.rusage_major_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMajorFaults) })},
+	{Name: "process.rusage_voluntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageVoluntaryContextSwitches) })},
+	{Name: "process.rusage_involuntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageInvoluntaryContextSwitches) })},
+
 	// The runtime's maxima over the step boundaries (null without
 	// instruments).
 	{Name: "runtime.peak.heap_live_bytes", Label: "peak Go heap", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.HeapLiveBytes })},
@@ -83,6 +91,19 @@ var registry = []Def{
 	{Name: "sampler.peaks.vsz_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.VSZBytes })},
 	{Name: "sampler.peaks.rss_anon_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.RssAnonBytes })},
 	{Name: "sampler.peaks.pss_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.PssBytes })},
+	// Allocation sites of probe exec --sites (absent without): estimates
+	// scaled from the samples, exact at --sites-rate 1.
+	{Name: "process.sites.peak_in_use_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.PeakInUseBytes) })},
+	{Name: "process.sites.exit_in_use_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.ExitInUseBytes) })},
+	{Name: "process.sites.alloc_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.AllocBytes) })},
+	{Name: "process.sites.alloc_objects", Unit: Count, Run: sites(func(s *schema.Sites) float64 { return float64(s.AllocObjects) })},
+	{Name: "process.sites.temporary_objects", Unit: Count, Run: sites(func(s *schema.Sites) float64 { return float64(s.TemporaryObjects) })},
+	{Name: "process.sites.fragmentation.free_resident_bytes", Unit: Bytes, Run: func(r *schema.Result) (float64, bool) {
+		if r.Process == nil || r.Process.Sites == nil || r.Process.Sites.Fragmentation == nil {
+			return 0, false
+		}
+		return float64(r.Process.Sites.Fragmentation.FreeResidentBytes), true
+	}},
 
 	// The trainer's counters: what each phase changes.
 	{Name: "counts.workers", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.Workers) })},
@@ -172,6 +193,8 @@ func peak(get func(*schema.RuntimePeaks) int64) func(*schema.Result) (float64, b
 	}
 }
 
+// process reads a figure of a process result (probe exec, probe attach);
+// absent from a training job's.
 func process(get func(*schema.Process) float64) func(*schema.Result) (float64, bool) {
 	return func(r *schema.Result) (float64, bool) {
 		if r.Process == nil {
@@ -187,6 +210,15 @@ func samplerPeak(get func(*schema.SamplerPoint) uint64) func(*schema.Result) (fl
 			return 0, false
 		}
 		return float64(get(&r.Sampler.Peaks)), true
+	}
+}
+
+func sites(get func(*schema.Sites) float64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Process == nil || r.Process.Sites == nil {
+			return 0, false
+		}
+		return get(r.Process.Sites), true
 	}
 }
 

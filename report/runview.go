@@ -61,7 +61,12 @@ type runView struct {
 	index int
 }
 
-func newRunView(r *schema.Run) *runView { return &runView{Run: r, index: phaseIndex(r.Phase)} }
+func newRunView(r *schema.Run) *runView {
+	if r.PhaseIndex != nil { // a plan file's phase: its place in the file
+		return &runView{Run: r, index: *r.PhaseIndex}
+	}
+	return &runView{Run: r, index: phaseIndex(r.Phase)}
+}
 
 // phaseIndex is 0 for "before", k for "Pk", and -1 otherwise.
 func phaseIndex(phase string) int {

@@ -67,10 +67,29 @@ type Process struct {
 	// PeakAgreementPct is 100 × (VmHWM − ru_maxrss) / ru_maxrss: the last
 	// sample's peak against the one at exit (exec only; null otherwise).
 	PeakAgreementPct *float64 `json:"peak_agreement_pct"`
-	// RusageUserMs and RusageSystemMs are the program's CPU time (exec
-	// only, from wait4).
+	// RusageSource says where the CPU times, faults and context switches
+	// below come from, the figures /usr/bin/time -v prints: "wait4"
+	// (exec: wait4's rusage at exit, the program and the descendants it
+	// waited for, as time -v reads them), "proc" (attach: /proc/PID/stat
+	// and the threads' status at the last read, the process's own since
+	// it started, its children not counted; context switches of its
+	// live threads only), "" when none could be read.
+	RusageSource string `json:"rusage_source"`
+	// RusageUserMs and RusageSystemMs are the CPU time in user and
+	// kernel mode.
 	RusageUserMs   float64 `json:"rusage_user_ms"`
 	RusageSystemMs float64 `json:"rusage_system_ms"`
+	// RusageMinorFaults are page faults served without I/O (a page
+	// zeroed or found in the page cache: mostly first touches of new
+	// memory); RusageMajorFaults those that read from disk.
+	RusageMinorFaults uint64 `json:"rusage_minor_faults"`
+	RusageMajorFaults uint64 `json:"rusage_major_faults"`
+	// RusageVoluntaryContextSwitches are the times a thread gave up the
+	// CPU to wait (I/O, a lock, a sleep); RusageInvoluntaryContextSwitches
+	// those it was preempted (its time slice over, or a higher priority
+	// task): many of those mean more runnable threads than CPUs.
+	RusageVoluntaryContextSwitches   uint64 `json:"rusage_voluntary_context_switches"`
+	RusageInvoluntaryContextSwitches uint64 `json:"rusage_involuntary_context_switches"`
 
 	// AtPeak is the reconciliation of the walk with the highest RSS; End
 	// the last walk taken while the process lived. Null when no walk
@@ -96,6 +115,8 @@ type Process struct {
 	Diagnosis []Finding `json:"diagnosis"`
 	// Overhead is what watching cost.
 	Overhead Overhead `json:"overhead"`
+	// Sites are the allocation sites (exec --sites); absent without.
+	Sites *Sites `json:"sites,omitempty"`
 	// Files are the files written to --out-dir (smaps at the peak and the
 	// end, heap profiles).
 	Files []string `json:"files"`

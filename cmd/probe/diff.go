@@ -206,6 +206,9 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 	if err := report.WriteDiff(stdout, d, f.format); err != nil {
 		return err
 	}
+	if err := writeSitesDiff(stdout, basePath, headPath, f.format); err != nil {
+		return err
+	}
 	var be breachError
 	for _, b := range d.Breaches(ths) {
 		what := "regression:"

@@ -34,12 +34,13 @@ type outsideFlags struct {
 	children   bool
 	duration   time.Duration // attach only
 	gpu        bool
+	sites      outside.SitesOptions // exec only
 }
 
 func (f *outsideFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.DurationVar(&f.interval, "interval", outside.DefaultInterval, "sampling period of RSS, VSZ and the status fields (about 9 µs of the probe's time per sample; smaps_rollup at most every 10th sample and 0.25 % of wall time)")
-	fs.DurationVar(&f.smapsEvery, "smaps-every", outside.DefaultSmapsEvery, "least time between full smaps walks (taken at new RSS highs, when RSS moves, and at the end); not given, it is the interval where that is longer")
+	fs.DurationVar(&f.smapsEvery, "smaps-every", outside.DefaultSmapsEvery, "least time between full smaps walks taken when RSS moves (a new high 10 % above the highest walk is walked sooner, within a 5 % time budget; and one at the end); not given, it is the interval where that is longer")
 	fs.StringVar(&f.jsonPath, "json", "", "write the result (schema memprobe.train/v3, kind process) to this file; - is stdout, which then carries the JSON only: the report goes to stderr, and so does exec's program's own stdout")
 	fs.StringVar(&f.outDir, "out-dir", "", "write the raw smaps walks at the peak and the end (and --pprof's heap profile) to this directory")
 	fs.StringVar(&f.format, "format", "text", "report format: text or markdown")
@@ -58,7 +59,7 @@ func (f *outsideFlags) options() (outside.Options, table.Format, error) {
 	default:
 		return outside.Options{}, "", fmt.Errorf("--format %q: want text or markdown", f.format)
 	}
-	o := outside.Options{Interval: f.interval, SmapsEvery: f.smapsEvery, Children: f.children, OutDir: f.outDir, PprofURL: f.pprof, CommandLine: os.Args, NoGPU: !f.gpu}
+	o := outside.Options{Interval: f.interval, SmapsEvery: f.smapsEvery, Children: f.children, OutDir: f.outDir, PprofURL: f.pprof, CommandLine: os.Args, NoGPU: !f.gpu, Sites: f.sites}
 	if f.interval <= 0 {
 		return o, "", fmt.Errorf("--interval %v: must be positive", f.interval)
 	}
@@ -235,6 +236,8 @@ docs/exec.md.`,
 		},
 	}
 	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&f.sites.Enabled, "sites", false, "record the program's allocation sites (C allocator and anonymous mmap, LD_PRELOAD): pprof profiles alloc, peak and exit in --out-dir, the top sites in the report (docs/exec.md)")
+	cmd.Flags().Int64Var(&f.sites.Rate, "sites-rate", 0, "with --sites, sample one allocation per this many bytes on average (default 524288); 1 records every allocation, exactly")
 	// Everything after the program's name is the program's.
 	cmd.Flags().SetInterspersed(false)
 	return cmd

@@ -308,7 +308,7 @@ func fullResult(t *testing.T) *schema.Result {
 		Timeline: schema.TimelineSummary{Samples: 400, StartRSSBytes: 2 << 20, PeakRSSBytes: uint64(s.Reconciliation.RSSBytes),
 			FinalRSSBytes: uint64(s.Reconciliation.RSSBytes), PeakThreads: 3},
 		VmHWMBytes: uint64(s.Reconciliation.RSSBytes), RusageMaxRSSBytes: uint64(s.Reconciliation.RSSBytes),
-		PeakAgreementPct: &pct, AtPeak: s, End: &end, Walks: 2,
+		PeakAgreementPct: &pct, AtPeak: s, End: &end, Walks: 2, RusageSource: rusageProc, RusageMinorFaults: 100,
 		Children: []schema.Child{{PID: 4243, PPID: 4242}}, TreePeakRSSBytes: 80 << 20,
 		Files: []string{"out/smaps-peak.txt", "out/smaps-end.txt"},
 		GPU:   &schema.ProcessGPU{IntervalMs: 100, Samples: 10, PeakBytes: 1 << 30, FinalBytes: 1 << 30, MeanUtilPct: &util, Timeline: []schema.GPUSample{}},

@@ -55,6 +55,13 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 		}
 	}
 
+	if p.Mode == schema.ModeAttach && p.VmHWMBytes > 0 {
+		// No wait4 for a process the probe did not start: VmHWM is the
+		// peak, and it covers the process's life before the attach too.
+		add("peak", "vm_hwm_bytes", float64(p.VmHWMBytes), "peak RSS %s (VmHWM: the kernel's high-water mark over the process's whole life, before the attach too); while watched, RSS went from %s to at most %s",
+			iec(int64(p.VmHWMBytes)), iec(int64(tl.StartRSSBytes)), iec(int64(tl.PeakRSSBytes)))
+	}
+
 	// Growth, and what became of it. Not from a timeline the sampler
 	// cut short: its final figure is not the end (a warning says so).
 	if g := tl.GrowthBytes; g > 16<<20 && float64(g) > 0.2*float64(tl.PeakRSSBytes) && !f.timelineCut {
@@ -85,6 +92,7 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 	}
 
 	if p.AtPeak != nil {
+		diagnoseGap(p, add)
 		diagnoseWalk(p, p.AtPeak, add)
 	}
 
@@ -100,6 +108,48 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 			len(p.Children), iec(int64(p.TreePeakRSSBytes)), iec(int64(tl.PeakRSSBytes)))
 	}
 	return out
+}
+
+// peakGapPct is how far, in percent of the peak, the RSS of the walk
+// behind the breakdown may sit below the peak before the diagnosis says
+// that the breakdown is not of the peak.
+const peakGapPct = 10
+
+// diagnoseGap says where the breakdown (the highest walk) is not of the
+// peak: how far below it, in bytes and in time, so that its parts are not
+// read as the peak's. The peak is VmHWM (the kernel's, exact), at the
+// timeline's peak time where the sampler saw it, before the attach where
+// the sampler never came near it (attach), between two samples otherwise.
+func diagnoseGap(p *schema.Process, add func(topic, metric string, value float64, format string, args ...any)) {
+	w := p.AtPeak
+	peak := max(p.VmHWMBytes, p.Timeline.PeakRSSBytes)
+	walked := uint64(max(w.Reconciliation.RSSBytes, 0))
+	if peak <= walked {
+		return
+	}
+	gap := peak - walked
+	if gap <= 1<<20 || 100*gap <= peakGapPct*peak {
+		return
+	}
+	sampled := p.Timeline.PeakRSSBytes
+	when := ""
+	switch {
+	case 100*(peak-sampled) <= peakGapPct*peak:
+		// The timeline saw the peak (or near it): its time is known.
+		dt := w.TMs - p.Timeline.PeakAtMs
+		rel := fmt.Sprintf("%s after it", seconds(dt))
+		if dt < 0 {
+			rel = fmt.Sprintf("%s before it", seconds(-dt))
+		}
+		when = fmt.Sprintf(" at %s (the walk came %s)", seconds(p.Timeline.PeakAtMs), rel)
+	case p.Mode == schema.ModeAttach:
+		when = fmt.Sprintf(" (VmHWM), reached before the attach: the watch itself saw at most %s", iec(int64(sampled)))
+	default:
+		when = fmt.Sprintf(" (VmHWM), reached between two samples: the timeline saw at most %s", iec(int64(sampled)))
+	}
+	add("peak-walk", "peak_walk_gap_bytes", float64(gap),
+		"the breakdown is of the walk at %s, RSS %s: %s (%.0f %%) below the peak of %s%s; what the peak held beyond it is not broken down",
+		seconds(w.TMs), iec(int64(walked)), iec(int64(gap)), 100*float64(gap)/float64(peak), iec(int64(peak)), when)
 }
 
 func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric string, value float64, format string, args ...any)) {

@@ -17,6 +17,10 @@ const (
 	// walkBudget caps the share of wall time spent in full smaps walks:
 	// after a walk that took d, the next waits at least d/walkBudget.
 	walkBudget = 0.01
+	// highWalkRise and highWalkBudget are the rule of the walks at new
+	// highs (Options.SmapsEvery).
+	highWalkRise   = 0.10
+	highWalkBudget = 0.05
 )
 
 // Options configures a watch. The zero value samples every 10 ms and
@@ -25,11 +29,20 @@ type Options struct {
 	// Interval is the sampler's period; 0 means DefaultInterval, below
 	// sampler.MinInterval is an error.
 	Interval time.Duration
-	// SmapsEvery is the least time between two full smaps walks; 0 means
-	// DefaultSmapsEvery, or Interval where that is longer (a walk cannot
-	// come more often than a sample). A walk is taken when RSS has reached
-	// a new high (by 1 MiB and 0.5 %) or moved that much since the last
-	// walk.
+	// SmapsEvery is the least time between two full smaps walks taken
+	// because RSS moved; 0 means DefaultSmapsEvery, or Interval where that
+	// is longer (a walk cannot come more often than a sample). Such a walk
+	// is taken when RSS has reached a new high (by 1 MiB and 0.5 %) or
+	// moved that much since the last walk.
+	//
+	// A new high more than 10 % (and 1 MiB) above the highest RSS walked
+	// is walked sooner, without waiting for SmapsEvery: as soon as the
+	// last walk's cost d has been followed by 20 d (walks at most 5 % of
+	// wall time). Each such walk needs 10 % more RSS than the last, so a
+	// run has few of them (24 from 100 MiB to 1 GiB) and their cost is
+	// about 10 times the last one's: the breakdown is then taken near the
+	// peak even of a program that peaks and frees it within a second,
+	// before the SmapsEvery spacing would have allowed a walk.
 	SmapsEvery time.Duration
 	// Children watches the process's descendants too: their peaks, and
 	// the tree's summed RSS.
@@ -52,6 +65,12 @@ type Options struct {
 	Progress io.Writer
 	// FS is where /proc is read; the zero FS is /proc.
 	FS procfs.FS
+	// Sites records the allocation sites (exec only; sites.go).
+	Sites SitesOptions
+
+	// noHighWalks turns the walks at new highs off (tests: the old
+	// behaviour, and walks only where the test takes them).
+	noHighWalks bool
 }
 
 func (o *Options) defaults() error {
@@ -68,6 +87,9 @@ func (o *Options) defaults() error {
 		o.SmapsEvery = max(DefaultSmapsEvery, o.Interval)
 	case o.SmapsEvery < o.Interval:
 		return fmt.Errorf("smaps-every %v is below the interval %v", o.SmapsEvery, o.Interval)
+	}
+	if err := o.Sites.check(o.OutDir); err != nil {
+		return err
 	}
 	if o.PprofURL != "" {
 		if err := checkPprofURL(o.PprofURL); err != nil {

@@ -94,6 +94,11 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		e.line("with %d descendants: tree RSS peak %s", len(p.Children), iec(int64(p.TreePeakRSSBytes)))
 	}
 
+	if p.RusageSource != "" {
+		heading("CPU time, page faults, context switches (as /usr/bin/time -v)")
+		e.line("%s", countersLine(p))
+	}
+
 	if g := p.GPU; g != nil {
 		heading("GPU (NVML)")
 		renderGPU(e, g)
@@ -139,6 +144,8 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 				iec(er.ThreadStackResidentBytes), er.GlibcArenas, iec(er.UnexplainedBytes))
 		}
 	}
+
+	renderSites(e, heading, render, p.Sites)
 
 	heading("Diagnosis")
 	if len(p.Diagnosis) == 0 {
@@ -198,6 +205,18 @@ func peakLine(r *schema.Result) string {
 			iec(int64(p.VmHWMBytes)), maxrss, *p.PeakAgreementPct)
 	}
 	return fmt.Sprintf("peak RSS %s (VmHWM as last sampled)", iec(int64(p.VmHWMBytes)))
+}
+
+// countersLine is the figures /usr/bin/time -v prints, and where they
+// come from.
+func countersLine(p *schema.Process) string {
+	src := "wait4's rusage at exit: the program and the descendants it waited for, as time -v reads them"
+	if p.RusageSource == rusageProc {
+		src = "/proc/PID/stat and its threads' status at the last read: the process's own since it started, its children not counted; context switches of its live threads only"
+	}
+	return fmt.Sprintf("user %.2f s, system %.2f s; page faults: %d major, %d minor; context switches: %d voluntary, %d involuntary (%s)",
+		p.RusageUserMs/1000, p.RusageSystemMs/1000, p.RusageMajorFaults, p.RusageMinorFaults,
+		p.RusageVoluntaryContextSwitches, p.RusageInvoluntaryContextSwitches, src)
 }
 
 // descendantPct is how far, in percent, the program's last sampled VmHWM

@@ -49,6 +49,10 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	// The Go build as last read: a wrapper that exec'd a Go program is one.
 	p.Go = s.goBuild
 	p.AtPeak, p.End, p.Walks = s.peak, s.end, s.walks
+	s.finishSites(p)
+	if s.cmd == nil && s.countersOK {
+		s.counters.set(p, rusageProc)
+	}
 	p.Timeline = summarize(samp)
 	// VmHWM ≥ VmRSS at every moment: the largest RSS sampled bounds
 	// VmHWM from below (where a sample read RSS without status, with

@@ -45,6 +45,7 @@ type Session struct {
 	release func()
 	// probeHWM is the probe's own VmHWM when it started the program.
 	probeHWM uint64
+	sites    *sitesRun // exec --sites only
 
 	stop     chan struct{}
 	loopDone chan struct{}
@@ -52,8 +53,9 @@ type Session struct {
 	mu        sync.Mutex // guards the fields below (the loop and Walk)
 	walks     int
 	walkCost  time.Duration
-	nextWalk  time.Time
-	lastRSS   uint64 // RSS at the last walk
+	nextWalk  time.Time // the SmapsEvery spacing
+	nextHigh  time.Time // the walks at new highs' spacing (highWalkBudget)
+	lastRSS   uint64    // RSS at the last walk
 	peak, end *schema.Snapshot
 	peakRaw   []byte
 	endRaw    []byte
@@ -79,6 +81,11 @@ type Session struct {
 	// timelineCut says the sampler stopped while the process lived on
 	// (finish): the timeline's figures end early.
 	timelineCut bool
+	// counters are the process's own CPU time, faults and context
+	// switches as last read from /proc (attach: exec has wait4's);
+	// countersOK says whether they were read at all.
+	counters   counters
+	countersOK bool
 }
 
 // newSession starts watching pid: the sampler takes its first sample now.
@@ -122,21 +129,25 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 	return s, nil
 }
 
-// tick is the loop's period: often enough to catch a new high soon after
-// the walk budget allows one, rarely enough to cost nothing.
+// tick is the loop's period: often enough to catch a peak that lasts a
+// tenth of a second, rarely enough to cost nothing (a status read and a
+// readlink, about 30 µs).
 func (s *Session) tick() time.Duration {
-	return max(s.opts.Interval, min(s.opts.SmapsEvery/4, 250*time.Millisecond))
+	return max(s.opts.Interval, min(s.opts.SmapsEvery/4, 50*time.Millisecond))
 }
 
 func (s *Session) loop() {
 	defer close(s.loopDone)
 	t := time.NewTicker(s.tick())
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
+		}
+		if s.cmd == nil && n%countersEvery == 0 {
+			s.readCounters()
 		}
 		// status, not statm: VmHWM too, so that the last peak read
 		// before the process exits is at most a tick old.
@@ -152,12 +163,49 @@ func (s *Session) loop() {
 		s.mu.Lock()
 		s.lastAlive = seen
 		s.hwm = max(s.hwm, st.VmHWMBytes)
-		due := !time.Now().Before(s.nextWalk) && s.walkWanted(st.VmRSSBytes)
+		due := s.walkDue(st.VmRSSBytes, time.Now())
 		s.mu.Unlock()
 		if due {
 			s.Walk()
 		}
 	}
+}
+
+// countersEvery is how many loop ticks apart attach reads the process's
+// counters (readCounters: a file per thread).
+const countersEvery = 10
+
+// readCounters reads the process's own CPU time, faults and context
+// switches (attach; exec has wait4's at exit).
+func (s *Session) readCounters() {
+	c, ok := readCounters(s.opts.FS, s.pid)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counters, s.countersOK = c, true
+}
+
+// walkDue says whether RSS rss, read at now, is to be walked now: a move
+// the SmapsEvery spacing allows (walkWanted), or a new high well above
+// the highest walk (highWanted) that the walk budget allows. Called with
+// mu held.
+func (s *Session) walkDue(rss uint64, now time.Time) bool {
+	if !now.Before(s.nextWalk) && s.walkWanted(rss) {
+		return true
+	}
+	return !s.opts.noHighWalks && !now.Before(s.nextHigh) && s.highWanted(rss)
+}
+
+// highWanted says whether rss is a new high more than highWalkRise and
+// 1 MiB above the RSS of the highest walk. Called with mu held.
+func (s *Session) highWanted(rss uint64) bool {
+	if s.peak == nil {
+		return s.walks == 0
+	}
+	top := uint64(s.peak.Reconciliation.RSSBytes)
+	return rss > top+max(1<<20, uint64(highWalkRise*float64(top)))
 }
 
 // walkWanted says whether RSS rss is worth a walk: the first, a new high,
@@ -196,7 +244,9 @@ func (s *Session) Walk() error {
 	s.walks++
 	d := time.Duration(snap.WalkMs * float64(time.Millisecond))
 	s.walkCost += d
-	s.nextWalk = time.Now().Add(max(s.opts.SmapsEvery, time.Duration(float64(d)/walkBudget)))
+	now := time.Now()
+	s.nextWalk = now.Add(max(s.opts.SmapsEvery, time.Duration(float64(d)/walkBudget)))
+	s.nextHigh = now.Add(time.Duration(float64(d) / highWalkBudget))
 	s.lastRSS = uint64(snap.Reconciliation.RSSBytes)
 	s.hwm = max(s.hwm, snap.VmHWMBytes)
 	s.end, s.endRaw = snap, raw
@@ -331,6 +381,9 @@ func (s *Session) finish(exited bool) sampler.Result {
 		// The last look at a process that lives on: the final answer
 		// to whether it is a Go program is what it runs now.
 		s.checkExec()
+		if s.cmd == nil {
+			s.readCounters()
+		}
 		if err := s.Walk(); err != nil {
 			s.mu.Lock()
 			s.warnf("end walk: %v", err)
