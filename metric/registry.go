@@ -58,14 +58,6 @@ var registry = []Def{
 	{Name: "start_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.StartStep) })},
 	{Name: "tokens_per_step", Unit: Count, Run: result(func(r *schema.Result) float64 { return float64(r.TokensPerStep) })},
 
-	// A process watched from outside (probe exec, probe attach): what
-	// /usr/bin/time -v shows (wait4's rusage, or /proc for attach:
-	// process.rusage_source) and the descendants' peaks (--children).
-	{Name: "process.rusage_minor_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMinorFaults) })},
-	{Name: "process.rusage_major_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMajorFaults) })},
-	{Name: "process.rusage_voluntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageVoluntaryContextSwitches) })},
-	{Name: "process.rusage_involuntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageInvoluntaryContextSwitches) })},
-
 	// The runtime's maxima over the step boundaries (null without
 	// instruments).
 	{Name: "runtime.peak.heap_live_bytes", Label: "peak Go heap", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.HeapLiveBytes })},
@@ -77,13 +69,19 @@ var registry = []Def{
 
 	// The outside view of a process (probe exec, probe attach; null in a
 	// training job's result): the kernel's peak RSS as last seen, wait4's
-	// at exit, the largest RSS of the process tree at one moment, and
-	// the CPU time it used, by wait4 (exec only: 0 for attach).
+	// at exit, the largest RSS of the process tree at one moment (with
+	// --children), and what /usr/bin/time -v shows: the CPU time, faults
+	// and context switches (wait4's rusage, or /proc for attach:
+	// process.rusage_source).
 	{Name: "process.vm_hwm_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.VmHWMBytes) })},
 	{Name: "process.rusage_maxrss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMaxRSSBytes) })},
 	{Name: "process.tree_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.TreePeakRSSBytes) })},
 	{Name: "process.rusage_user_ms", Label: "user CPU", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageUserMs })},
 	{Name: "process.rusage_system_ms", Label: "system CPU", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageSystemMs })},
+	{Name: "process.rusage_minor_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMinorFaults) })},
+	{Name: "process.rusage_major_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMajorFaults) })},
+	{Name: "process.rusage_voluntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageVoluntaryContextSwitches) })},
+	{Name: "process.rusage_involuntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageInvoluntaryContextSwitches) })},
 	{Name: "process.duration_ms", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.DurationMs })},
 	// The sampler's maxima over every sample (null without instruments):
 	// each field's own peak, not of one moment.
