@@ -69,20 +69,19 @@ var registry = []Def{
 
 	// The outside view of a process (probe exec, probe attach; null in a
 	// training job's result): the kernel's peak RSS as last seen, wait4's
-	// at exit, the largest RSS of the process tree at one moment (with
-	// --children), and what /usr/bin/time -v shows: the CPU time, faults
-	// and context switches (wait4's rusage, or /proc for attach:
-	// process.rusage_source).
+	// at exit, the largest RSS of the process tree at one moment, and
+	// the CPU time, faults and context switches /usr/bin/time -v shows
+	// (wait4's rusage for exec, /proc for attach: process.rusage_source).
 	{Name: "process.vm_hwm_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.VmHWMBytes) })},
 	{Name: "process.rusage_maxrss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMaxRSSBytes) })},
 	{Name: "process.tree_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.TreePeakRSSBytes) })},
 	{Name: "process.rusage_user_ms", Label: "user CPU", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageUserMs })},
 	{Name: "process.rusage_system_ms", Label: "system CPU", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageSystemMs })},
+	{Name: "process.duration_ms", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.DurationMs })},
 	{Name: "process.rusage_minor_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMinorFaults) })},
 	{Name: "process.rusage_major_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMajorFaults) })},
 	{Name: "process.rusage_voluntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageVoluntaryContextSwitches) })},
 	{Name: "process.rusage_involuntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageInvoluntaryContextSwitches) })},
-	{Name: "process.duration_ms", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.DurationMs })},
 	// The sampler's maxima over every sample (null without instruments):
 	// each field's own peak, not of one moment.
 	{Name: "sampler.peaks.rss_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.RSSBytes })},
