@@ -167,7 +167,6 @@ var suffixUnits = []struct{ suffix, unit string }{
 	{"_ns_median", Nanoseconds},
 	{"_bytes", Bytes},
 	{"_ns", Nanoseconds},
-	{"_ms", Milliseconds},
 	{"_pct", Percent},
 	{"_ms", Milliseconds},
 	{"tokens_per_sec", TokensPerSec},

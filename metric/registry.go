@@ -139,24 +139,24 @@ var registry = []Def{
 	// (in heap blocks, which tiny ones share: report says so), the bytes
 	// copied and the ledger's peak. device_peak_bytes is exact only where
 	// it is the ledger's (report's decodeExact).
-	{Name: "host_wait_ns_per_token", Unit: NsPerToken, Bench: "host-wait-ns/op", Default: true,
+	{Name: "host_wait_ns_per_token", Label: "host wait/token", Unit: NsPerToken, Bench: "host-wait-ns/op", Default: true,
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return d.HostWaitNsPerToken, true },
 		Passes: func(d *schema.DecodeRecord) []float64 { return d.HostWaitNsPerTokenPasses },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.HostWaitNsPerTokenRuns }},
-	{Name: "device_busy_pct", Unit: Percent, Bench: "device-busy-%", Default: true,
+	{Name: "device_busy_pct", Label: "device busy", Unit: Percent, Bench: "device-busy-%", Default: true,
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return deref(d.DeviceBusyPct) },
 		Passes: func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyPctPasses },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyPctRuns }},
 	{Name: "device_busy_ns_per_token", Unit: NsPerToken,
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return deref(d.DeviceBusyNsPerToken) },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyNsPerTokenRuns }},
-	{Name: "syncs_per_token", Unit: PerToken, Bench: "syncs/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.SyncsPerToken })},
-	{Name: "launches_per_token", Unit: PerToken, Bench: "launches/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.LaunchesPerToken })},
-	{Name: "host_allocs_per_token", Unit: PerToken, Bench: "host-allocs/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.HostAllocsPerToken })},
+	{Name: "syncs_per_token", Label: "syncs/token", Unit: PerToken, Bench: "syncs/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.SyncsPerToken })},
+	{Name: "launches_per_token", Label: "launches/token", Unit: PerToken, Bench: "launches/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.LaunchesPerToken })},
+	{Name: "host_allocs_per_token", Label: "host allocs/token", Unit: PerToken, Bench: "host-allocs/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.HostAllocsPerToken })},
 	{Name: "h2d_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.H2DBytes) })},
 	{Name: "d2h_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.D2HBytes) })},
 	{Name: "ledger_peak_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.LedgerPeakBytes) })},
-	{Name: "device_peak_bytes", Unit: Bytes, Bench: "device-peak-B", Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.DevicePeakBytes) })},
+	{Name: "device_peak_bytes", Label: "device peak", Unit: Bytes, Bench: "device-peak-B", Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.DevicePeakBytes) })},
 
 	// The device's memory in parts (cuda; absent on cpu). Fields the
 	// record leaves out when 0 (omitempty) are absent then, not 0.

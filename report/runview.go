@@ -36,6 +36,13 @@ func metricLabel(name string) string {
 	return d.Title()
 }
 
+// labelled is column c headed by metric name's registered label
+// (metricLabel); c says how its cells are written.
+func labelled(name string, c table.Column) table.Column {
+	c.Name = metricLabel(name)
+	return c
+}
+
 // metricColumn is a table column of a metric's figure, named by its
 // registered label (metricLabel): bytes in IEC units where its unit is
 // bytes, a rate otherwise.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"testing"
 
 	"memprobe/internal/table"
@@ -61,6 +62,25 @@ func TestLabelsFromRegistry(t *testing.T) {
 		d, err := metric.Lookup(c.name)
 		if err != nil || d.Label == "" || c.col.Name != d.Label || c.col.Kind != c.kind {
 			t.Errorf("column of %s: %q (%v), want its label %q (%v)", c.name, c.col.Name, c.col.Kind, d.Label, c.kind)
+		}
+	}
+}
+
+// TestDecodeColumnsFromRegistry: the decode modes table heads a metric's
+// column with its registered label.
+func TestDecodeColumnsFromRegistry(t *testing.T) {
+	tb, err := decodeModesTable(fakeDecodeRecords(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range tb.Columns {
+		names = append(names, c.Name)
+	}
+	for _, m := range []string{"tokens_per_sec", "syncs_per_token", "launches_per_token", "host_wait_ns_per_token", "device_busy_pct", "host_allocs_per_token", "device_peak_bytes"} {
+		d, err := metric.Lookup(m)
+		if err != nil || d.Label == "" || !slices.Contains(names, d.Label) {
+			t.Errorf("%s: label %q, not among the columns %q", m, d.Label, names)
 		}
 	}
 }

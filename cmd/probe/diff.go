@@ -196,7 +196,7 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 		extra = append(extra, t.Metric) // a metric with a limit is compared even when --metric leaves it out
 	}
 	opt := report.DiffOptions{Metrics: f.metrics, Extra: extra, Alpha: f.alpha, BaseName: basePath, HeadName: headPath}
-	d, err := diffInputs(basePath, headPath, f.reports, opt)
+	d, sites, err := diffInputs(basePath, headPath, f.reports, opt)
 	if ue, ok := errors.AsType[*report.UnmeasuredError](err); ok {
 		return unmeasuredError(ue, f.metrics)
 	}
@@ -206,7 +206,7 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 	if err := report.WriteDiff(stdout, d, f.format); err != nil {
 		return err
 	}
-	if err := writeSitesDiff(stdout, basePath, headPath, f.format); err != nil {
+	if err := writeSitesDiff(stdout, sites[0], sites[1], f.format); err != nil {
 		return err
 	}
 	var be breachError
@@ -261,40 +261,41 @@ func unmeasuredError(ue *report.UnmeasuredError, metricFlag []string) error {
 // reports or decode results, each a file or a directory of them pooled,
 // or the reports of a git range BASE..HEAD (headPath ""). Each side is
 // read once (schema.Open); a decode result against anything else is
-// refused in one line naming both, before any pooling.
-func diffInputs(basePath, headPath, reportsDir string, opt report.DiffOptions) (*report.Diff, error) {
+// refused in one line naming both, before any pooling. sites are each
+// side's allocation sites where it is one probe exec --sites result
+// (sitesOf), for writeSitesDiff.
+func diffInputs(basePath, headPath, reportsDir string, opt report.DiffOptions) (d *report.Diff, sites [2]*schema.Sites, err error) {
 	var base, head *report.Rows
 	var same string
 	if headPath == "" {
 		b, h, baseName, headName, s, err := rangeReports(basePath, reportsDir)
 		if err != nil {
-			return nil, err
+			return nil, sites, err
 		}
 		base, head, opt.BaseName, opt.HeadName, same = report.ReportRows(b), report.ReportRows(h), baseName, headName, s
 	} else {
 		var in [2]diffInput
 		for i, p := range []string{basePath, headPath} {
-			var err error
 			if in[i], err = readDiffInput(p); err != nil {
-				return nil, err
+				return nil, sites, err
 			}
 		}
 		if in[0].decode != in[1].decode {
-			return nil, fmt.Errorf("diff: %s is %s and %s %s; compare like with like", basePath, in[0].what, headPath, in[1].what)
+			return nil, sites, fmt.Errorf("diff: %s is %s and %s %s; compare like with like", basePath, in[0].what, headPath, in[1].what)
 		}
 		for i, side := range []**report.Rows{&base, &head} {
-			var err error
 			if *side, err = in[i].rows(); err != nil {
-				return nil, err
+				return nil, sites, err
 			}
+			sites[i] = sitesOf(in[i])
 		}
 		same = sameInput(basePath, headPath)
 	}
-	d, err := report.Compare(base, head, opt)
+	d, err = report.Compare(base, head, opt)
 	if err == nil && same != "" {
 		d.Warnings = append([]string{same}, d.Warnings...)
 	}
-	return d, err
+	return d, sites, err
 }
 
 // diffInput is one side of probe diff as read (schema.Open): its files,

@@ -342,4 +342,11 @@ func TestDiffExecPlanted(t *testing.T) {
 			t.Errorf("stderr names no breach of %s:\n%s", m, stderr)
 		}
 	}
+	// A misspelt one is a usage error that lists the registered names,
+	// the outside view's among them.
+	_, _, err = runProbe("diff", "--fail-on", "process.vm_hwm:+10%", base, planted)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "the metrics are ") || !strings.Contains(err.Error(), ", process.vm_hwm_bytes, ") {
+		t.Errorf("a misspelt process metric: %v, want a usage error listing process.vm_hwm_bytes", err)
+	}
 }

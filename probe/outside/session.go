@@ -146,7 +146,7 @@ func (s *Session) loop() {
 			return
 		case <-t.C:
 		}
-		if s.cmd == nil && n%countersEvery == 0 {
+		if s.mode == schema.ModeAttach && n%countersEvery == 0 {
 			s.readCounters()
 		}
 		// status, not statm: VmHWM too, so that the last peak read

@@ -8,8 +8,10 @@ import (
 	"memprobe/schema"
 )
 
-// Comparing decode results (`probe diff` on two files of `probe decode
-// --json`) is Compare of DecodeRows. A decode result differs from a run
+// The decode kind of rows (DecodeRows): what a decode record's key is,
+// how its figures are read and what comparing two of them adds to
+// Compare. Comparing decode results (`probe diff` on two files of `probe
+// decode --json`) is Compare of DecodeRows. A decode result differs from a run
 // report in where its samples come from: one process measured each mode
 // once, so the only repeated figure is tokens/s, timed per pass; the
 // other measured figures have one value a side, which the U test cannot
