@@ -354,9 +354,10 @@ command = ["{tmp}/threads", "--threads", "4", "--hold-ms", "50"]
 	if r.Status != schema.StatusOK || r.Repetitions[0].Process.Sites == nil {
 		t.Fatalf("%s (%s): no sites", r.Status, r.Reason)
 	}
-	// 4 threads x 1 MiB in 16 KiB blocks, and 63 batches of 48 KiB.
-	if s := r.Repetitions[0].Process.Sites; s.PeakInUseBytes < 4<<20 {
-		t.Errorf("sites: %d bytes in use at the peak, want the 4 threads' 4 MiB at least", s.PeakInUseBytes)
+	// 63 batches of 48 KiB (3 MiB), then 4 threads x 1 MiB in 16 KiB
+	// blocks: sampled at one per 512 KiB on average, an estimate.
+	if s := r.Repetitions[0].Process.Sites; s.PeakInUseBytes < 1<<20 {
+		t.Errorf("sites: %d bytes in use at the peak, want some of the program's 7 MiB", s.PeakInUseBytes)
 	}
 	if m, _ := filepath.Glob(filepath.Join(o.ProfileDir, "sites-one-r1", "sites-*.pb.gz")); len(m) == 0 {
 		t.Errorf("no sites profiles in %s", o.ProfileDir)
