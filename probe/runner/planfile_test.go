@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"memprobe/internal/cshared"
+	"memprobe/internal/golden"
 	"memprobe/internal/table"
 	"memprobe/probe/planfile"
 	"memprobe/probe/sites"
@@ -366,4 +367,24 @@ command = ["{tmp}/threads", "--threads", "4", "--hold-ms", "50"]
 	if _, err := Prepare(&o); err == nil || !strings.Contains(err.Error(), "--sites needs --plan-file") {
 		t.Errorf("--sites with the built-in plans: %v", err)
 	}
+}
+
+// TestPlanFileDryRunGolden compares --dry-run of examples/c-threads.toml
+// with testdata/dryrun-planfile.golden (the plan's directory written as
+// $PLAN_DIR: it is where the checkout is).
+func TestPlanFileDryRunGolden(t *testing.T) {
+	p, err := planfile.Load(filepath.Join("..", "..", "examples", "c-threads.toml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{MemLimit: 2 << 30, PlanFile: p, Executable: "/some/bin/probe"}
+	cs, err := Prepare(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WritePlan(&b, cs, o, "/some/bin/probe", table.Text); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "dryrun-planfile.golden", []byte(strings.ReplaceAll(b.String(), p.Dir, "$PLAN_DIR")))
 }
