@@ -265,3 +265,47 @@ func TestPlanFileCommittedReport(t *testing.T) {
 		t.Errorf("probe report lacks the stacks' line:\n%s", stdout)
 	}
 }
+
+// TestPlanFileReportGate: probe diff --fail-on gates a plan file's report
+// as any run report: a 20 % larger peak RSS planted in P1 of the
+// committed report fails the gate naming c-threads/P1; probe export
+// writes its phases.
+func TestPlanFileReportGate(t *testing.T) {
+	base := filepath.Join("..", "..", "examples", "testdata", "c-threads-report.json.gz")
+	rep, err := schema.ReadReport(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rep.Runs {
+		r := &rep.Runs[i]
+		if r.Phase != "P1" {
+			continue
+		}
+		for k := range r.Repetitions {
+			r.Repetitions[k].PeakRSSBytes = r.Repetitions[k].PeakRSSBytes * 6 / 5
+		}
+		for k := range r.Summary.Metrics {
+			if m := &r.Summary.Metrics[k]; m.Name == "peak_rss_bytes" {
+				for j := range m.Values {
+					m.Values[j] *= 1.2
+				}
+				m.Median, m.Min, m.Max, m.CILow, m.CIHigh = m.Median*1.2, m.Min*1.2, m.Max*1.2, m.CILow*1.2, m.CIHigh*1.2
+			}
+		}
+	}
+	head := filepath.Join(t.TempDir(), "head.json")
+	if err := schema.WriteReport(head, rep); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runProbe("diff", base, head, "--fail-on", "peak_rss_bytes:+5%")
+	if err == nil || !strings.Contains(err.Error(), "past --fail-on") {
+		t.Errorf("probe diff of the planted P1: %v, want the gate to fail", err)
+	}
+	if _, _, err := runProbe("diff", base, base, "--fail-on", "peak_rss_bytes:+5%"); err != nil {
+		t.Errorf("probe diff of the report with itself: %v", err)
+	}
+	stdout, _, err := runProbe("export", base)
+	if err != nil || !strings.Contains(stdout, "BenchmarkC-threads/phase=P1 1 ") {
+		t.Errorf("probe export: %v\n%s", err, stdout)
+	}
+}
