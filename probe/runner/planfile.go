@@ -26,21 +26,26 @@ type ProcessSpec struct {
 }
 
 // planFileConfigs lists a plan file's configurations: its phases in
-// order (those o.Phases names, or all), each over the sweep grid of its
-// variables.
+// order (those o.Phases names, "after" the last unless a phase has that
+// name, or all), each over the sweep grid of its variables.
 func planFileConfigs(o Options) ([]Config, error) {
 	p := o.PlanFile
+	var phases []string // "after" is the last phase, as for the built-in plans
 	for _, name := range o.Phases {
+		if name == "after" && !slices.ContainsFunc(p.Phases, func(ph planfile.Phase) bool { return ph.Name == name }) {
+			name = p.Phases[len(p.Phases)-1].Name
+		}
 		if !slices.ContainsFunc(p.Phases, func(ph planfile.Phase) bool { return ph.Name == name }) {
 			return nil, fmt.Errorf("--phases: %s has no phase %q", p.Path, name)
 		}
+		phases = append(phases, name)
 	}
 	run := p.Configs(map[string]string{planfile.VarProbe: o.Executable, planfile.VarTmp: o.tmpOrPlaceholder()})
 	rec := p.Configs(map[string]string{planfile.VarProbe: "{probe}", planfile.VarTmp: "{tmp}"})
 	var out []Config
 	for i, pc := range run {
 		ph := p.Phases[pc.Phase]
-		if len(o.Phases) > 0 && !slices.Contains(o.Phases, ph.Name) {
+		if len(phases) > 0 && !slices.Contains(phases, ph.Name) {
 			continue
 		}
 		c := Config{

@@ -305,6 +305,7 @@ command = ["./prog", "--n", "{n}"]
 env = { A = "", B = "x y" }
 `, "n=1,2")
 	o := planOptions(t, p)
+	o.Phases = []string{"after"} // the last phase, "one"
 	cs, err := Prepare(&o)
 	if err != nil {
 		t.Fatal(err)
