@@ -14,15 +14,15 @@ import (
 )
 
 // ProcessSpec is what a plan file's configuration starts: the program,
-// its environment and its directory, and the same as the report records
-// it (Command, Env: the built-in {probe} and {tmp} left as they are, so
-// that it names the configuration across runs and machines).
+// its environment and its directory (planfile.Config, expanded), and the
+// same as the report records it (RecordCommand, RecordEnv: the built-in
+// {probe} and {tmp} left as they are, so that it names the configuration
+// across runs and machines; schema.Run.Command and Env).
 type ProcessSpec struct {
 	planfile.Config
-	Dir string
-	// Command and Env are the record's (schema.Run.Command, Env).
-	Command []string
-	Env     map[string]string
+	Dir           string
+	RecordCommand []string
+	RecordEnv     map[string]string
 }
 
 // planFileConfigs lists a plan file's configurations: its phases in
@@ -74,7 +74,7 @@ func planFileConfigs(o Options) ([]Config, error) {
 		if len(env) == 0 {
 			env = nil
 		}
-		c.Process = &ProcessSpec{Config: pc, Dir: p.Dir, Command: rec[i].Command, Env: env}
+		c.Process = &ProcessSpec{Config: pc, Dir: p.Dir, RecordCommand: rec[i].Command, RecordEnv: env}
 		c.Scale = Scale{Why: planScale(p)}
 		out = append(out, c)
 	}
@@ -120,7 +120,7 @@ func (c Config) scaleString() string {
 func (c Config) identity() string {
 	k := resumeKey(c.Name, c.Schema)
 	if c.Process != nil {
-		k += "|" + processKey(c.Process.Command, c.Process.Env)
+		k += "|" + processKey(c.Process.RecordCommand, c.Process.RecordEnv)
 	}
 	return k
 }
@@ -175,7 +175,7 @@ func (p *ProcessSpec) commandLine() string {
 			parts = append(parts, quote(kv))
 		}
 	}
-	for _, a := range p.Config.Command {
+	for _, a := range p.Command {
 		parts = append(parts, quote(a))
 	}
 	return strings.Join(parts, " ")

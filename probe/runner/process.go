@@ -52,7 +52,7 @@ func runProcess(ctx context.Context, c Config, o Options, rep int) (schema.Outsi
 		}
 	}
 	env := c.Process.Environ(append(os.Environ(), o.Env...))
-	args := append([]string{c.Process.Program(c.Process.Dir)}, c.Process.Config.Command[1:]...)
+	args := append([]string{c.Process.Program(c.Process.Dir)}, c.Process.Command[1:]...)
 	s, err := outside.Exec(outside.ExecOptions{
 		Options: opts, Args: args, Env: env, Dir: c.Process.Dir,
 		Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr,

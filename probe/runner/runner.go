@@ -507,7 +507,7 @@ func newRun(c Config, count int) schema.Run {
 	}
 	if p := c.Process; p != nil {
 		index, ph := c.Index, c.PhaseIndex
-		r.Index, r.PhaseIndex, r.Command, r.Env = &index, &ph, p.Command, p.Env
+		r.Index, r.PhaseIndex, r.Command, r.Env = &index, &ph, p.RecordCommand, p.RecordEnv
 	}
 	return r
 }
