@@ -2,6 +2,7 @@ package planfile
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -159,4 +160,32 @@ func TestSweep(t *testing.T) {
 	if p, err := Parse("mem.toml", []byte(src), []Sweep{n}); err != nil || len(p.Configs(nil)) != 2 {
 		t.Errorf("swept {n}: %v", err)
 	}
+}
+
+// FuzzParse: no plan file makes Parse panic, and every error it returns
+// for a file names the file. Seeded with the test plans.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.toml")
+	bad, _ := filepath.Glob("testdata/bad/*.toml")
+	for _, p := range append(files, bad...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := Parse("fuzz.toml", b, nil)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.toml") {
+				t.Errorf("error %q does not name the file", err)
+			}
+			return
+		}
+		for _, c := range p.Configs(nil) {
+			if len(c.Command) == 0 {
+				t.Errorf("a configuration without a command: %+v", c)
+			}
+		}
+	})
 }
