@@ -68,6 +68,8 @@ var registry = []Def{
 	{Name: "process.rusage_voluntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageVoluntaryContextSwitches) })},
 	{Name: "process.rusage_involuntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageInvoluntaryContextSwitches) })},
 	{Name: "process.tree_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.TreePeakRSSBytes) })},
+	{Name: "process.descendant_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.DescendantPeakRSSBytes) })},
+	{Name: "process.descendants_missed", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.DescendantsMissed) })},
 
 	// The runtime's maxima over the step boundaries (null without
 	// instruments).

@@ -48,6 +48,10 @@ type Session struct {
 
 	stop     chan struct{}
 	loopDone chan struct{}
+	// kids reads the descendants (Options.Children; nil without), until
+	// stop; kidsDone is closed after its last read.
+	kids     *childWatch
+	kidsDone chan struct{}
 
 	mu        sync.Mutex // guards the fields below (the loop and Walk)
 	walks     int
@@ -59,8 +63,6 @@ type Session struct {
 	peakRaw   []byte
 	endRaw    []byte
 	lastPprof time.Time
-	children  map[int]*schema.Child
-	treePeak  uint64
 	hwm       uint64 // the largest VmHWM read by the loop and the walks
 	warnings  []string
 	files     map[string]bool
@@ -93,7 +95,7 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 		opts: opts, mode: mode, pid: pid, command: command,
 		start: time.Now(), cpu0: selfCPU(),
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
-		children: map[int]*schema.Child{}, warnings: []string{}, files: map[string]bool{},
+		warnings: []string{}, files: map[string]bool{},
 	}
 	s.goBuild = readGoBuild(opts.FS, pid)
 	s.exe, _ = os.Readlink(opts.FS.Path(pid, "exe"))
@@ -124,6 +126,10 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 			s.warnf("%s", warn)
 		}
 	}
+	if opts.Children {
+		s.kids, s.kidsDone = newChildWatch(opts.FS, pid, s.start, opts.Interval, s.tick(), mode == schema.ModeExec), make(chan struct{})
+		go s.kids.run(s.stop, s.kidsDone)
+	}
 	go s.loop()
 	return s, nil
 }
@@ -145,7 +151,7 @@ func (s *Session) loop() {
 			return
 		case <-t.C:
 		}
-		if s.cmd == nil && n%countersEvery == 0 {
+		if s.mode == schema.ModeAttach && n%countersEvery == 0 {
 			s.readCounters()
 		}
 		// status, not statm: VmHWM too, so that the last peak read
@@ -156,9 +162,6 @@ func (s *Session) loop() {
 		}
 		seen := time.Now()
 		s.checkExec()
-		if s.opts.Children {
-			s.readChildren(st.VmRSSBytes)
-		}
 		s.mu.Lock()
 		s.lastAlive = seen
 		s.hwm = max(s.hwm, st.VmHWMBytes)
@@ -348,39 +351,19 @@ func (s *Session) checkExec() {
 	}
 }
 
-// readChildren reads the descendants' memory and the tree's summed RSS.
-func (s *Session) readChildren(selfRSS uint64) {
-	desc := s.opts.FS.Descendants(s.pid)
-	total := selfRSS
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, d := range desc {
-		st, err := s.opts.FS.ReadStatus(d.PID)
-		if err != nil {
-			continue
-		}
-		c := s.children[d.PID]
-		if c == nil {
-			c = &schema.Child{PID: d.PID, PPID: d.PPID, Command: cmdline(s.opts.FS, d.PID)}
-			s.children[d.PID] = c
-		}
-		c.VmHWMBytes = max(c.VmHWMBytes, st.VmHWMBytes)
-		c.PeakRSSBytes = max(c.PeakRSSBytes, st.VmRSSBytes)
-		total += st.VmRSSBytes
-	}
-	s.treePeak = max(s.treePeak, total)
-}
-
 // finish ends the watch: the loop, then (if the process still lives, a
 // last walk and) the sampler; exited says whether it did.
 func (s *Session) finish(exited bool) sampler.Result {
 	close(s.stop)
 	<-s.loopDone
+	if s.kidsDone != nil {
+		<-s.kidsDone
+	}
 	if !exited {
 		// The last look at a process that lives on: the final answer
 		// to whether it is a Go program is what it runs now.
 		s.checkExec()
-		if s.cmd == nil {
+		if s.mode == schema.ModeAttach {
 			s.readCounters()
 		}
 		if err := s.Walk(); err != nil {
