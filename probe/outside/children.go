@@ -37,6 +37,7 @@ type childWatch struct {
 	prev     map[int]bool // the processes listed by the previous read
 	cminflt  map[int]uint64
 	treePeak uint64
+	lastTree uint64 // the tree's summed RSS at the last read
 	missed   int
 	cost     time.Duration
 	polls    int
@@ -261,8 +262,22 @@ func (w *childWatch) poll() {
 	}
 	w.prev, w.cminflt = listed, cminflt
 	w.treePeak = max(w.treePeak, total)
+	w.lastTree = total
 	w.polls++
 	w.cost += time.Since(t0)
+}
+
+// live is the number of descendants alive at the last read and the
+// tree's summed RSS then (the live view).
+func (w *childWatch) live() (n int, tree uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, k := range w.kids {
+		if k.alive && w.prev[k.c.PID] {
+			n++
+		}
+	}
+	return n, w.lastTree
 }
 
 // fill writes what was seen into p: the descendants by pid (gone ones
