@@ -59,6 +59,7 @@ type Session struct {
 	nextWalk  time.Time // the SmapsEvery spacing
 	nextHigh  time.Time // the walks at new highs' spacing (highWalkBudget)
 	lastRSS   uint64    // RSS at the last walk
+	tickRSS   uint64    // RSS at the loop's last tick
 	peak, end *schema.Snapshot
 	peakRaw   []byte
 	endRaw    []byte
@@ -165,10 +166,11 @@ func (s *Session) loop() {
 		s.mu.Lock()
 		s.lastAlive = seen
 		s.hwm = max(s.hwm, st.VmHWMBytes)
-		due := s.walkDue(st.VmRSSBytes, time.Now())
+		regular, high := s.walkDue(st.VmRSSBytes, s.tickRSS, time.Now())
+		s.tickRSS = st.VmRSSBytes
 		s.mu.Unlock()
-		if due {
-			s.Walk()
+		if regular || high {
+			s.walk(regular)
 		}
 	}
 }
@@ -189,25 +191,31 @@ func (s *Session) readCounters() {
 	s.counters, s.countersOK = c, true
 }
 
-// walkDue says whether RSS rss, read at now, is to be walked now: a move
-// the SmapsEvery spacing allows (walkWanted), or a new high well above
-// the highest walk (highWanted) that the walk budget allows. Called with
-// mu held.
-func (s *Session) walkDue(rss uint64, now time.Time) bool {
+// walkDue says whether RSS rss, read at now (prev at the tick before),
+// is to be walked now: regular, a move the SmapsEvery spacing allows
+// (walkWanted); high, a new high the walks at new highs' budget allows
+// (highWanted). Called with mu held.
+func (s *Session) walkDue(rss, prev uint64, now time.Time) (regular, high bool) {
 	if !now.Before(s.nextWalk) && s.walkWanted(rss) {
-		return true
+		return true, false
 	}
-	return !s.opts.noHighWalks && !now.Before(s.nextHigh) && s.highWanted(rss)
+	return false, !s.opts.noHighWalks && !now.Before(s.nextHigh) && s.highWanted(rss, prev)
 }
 
-// highWanted says whether rss is a new high more than highWalkRise and
-// 1 MiB above the RSS of the highest walk. Called with mu held.
-func (s *Session) highWanted(rss uint64) bool {
+// highWanted says whether rss is a new high worth a walk sooner than
+// SmapsEvery: more than highWalkRise (and 1 MiB) above the RSS of the
+// highest walk; or, once RSS has stopped rising (no higher than prev, the
+// tick before: a peak, or a plateau), more than 1 % (and 1 MiB) above it.
+// Called with mu held.
+func (s *Session) highWanted(rss, prev uint64) bool {
 	if s.peak == nil {
 		return s.walks == 0
 	}
 	top := uint64(s.peak.Reconciliation.RSSBytes)
-	return rss > top+max(1<<20, uint64(highWalkRise*float64(top)))
+	if rss <= top+1<<20 {
+		return false
+	}
+	return rss > top+uint64(highWalkRise*float64(top)) || rss <= prev && rss > top+top/100
 }
 
 // walkWanted says whether RSS rss is worth a walk: the first, a new high,
@@ -231,7 +239,12 @@ func (s *Session) walkWanted(rss uint64) bool {
 // if its RSS is the highest walked. It fails when the process has exited.
 // Exec and Attach take walks on their own; Walk is for a caller that
 // knows a moment matters (a test, before it lets the program go on).
-func (s *Session) Walk() error {
+func (s *Session) Walk() error { return s.walk(true) }
+
+// walk takes a walk. A regular one (Walk, the SmapsEvery spacing) sets
+// the next regular one SmapsEvery later; a walk at a new high does not
+// put it off, only keeps it within walkBudget.
+func (s *Session) walk(regular bool) error {
 	t0 := time.Now()
 	t := t0.Sub(s.start)
 	snap, raw, err := s.walker.walk()
@@ -247,7 +260,13 @@ func (s *Session) Walk() error {
 	d := time.Duration(snap.WalkMs * float64(time.Millisecond))
 	s.walkCost += d
 	now := time.Now()
-	s.nextWalk = now.Add(max(s.opts.SmapsEvery, time.Duration(float64(d)/walkBudget)))
+	if regular {
+		s.nextWalk = now.Add(max(s.opts.SmapsEvery, time.Duration(float64(d)/walkBudget)))
+	} else {
+		if next := now.Add(time.Duration(float64(d) / walkBudget)); next.After(s.nextWalk) {
+			s.nextWalk = next
+		}
+	}
 	s.nextHigh = now.Add(time.Duration(float64(d) / highWalkBudget))
 	s.lastRSS = uint64(snap.Reconciliation.RSSBytes)
 	s.hwm = max(s.hwm, snap.VmHWMBytes)
