@@ -249,7 +249,11 @@ func renderChildren(e *errWriter, p *schema.Process, render func(*table.Table)) 
 		if r := []rune(cmd); len(r) > 60 {
 			cmd = string(r[:59]) + "…"
 		}
-		t.Add(strconv.Itoa(c.PID), strconv.Itoa(c.PPID), cmd, childPeak(&c), seconds(c.LifetimeMs), state)
+		life := seconds(c.LifetimeMs)
+		if c.LifetimeMs < 1000 {
+			life = fmt.Sprintf("%.0f ms", c.LifetimeMs)
+		}
+		t.Add(strconv.Itoa(c.PID), strconv.Itoa(c.PPID), cmd, childPeak(&c), life, state)
 	}
 	render(t)
 	if n := len(kids) - maxChildRows; n > 0 {
