@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"memprobe/schema"
 )
 
@@ -131,8 +133,8 @@ const plantedPages = 25600
 // program that writes N more pages has N more minor faults (within 5 %:
 // the loader's and libc's own faults move a little from run to run); one
 // that sleeps K times more has at least 0.9 K more voluntary context
-// switches. exec reads them from wait4; attach from /proc, the same
-// planted difference.
+// switches; one that computes has more user time. exec reads them from
+// wait4; attach from /proc, the same planted difference in faults.
 func TestCountersPlanted(t *testing.T) {
 	base := execFaults(t, 0, 0)
 	if base.RusageSource != rusageWait4 || base.RusageMinorFaults == 0 {
@@ -149,6 +151,22 @@ func TestCountersPlanted(t *testing.T) {
 	if v := int64(slept.RusageVoluntaryContextSwitches) - int64(base.RusageVoluntaryContextSwitches); v < sleeps*9/10 {
 		t.Errorf("exec: %d sleeps more moved voluntary context switches by %d (%d → %d), want at least %d",
 			sleeps, v, base.RusageVoluntaryContextSwitches, slept.RusageVoluntaryContextSwitches, sleeps*9/10)
+	}
+
+	// CPU: 100 million steps of spin.c cost at least 50 ms of user
+	// time on any machine (about 0.4 s here); the program that only
+	// starts, a few ms. Not a timed assertion: CPU time, not wall time,
+	// and a margin of an order of magnitude.
+	s, err := Exec(ExecOptions{Options: slowWalks, Args: []string{cprog(t, "spin"), "100000000"}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := r.Process.RusageUserMs; u < base.RusageUserMs+50 {
+		t.Errorf("exec: 100 million steps moved user time from %.1f ms to %.1f ms, want at least 50 ms more", base.RusageUserMs, u)
 	}
 
 	attach := func(pages int) *schema.Process {
@@ -421,5 +439,37 @@ func TestChildrenGCC(t *testing.T) {
 	t.Logf("%s", treeLine(p))
 	for _, d := range p.Diagnosis {
 		t.Logf("%s", d.Text)
+	}
+}
+
+// TestMajorFaultsPlanted: a program that reads 4,096 pages of a file
+// dropped from the page cache, with readahead off, has 4,096 more major
+// faults (within 10 %) than one that reads none. Skipped where the test's
+// temporary directory is tmpfs, whose pages never leave memory.
+func TestMajorFaultsPlanted(t *testing.T) {
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
+		t.Skipf("%s is tmpfs: its pages are never read back from a disk, so no major faults to plant", dir)
+	}
+	run := func(pages int) *schema.Process {
+		s, err := Exec(ExecOptions{Options: slowWalks, Args: []string{cprog(t, "majfaults"), filepath.Join(dir, "f"), strconv.Itoa(pages)},
+			Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := r.Process.ExitCode; c == nil || *c != 0 {
+			t.Fatalf("majfaults %d exited with %v", pages, c)
+		}
+		return r.Process
+	}
+	const pages = 4096
+	a, b := run(0), run(pages)
+	if d := int64(b.RusageMajorFaults) - int64(a.RusageMajorFaults); d < pages*9/10 || d > pages*11/10 {
+		t.Errorf("%d pages read from the disk moved major faults by %d (%d → %d), want %d ± 10 %%", pages, d, a.RusageMajorFaults, b.RusageMajorFaults, pages)
 	}
 }
