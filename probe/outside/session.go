@@ -136,8 +136,8 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 }
 
 // tick is the loop's period: often enough to catch a peak that lasts a
-// tenth of a second, rarely enough to cost nothing (a status read and a
-// readlink, about 30 µs).
+// tenth of a second, rarely enough to cost little (a status read and a
+// readlink, tens of µs, 20 times a second).
 func (s *Session) tick() time.Duration {
 	return max(s.opts.Interval, min(s.opts.SmapsEvery/4, 50*time.Millisecond))
 }
