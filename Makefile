@@ -10,6 +10,10 @@ TAGS     = $(shell ./scripts/blas-tags.sh)
 # child processes, 3 repetitions (docs/run.md: about 4 minutes on 2 cores);
 # the report goes to probe-<commit>.json, its tables to stdout.
 PROBE_ARGS ?= run --threads 63
+# probe exec --sites preloads this library, found beside bin/probe; the
+# flags are probe/sites' CFlags (its tests build it the same way).
+SITES_CC     ?= gcc
+SITES_CFLAGS := -O2 -g -shared -fPIC -pthread -fvisibility=hidden -Wall
 
 .PHONY: all deps build probe test test-short vet race bench bench-trainer clean
 
@@ -25,6 +29,7 @@ deps:
 build: deps
 	$(GO) build -buildvcs=auto -tags "$(TAGS)" -o $(BIN) ./cmd/probe
 	$(GO) build -buildvcs=auto -tags "$(TAGS) viz" -o $(BIN)-viz ./cmd/probe
+	$(SITES_CC) $(SITES_CFLAGS) -o bin/libmemprobe-sites.so probe/sites/preload/sites.c -lm
 
 probe: build
 	./$(BIN) $(PROBE_ARGS)

@@ -126,6 +126,8 @@ type Process struct {
 	Diagnosis []Finding `json:"diagnosis"`
 	// Overhead is what watching cost.
 	Overhead Overhead `json:"overhead"`
+	// Sites are the allocation sites (exec --sites); absent without.
+	Sites *Sites `json:"sites,omitempty"`
 	// Files are the files written to --out-dir (smaps at the peak and the
 	// end, heap profiles).
 	Files []string `json:"files"`

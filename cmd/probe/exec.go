@@ -35,6 +35,7 @@ type outsideFlags struct {
 	live       bool
 	duration   time.Duration // attach only
 	gpu        bool
+	sites      outside.SitesOptions // exec only
 }
 
 func (f *outsideFlags) register(fs *pflag.FlagSet) {
@@ -60,7 +61,7 @@ func (f *outsideFlags) options() (outside.Options, table.Format, error) {
 	default:
 		return outside.Options{}, "", fmt.Errorf("--format %q: want text or markdown", f.format)
 	}
-	o := outside.Options{Interval: f.interval, SmapsEvery: f.smapsEvery, Children: f.children, OutDir: f.outDir, PprofURL: f.pprof, CommandLine: os.Args, NoGPU: !f.gpu}
+	o := outside.Options{Interval: f.interval, SmapsEvery: f.smapsEvery, Children: f.children, OutDir: f.outDir, PprofURL: f.pprof, CommandLine: os.Args, NoGPU: !f.gpu, Sites: f.sites}
 	if f.interval <= 0 {
 		return o, "", fmt.Errorf("--interval %v: must be positive", f.interval)
 	}
@@ -256,6 +257,8 @@ docs/exec.md.`,
 		},
 	}
 	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&f.sites.Enabled, "sites", false, "record the program's allocation sites (C allocator and anonymous mmap, LD_PRELOAD): pprof profiles alloc, peak and exit in --out-dir, the top sites in the report (docs/exec.md)")
+	cmd.Flags().Int64Var(&f.sites.Rate, "sites-rate", 0, "with --sites, sample one allocation per this many bytes on average (default 524288); 1 records every allocation, exactly")
 	// Everything after the program's name is the program's.
 	cmd.Flags().SetInterspersed(false)
 	return cmd

@@ -48,6 +48,10 @@ type Library struct {
 	LibName string
 	// CFlags go before the definitions, LDLibs after the source.
 	CFlags, LDLibs []string
+	// Preload says the library is loaded by another program
+	// (LD_PRELOAD), not by this one through cgo: it is built in a
+	// build without cgo too.
+	Preload bool
 
 	mu     sync.Mutex
 	builds map[string]string // normalised definitions → library path
@@ -59,7 +63,7 @@ type Library struct {
 // a leading -D accepted. Without cgo the error wraps ErrNoCgo, without gcc
 // ErrNoGCC: a test skips on those and fails on any other.
 func (l *Library) Build(defines ...string) (string, error) {
-	if !cgoEnabled {
+	if !cgoEnabled && !l.Preload {
 		return "", fmt.Errorf("%s: %w", l.Prefix, ErrNoCgo)
 	}
 	gcc, err := exec.LookPath("gcc")

@@ -9,7 +9,7 @@ import (
 var instruments = []string{
 	"memprobe/probe/allocsite", "memprobe/probe/ledger", "memprobe/probe/memmodel", "memprobe/probe/procfs",
 	"memprobe/probe/profiling", "memprobe/probe/reconcile", "memprobe/probe/rtstats", "memprobe/probe/sampler",
-	"memprobe/probe/outside",
+	"memprobe/probe/outside", "memprobe/probe/sites",
 }
 
 func under(p, root string) bool { return p == root || strings.HasPrefix(p, root+"/") }

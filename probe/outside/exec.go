@@ -26,6 +26,8 @@ type ExecOptions struct {
 	Args []string
 	// Env is the program's environment; nil means the probe's.
 	Env []string
+	// Dir is the program's working directory; "" means the probe's.
+	Dir string
 	// Stdin, Stdout and Stderr are the program's; nil means the probe's
 	// own (os.Stdin, os.Stdout, os.Stderr).
 	Stdin          io.Reader
@@ -49,6 +51,7 @@ func Exec(o ExecOptions) (*Session, error) {
 	}
 	cmd := exec.Command(o.Args[0], o.Args[1:]...)
 	cmd.Env = o.Env
+	cmd.Dir = o.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
 	// A descendant that keeps the program's output open must not keep
 	// the probe waiting once the program has exited.
@@ -67,6 +70,10 @@ func Exec(o ExecOptions) (*Session, error) {
 	// running behind it. No process group of its own: the program stays
 	// in the terminal's foreground group, where Ctrl-C reaches it
 	// (docs/exec.md).
+	sr, err := startSites(o, cmd)
+	if err != nil {
+		return nil, err
+	}
 	var self procfs.Status
 	self, _ = procfs.ReadStatus(procfs.Self)
 	release, err := childproc.Start(cmd)
@@ -81,10 +88,13 @@ func Exec(o ExecOptions) (*Session, error) {
 		release()
 		return nil, fmt.Errorf("exec %s: watching pid %d: %w (exit status %d)", o.Args[0], cmd.Process.Pid, err, exitCode(cmd.ProcessState))
 	}
-	s.cmd, s.release = cmd, release
+	s.cmd, s.release, s.sites = cmd, release, sr
 	s.probeHWM = self.VmHWMBytes
 	return s, nil
 }
+
+// PID is the watched process's id.
+func (s *Session) PID() int { return s.pid }
 
 // Signal sends sig to the program (exec) or the process (attach).
 func (s *Session) Signal(sig os.Signal) error {

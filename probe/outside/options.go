@@ -67,6 +67,8 @@ type Options struct {
 	Progress io.Writer
 	// FS is where /proc is read; the zero FS is /proc.
 	FS procfs.FS
+	// Sites records the allocation sites (exec only; sites.go).
+	Sites SitesOptions
 
 	// noHighWalks turns the walks at new highs off (tests: the old
 	// behaviour, and walks only where the test takes them).
@@ -87,6 +89,9 @@ func (o *Options) defaults() error {
 		o.SmapsEvery = max(DefaultSmapsEvery, o.Interval)
 	case o.SmapsEvery < o.Interval:
 		return fmt.Errorf("smaps-every %v is below the interval %v", o.SmapsEvery, o.Interval)
+	}
+	if err := o.Sites.check(o.OutDir); err != nil {
+		return err
 	}
 	if o.PprofURL != "" {
 		if err := checkPprofURL(o.PprofURL); err != nil {

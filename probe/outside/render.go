@@ -152,6 +152,8 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		}
 	}
 
+	renderSites(e, heading, render, p.Sites)
+
 	heading("Diagnosis")
 	if len(p.Diagnosis) == 0 {
 		e.item("nothing stands out")

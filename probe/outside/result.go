@@ -49,6 +49,7 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	// The Go build as last read: a wrapper that exec'd a Go program is one.
 	p.Go = s.goBuild
 	p.AtPeak, p.End, p.Walks = s.peak, s.end, s.walks
+	s.finishSites(p)
 	if s.mode == schema.ModeAttach && s.countersOK {
 		s.counters.set(p, rusageProc)
 	}

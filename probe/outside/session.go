@@ -45,6 +45,7 @@ type Session struct {
 	release func()
 	// probeHWM is the probe's own VmHWM when it started the program.
 	probeHWM uint64
+	sites    *sitesRun // exec --sites only
 
 	stop     chan struct{}
 	loopDone chan struct{}

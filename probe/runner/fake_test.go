@@ -53,6 +53,18 @@ func fakeChild(args []string) int {
 		time.Sleep(time.Minute)
 		return 0
 	}
+	if len(args) == 3 && args[0] == "alloc" {
+		// A plan file's program: touch MiB, hold it for ms, exit 0.
+		mib, _ := strconv.Atoi(args[1])
+		ms, _ := strconv.Atoi(args[2])
+		b := make([]byte, mib<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		runtime.KeepAlive(b)
+		return 0
+	}
 	flags := map[string]string{}
 	for i := 1; i+1 < len(args); i += 2 {
 		flags[strings.TrimPrefix(args[i], "--")] = args[i+1]

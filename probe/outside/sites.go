@@ -1,0 +1,221 @@
+package outside
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"memprobe/internal/table"
+	"memprobe/probe/sites"
+	"memprobe/schema"
+)
+
+// SitesOptions asks exec for the program's allocation sites
+// (probe/sites): the library preloaded, its records read at exit into
+// pprof profiles in Options.OutDir and Process.Sites.
+type SitesOptions struct {
+	Enabled bool
+	// Rate is the mean sampling interval in bytes: 0 means
+	// sites.DefaultRate, 1 records every allocation.
+	Rate int64
+}
+
+func (o *SitesOptions) check(outDir string) error {
+	if !o.Enabled {
+		if o.Rate != 0 {
+			return errors.New("sites-rate: needs --sites")
+		}
+		return nil
+	}
+	switch {
+	case o.Rate == 0:
+		o.Rate = sites.DefaultRate
+	case o.Rate < 0:
+		return fmt.Errorf("sites-rate %d: want a number of bytes, 1 or more", o.Rate)
+	}
+	if outDir == "" {
+		return errors.New("sites: needs an out-dir to write the profiles to")
+	}
+	return nil
+}
+
+// sitesRun is a --sites run: the records' directory and the clock the
+// library's times are on.
+type sitesRun struct {
+	dir string
+	// startMono is CLOCK_MONOTONIC when the watch began (s.start).
+	startMono uint64
+	goProgram bool
+}
+
+// startSites prepares cmd for --sites: checks that the program can be
+// preloaded at all, finds the library, makes the records' directory and
+// sets cmd.Env. nil when --sites is off.
+func startSites(o ExecOptions, cmd *exec.Cmd) (*sitesRun, error) {
+	if !o.Sites.Enabled {
+		return nil, nil
+	}
+	path := cmd.Path
+	goProg := isGoBinary(path)
+	if static, err := staticELF(path); err == nil && static {
+		if goProg {
+			return nil, fmt.Errorf("exec --sites: %s is a Go program linked statically: LD_PRELOAD needs a dynamic loader, so --sites sees nothing of it; --pprof shows its Go heap", o.Args[0])
+		}
+		return nil, fmt.Errorf("exec --sites: %s is linked statically: LD_PRELOAD needs a dynamic loader, so --sites cannot record its allocations", o.Args[0])
+	}
+	lib, err := sites.FindLibrary()
+	if err != nil {
+		return nil, fmt.Errorf("exec --sites: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "memprobe-sites-")
+	if err != nil {
+		return nil, fmt.Errorf("exec --sites: %w", err)
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = sites.Env(env, lib, dir, o.Sites.Rate)
+	return &sitesRun{dir: dir, goProgram: goProg}, nil
+}
+
+func monoNow() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
+// staticELF says whether path is an ELF executable without a dynamic
+// loader (PT_INTERP).
+func staticELF(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func isGoBinary(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Section(".go.buildinfo") != nil
+}
+
+// finishSites reads the records into p.Sites once the program has
+// exited, with the arenas of the peak and end walks; what it cannot do
+// becomes a warning. Called with s.mu held.
+func (s *Session) finishSites(p *schema.Process) {
+	r := s.sites
+	if r == nil {
+		return
+	}
+	defer os.RemoveAll(r.dir)
+	// The walks' times count from s.start, taken just after the program
+	// started; the library's from CLOCK_MONOTONIC.
+	r.startMono = monoNow() - uint64(time.Since(s.start))
+	if r.goProgram || s.goBuild != nil {
+		s.warnf("sites: this is a Go program: --sites sees only its C allocations (cgo and C libraries); --pprof shows its Go heap")
+	}
+	var walks []sites.Walk
+	for _, w := range []struct {
+		at   string
+		snap *schema.Snapshot
+	}{{"peak", p.AtPeak}, {"end", p.End}} {
+		if w.snap == nil {
+			continue
+		}
+		var brk, arenas int64
+		for _, part := range w.snap.Reconciliation.Parts {
+			switch part.Name {
+			case "c.malloc.brk":
+				brk = part.Bytes
+			case "c.malloc.arenas":
+				arenas = part.Bytes
+			}
+		}
+		walks = append(walks, sites.Walk{At: w.at, AtMs: w.snap.TMs, MonoNs: r.startMono + uint64(w.snap.TMs*1e6), BrkBytes: brk, ArenasBytes: arenas})
+	}
+	res, warns, err := sites.Analyze(sites.Options{Dir: r.dir, OutDir: s.opts.OutDir, PID: s.pid, Walks: walks})
+	for _, w := range warns {
+		s.warnf("%s", w)
+	}
+	switch {
+	case errors.Is(err, sites.ErrNoRecords):
+		s.warnf("sites: no allocation records appeared: the program's loader ignored LD_PRELOAD (a setuid or statically linked program, or one that clears its environment), so --sites saw none of its allocations")
+		return
+	case err != nil:
+		s.warnf("sites: %v", err)
+		return
+	}
+	p.Sites = res
+	for _, f := range res.Profiles {
+		s.files[f.Path] = true
+	}
+}
+
+// renderSites prints the sites section of the report.
+func renderSites(e *errWriter, heading func(string), render func(*table.Table), st *schema.Sites) {
+	if st == nil {
+		return
+	}
+	how := "every allocation recorded (rate 1): exact"
+	if !st.Exact {
+		how = fmt.Sprintf("sampled at one per %s allocated on average, scaled: estimates", iec(st.RateBytes))
+	}
+	heading(fmt.Sprintf("Allocation sites (pid %d; %s)", st.PID, how))
+	e.line("allocated %d blocks, %s in all; in use at the peak %s in %d blocks (%.3f s); at exit %s in %d blocks; %d temporary blocks (freed before their thread allocated again)",
+		st.AllocObjects, iec(st.AllocBytes), iec(st.PeakInUseBytes), st.PeakInUseObjects, st.PeakAtMs/1000,
+		iec(st.ExitInUseBytes), st.ExitInUseObjects, st.TemporaryObjects)
+	site := func(x schema.Site) string {
+		s := x.Function
+		if x.File != "" {
+			s += fmt.Sprintf(" (%s:%d)", x.File, x.Line)
+		}
+		if len(x.Stack) > 1 {
+			s += " ← " + strings.Join(x.Stack[1:min(len(x.Stack), 4)], " ← ")
+		}
+		return s
+	}
+	for _, t := range []struct {
+		title string
+		rows  []schema.Site
+		temp  bool
+	}{{"in use at the peak", st.TopPeak, false}, {"in use at exit (leaks)", st.TopExit, false}, {"temporary allocations", st.TopTemporary, true}} {
+		if len(t.rows) == 0 {
+			e.line("%s: none", t.title)
+			continue
+		}
+		tb := table.New(t.title, table.Column{Name: "bytes", Kind: table.Bytes}, table.Column{Name: "blocks"}, table.Column{Name: "temporary"}, table.Column{Name: "site"})
+		for _, x := range t.rows {
+			tb.Add(x.Bytes, x.Objects, x.Temporary, site(x))
+		}
+		render(tb)
+	}
+	if f := st.Fragmentation; f != nil {
+		tb := table.New(fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident = in use (sites) + free but resident", f.At, f.AtMs/1000),
+			table.Column{Name: "arena"}, table.Column{Name: "resident", Kind: table.Bytes}, table.Column{Name: "in use", Kind: table.Bytes}, table.Column{Name: "free but resident", Kind: table.Bytes})
+		for _, a := range f.Arenas {
+			tb.Add(a.Arena, a.ResidentBytes, a.InUseBytes, a.FreeResidentBytes)
+		}
+		tb.Add("all", f.ArenaResidentBytes, f.InUseBytes, f.FreeResidentBytes)
+		render(tb)
+		e.line("free but resident: %.1f %% of the arenas' resident bytes (fragmentation and the allocator's own)", f.FreeResidentPct)
+	}
+}

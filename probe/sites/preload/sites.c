@@ -1,0 +1,833 @@
+// libmemprobe-sites: the allocation-site recorder that `probe exec --sites`
+// puts in LD_PRELOAD. It wraps the C allocator's entry points and the
+// program's own anonymous mmap/munmap, samples allocations by bytes
+// (a Poisson process of mean MEMPROBE_SITES_RATE bytes; 1 records every
+// allocation), unwinds the stack of each sampled one with libgcc's
+// unwinder, and writes binary records to MEMPROBE_SITES_DIR/sites.PID.N.bin,
+// one file per process image. Everything else (symbols, profiles, the
+// peak, the leaks) is done outside, by the probe (probe/sites). The record
+// format is described in probe/sites/records.go; both sides change
+// together (recordVersion).
+//
+// Costs: an allocation that is not sampled costs a thread-local counter
+// decrement and a store; a free at a sampling rate above 1 one lookup in
+// a lock-free hash set of the sampled addresses (at rate 1 every free is
+// recorded and matched by the probe). No lock and no system call on
+// either fast path.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+enum {
+	RECORD_VERSION = 1,
+	MAX_FRAMES = 64,
+	BUF_BYTES = 64 << 10,
+	STACK_CACHE = 4096, // per thread, direct mapped: stack hashes already written
+	SET_SLOTS = 1 << 18, // sampled addresses (rate > 1)
+	SET_PROBES = 128,
+	BOOT_BYTES = 64 << 10,
+};
+
+// Record types (records.go).
+enum {
+	R_ALLOC = 'A',
+	R_FREE = 'F',
+	R_STACK = 'S',
+	R_TOTALS = 'T',
+	R_MAPS = 'M',
+	R_END = 'E',
+};
+// KIND_CHUNK is a block glibc's malloc served with a mapping of its own
+// (IS_MMAPPED in its chunk header): outside the arenas.
+enum { KIND_HEAP = 0, KIND_MMAP = 1, KIND_CHUNK = 2 };
+enum { F_TEMPORARY = 1, F_MUNMAP = 2 };
+enum { END_EXIT = 0, END_EXEC = 1 };
+
+// The allocator's functions, from the next object in the lookup order.
+static void *(*real_malloc)(size_t);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static void (*real_free)(void *);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_pvalloc)(size_t);
+static void *(*real_reallocarray)(void *, size_t, size_t);
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
+static int (*real_dlclose)(void *);
+
+// dlsym may allocate before the functions are known: those calls are
+// served from boot, a bump buffer whose blocks are never freed.
+static char boot[BOOT_BYTES] __attribute__((aligned(64)));
+static size_t boot_used;
+static int resolving;
+static int glibc_malloc; // real_malloc is glibc's: its chunk headers can be read
+
+static uint64_t rate = 512 << 10; // MEMPROBE_SITES_RATE
+static int enabled;               // recording: after init, before the end
+static int fd = -1;
+static pid_t file_pid;
+static char dir[512];
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; // the file and the buffer list
+static pthread_key_t key;
+static _Atomic uint64_t seq;
+static _Atomic uint64_t *set;    // sampled addresses; 0 empty, 1 deleted
+static _Atomic int free_all;     // the set overflowed: record every free
+static uint64_t start_ns;
+// unw_backtrace of libunwind, where libunwind.so.8 opens and
+// MEMPROBE_SITES_UNWIND is not "libgcc": twice as fast as libgcc's
+// _Unwind_Backtrace here (docs/exec.md), which is the fallback.
+static int (*unw_bt)(void **, int);
+
+// A thread's buffer of records, and what it counts. Buffers are mmapped
+// (never malloc'd), listed in bufs, and reused after their thread exits.
+struct tbuf {
+	struct tbuf *next;
+	int live; // owned by a running thread
+	size_t len;
+	uint64_t allocs, bytes, frees; // since the last totals record
+	uint64_t cache[STACK_CACHE];
+	unsigned char data[BUF_BYTES];
+};
+static struct tbuf *bufs;
+
+struct tstate {
+	int64_t left; // bytes until the next sample
+	uint64_t rng;
+	void *last; // the last block this thread allocated (temporaries)
+	int in_hook;
+	struct tbuf *buf;
+};
+static TLS struct tstate ts;
+
+static uint64_t now_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void resolve(void) {
+	resolving = 1;
+	real_malloc = dlsym(RTLD_NEXT, "malloc");
+	real_calloc = dlsym(RTLD_NEXT, "calloc");
+	real_realloc = dlsym(RTLD_NEXT, "realloc");
+	real_free = dlsym(RTLD_NEXT, "free");
+	real_posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
+	real_aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
+	real_memalign = dlsym(RTLD_NEXT, "memalign");
+	real_valloc = dlsym(RTLD_NEXT, "valloc");
+	real_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
+	real_reallocarray = dlsym(RTLD_NEXT, "reallocarray");
+	real_mmap = dlsym(RTLD_NEXT, "mmap");
+	real_munmap = dlsym(RTLD_NEXT, "munmap");
+	real_dlclose = dlsym(RTLD_NEXT, "dlclose");
+	Dl_info info;
+	if (real_malloc && dladdr((void *)real_malloc, &info) && info.dli_fname && strstr(info.dli_fname, "/libc.so"))
+		glibc_malloc = 1;
+	resolving = 0;
+}
+
+static void *boot_alloc(size_t n) {
+	n = (n + 15) & ~(size_t)15;
+	if (boot_used + n > sizeof boot)
+		return NULL;
+	void *p = boot + boot_used;
+	boot_used += n;
+	return p;
+}
+
+static int in_boot(void *p) { return (char *)p >= boot && (char *)p < boot + sizeof boot; }
+
+// ---- writing records ----------------------------------------------------
+
+static void write_all(const void *p, size_t n) {
+	const char *b = p;
+	while (n > 0 && fd >= 0) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+static void put(struct tbuf *b, const void *p, size_t n) {
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
+static void put8(struct tbuf *b, uint8_t v) { b->data[b->len++] = v; }
+static void put64(struct tbuf *b, uint64_t v) { put(b, &v, 8); }
+
+// flush_locked writes b's records; wlock held. A process that is not the
+// one that opened the file (a vfork child, a clone without atfork) writes
+// nothing: its records would be charged to the wrong pid.
+static void flush_locked(struct tbuf *b) {
+	if (b->allocs || b->frees) {
+		put8(b, R_TOTALS);
+		put64(b, b->allocs);
+		put64(b, b->bytes);
+		put64(b, b->frees);
+		b->allocs = b->bytes = b->frees = 0;
+	}
+	if (b->len > 0 && fd >= 0 && getpid() == file_pid)
+		write_all(b->data, b->len);
+	b->len = 0;
+}
+
+static void flush(struct tbuf *b) {
+	pthread_mutex_lock(&wlock);
+	flush_locked(b);
+	pthread_mutex_unlock(&wlock);
+}
+
+// room makes sure n bytes fit in the buffer.
+static void room(struct tbuf *b, size_t n) {
+	if (b->len + n + 32 > BUF_BYTES)
+		flush(b);
+}
+
+static void thread_exit(void *p) {
+	struct tbuf *b = p;
+	ts.in_hook++;
+	pthread_mutex_lock(&wlock);
+	flush_locked(b);
+	b->live = 0;
+	pthread_mutex_unlock(&wlock);
+	ts.buf = NULL;
+	ts.in_hook--;
+}
+
+// thread_buf is the calling thread's buffer, made on its first record.
+static struct tbuf *thread_buf(void) {
+	if (LIKELY(ts.buf != NULL))
+		return ts.buf;
+	struct tbuf *b = NULL;
+	pthread_mutex_lock(&wlock);
+	for (struct tbuf *x = bufs; x; x = x->next)
+		if (!x->live) {
+			b = x;
+			break;
+		}
+	if (b == NULL) {
+		b = real_mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (b == MAP_FAILED) {
+			pthread_mutex_unlock(&wlock);
+			return NULL;
+		}
+		b->next = bufs;
+		bufs = b;
+	} else {
+		memset(b->cache, 0, sizeof b->cache);
+	}
+	b->live = 1;
+	b->len = 0;
+	pthread_mutex_unlock(&wlock);
+	ts.buf = b;
+	pthread_setspecific(key, b); // may allocate: callers hold in_hook
+	return b;
+}
+
+// ---- sampling -----------------------------------------------------------
+
+static uint64_t rnd(void) {
+	uint64_t x = ts.rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	ts.rng = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+// next_interval draws the bytes to the next sample: exponential with mean
+// rate, so that every byte has the same chance and a block of size s is
+// sampled with probability 1 - exp(-s/rate), whatever came before.
+static int64_t next_interval(void) {
+	double u = (double)((rnd() >> 11) + 1) * (1.0 / 9007199254740992.0); // (0, 1]
+	double v = -log(u) * (double)rate;
+	if (v > 9e18)
+		v = 9e18;
+	return (int64_t)v + 1;
+}
+
+// sampled says whether an allocation of n bytes is sampled, and counts it.
+static inline int sampled(size_t n) {
+	if (rate <= 1)
+		return 1;
+	ts.left -= (int64_t)n;
+	if (LIKELY(ts.left > 0))
+		return 0;
+	if (UNLIKELY(ts.rng == 0)) {
+		// The thread's first allocation: seed, draw, and judge it again.
+		ts.rng = (now_ns() ^ ((uint64_t)(uintptr_t)&ts << 16) ^ (uint64_t)syscall(SYS_gettid)) | 1;
+		ts.left = next_interval() - (int64_t)n;
+		if (ts.left > 0)
+			return 0;
+	}
+	ts.left = next_interval();
+	return 1;
+}
+
+// ---- the set of sampled addresses (rate > 1) ----------------------------
+
+static inline uint64_t mix(uint64_t x) {
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static void set_add(uint64_t a) {
+	uint64_t h = mix(a);
+	for (int i = 0; i < SET_PROBES; i++) {
+		_Atomic uint64_t *s = &set[(h + i) & (SET_SLOTS - 1)];
+		uint64_t v = atomic_load_explicit(s, memory_order_relaxed);
+		if ((v == 0 || v == 1) && atomic_compare_exchange_strong(s, &v, a))
+			return;
+	}
+	atomic_store(&free_all, 1);
+}
+
+// set_del says whether a was sampled, and forgets it.
+static int set_del(uint64_t a) {
+	if (atomic_load_explicit(&free_all, memory_order_relaxed))
+		return 1;
+	uint64_t h = mix(a);
+	for (int i = 0; i < SET_PROBES; i++) {
+		_Atomic uint64_t *s = &set[(h + i) & (SET_SLOTS - 1)];
+		uint64_t v = atomic_load_explicit(s, memory_order_relaxed);
+		if (v == 0)
+			return 0;
+		if (v == a) {
+			atomic_store_explicit(s, 1, memory_order_relaxed);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+// ---- stacks -------------------------------------------------------------
+
+struct frames {
+	uint64_t pc[MAX_FRAMES];
+	int n, skip;
+};
+
+static _Unwind_Reason_Code frame(struct _Unwind_Context *ctx, void *arg) {
+	struct frames *f = arg;
+	if (f->skip > 0) {
+		f->skip--;
+		return _URC_NO_REASON;
+	}
+	uintptr_t ip = _Unwind_GetIP(ctx);
+	if (ip == 0)
+		return _URC_END_OF_STACK;
+	f->pc[f->n++] = ip;
+	return f->n < MAX_FRAMES ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
+// ---- recording ----------------------------------------------------------
+
+__attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) {
+	struct tbuf *b = thread_buf();
+	if (b == NULL)
+		return;
+	struct frames f;
+	f.n = 0;
+	f.skip = 1; // record_alloc; the probe drops the wrappers' frames
+	if (unw_bt != NULL) {
+		uint64_t pc[MAX_FRAMES + 1];
+		int n = unw_bt((void **)pc, MAX_FRAMES + 1);
+		for (int i = 1; i < n; i++)
+			f.pc[f.n++] = pc[i];
+	} else {
+		_Unwind_Backtrace(frame, &f);
+	}
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (int i = 0; i < f.n; i++)
+		h = mix(h ^ f.pc[i]) + (uint64_t)i;
+	if (h < 2)
+		h += 2;
+	room(b, 2 + 8 + 8 * (size_t)f.n + 42);
+	uint64_t *c = &b->cache[h & (STACK_CACHE - 1)];
+	if (*c != h) {
+		*c = h;
+		put8(b, R_STACK);
+		put8(b, (uint8_t)f.n);
+		put64(b, h);
+		put(b, f.pc, 8 * (size_t)f.n);
+	}
+	if (rate > 1)
+		set_add((uint64_t)(uintptr_t)p);
+	if (kind == KIND_HEAP && glibc_malloc && (((size_t *)p)[-1] & 2))
+		kind = KIND_CHUNK;
+	put8(b, R_ALLOC);
+	put8(b, (uint8_t)kind);
+	put64(b, atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
+	put64(b, now_ns() - start_ns);
+	put64(b, (uint64_t)(uintptr_t)p);
+	put64(b, n);
+	put64(b, h);
+}
+
+static void record_free(void *p, int flags) {
+	struct tbuf *b = thread_buf();
+	if (b == NULL)
+		return;
+	room(b, 26);
+	put8(b, R_FREE);
+	put8(b, (uint8_t)flags);
+	put64(b, atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
+	put64(b, now_ns() - start_ns);
+	put64(b, (uint64_t)(uintptr_t)p);
+}
+
+// after_alloc counts and perhaps samples a block the allocator returned.
+static inline void after_alloc(void *p, size_t n, int kind) {
+	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
+		return;
+	ts.last = p;
+	struct tbuf *b = ts.buf;
+	if (LIKELY(b != NULL)) {
+		b->allocs++;
+		b->bytes += n;
+	}
+	if (LIKELY(!sampled(n)))
+		return;
+	ts.in_hook++;
+	record_alloc(p, n, kind);
+	if (b == NULL && ts.buf != NULL) {
+		ts.buf->allocs++;
+		ts.buf->bytes += n;
+	}
+	ts.in_hook--;
+}
+
+// before_free records the free of p if p was sampled (every free at rate 1).
+static inline void before_free(void *p, int flags) {
+	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
+		return;
+	if (ts.last == p) {
+		flags |= F_TEMPORARY;
+		ts.last = NULL;
+	}
+	if (ts.buf != NULL)
+		ts.buf->frees++;
+	if (rate > 1 && LIKELY(!set_del((uint64_t)(uintptr_t)p)))
+		return;
+	ts.in_hook++;
+	record_free(p, flags);
+	ts.in_hook--;
+}
+
+// ---- the process's start, fork, exec and end -----------------------------
+
+static void write_maps_locked(void) {
+	int m = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (m < 0)
+		return;
+	// The maps are read whole before the record is written: its length
+	// comes first. A process with more than 4 MiB of maps lines is cut.
+	size_t cap = 4 << 20, len = 0;
+	char *t = real_mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED) {
+		close(m);
+		return;
+	}
+	for (;;) {
+		ssize_t r = read(m, t + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len == cap)
+			break;
+	}
+	close(m);
+	unsigned char h[9];
+	uint64_t l = len;
+	h[0] = R_MAPS;
+	memcpy(h + 1, &l, 8);
+	if (getpid() == file_pid) {
+		write_all(h, 9);
+		write_all(t, len);
+	}
+	real_munmap(t, cap);
+}
+
+static void open_file(void) {
+	file_pid = getpid();
+	start_ns = now_ns();
+	char path[600];
+	for (int n = 0; n < 1000; n++) {
+		snprintf(path, sizeof path, "%s/sites.%d.%d.bin", dir, (int)file_pid, n);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return;
+	unsigned char h[40];
+	memcpy(h, "MPSITES\n", 8);
+	uint32_t v = RECORD_VERSION, pid = (uint32_t)file_pid, ppid = (uint32_t)getppid(), pad = 0;
+	memcpy(h + 8, &v, 4);
+	memcpy(h + 12, &pid, 4);
+	memcpy(h + 16, &ppid, 4);
+	memcpy(h + 20, &pad, 4);
+	memcpy(h + 24, &rate, 8);
+	memcpy(h + 32, &start_ns, 8); // CLOCK_MONOTONIC: the probe's clock too
+	write_all(h, sizeof h);
+}
+
+// finish writes every buffer, the maps and the end record: at exit, and
+// before an execve replaces the image.
+static void finish(int how) {
+	if (!enabled)
+		return;
+	ts.in_hook++;
+	pthread_mutex_lock(&wlock);
+	if (getpid() == file_pid) {
+		enabled = 0;
+		for (struct tbuf *b = bufs; b; b = b->next)
+			flush_locked(b);
+		write_maps_locked();
+		unsigned char e[18];
+		uint64_t s = atomic_load(&seq);
+		e[0] = R_END;
+		e[1] = (unsigned char)how;
+		memcpy(e + 2, &s, 8);
+		uint64_t t = now_ns() - start_ns;
+		memcpy(e + 10, &t, 8);
+		write_all(e, sizeof e);
+		if (how == END_EXIT) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	pthread_mutex_unlock(&wlock);
+	ts.in_hook--;
+}
+
+static void at_exit(void) { finish(END_EXIT); }
+
+static void fork_prepare(void) {
+	ts.in_hook++;
+	pthread_mutex_lock(&wlock);
+	if (ts.buf)
+		flush_locked(ts.buf);
+}
+
+static void fork_parent(void) {
+	pthread_mutex_unlock(&wlock);
+	ts.in_hook--;
+}
+
+// fork_child: the child writes its own file. The parent's other threads
+// do not exist here: their buffers (copies, already the parent's to
+// write) are dropped from the list and reused.
+static void fork_child(void) {
+	pthread_mutex_init(&wlock, NULL);
+	for (struct tbuf *b = bufs; b; b = b->next) {
+		b->len = 0;
+		b->allocs = b->bytes = b->frees = 0;
+		b->live = (b == ts.buf);
+	}
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+	if (enabled)
+		open_file();
+	ts.in_hook--;
+}
+
+__attribute__((constructor(101))) static void init(void) {
+	if (!real_malloc)
+		resolve();
+	const char *d = getenv("MEMPROBE_SITES_DIR");
+	if (d == NULL || strlen(d) >= sizeof dir)
+		return;
+	strcpy(dir, d);
+	const char *r = getenv("MEMPROBE_SITES_RATE");
+	if (r != NULL) {
+		char *end;
+		unsigned long long v = strtoull(r, &end, 10);
+		if (end != r && v >= 1)
+			rate = v;
+	}
+	if (rate > 1) {
+		set = real_mmap(NULL, SET_SLOTS * sizeof *set, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (set == MAP_FAILED)
+			return;
+	}
+	ts.in_hook++;
+	const char *u = getenv("MEMPROBE_SITES_UNWIND");
+	if (u == NULL || strcmp(u, "libgcc") != 0) {
+		void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+		if (h != NULL)
+			unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+	}
+	pthread_key_create(&key, thread_exit);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	atexit(at_exit);
+	open_file();
+	ts.in_hook--;
+	if (fd >= 0)
+		enabled = 1;
+}
+
+__attribute__((destructor)) static void fini(void) { finish(END_EXIT); }
+
+// ---- the wrapped functions ----------------------------------------------
+
+EXPORT void *malloc(size_t n) {
+	if (UNLIKELY(!real_malloc)) {
+		if (resolving)
+			return boot_alloc(n);
+		resolve();
+	}
+	void *p = real_malloc(n);
+	after_alloc(p, n, KIND_HEAP);
+	return p;
+}
+
+EXPORT void *calloc(size_t n, size_t m) {
+	if (UNLIKELY(!real_calloc)) {
+		if (resolving)
+			return boot_alloc(n * m); // zeroed: static
+		resolve();
+	}
+	void *p = real_calloc(n, m);
+	after_alloc(p, n * m, KIND_HEAP);
+	return p;
+}
+
+EXPORT void free(void *p) {
+	if (UNLIKELY(p == NULL || in_boot(p)))
+		return;
+	if (UNLIKELY(!real_free))
+		resolve();
+	before_free(p, 0);
+	real_free(p);
+}
+
+EXPORT void *realloc(void *p, size_t n) {
+	if (UNLIKELY(!real_realloc)) {
+		if (resolving)
+			return boot_alloc(n);
+		resolve();
+	}
+	if (UNLIKELY(in_boot(p))) {
+		void *q = malloc(n);
+		if (q)
+			memcpy(q, p, n < (size_t)(boot + sizeof boot - (char *)p) ? n : (size_t)(boot + sizeof boot - (char *)p));
+		return q;
+	}
+	if (p != NULL && n == 0) {
+		before_free(p, 0);
+		return real_realloc(p, n);
+	}
+	// The old block is recorded freed before the call: once realloc
+	// returns, another thread may be given its address.
+	if (p != NULL)
+		before_free(p, 0);
+	void *q = real_realloc(p, n);
+	after_alloc(q, n, KIND_HEAP);
+	return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t m) {
+	if (UNLIKELY(!real_reallocarray))
+		resolve();
+	size_t s;
+	if (__builtin_mul_overflow(n, m, &s)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, s);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n) {
+	if (UNLIKELY(!real_posix_memalign))
+		resolve();
+	int r = real_posix_memalign(out, align, n);
+	if (r == 0)
+		after_alloc(*out, n, KIND_HEAP);
+	return r;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n) {
+	if (UNLIKELY(!real_aligned_alloc))
+		resolve();
+	void *p = real_aligned_alloc(align, n);
+	after_alloc(p, n, KIND_HEAP);
+	return p;
+}
+
+EXPORT void *memalign(size_t align, size_t n) {
+	if (UNLIKELY(!real_memalign))
+		resolve();
+	void *p = real_memalign(align, n);
+	after_alloc(p, n, KIND_HEAP);
+	return p;
+}
+
+EXPORT void *valloc(size_t n) {
+	if (UNLIKELY(!real_valloc))
+		resolve();
+	void *p = real_valloc(n);
+	after_alloc(p, n, KIND_HEAP);
+	return p;
+}
+
+EXPORT void *pvalloc(size_t n) {
+	if (UNLIKELY(!real_pvalloc))
+		resolve();
+	void *p = real_pvalloc(n);
+	after_alloc(p, n, KIND_HEAP);
+	return p;
+}
+
+// mmap and munmap: the program's own anonymous private mappings (the C
+// allocator calls the kernel through glibc's internal entry, not these).
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int f, off_t off) {
+	if (UNLIKELY(!real_mmap))
+		resolve();
+	void *p = real_mmap(addr, len, prot, flags, f, off);
+	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) && !(flags & MAP_FIXED))
+		after_alloc(p, len, KIND_MMAP);
+	return p;
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int f, off_t off) {
+	return mmap(addr, len, prot, flags, f, off);
+}
+
+EXPORT int munmap(void *addr, size_t len) {
+	if (UNLIKELY(!real_munmap))
+		resolve();
+	before_free(addr, F_MUNMAP);
+	return real_munmap(addr, len);
+}
+
+// The exec family: the new image loads this library again (LD_PRELOAD is
+// inherited) and writes a new file; this one ends here. glibc's execv,
+// execvp and execl* call the kernel through an internal entry, not
+// execve, so each is wrapped.
+#define EXEC_WRAP(call)                                                                                                \
+	int was = enabled;                                                                                             \
+	finish(END_EXEC);                                                                                              \
+	int r = call;                                                                                                  \
+	if (was && fd >= 0)                                                                                            \
+		enabled = 1; /* it failed: go on in this file */                                                       \
+	return r
+
+static void *next(const char *name) {
+	if (UNLIKELY(!real_malloc))
+		resolve();
+	return dlsym(RTLD_NEXT, name);
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+	static int (*f)(const char *, char *const[], char *const[]);
+	if (!f)
+		f = next("execve");
+	EXEC_WRAP(f(path, argv, envp));
+}
+
+EXPORT int execv(const char *path, char *const argv[]) {
+	static int (*f)(const char *, char *const[]);
+	if (!f)
+		f = next("execv");
+	EXEC_WRAP(f(path, argv));
+}
+
+EXPORT int execvp(const char *file, char *const argv[]) {
+	static int (*f)(const char *, char *const[]);
+	if (!f)
+		f = next("execvp");
+	EXEC_WRAP(f(file, argv));
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+	static int (*f)(const char *, char *const[], char *const[]);
+	if (!f)
+		f = next("execvpe");
+	EXEC_WRAP(f(file, argv, envp));
+}
+
+EXPORT int fexecve(int fdesc, char *const argv[], char *const envp[]) {
+	static int (*f)(int, char *const[], char *const[]);
+	if (!f)
+		f = next("fexecve");
+	EXEC_WRAP(f(fdesc, argv, envp));
+}
+
+// The execl family, its arguments gathered into an array (at most 4095).
+#define GATHER(first, extra)                                                                                           \
+	char *argv[4096];                                                                                              \
+	int n = 0;                                                                                                     \
+	va_list ap;                                                                                                    \
+	va_start(ap, first);                                                                                           \
+	argv[n++] = (char *)first;                                                                                     \
+	while (argv[n - 1] != NULL && n < 4095)                                                                        \
+		argv[n++] = va_arg(ap, char *);                                                                        \
+	argv[n] = NULL;                                                                                                \
+	extra;                                                                                                         \
+	va_end(ap)
+
+EXPORT int execl(const char *path, const char *arg, ...) {
+	GATHER(arg, (void)0);
+	return execv(path, argv);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...) {
+	GATHER(arg, (void)0);
+	return execvp(file, argv);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...) {
+	char **envp;
+	GATHER(arg, envp = va_arg(ap, char **));
+	return execve(path, argv, envp);
+}
+
+EXPORT int dlclose(void *h) {
+	if (UNLIKELY(!real_dlclose))
+		resolve();
+	// The library's mappings go away: write them first, so that its
+	// frames can be named.
+	if (enabled && !ts.in_hook) {
+		ts.in_hook++;
+		pthread_mutex_lock(&wlock);
+		if (ts.buf)
+			flush_locked(ts.buf);
+		write_maps_locked();
+		pthread_mutex_unlock(&wlock);
+		ts.in_hook--;
+	}
+	return real_dlclose(h);
+}

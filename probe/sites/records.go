@@ -1,0 +1,217 @@
+package sites
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The record file, as preload/sites.c writes it (little-endian, packed):
+//
+//	header  "MPSITES\n" u32 version, u32 pid, u32 ppid, u32 0, u64 rate, u64 start (CLOCK_MONOTONIC ns)
+//	'S'     u8 n, u64 hash, n × u64 pc          a stack, before its first use
+//	'A'     u8 kind, u64 seq, u64 t_ns, u64 addr, u64 size, u64 stack hash
+//	'F'     u8 flags, u64 seq, u64 t_ns, u64 addr  (every free at rate 1;
+//	        else the frees of sampled blocks)
+//	'T'     u64 allocs, u64 bytes, u64 frees    a thread's counts since its last 'T'
+//	'M'     u64 len, len bytes of /proc/self/maps
+//	'E'     u8 how, u64 seq, u64 t_ns          the image ended: exit (0) or execve (1)
+//
+// Each thread writes whole records in chunks, so the file is ordered per
+// thread, not globally: seq orders the events of one image.
+const recordVersion = 1
+
+const headerLen = 40
+
+// Kinds of an allocation.
+const (
+	kindHeap  = 0 // a block of the C allocator, in its arenas
+	kindMmap  = 1 // the program's own anonymous mmap
+	kindChunk = 2 // a block glibc served with a mapping of its own
+)
+
+// Flags of a free.
+const (
+	flagTemporary = 1 // freed by its thread before it allocated again
+	flagMunmap    = 2
+)
+
+// event is one allocation or free of an image.
+type event struct {
+	seq   uint64
+	tNs   uint64
+	addr  uint64
+	size  uint64 // 0 for a free
+	stack uint64 // the stack's hash; allocations only
+	free  bool
+	kind  uint8
+	flags uint8
+}
+
+// image is one file: the records of one process image (a pid between its
+// start or fork and its exit or execve).
+type image struct {
+	path      string
+	pid, ppid int
+	// n is the image's number within its pid: 0, then 1 after an execve.
+	n    int
+	rate uint64
+	// startNs is when the image started (CLOCK_MONOTONIC): its events'
+	// times count from it.
+	startNs uint64
+	stacks  map[uint64][]uint64
+	events  []event
+	// maps are the /proc/self/maps texts written (at dlclose, exec and
+	// exit), oldest first.
+	maps []string
+	// allocs, allocBytes and frees are every allocation and free the
+	// library counted, sampled or not.
+	allocs, allocBytes, frees uint64
+	ended                     bool
+	endHow                    uint8
+	endNs                     uint64
+	// torn is set when the file ends inside a record, or holds one that
+	// cannot be read (a thread that wrote while the process exited).
+	torn string
+}
+
+// readDir reads every record file of dir, sorted by pid and image number.
+func readDir(dir string) ([]*image, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "sites.*.bin"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*image
+	for _, name := range names {
+		im, err := readFile(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, im)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].pid != out[j].pid {
+			return out[i].pid < out[j].pid
+		}
+		return out[i].n < out[j].n
+	})
+	return out, nil
+}
+
+// readFile reads one record file. A file cut short or with a record it
+// cannot read keeps what came before (torn says what).
+func readFile(path string) (*image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	// Sized once from the file: a free's record is 26 bytes, an
+	// allocation's 42, and growing a slice of tens of millions of events
+	// by doubling cost most of the reading.
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	var h [headerLen]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, fmt.Errorf("reading %s: no header: %v", path, err)
+	}
+	if string(h[:8]) != "MPSITES\n" {
+		return nil, fmt.Errorf("reading %s: not a memprobe sites record file", path)
+	}
+	if v := binary.LittleEndian.Uint32(h[8:]); v != recordVersion {
+		return nil, fmt.Errorf("reading %s: record version %d, this probe reads %d (the library and the probe come from different builds)", path, v, recordVersion)
+	}
+	le := binary.LittleEndian
+	im := &image{path: path, pid: int(le.Uint32(h[12:])), ppid: int(le.Uint32(h[16:])), rate: le.Uint64(h[24:]), startNs: le.Uint64(h[32:]), stacks: map[uint64][]uint64{},
+		events: make([]event, 0, size/30)}
+	base := strings.TrimSuffix(filepath.Base(path), ".bin")
+	if i := strings.LastIndexByte(base, '.'); i >= 0 {
+		im.n, _ = strconv.Atoi(base[i+1:])
+	}
+	var buf [64 * 8]byte
+	read := func(n int) ([]byte, error) {
+		_, err := io.ReadFull(r, buf[:n])
+		return buf[:n], err
+	}
+	for {
+		t, err := r.ReadByte()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		var b []byte
+		switch t {
+		case 'S':
+			if b, err = read(9); err != nil {
+				break
+			}
+			n, hash := int(b[0]), le.Uint64(b[1:])
+			if b, err = read(8 * n); err != nil {
+				break
+			}
+			pcs := make([]uint64, n)
+			for i := range pcs {
+				pcs[i] = le.Uint64(b[8*i:])
+			}
+			im.stacks[hash] = pcs
+		case 'A':
+			if b, err = read(41); err != nil {
+				break
+			}
+			im.events = append(im.events, event{kind: b[0], seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]),
+				addr: le.Uint64(b[17:]), size: le.Uint64(b[25:]), stack: le.Uint64(b[33:])})
+		case 'F':
+			if b, err = read(25); err != nil {
+				break
+			}
+			im.events = append(im.events, event{free: true, flags: b[0], seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]), addr: le.Uint64(b[17:])})
+		case 'T':
+			if b, err = read(24); err != nil {
+				break
+			}
+			im.allocs += le.Uint64(b)
+			im.allocBytes += le.Uint64(b[8:])
+			im.frees += le.Uint64(b[16:])
+		case 'M':
+			if b, err = read(8); err != nil {
+				break
+			}
+			n := le.Uint64(b)
+			if n > 64<<20 {
+				err = fmt.Errorf("a maps record of %d bytes", n)
+				break
+			}
+			text := make([]byte, n)
+			if _, err = io.ReadFull(r, text); err == nil {
+				im.maps = append(im.maps, string(text))
+			}
+		case 'E':
+			if b, err = read(17); err != nil {
+				break
+			}
+			im.ended, im.endHow, im.endNs = true, b[0], le.Uint64(b[9:])
+		default:
+			err = fmt.Errorf("record type %#x at a place where a record starts", t)
+		}
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				err = errors.New("the file ends inside a record")
+			}
+			im.torn = err.Error()
+			break
+		}
+	}
+	return im, nil
+}

@@ -1,0 +1,313 @@
+// Package sites finds the allocation sites of any dynamically linked
+// program: the view behind `probe exec --sites`.
+//
+// Its pipeline:
+//
+//  1. preload/sites.c, built into libmemprobe-sites.so next to bin/probe
+//     (make build) and put in the program's LD_PRELOAD by Env, wraps the
+//     C allocator and the program's anonymous mmap/munmap, samples
+//     allocations by bytes and unwinds the sampled ones in the program
+//     (libgcc's _Unwind_Backtrace), writing binary records, one file per
+//     process image, to a directory (records.go says the format).
+//  2. Analyze reads them, replays each image's events in order (the
+//     in-use bytes, their peak, the blocks at the peak and at exit, the
+//     temporary blocks), names the stacks outside the program from the
+//     maps the library wrote (ELF symbol tables, DWARF lines, separate
+//     debug files by build ID, C++ demangling), and writes the pprof
+//     profiles alloc, peak and exit.
+//  3. With the smaps walks of probe/outside, it splits glibc's arenas'
+//     resident bytes into in use and free but resident.
+//
+// Figures are scaled from the samples as Go's heap profiler scales its
+// own; at rate 1 every allocation is recorded and they are exact.
+package sites
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"memprobe/schema"
+)
+
+// Names of the library and its environment.
+const (
+	// LibName is the library's file name, next to the probe's executable.
+	LibName = "libmemprobe-sites.so"
+	// EnvLib overrides where the library is looked up (tests).
+	EnvLib = "MEMPROBE_SITES_LIB"
+	// EnvDir and EnvRate tell the library where to write and how often
+	// to sample.
+	EnvDir  = "MEMPROBE_SITES_DIR"
+	EnvRate = "MEMPROBE_SITES_RATE"
+	// DefaultRate is the mean sampling interval: one sample per 512 KiB
+	// allocated, as tcmalloc and Go's heap profiler.
+	DefaultRate = 512 << 10
+)
+
+// ErrNoLibrary is wrapped by FindLibrary's error.
+var ErrNoLibrary = errors.New("the allocation-site library is not built")
+
+// FindLibrary is the library's path: $MEMPROBE_SITES_LIB, else
+// libmemprobe-sites.so beside the running executable.
+func FindLibrary() (string, error) {
+	if p := os.Getenv(EnvLib); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", EnvLib, p, ErrNoLibrary)
+		}
+		return p, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("%w: cannot find the probe's executable: %v", ErrNoLibrary, err)
+	}
+	p := filepath.Join(filepath.Dir(exe), LibName)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%w: %s is missing (make build builds it beside bin/probe, or set %s)", ErrNoLibrary, p, EnvLib)
+	}
+	return p, nil
+}
+
+// Env is env (the program's environment) with the library preloaded and
+// told to write to dir at rate: an LD_PRELOAD already there is kept,
+// after the library.
+func Env(env []string, lib, dir string, rate int64) []string {
+	out := make([]string, 0, len(env)+3)
+	pre := lib
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "LD_PRELOAD":
+			if v != "" {
+				pre = lib + " " + v
+			}
+			continue
+		case EnvDir, EnvRate:
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "LD_PRELOAD="+pre, EnvDir+"="+dir, fmt.Sprintf("%s=%d", EnvRate, rate))
+}
+
+// ErrNoRecords is wrapped by Analyze's error when the program wrote none.
+var ErrNoRecords = errors.New("no allocation records")
+
+// Walk is an smaps walk of the headline process to split its arenas at:
+// MonoNs is its CLOCK_MONOTONIC time, BrkBytes and ArenasBytes the
+// resident bytes of the brk heap and of the other arenas' heaps.
+type Walk struct {
+	At                    string
+	AtMs                  float64
+	MonoNs                uint64
+	BrkBytes, ArenasBytes int64
+}
+
+// Options are what Analyze reads and writes.
+type Options struct {
+	// Dir holds the record files.
+	Dir string
+	// OutDir receives the profiles.
+	OutDir string
+	// PID is the program started: the headline is its last image.
+	PID int
+	// Top is the number of sites of each table (0: 10).
+	Top int
+	// Walks are the walks to split the arenas at (the last one given
+	// that falls inside the headline image's life is used).
+	Walks []Walk
+}
+
+// Analyze reads the records of o.Dir and writes the profiles to o.OutDir.
+// The warnings say what the figures lack (images that did not end
+// cleanly, files cut short).
+func Analyze(o Options) (*schema.Sites, []string, error) {
+	if o.Top <= 0 {
+		o.Top = 10
+	}
+	ims, err := readDir(o.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ims) == 0 {
+		return nil, nil, ErrNoRecords
+	}
+	var warns []string
+	s := &schema.Sites{Profiles: []schema.SitesProfile{}, TopPeak: []schema.Site{}, TopExit: []schema.Site{}, TopTemporary: []schema.Site{}, Processes: []schema.SitesProcess{}}
+	s.RateBytes = int64(ims[0].rate)
+	s.Exact = ims[0].rate <= 1
+	b := newBuilder(LibName, ims[0].rate)
+	var head *replayed
+	var headSites []*siteAcc
+	for _, im := range ims {
+		r := replay(im)
+		ended := "unflushed"
+		switch {
+		case im.ended && im.endHow == 1:
+			ended = "execve"
+		case im.ended:
+			ended = "exit"
+		default:
+			warns = append(warns, fmt.Sprintf("sites: pid %d (image %d) ended without writing its records (_exit, a signal or a crash): its figures lack the allocations of its last buffer", im.pid, im.n))
+		}
+		if im.torn != "" {
+			warns = append(warns, fmt.Sprintf("sites: %s: %s; what came before is kept", filepath.Base(im.path), im.torn))
+		}
+		var maps []mapping
+		exe := ""
+		if len(im.maps) > 0 {
+			maps = parseMaps(im.maps[len(im.maps)-1])
+			for _, old := range im.maps[:len(im.maps)-1] {
+				maps = append(maps, parseMaps(old)...) // dlclosed libraries
+			}
+			sort.SliceStable(maps, func(i, j int) bool { return maps[i].start < maps[j].start })
+			exe = executablePath(maps)
+		} else if len(im.events) > 0 {
+			warns = append(warns, fmt.Sprintf("sites: pid %d (image %d) wrote no memory maps: its frames are addresses", im.pid, im.n))
+		}
+		sites := map[string]*siteAcc{}
+		for h, a := range r.byStack {
+			n := b.name(maps, im.stacks[h])
+			b.add(im.pid, n, a)
+			f := n.siteFrame()
+			key := f.fn + "\x00" + f.file + "\x00" + fmt.Sprint(f.line)
+			sa := sites[key]
+			if sa == nil {
+				sa = &siteAcc{named: n}
+				sites[key] = sa
+			}
+			sa.acc.allocObj += a.allocObj
+			sa.acc.allocBytes += a.allocBytes
+			sa.acc.peakObj += a.peakObj
+			sa.acc.peakBytes += a.peakBytes
+			sa.acc.exitObj += a.exitObj
+			sa.acc.exitBytes += a.exitBytes
+			sa.acc.tempObj += a.tempObj
+		}
+		s.Processes = append(s.Processes, schema.SitesProcess{
+			PID: im.pid, PPID: im.ppid, Image: im.n, Executable: exe,
+			PeakInUseBytes: round(r.peak), ExitInUseBytes: round(r.exit),
+			AllocObjects: int64(im.allocs), AllocBytes: int64(im.allocBytes), TemporaryObjects: round(r.temp), Ended: ended,
+		})
+		// The headline is the program's last image (images are sorted
+		// by pid and number), else the first one recorded.
+		if head == nil || im.pid == o.PID {
+			head = r
+			headSites = headSites[:0]
+			for _, sa := range sites {
+				headSites = append(headSites, sa)
+			}
+		}
+	}
+	if head.im.pid != o.PID && o.PID != 0 {
+		warns = append(warns, fmt.Sprintf("sites: no records of pid %d itself: the figures are pid %d's", o.PID, head.im.pid))
+	}
+	s.PID = head.im.pid
+	s.PeakInUseBytes, s.PeakInUseObjects, s.PeakAtMs = round(head.peak), round(head.peakObj), float64(head.peakNs)/1e6
+	s.ExitInUseBytes, s.ExitInUseObjects = round(head.exit), round(head.exitObj)
+	s.AllocObjects, s.AllocBytes, s.SampledObjects = int64(head.im.allocs), int64(head.im.allocBytes), head.sampled
+	s.TemporaryObjects = round(head.temp)
+	s.TopPeak = top(headSites, o.Top, func(a *acc) (float64, float64) { return a.peakBytes, a.peakObj }, false)
+	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64) { return a.exitBytes, a.exitObj }, false)
+	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64) { return a.allocBytes, a.allocObj }, true)
+	s.Fragmentation = fragmentation(head, o.Walks)
+	if o.OutDir != "" {
+		if s.Profiles, err = b.write(o.OutDir); err != nil {
+			return nil, warns, fmt.Errorf("writing the sites profiles: %w", err)
+		}
+	}
+	return s, warns, nil
+}
+
+// siteAcc is one site's figures, summed over its stacks.
+type siteAcc struct {
+	named *named
+	acc   acc
+}
+
+// top is the n largest sites by what value picks (bytes, then objects),
+// or by temporary blocks.
+func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj float64), temporary bool) []schema.Site {
+	var keep []*siteAcc
+	for _, sa := range sites {
+		b, o := value(&sa.acc)
+		if temporary && sa.acc.tempObj >= 0.5 || !temporary && (b >= 0.5 || o >= 0.5) {
+			keep = append(keep, sa)
+		}
+	}
+	key := func(sa *siteAcc) float64 {
+		if temporary {
+			return sa.acc.tempObj
+		}
+		b, _ := value(&sa.acc)
+		return b
+	}
+	sort.Slice(keep, func(i, j int) bool {
+		if ki, kj := key(keep[i]), key(keep[j]); ki != kj {
+			return ki > kj
+		}
+		return keep[i].named.siteFrame().fn < keep[j].named.siteFrame().fn
+	})
+	if len(keep) > n {
+		keep = keep[:n]
+	}
+	out := make([]schema.Site, 0, len(keep))
+	for _, sa := range keep {
+		f := sa.named.siteFrame()
+		b, o := value(&sa.acc)
+		st := schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: []string{}}
+		for _, fr := range sa.named.frames[min(sa.named.site, len(sa.named.frames)):] {
+			if len(st.Stack) == 8 {
+				break
+			}
+			st.Stack = append(st.Stack, fr.fn)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// fragmentation splits the arenas at the last walk that falls in the
+// image's life.
+func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
+	start := r.im.startNs
+	var w *Walk
+	for i := range walks {
+		if walks[i].MonoNs >= start && (walks[i].BrkBytes > 0 || walks[i].ArenasBytes > 0) {
+			w = &walks[i]
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	mainUse, othersUse := r.heapInUseAt(w.MonoNs - start)
+	row := func(name string, res int64, use float64) schema.SitesArena {
+		u := min(round(use), res)
+		return schema.SitesArena{Arena: name, ResidentBytes: res, InUseBytes: u, FreeResidentBytes: res - u}
+	}
+	f := &schema.SitesFragmentation{At: w.At, AtMs: w.AtMs,
+		Arenas: []schema.SitesArena{row("main", w.BrkBytes, mainUse), row("others", w.ArenasBytes, othersUse)}}
+	for _, a := range f.Arenas {
+		f.ArenaResidentBytes += a.ResidentBytes
+		f.InUseBytes += a.InUseBytes
+		f.FreeResidentBytes += a.FreeResidentBytes
+	}
+	if f.ArenaResidentBytes > 0 {
+		f.FreeResidentPct = 100 * float64(f.FreeResidentBytes) / float64(f.ArenaResidentBytes)
+	}
+	return f
+}
+
+// executablePath is the first file mapped in an image: its executable.
+func executablePath(maps []mapping) string {
+	best := mapping{start: ^uint64(0)}
+	for _, m := range maps {
+		if m.path != "" && !strings.HasPrefix(m.path, "[") && m.offset == 0 && m.start < best.start && !strings.Contains(filepath.Base(m.path), ".so") {
+			best = m
+		}
+	}
+	return best.path
+}

@@ -1,0 +1,267 @@
+package sites
+
+import (
+	"bufio"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// mapping is one line of /proc/PID/maps.
+type mapping struct {
+	start, end, offset uint64
+	perms, path        string
+}
+
+// parseMaps reads a /proc/PID/maps text.
+func parseMaps(text string) []mapping {
+	var out []mapping
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 5 {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		if !ok {
+			continue
+		}
+		var m mapping
+		var err1, err2, err3 error
+		m.start, err1 = strconv.ParseUint(lo, 16, 64)
+		m.end, err2 = strconv.ParseUint(hi, 16, 64)
+		m.offset, err3 = strconv.ParseUint(f[2], 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		m.perms = f[1]
+		if len(f) >= 6 {
+			m.path = strings.Join(f[5:], " ")
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// frame is a program counter named: its function, file and line where
+// known, and the mapping it lies in.
+type frame struct {
+	fn   string
+	file string
+	line int
+	// obj is the mapped file ("" for anonymous memory: JIT code).
+	obj string
+	// objAddr is the address in the file's ELF view (its symbol
+	// tables' addresses).
+	objAddr uint64
+	m       *mapping
+}
+
+// symbolizer names program counters from an image's maps and the ELF
+// files they map. Files are opened once and shared by every image.
+type symbolizer struct {
+	objs map[string]*object
+	// debugRoot is where separate debug files are looked up by build
+	// ID (/usr/lib/debug); tests point it elsewhere.
+	debugRoot string
+}
+
+func newSymbolizer() *symbolizer {
+	return &symbolizer{objs: map[string]*object{}, debugRoot: "/usr/lib/debug"}
+}
+
+// object is one ELF file's symbols and lines.
+type object struct {
+	path    string
+	err     error
+	buildID string
+	loads   []elf.ProgHeader
+	syms    []elf.Symbol // functions, by address
+	lines   []lineEntry  // by address; nil without DWARF
+	debug   string       // the separate debug file used, if any
+}
+
+type lineEntry struct {
+	addr uint64
+	file string
+	line int
+}
+
+func (s *symbolizer) object(path string) *object {
+	if o, ok := s.objs[path]; ok {
+		return o
+	}
+	o := &object{path: path}
+	s.objs[path] = o
+	f, err := elf.Open(path)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			o.loads = append(o.loads, p.ProgHeader)
+		}
+	}
+	o.buildID = buildID(f)
+	o.addSymbols(f)
+	o.addLines(f)
+	// A separate debug file (Debian's -dbgsym packages) has the
+	// .symtab and the DWARF a stripped library lacks.
+	if o.buildID != "" && len(o.buildID) > 2 && (o.lines == nil || len(o.syms) == 0) {
+		dp := filepath.Join(s.debugRoot, ".build-id", o.buildID[:2], o.buildID[2:]+".debug")
+		if df, err := elf.Open(dp); err == nil {
+			o.debug = dp
+			o.addSymbols(df)
+			if o.lines == nil {
+				o.addLines(df)
+			}
+			df.Close()
+		}
+	}
+	sort.Slice(o.syms, func(i, j int) bool { return o.syms[i].Value < o.syms[j].Value })
+	return o
+}
+
+func (o *object) addSymbols(f *elf.File) {
+	seen := map[uint64]bool{}
+	for _, s := range o.syms {
+		seen[s.Value] = true
+	}
+	for _, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+		syms, _ := get()
+		for _, sym := range syms {
+			if elf.ST_TYPE(sym.Info) != elf.STT_FUNC || sym.Value == 0 || seen[sym.Value] {
+				continue
+			}
+			seen[sym.Value] = true
+			o.syms = append(o.syms, sym)
+		}
+	}
+}
+
+func (o *object) addLines(f *elf.File) {
+	d, err := f.DWARF()
+	if err != nil {
+		return
+	}
+	r := d.Reader()
+	var lines []lineEntry
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(e)
+		if err != nil || lr == nil {
+			continue
+		}
+		var le dwarf.LineEntry
+		for lr.Next(&le) == nil {
+			if le.EndSequence {
+				lines = append(lines, lineEntry{addr: le.Address})
+				continue
+			}
+			if le.File != nil {
+				lines = append(lines, lineEntry{addr: le.Address, file: le.File.Name, line: le.Line})
+			}
+		}
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].addr < lines[j].addr })
+	if lines == nil {
+		lines = []lineEntry{}
+	}
+	o.lines = lines
+}
+
+// buildID is the hex of the file's GNU build ID note, "" without one.
+func buildID(f *elf.File) string {
+	s := f.Section(".note.gnu.build-id")
+	if s == nil {
+		return ""
+	}
+	b, err := s.Data()
+	if err != nil || len(b) < 16 {
+		return ""
+	}
+	// namesz, descsz, type, "GNU\0", desc
+	nameSz := int(f.ByteOrder.Uint32(b))
+	descSz := int(f.ByteOrder.Uint32(b[4:]))
+	off := 12 + (nameSz+3)&^3
+	if off+descSz > len(b) {
+		return ""
+	}
+	return hex.EncodeToString(b[off : off+descSz])
+}
+
+// vaddr turns a file offset into the ELF address the symbols use.
+func (o *object) vaddr(off uint64) (uint64, bool) {
+	for _, p := range o.loads {
+		if off >= p.Off && off < p.Off+p.Filesz {
+			return off - p.Off + p.Vaddr, true
+		}
+	}
+	return 0, false
+}
+
+// lookup names addr (an ELF address).
+func (o *object) lookup(addr uint64) (fn, file string, line int) {
+	i := sort.Search(len(o.syms), func(i int) bool { return o.syms[i].Value > addr }) - 1
+	if i >= 0 {
+		s := o.syms[i]
+		if s.Size == 0 || addr < s.Value+s.Size {
+			fn = demangle.Filter(s.Name)
+		}
+	}
+	if j := sort.Search(len(o.lines), func(j int) bool { return o.lines[j].addr > addr }) - 1; j >= 0 && o.lines[j].file != "" {
+		file, line = o.lines[j].file, o.lines[j].line
+	}
+	return fn, file, line
+}
+
+// frame names pc (a return address: the call is the byte before it) in
+// the mappings maps, sorted by start.
+func (s *symbolizer) frame(maps []mapping, pc uint64) frame {
+	i := sort.Search(len(maps), func(i int) bool { return maps[i].end > pc })
+	if i == len(maps) || maps[i].start > pc {
+		return frame{fn: fmt.Sprintf("0x%x", pc)}
+	}
+	m := &maps[i]
+	fr := frame{m: m, obj: m.path}
+	if m.path == "" || strings.HasPrefix(m.path, "[") {
+		fr.fn = fmt.Sprintf("%s+0x%x", orAnon(m.path), pc-m.start)
+		return fr
+	}
+	o := s.object(m.path)
+	off := pc - 1 - m.start + m.offset
+	if o.err == nil {
+		if va, ok := o.vaddr(off); ok {
+			fr.objAddr = va
+			fr.fn, fr.file, fr.line = o.lookup(va)
+		}
+	}
+	if fr.fn == "" {
+		fr.fn = fmt.Sprintf("%s+0x%x", filepath.Base(m.path), off)
+	}
+	return fr
+}
+
+func orAnon(p string) string {
+	if p == "" {
+		return "[anon]"
+	}
+	return p
+}

@@ -1,0 +1,125 @@
+package schema
+
+// Allocation sites of a program watched from outside (probe exec --sites;
+// probe/sites fills these, Process.Sites holds them).
+
+// Kinds of SitesProfile.
+const (
+	SitesAlloc = "alloc" // every sampled allocation: objects and bytes
+	SitesPeak  = "peak"  // in use when the sampled in-use bytes peaked
+	SitesExit  = "exit"  // in use at exit: leaks
+)
+
+// Sites is what the allocation-site recorder saw. Byte and object
+// figures are estimates scaled from the samples (exact when RateBytes is
+// 1). Slices are never nil.
+type Sites struct {
+	// RateBytes is the mean sampling interval in bytes; 1 records every
+	// allocation (Exact).
+	RateBytes int64 `json:"rate_bytes"`
+	Exact     bool  `json:"exact"`
+	// PID is the process the headline figures are of: the program
+	// started (its last image, after any execve).
+	PID int `json:"pid"`
+	// PeakInUseBytes is the most bytes allocated and not yet freed at
+	// one moment (C allocator blocks and the program's own anonymous
+	// mmaps), PeakAtMs when, in milliseconds since the image started.
+	PeakInUseBytes   int64   `json:"peak_in_use_bytes"`
+	PeakInUseObjects int64   `json:"peak_in_use_objects"`
+	PeakAtMs         float64 `json:"peak_at_ms"`
+	// ExitInUseBytes is what was still allocated at exit: leaks, or
+	// memory the program left to the kernel to reclaim.
+	ExitInUseBytes   int64 `json:"exit_in_use_bytes"`
+	ExitInUseObjects int64 `json:"exit_in_use_objects"`
+	// AllocObjects and AllocBytes are every allocation of the run as the
+	// library counted them (exact, sampled or not); SampledObjects how
+	// many were recorded with their stack.
+	AllocObjects   int64 `json:"alloc_objects"`
+	AllocBytes     int64 `json:"alloc_bytes"`
+	SampledObjects int64 `json:"sampled_objects"`
+	// TemporaryObjects are allocations freed by their thread before it
+	// allocated again (heaptrack's temporary allocations), estimated.
+	TemporaryObjects int64 `json:"temporary_objects"`
+	// Profiles are the pprof files written.
+	Profiles []SitesProfile `json:"profiles"`
+	// TopPeak, TopExit and TopTemporary are the largest sites of each
+	// kind: in use at the peak (bytes), at exit (bytes), and by
+	// temporary allocations (count).
+	TopPeak      []Site `json:"top_peak"`
+	TopExit      []Site `json:"top_exit"`
+	TopTemporary []Site `json:"top_temporary"`
+	// Processes are every process image recorded (a fork's child, an
+	// execve's new image), the headline's included.
+	Processes []SitesProcess `json:"processes"`
+	// Fragmentation joins the in-use bytes with glibc's arenas as the
+	// smaps walks saw them; null without a walk or arenas.
+	Fragmentation *SitesFragmentation `json:"fragmentation"`
+}
+
+// SitesProfile is one pprof file of Sites.
+type SitesProfile struct {
+	Kind string `json:"kind"` // SitesAlloc, SitesPeak or SitesExit
+	Path string `json:"path"`
+}
+
+// Site is an allocation site: the innermost frame of the program (not
+// the allocator's own: malloc, operator new, the C library), its bytes
+// and objects in one view, and the frames above it.
+type Site struct {
+	Function string `json:"function"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	// Object is the executable or library the function is in.
+	Object    string `json:"object"`
+	Bytes     int64  `json:"bytes"`
+	Objects   int64  `json:"objects"`
+	Temporary int64  `json:"temporary,omitempty"`
+	// Stack are the frames, the site first (at most 8).
+	Stack []string `json:"stack"`
+}
+
+// SitesProcess is one recorded process image.
+type SitesProcess struct {
+	PID  int `json:"pid"`
+	PPID int `json:"ppid"`
+	// Image counts execve calls of the pid: 0 is the first program.
+	Image            int    `json:"image"`
+	Executable       string `json:"executable"`
+	PeakInUseBytes   int64  `json:"peak_in_use_bytes"`
+	ExitInUseBytes   int64  `json:"exit_in_use_bytes"`
+	AllocObjects     int64  `json:"alloc_objects"`
+	AllocBytes       int64  `json:"alloc_bytes"`
+	TemporaryObjects int64  `json:"temporary_objects"`
+	// Ended is how the image ended: "exit", "execve", or "unflushed"
+	// (_exit, a signal, a crash: the records end early).
+	Ended string `json:"ended"`
+}
+
+// SitesFragmentation splits the resident bytes of glibc's arenas (the
+// brk heap and the other arenas' heaps, c.malloc.brk and c.malloc.arenas
+// of the reconciliation) at a walk into what the program's blocks in them
+// held (from the sites, at the walk's moment) and the rest: free but
+// resident, fragmentation and allocator overhead.
+type SitesFragmentation struct {
+	// At is "peak" or "end": the walk it is taken at; AtMs when, since
+	// the watch began.
+	At   string  `json:"at"`
+	AtMs float64 `json:"at_ms"`
+	// ArenaResidentBytes = InUseBytes + FreeResidentBytes.
+	ArenaResidentBytes int64 `json:"arena_resident_bytes"`
+	InUseBytes         int64 `json:"in_use_bytes"`
+	FreeResidentBytes  int64 `json:"free_resident_bytes"`
+	// FreeResidentPct is FreeResidentBytes / ArenaResidentBytes × 100.
+	FreeResidentPct float64 `json:"free_resident_pct"`
+	// Arenas split the same by arena: "main" (brk) and "others" (every
+	// other arena's heaps together).
+	Arenas []SitesArena `json:"arenas"`
+}
+
+// SitesArena is one row of SitesFragmentation.Arenas.
+type SitesArena struct {
+	Arena             string `json:"arena"`
+	ResidentBytes     int64  `json:"resident_bytes"`
+	InUseBytes        int64  `json:"in_use_bytes"`
+	FreeResidentBytes int64  `json:"free_resident_bytes"`
+}
