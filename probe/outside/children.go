@@ -128,7 +128,7 @@ func (w *childWatch) list() []procfs.Proc {
 	return out
 }
 
-// stat is what a descendant's stat file says: f[0] is field 3.
+// procStat is what a descendant's stat file says.
 type procStat struct {
 	comm      string
 	ppid      int
@@ -137,6 +137,7 @@ type procStat struct {
 	zombie    bool
 }
 
+// readProcStat reads a stat file; false when it is gone or malformed.
 func readProcStat(path string) (procStat, bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {
