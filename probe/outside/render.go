@@ -164,8 +164,12 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 
 	heading("Cost")
 	o := p.Overhead
-	e.line("sampler %.1f ms reading /proc over %d samples; %d smaps walks %.1f ms; the probe's CPU %.1f ms over %.2f s (%.2f %% of one core)",
-		o.SamplerCostMs, tl.Samples, p.Walks, o.WalkCostMs, o.ProbeCPUMs, p.DurationMs/1000, o.ProbeCPUPct)
+	kids := ""
+	if p.ChildrenWatched {
+		kids = fmt.Sprintf("; reading the descendants %.1f ms", o.ChildrenCostMs)
+	}
+	e.line("sampler %.1f ms reading /proc over %d samples; %d smaps walks %.1f ms%s; the probe's CPU %.1f ms over %.2f s (%.2f %% of one core)",
+		o.SamplerCostMs, tl.Samples, p.Walks, o.WalkCostMs, kids, o.ProbeCPUMs, p.DurationMs/1000, o.ProbeCPUPct)
 	for _, f := range p.Files {
 		e.line("wrote %s", f)
 	}
@@ -205,8 +209,12 @@ func peakLine(r *schema.Result) string {
 		// The kernel's maxrss is well above the program's own VmHWM: a
 		// descendant it waited for peaked higher (ru_maxrss is the
 		// largest over them, not the sum). peak_rss_bytes is then that.
-		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit: the program or a descendant it waited for, whichever peaked higher; the program's own VmHWM as last sampled is %s, %+.2f %%; --children samples the descendants)",
-			maxrss, iec(int64(p.VmHWMBytes)), *p.PeakAgreementPct)
+		kids := "--children samples the descendants"
+		if p.ChildrenWatched {
+			kids = "the descendants' own peaks are below"
+		}
+		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit: the program or a descendant it waited for, whichever peaked higher; the program's own VmHWM as last sampled is %s, %+.2f %%; %s)",
+			maxrss, iec(int64(p.VmHWMBytes)), *p.PeakAgreementPct, kids)
 	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil:
 		return fmt.Sprintf("peak RSS %s (VmHWM as last sampled) against %s (wait4's maxrss at exit): %+.2f %%",
 			iec(int64(p.VmHWMBytes)), maxrss, *p.PeakAgreementPct)
