@@ -82,6 +82,10 @@ var registry = []Def{
 	{Name: "process.rusage_major_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMajorFaults) })},
 	{Name: "process.rusage_voluntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageVoluntaryContextSwitches) })},
 	{Name: "process.rusage_involuntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageInvoluntaryContextSwitches) })},
+	// The descendants (--children): the largest one's peak, and a lower
+	// bound on those reaped between two reads, unseen.
+	{Name: "process.descendant_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.DescendantPeakRSSBytes) })},
+	{Name: "process.descendants_missed", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.DescendantsMissed) })},
 	// The sampler's maxima over every sample (null without instruments):
 	// each field's own peak, not of one moment.
 	{Name: "sampler.peaks.rss_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.RSSBytes })},

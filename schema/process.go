@@ -104,11 +104,22 @@ type Process struct {
 	// NVIDIA driver) or --gpu=false.
 	GPU *ProcessGPU `json:"gpu"`
 
+	// ChildrenWatched says the descendants were watched (--children):
+	// with it, no Children means none was seen.
+	ChildrenWatched bool `json:"children_watched"`
 	// Children are the descendants seen (with --children), by pid.
 	Children []Child `json:"children"`
 	// TreePeakRSSBytes is the largest sum of RSS over the process and its
 	// live descendants at one moment (with --children; else 0).
 	TreePeakRSSBytes uint64 `json:"tree_peak_rss_bytes"`
+	// DescendantPeakRSSBytes is the largest peak RSS (VmHWM as last read)
+	// of one descendant seen (with --children; else 0).
+	DescendantPeakRSSBytes uint64 `json:"descendant_peak_rss_bytes"`
+	// DescendantsMissed is a lower bound on the descendants that lived
+	// and were reaped between two reads, unseen: a parent's cminflt (the
+	// faults of the children it waited for) rose while none of its
+	// children seen had gone (with --children; else 0).
+	DescendantsMissed int `json:"descendants_missed"`
 
 	// Diagnosis is what the figures say, in plain words, each with the
 	// figure behind it.
@@ -274,6 +285,16 @@ type Child struct {
 	VmHWMBytes uint64 `json:"vm_hwm_bytes"`
 	// PeakRSSBytes is the largest RSS seen in it.
 	PeakRSSBytes uint64 `json:"peak_rss_bytes"`
+	// StartMs is when it started (its stat's start time, to the kernel's
+	// 10 ms tick), LastSeenMs when it was last read alive, both in
+	// milliseconds since the watch began (StartMs is negative for one
+	// started before); LifetimeMs is LastSeenMs − StartMs, short of its
+	// true life by up to one read's period. Exited says it was gone
+	// before the watch ended.
+	StartMs    float64 `json:"start_ms"`
+	LastSeenMs float64 `json:"last_seen_ms"`
+	LifetimeMs float64 `json:"lifetime_ms"`
+	Exited     bool    `json:"exited"`
 }
 
 // Finding is one line of the diagnosis and the figure behind it.
@@ -295,6 +316,9 @@ type Overhead struct {
 	// the full smaps walks.
 	SamplerCostMs float64 `json:"sampler_cost_ms"`
 	WalkCostMs    float64 `json:"walk_cost_ms"`
+	// ChildrenCostMs is the wall time spent reading the descendants
+	// (--children; 0 without).
+	ChildrenCostMs float64 `json:"children_cost_ms"`
 	// ProbeCPUMs is the probe's own CPU time (getrusage, user + system)
 	// while watching; ProbeCPUPct that over the watched wall time: the
 	// share of one core the probe took.

@@ -3,6 +3,7 @@ package outside
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"memprobe/internal/table"
@@ -103,11 +104,77 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 	if tl.PeakSwapBytes > 0 {
 		add("swap", "peak_swap_bytes", float64(tl.PeakSwapBytes), "%s of it was swapped out at the most: RSS understates its memory by that much", iec(int64(tl.PeakSwapBytes)))
 	}
-	if len(p.Children) > 0 {
-		add("children", "tree_peak_rss_bytes", float64(p.TreePeakRSSBytes), "with its %d descendants, the tree's summed RSS peaked at %s (the process alone: %s)",
-			len(p.Children), iec(int64(p.TreePeakRSSBytes)), iec(int64(tl.PeakRSSBytes)))
+	if p.ChildrenWatched || len(p.Children) > 0 {
+		diagnoseChildren(p, add)
 	}
 	return out
+}
+
+// largestChild is the descendant with the highest peak; nil when none.
+func largestChild(p *schema.Process) *schema.Child {
+	var top *schema.Child
+	for i := range p.Children {
+		c := &p.Children[i]
+		if top == nil || childPeak(c) > childPeak(top) {
+			top = c
+		}
+	}
+	return top
+}
+
+// childPeak is a descendant's peak RSS: VmHWM as last read, or the
+// largest RSS read where that is higher (it cannot be, but a reading of
+// status between the two fields' updates can).
+func childPeak(c *schema.Child) uint64 { return max(c.VmHWMBytes, c.PeakRSSBytes) }
+
+// childName names a descendant in a sentence: its program's base name
+// and its pid ("cc1 (pid 4243)"), or its pid alone.
+func childName(c *schema.Child) string {
+	if len(c.Command) == 0 || c.Command[0] == "" {
+		return fmt.Sprintf("pid %d", c.PID)
+	}
+	return fmt.Sprintf("%s (pid %d)", filepath.Base(c.Command[0]), c.PID)
+}
+
+// diagnoseChildren says what the descendants held (--children): the
+// largest one by its peak, against the process's own, and those that
+// lived between two reads unseen, which wait4's maxrss may still betray
+// (exec: it is the largest peak of the program and the descendants it
+// waited for).
+func diagnoseChildren(p *schema.Process, add func(topic, metric string, value float64, format string, args ...any)) {
+	own := max(p.VmHWMBytes, p.Timeline.PeakRSSBytes)
+	every := interval(p.IntervalMs)
+	if c := largestChild(p); c != nil {
+		rel := "above"
+		if childPeak(c) < own {
+			rel = "below"
+		}
+		of := fmt.Sprintf("the largest of its %d descendants seen", len(p.Children))
+		if len(p.Children) == 1 {
+			of = "its one descendant seen"
+		}
+		add("children", "descendant_peak_rss_bytes", float64(childPeak(c)),
+			"%s, %s, peaked at %s (VmHWM as last read, %s the process's own %s); the tree's summed RSS peaked at %s",
+			of, childName(c), iec(int64(childPeak(c))), rel, iec(int64(own)), iec(int64(p.TreePeakRSSBytes)))
+	}
+	seenTop := max(own, p.DescendantPeakRSSBytes)
+	hidden := p.RusageMaxRSSBytes > seenTop && 100*(p.RusageMaxRSSBytes-seenTop) > descendantPct*seenTop && !forkImage(p)
+	maxrss := ""
+	if hidden {
+		maxrss = fmt.Sprintf("; wait4's maxrss says one of them peaked at %s, above all the probe saw", iec(int64(p.RusageMaxRSSBytes)))
+	}
+	switch {
+	case p.DescendantsMissed > 0:
+		add("children", "descendants_missed", float64(p.DescendantsMissed),
+			"at least %d descendants lived and were reaped between two reads (every %s) unseen: their parents' counts of their children's faults rose with no child seen gone; their peaks are not in the table%s",
+			p.DescendantsMissed, every, maxrss)
+	case hidden:
+		add("children", "rusage_maxrss_bytes", float64(p.RusageMaxRSSBytes),
+			"wait4's maxrss %s is above every peak read (the program's own %s, its descendants' %s): a descendant it waited for peaked after the last read of it, or lived between two reads (every %s) unseen",
+			iec(int64(p.RusageMaxRSSBytes)), iec(int64(own)), iec(int64(p.DescendantPeakRSSBytes)), every)
+	case len(p.Children) == 0:
+		add("children", "descendants_missed", 0, "no descendant was seen (read every %s) and none was missed that its parent waited for", every)
+	}
 }
 
 // peakGapPct is how far, in percent of the peak, the RSS of the walk

@@ -110,6 +110,20 @@ func (s *Session) Signal(sig os.Signal) error {
 
 // waitExec waits for the program and fills the exit fields of p.
 func (s *Session) waitExec(p *schema.Process) {
+	if s.kids != nil {
+		// A last read of the descendants while the program is a zombie,
+		// not yet reaped: its stat still holds the faults of the
+		// children it waited for, which tell one reaped unseen since
+		// the read before.
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, s.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		s.kids.poll()
+	}
 	err := s.cmd.Wait()
 	s.release()
 	p.Exited = true

@@ -36,13 +36,15 @@ type Options struct {
 	// moved that much since the last walk.
 	//
 	// A new high more than 10 % (and 1 MiB) above the highest RSS walked
-	// is walked sooner, without waiting for SmapsEvery: as soon as the
-	// last walk's cost d has been followed by 20 d (walks at most 5 % of
-	// wall time). Each such walk needs 10 % more RSS than the last, so a
-	// run has few of them (24 from 100 MiB to 1 GiB) and their cost is
-	// about 10 times the last one's: the breakdown is then taken near the
-	// peak even of a program that peaks and frees it within a second,
-	// before the SmapsEvery spacing would have allowed a walk.
+	// is walked sooner, without waiting for SmapsEvery, and so is one 1 %
+	// above it once RSS stops rising (no higher than at the loop's tick
+	// before: a peak or a plateau): as soon as the last walk's cost d has
+	// been followed by 20 d (these walks take at most 5 % of wall time).
+	// Those at 10 % are few (24 from 100 MiB to 1 GiB, costing about 10
+	// times the last one); the budget bounds the others. The breakdown is
+	// then taken near the peak even of a program that peaks and frees it
+	// within a second, before the SmapsEvery spacing would have allowed a
+	// walk; these walks do not put off the next regular one.
 	SmapsEvery time.Duration
 	// Children watches the process's descendants too: their peaks, and
 	// the tree's summed RSS.
