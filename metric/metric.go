@@ -50,9 +50,21 @@ type Def struct {
 	Name string
 	// Unit is the value's unit: "bytes", "ns", "tokens/s", "count", ...
 	Unit string
+	// Label is how a sentence names the metric ("peak RSS" in a claim's
+	// footnote); "" where its name is the label (Title).
+	Label string
 	// Exact says a configuration fixes the value (at a fixed seed): any
 	// change is a change, compared without statistics.
 	Exact bool
+	// Bench is the value's unit in the Go benchmark format (probe export
+	// --format bench): no spaces, "B" for bytes as benchstat scales it,
+	// "op" a training step or a decoded token ("peak-rss-B", "ns/op");
+	// "" where export does not write the metric.
+	Bench string
+	// Default says a diff compares the metric, for each kind that has it
+	// (Of), when none is named: probe diff's and history's suggestions
+	// (Defaults).
+	Default bool
 	// Run reads a repetition's figure; Outside the parent's view of a
 	// repetition (wait4's rusage).
 	Run     func(*schema.Result) (float64, bool)
@@ -71,6 +83,14 @@ func (d Def) Of(k Kind) bool {
 		return d.Decode != nil || d.Passes != nil || d.Runs != nil
 	}
 	return d.Run != nil || d.Outside != nil
+}
+
+// Title is how a sentence names the metric: its Label, else its name.
+func (d Def) Title() string {
+	if d.Label != "" {
+		return d.Label
+	}
+	return d.Name
 }
 
 // UnknownError is a name that is not registered: a usage error.
@@ -111,6 +131,18 @@ func Names(k Kind) []string {
 	var out []string
 	for _, d := range registry {
 		if k < 0 || d.Of(k) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// Defaults are the metrics of kind k a diff compares when none is named
+// (Def.Default), in registry order. The caller owns the slice.
+func Defaults(k Kind) []string {
+	var out []string
+	for _, d := range registry {
+		if d.Default && d.Of(k) {
 			out = append(out, d.Name)
 		}
 	}

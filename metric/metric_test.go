@@ -139,10 +139,10 @@ func TestAccessors(t *testing.T) {
 // TestAbsent: a figure of a nested object that is null, or one the
 // record leaves out, is absent, not 0.
 func TestAbsent(t *testing.T) {
-	var r schema.Result // Runtime, DecodeStats nil
+	var r schema.Result // Runtime, DecodeStats, Process, Sampler nil
 	var d schema.DecodeRecord
 	d.DeviceMemory = &schema.DeviceMemory{}
-	for _, name := range []string{"runtime.peak.heap_live_bytes", "decode_stats.syncs"} {
+	for _, name := range []string{"runtime.peak.heap_live_bytes", "decode_stats.syncs", "process.vm_hwm_bytes", "process.rusage_user_ms", "sampler.peaks.rss_bytes"} {
 		def, _ := Lookup(name)
 		if _, ok := def.Run(&r); ok {
 			t.Errorf("%s of a result without it: present", name)
@@ -168,6 +168,7 @@ var suffixUnits = []struct{ suffix, unit string }{
 	{"_bytes", Bytes},
 	{"_ns", Nanoseconds},
 	{"_pct", Percent},
+	{"_ms", Milliseconds},
 	{"tokens_per_sec", TokensPerSec},
 	{"_per_token", PerToken},
 	{"_allocs_per_step", PerStep},
@@ -241,5 +242,38 @@ func TestNames(t *testing.T) {
 	}
 	if len(run)+len(dec) != len(Names(-1))+1 { // tokens_per_sec in both
 		t.Errorf("%d run and %d decode metrics of %d", len(run), len(dec), len(Names(-1)))
+	}
+}
+
+// TestDefaults: the metrics a diff compares when none is named are the
+// registry's Default ones of each kind, in registry order, as probe diff
+// --help lists them; tokens_per_sec, of both kinds, is in both.
+func TestDefaults(t *testing.T) {
+	for _, c := range []struct {
+		kind Kind
+		want []string
+	}{
+		{Run, []string{"peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes", "go_heap_alloc_bytes_per_step", "go_heap_allocs_per_step",
+			"tokens_per_sec", "step_ns_median", "ledger_total_bytes", "decode_stats.syncs"}},
+		{Decode, []string{"tokens_per_sec", "host_wait_ns_per_token", "device_busy_pct", "syncs_per_token", "launches_per_token",
+			"host_allocs_per_token", "device_peak_bytes"}},
+	} {
+		if got := Defaults(c.kind); !slices.Equal(got, c.want) {
+			t.Errorf("Defaults(%s) = %v, want %v", c.kind, got, c.want)
+		}
+	}
+}
+
+// TestTitle: a metric with a label is named by it in sentences, one
+// without by its name.
+func TestTitle(t *testing.T) {
+	for name, want := range map[string]string{"peak_rss_bytes": "peak RSS", "step_ns_median": "step time", "floor_bytes": "floor_bytes"} {
+		d, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Title(); got != want {
+			t.Errorf("%s: Title %q, want %q", name, got, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ const (
 	Bytes        = "bytes"
 	BytesPerStep = "bytes/step"
 	Nanoseconds  = "ns"
+	Milliseconds = "ms"
 	NsPerToken   = "ns/token"
 	TokensPerSec = "tokens/s"
 	Percent      = "%"
@@ -19,23 +20,23 @@ const (
 	Loss         = "nats"
 )
 
-// registry is every metric, in the order Names lists them: a run's
-// summary metrics (probe/runner's order), the rest of a job result's
+// registry is every metric, in the order Names and Defaults list them:
+// a run's headline metrics (diff's default order), the rest of a job result's
 // numbers, its nested counters, then a decode record's figures.
 var registry = []Def{
-	{Name: "peak_rss_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.PeakRSSBytes) })},
-	{Name: "max_rss_bytes", Unit: Bytes, Outside: func(o *schema.Outside) (float64, bool) { return float64(o.MaxRSSBytes), true }},
-	{Name: "final_vsz_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.FinalVSZBytes) })},
+	{Name: "peak_rss_bytes", Label: "peak RSS", Unit: Bytes, Bench: "peak-rss-B", Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.PeakRSSBytes) })},
+	{Name: "max_rss_bytes", Unit: Bytes, Bench: "max-rss-B", Default: true, Outside: func(o *schema.Outside) (float64, bool) { return float64(o.MaxRSSBytes), true }},
+	{Name: "final_vsz_bytes", Label: "final VSZ", Unit: Bytes, Bench: "final-vsz-B", Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.FinalVSZBytes) })},
+	{Name: "go_heap_alloc_bytes_per_step", Label: "bytes/step", Unit: BytesPerStep, Bench: "heap-B/step", Default: true, Run: result(func(r *schema.Result) float64 { return r.HeapAllocBytesPerStep })},
 	// The program's own allocations, counted by site: fixed by the
 	// configuration (diff says so where repetitions disagree).
-	{Name: "go_heap_allocs_per_step", Unit: PerStep, Exact: true, Run: result(func(r *schema.Result) float64 { return r.HeapAllocsPerStep })},
-	{Name: "go_heap_alloc_bytes_per_step", Unit: BytesPerStep, Run: result(func(r *schema.Result) float64 { return r.HeapAllocBytesPerStep })},
-	{Name: "tokens_per_sec", Unit: TokensPerSec, Run: result(func(r *schema.Result) float64 { return r.TokensPerSec }),
+	{Name: "go_heap_allocs_per_step", Label: "allocs/step", Unit: PerStep, Bench: "heap-allocs/step", Exact: true, Default: true, Run: result(func(r *schema.Result) float64 { return r.HeapAllocsPerStep })},
+	{Name: "tokens_per_sec", Label: "tokens/s", Unit: TokensPerSec, Bench: "tokens/s", Default: true, Run: result(func(r *schema.Result) float64 { return r.TokensPerSec }),
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return d.TokensPerSec, true },
 		Passes: func(d *schema.DecodeRecord) []float64 { return d.TokensPerSecPasses },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.TokensPerSecRuns }},
-	{Name: "step_ns_median", Unit: Nanoseconds, Run: result(func(r *schema.Result) float64 { return float64(r.StepNsMedian) })},
-	{Name: "ledger_total_bytes", Unit: Bytes, Exact: true, Run: result(func(r *schema.Result) float64 { return float64(r.LedgerTotalBytes) })},
+	{Name: "step_ns_median", Label: "step time", Unit: Nanoseconds, Bench: "ns/op", Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.StepNsMedian) })},
+	{Name: "ledger_total_bytes", Unit: Bytes, Bench: "ledger-B", Exact: true, Default: true, Run: result(func(r *schema.Result) float64 { return float64(r.LedgerTotalBytes) })},
 
 	{Name: "final_rss_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.FinalRSSBytes) })},
 	{Name: "floor_bytes", Unit: Bytes, Run: result(func(r *schema.Result) float64 { return float64(r.FloorBytes) })},
@@ -59,13 +60,38 @@ var registry = []Def{
 
 	// The runtime's maxima over the step boundaries (null without
 	// instruments).
-	{Name: "runtime.peak.heap_live_bytes", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.HeapLiveBytes })},
+	{Name: "runtime.peak.heap_live_bytes", Label: "peak Go heap", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.HeapLiveBytes })},
 	{Name: "runtime.peak.heap_objects_bytes", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.HeapObjectsBytes })},
 	{Name: "runtime.peak.go_mapped_bytes", Unit: Bytes, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.GoMappedBytes })},
 	{Name: "runtime.peak.goroutines", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.Goroutines })},
 	{Name: "runtime.peak.runtime_threads", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.RuntimeThreads })},
 	{Name: "runtime.peak.os_threads", Unit: Count, Run: peak(func(p *schema.RuntimePeaks) int64 { return p.OSThreads })},
 
+	// The outside view of a process (probe exec, probe attach; null in a
+	// training job's result): the kernel's peak RSS as last seen, wait4's
+	// at exit, the largest RSS of the process tree at one moment, and
+	// the CPU time, faults and context switches /usr/bin/time -v shows
+	// (wait4's rusage for exec, /proc for attach: process.rusage_source).
+	{Name: "process.vm_hwm_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.VmHWMBytes) })},
+	{Name: "process.rusage_maxrss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMaxRSSBytes) })},
+	{Name: "process.tree_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.TreePeakRSSBytes) })},
+	{Name: "process.rusage_user_ms", Label: "user CPU", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageUserMs })},
+	{Name: "process.rusage_system_ms", Label: "system CPU", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.RusageSystemMs })},
+	{Name: "process.duration_ms", Unit: Milliseconds, Run: process(func(p *schema.Process) float64 { return p.DurationMs })},
+	{Name: "process.rusage_minor_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMinorFaults) })},
+	{Name: "process.rusage_major_faults", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageMajorFaults) })},
+	{Name: "process.rusage_voluntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageVoluntaryContextSwitches) })},
+	{Name: "process.rusage_involuntary_context_switches", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.RusageInvoluntaryContextSwitches) })},
+	// The descendants (--children): the largest one's peak, and a lower
+	// bound on those reaped between two reads, unseen.
+	{Name: "process.descendant_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.DescendantPeakRSSBytes) })},
+	{Name: "process.descendants_missed", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.DescendantsMissed) })},
+	// The sampler's maxima over every sample (null without instruments):
+	// each field's own peak, not of one moment.
+	{Name: "sampler.peaks.rss_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.RSSBytes })},
+	{Name: "sampler.peaks.vsz_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.VSZBytes })},
+	{Name: "sampler.peaks.rss_anon_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.RssAnonBytes })},
+	{Name: "sampler.peaks.pss_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.PssBytes })},
 	// Allocation sites of probe exec --sites (absent without): estimates
 	// scaled from the samples, exact at --sites-rate 1.
 	{Name: "process.sites.peak_in_use_bytes", Unit: Bytes, Run: sites(func(s *schema.Sites) float64 { return float64(s.PeakInUseBytes) })},
@@ -99,7 +125,7 @@ var registry = []Def{
 
 	// The decode heads' device counters (with --decode; absent without).
 	// syncs: the host's waits on the device over the job, fixed by it.
-	{Name: "decode_stats.syncs", Unit: Count, Exact: true, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.Syncs })},
+	{Name: "decode_stats.syncs", Unit: Count, Exact: true, Default: true, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.Syncs })},
 	{Name: "decode_stats.launches", Unit: Count, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.Launches })},
 	{Name: "decode_stats.h2d_copies", Unit: Count, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.H2DCopies })},
 	{Name: "decode_stats.d2h_copies", Unit: Count, Run: decodeStats(func(s *schema.DecodeStats) int64 { return s.D2HCopies })},
@@ -117,24 +143,24 @@ var registry = []Def{
 	// (in heap blocks, which tiny ones share: report says so), the bytes
 	// copied and the ledger's peak. device_peak_bytes is exact only where
 	// it is the ledger's (report's decodeExact).
-	{Name: "host_wait_ns_per_token", Unit: NsPerToken,
+	{Name: "host_wait_ns_per_token", Label: "host wait/token", Unit: NsPerToken, Bench: "host-wait-ns/op", Default: true,
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return d.HostWaitNsPerToken, true },
 		Passes: func(d *schema.DecodeRecord) []float64 { return d.HostWaitNsPerTokenPasses },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.HostWaitNsPerTokenRuns }},
-	{Name: "device_busy_pct", Unit: Percent,
+	{Name: "device_busy_pct", Label: "device busy", Unit: Percent, Bench: "device-busy-%", Default: true,
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return deref(d.DeviceBusyPct) },
 		Passes: func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyPctPasses },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyPctRuns }},
 	{Name: "device_busy_ns_per_token", Unit: NsPerToken,
 		Decode: func(d *schema.DecodeRecord) (float64, bool) { return deref(d.DeviceBusyNsPerToken) },
 		Runs:   func(d *schema.DecodeRecord) []float64 { return d.DeviceBusyNsPerTokenRuns }},
-	{Name: "syncs_per_token", Unit: PerToken, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.SyncsPerToken })},
-	{Name: "launches_per_token", Unit: PerToken, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.LaunchesPerToken })},
-	{Name: "host_allocs_per_token", Unit: PerToken, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.HostAllocsPerToken })},
+	{Name: "syncs_per_token", Label: "syncs/token", Unit: PerToken, Bench: "syncs/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.SyncsPerToken })},
+	{Name: "launches_per_token", Label: "launches/token", Unit: PerToken, Bench: "launches/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.LaunchesPerToken })},
+	{Name: "host_allocs_per_token", Label: "host allocs/token", Unit: PerToken, Bench: "host-allocs/op", Exact: true, Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return d.HostAllocsPerToken })},
 	{Name: "h2d_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.H2DBytes) })},
 	{Name: "d2h_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.D2HBytes) })},
 	{Name: "ledger_peak_bytes", Unit: Bytes, Exact: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.LedgerPeakBytes) })},
-	{Name: "device_peak_bytes", Unit: Bytes, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.DevicePeakBytes) })},
+	{Name: "device_peak_bytes", Label: "device peak", Unit: Bytes, Bench: "device-peak-B", Default: true, Decode: record(func(d *schema.DecodeRecord) float64 { return float64(d.DevicePeakBytes) })},
 
 	// The device's memory in parts (cuda; absent on cpu). Fields the
 	// record leaves out when 0 (omitempty) are absent then, not 0.
@@ -165,6 +191,26 @@ func peak(get func(*schema.RuntimePeaks) int64) func(*schema.Result) (float64, b
 			return 0, false
 		}
 		return float64(get(&r.Runtime.Peak)), true
+	}
+}
+
+// process reads a figure of a process result (probe exec, probe attach);
+// absent from a training job's.
+func process(get func(*schema.Process) float64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Process == nil {
+			return 0, false
+		}
+		return get(r.Process), true
+	}
+}
+
+func samplerPeak(get func(*schema.SamplerPoint) uint64) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Sampler == nil {
+			return 0, false
+		}
+		return float64(get(&r.Sampler.Peaks)), true
 	}
 }
 

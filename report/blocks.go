@@ -6,12 +6,13 @@ import (
 	"io"
 
 	"memprobe/internal/table"
+	"memprobe/metric"
 	"memprobe/schema"
 )
 
 // Block is one part of a report's tables, in order: a paragraph (one line
 // of text) or a table; exactly one of the two is set. WriteRunTables and
-// WritePlanTables render blocks; RunBlocks and PlanBlocks hand them to a
+// WritePlanTables render blocks; Blocks and PlanBlocks hand them to a
 // caller that lays the tables out itself (report/htmlreport), so that it
 // shows the figures, verdicts and footnotes of `probe report` without
 // reading them back from text.
@@ -28,15 +29,25 @@ func HeadBlocks(rep *schema.Report) []Block {
 	return out.blocks
 }
 
-// RunBlocks is what WriteRunTables writes, as blocks: HeadBlocks, then
-// each plan's PlanBlocks in the order the plans ran. The tables are built
-// for people (text, markdown, a page): their cells carry the footnote
-// references ("no [1]") and write a min–max in IEC units, as in text and
-// markdown; only CSV from WriteRunTables differs.
-func RunBlocks(rep *schema.Report) []Block { return runBlocks(rep, table.Text) }
+// Blocks is what `probe report` prints for an input, as blocks. For a
+// run report, what WriteRunTables writes: HeadBlocks, then each plan's
+// PlanBlocks in the order the plans ran. For decode records, the
+// provenance paragraph (DecodeProvenance), then the tables WriteDecode
+// renders, in its order; an error for no records, as WriteDecode's. The
+// tables are built for people (text, markdown, a page): their cells
+// carry the footnote references ("no [1]") and write a min–max in IEC
+// units, as in text and markdown; only CSV from WriteRunTables differs.
+// report/htmlreport lays them out on a page, so that the page and the
+// text show the same figures.
+func Blocks(rs *Rows) ([]Block, error) {
+	if rs.Kind == metric.Decode {
+		return decodeBlocks(rs.Decode)
+	}
+	return runBlocks(rs.Report, table.Text), nil
+}
 
 // PlanBlocks is what WritePlanTables writes for the plan, as blocks (see
-// RunBlocks); an error if no run belongs to the plan.
+// Blocks); an error if no run belongs to the plan.
 func PlanBlocks(rep *schema.Report, plan string) ([]Block, error) {
 	return planBlocks(rep, plan, table.Text)
 }

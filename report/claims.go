@@ -78,6 +78,9 @@ func judge(g *group, v *runView, e schema.Expectation) check {
 		c.why = fmt.Sprintf("versus %q is not previous, before or absolute", e.Versus)
 		return c
 	}
+	if ref != nil && ref.PhaseIndex != nil {
+		c.ref = ref.label() // a plan file's phase, by its own name
+	}
 	switch {
 	case ref == nil:
 		c.why = c.ref + " is not in the report"

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/schema/schematest"
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
 	"memprobe/metric"
 	"memprobe/schema"
+	"memprobe/schema/schematest"
 )
 
 var (
@@ -45,7 +45,7 @@ func compareDecode(t *testing.T, base, head []schema.DecodeRecord, opt DiffOptio
 	if opt.BaseName == "" {
 		opt.BaseName, opt.HeadName = "base.json", "head.json"
 	}
-	d, err := CompareDecode(base, head, opt)
+	d, err := Compare(DecodeRows(base), DecodeRows(head), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestDecodeDiffPinnedHost(t *testing.T) {
 	base := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}
 	head := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}
 	head[0].Config.PinnedHost = true
-	d, err := CompareDecode(base, head, DiffOptions{BaseName: "staged.json", HeadName: "pinned.json"})
+	d, err := Compare(DecodeRows(base), DecodeRows(head), DiffOptions{BaseName: "staged.json", HeadName: "pinned.json"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestDecodeDiffPinnedHost(t *testing.T) {
 		rs[1].Config.PinnedHost = true
 		return rs
 	}
-	d, err = CompareDecode(run(), run(), DiffOptions{BaseName: "a.json", HeadName: "b.json"})
+	d, err = Compare(DecodeRows(run()), DecodeRows(run()), DiffOptions{BaseName: "a.json", HeadName: "b.json"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestDecodeDiffPinnedHost(t *testing.T) {
 		t.Error("history of two runs with pinned host in batch: not one setting, want columns named by mode")
 	}
 	mixed := slices.Concat(run(), base)
-	d, err = CompareDecode(mixed, mixed, DiffOptions{BaseName: "a.json", HeadName: "b.json"})
+	d, err = Compare(DecodeRows(mixed), DecodeRows(mixed), DiffOptions{BaseName: "a.json", HeadName: "b.json"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestDecodeDiffSame(t *testing.T) {
 		t.Fatalf("configs %d, only %q %q, warnings %q", len(d.Configs), d.OnlyBase, d.OnlyHead, d.Warnings)
 	}
 	for _, c := range d.Configs {
-		if c.Plan != "decode" || c.Sweep != nil || len(c.Rows) != len(DefaultDecodeDiffMetrics) {
+		if c.Plan != "decode" || c.Sweep != nil || len(c.Rows) != len(metric.Defaults(metric.Decode)) {
 			t.Errorf("%s: plan %q, sweep %v, %d rows", c.Key, c.Plan, c.Sweep, len(c.Rows))
 		}
 	}
@@ -308,13 +308,13 @@ func TestDecodeDiffAbsentMetric(t *testing.T) {
 	for i := range head {
 		head[i].DeviceBusyPct = nil
 	}
-	_, err := CompareDecode(base, head, DiffOptions{Metrics: []string{"device_busy_pct", "peak_rss_bytes", "d2h_bytes"}})
+	_, err := Compare(DecodeRows(base), DecodeRows(head), DiffOptions{Metrics: []string{"device_busy_pct", "peak_rss_bytes", "d2h_bytes"}})
 	if ue, ok := errors.AsType[*UnmeasuredError](err); !ok || !slices.Equal(ue.Metrics, []string{"peak_rss_bytes"}) ||
 		!strings.Contains(err.Error(), "peak_rss_bytes is a metric of run reports, not of decode results") {
 		t.Errorf("metrics no record has: got %v, want an UnmeasuredError of peak_rss_bytes", err)
 	}
 	// decode is a string field, no metric: the registry refuses it.
-	_, err = CompareDecode(base, head, DiffOptions{Metrics: []string{"device_busy_pct", "decode"}})
+	_, err = Compare(DecodeRows(base), DecodeRows(head), DiffOptions{Metrics: []string{"device_busy_pct", "decode"}})
 	if ue, ok := errors.AsType[*metric.UnknownError](err); !ok || ue.Name != "decode" {
 		t.Errorf("decode: got %v, want a metric.UnknownError", err)
 	}
@@ -348,7 +348,7 @@ func TestDecodeDiffLookup(t *testing.T) {
 	if r := row(d, "per-token-view", "tokens_per_sec"); r == nil || r.Base.N != 10 || !slices.Contains(r.Warnings, passesWarning) {
 		t.Errorf("per-token-view tokens_per_sec: %+v", r)
 	}
-	if _, err := CompareDecode(base, head, DiffOptions{Metrics: []string{"tokens_per_sec_passes"}}); err == nil {
+	if _, err := Compare(DecodeRows(base), DecodeRows(head), DiffOptions{Metrics: []string{"tokens_per_sec_passes"}}); err == nil {
 		t.Error("tokens_per_sec_passes compared, want an error: no metric")
 	}
 	if r := row(d, "per-token-copy", "device_memory.process_peak_bytes"); r == nil || r.Delta != 1<<20 || r.Exact {
@@ -399,10 +399,10 @@ func equalMaps(a, b map[string]string) bool {
 func TestDecodeDiffRefuses(t *testing.T) {
 	base, head := decodeSide(false, decodeBaseSpeeds), decodeSide(true, decodeBaseSpeeds)
 	head[2].Schema = "memprobe.decode/v2"
-	if _, err := CompareDecode(base, head, DiffOptions{BaseName: "a.json", HeadName: "b.json"}); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "b.json") {
+	if _, err := Compare(DecodeRows(base), DecodeRows(head), DiffOptions{BaseName: "a.json", HeadName: "b.json"}); !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "b.json") {
 		t.Errorf("another version: %v", err)
 	}
-	if _, err := CompareDecode(base, nil, DiffOptions{BaseName: "a.json", HeadName: "b.json"}); err == nil {
+	if _, err := Compare(DecodeRows(base), DecodeRows(nil), DiffOptions{BaseName: "a.json", HeadName: "b.json"}); err == nil {
 		t.Error("no head records: no error")
 	}
 }

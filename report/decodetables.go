@@ -16,7 +16,7 @@ import (
 // records have them, the device memory reconciliation (cuda) and the check
 // against the cpu device. `probe decode` prints its measurements through
 // it and `probe report` a decode result file, so both show the same
-// tables; DecodeBlocks hands the same tables to a page. Every table is
+// tables; Blocks hands the same tables to a page. Every table is
 // rendered before anything is written (writeBlocks), so that an error
 // leaves w untouched.
 func WriteDecode(w io.Writer, recs []schema.DecodeRecord, f table.Format) error {
@@ -31,12 +31,8 @@ func WriteDecode(w io.Writer, recs []schema.DecodeRecord, f table.Format) error 
 	return writeBlocks(w, bs, f) // an empty line between tables, as the run tables have
 }
 
-// DecodeBlocks is what `probe report` prints for decode records, as
-// blocks (see RunBlocks): the provenance paragraph (DecodeProvenance),
-// then the tables WriteDecode renders, in its order. report/htmlreport
-// lays them out on a page, so that the page and the text show the same
-// figures; an error for no records, as WriteDecode's.
-func DecodeBlocks(recs []schema.DecodeRecord) ([]Block, error) {
+// decodeBlocks are decode records' blocks (Blocks).
+func decodeBlocks(recs []schema.DecodeRecord) ([]Block, error) {
 	tables, err := decodeTables(recs)
 	if err != nil {
 		return nil, err
@@ -114,7 +110,7 @@ func decodeModesTable(recs []schema.DecodeRecord) (*table.Table, error) {
 	}
 	cols := []table.Column{
 		{Name: "mode"},
-		{Name: "tokens/s", Kind: table.Rate},
+		labelled("tokens_per_sec", table.Column{Kind: table.Rate}),
 	}
 	if pooled {
 		cols = append(cols, table.Column{Name: "runs", Kind: table.Int},
@@ -136,14 +132,14 @@ func decodeModesTable(recs []schema.DecodeRecord) (*table.Table, error) {
 		r0.Device, m0.Batch, m0.Context, m0.Dim, m0.Vocab, passes, back),
 		append(cols,
 			table.Column{Name: "vs " + r0.Decode, Kind: table.Float, Decimals: 1, Unit: "×"},
-			table.Column{Name: "syncs/token", Kind: table.Rate, Decimals: 4},
-			table.Column{Name: "launches/token", Kind: table.Rate, Decimals: 4},
-			table.Column{Name: "host wait/token", Kind: table.Rate, Decimals: 1, Unit: "µs"},
-			table.Column{Name: "device busy", Kind: table.Percent, Decimals: 1},
-			table.Column{Name: "host allocs/token", Kind: table.Rate, Decimals: 3},
+			labelled("syncs_per_token", table.Column{Kind: table.Rate, Decimals: 4}),
+			labelled("launches_per_token", table.Column{Kind: table.Rate, Decimals: 4}),
+			labelled("host_wait_ns_per_token", table.Column{Kind: table.Rate, Decimals: 1, Unit: "µs"}),
+			labelled("device_busy_pct", table.Column{Kind: table.Percent, Decimals: 1}),
+			labelled("host_allocs_per_token", table.Column{Kind: table.Rate, Decimals: 3}),
 			table.Column{Name: "h2d per pass", Kind: table.Bytes},
 			table.Column{Name: "d2h per pass", Kind: table.Bytes},
-			table.Column{Name: "device peak", Kind: table.Bytes},
+			labelled("device_peak_bytes", table.Column{Kind: table.Bytes}),
 		)...,
 	)
 	for _, r := range recs {

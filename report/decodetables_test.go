@@ -104,11 +104,11 @@ func TestDecodeChecksAndProvenance(t *testing.T) {
 	}
 }
 
-// TestDecodeBlocks: DecodeBlocks is the provenance line, then the tables
+// TestBlocksDecode: Blocks of decode rows is the provenance line, then the tables
 // WriteDecode prints, in its order: rendered one after another in each
 // format they are WriteDecode's output byte for byte, the device memory's
 // and the check's tables included when a record has them.
-func TestDecodeBlocks(t *testing.T) {
+func TestBlocksDecode(t *testing.T) {
 	recs := fakeDecodeRecords(true)
 	recs[0].StartTime = "2026-11-26T08:00:00Z"
 	recs[1].Check = &schema.DecodeCheck{Against: "cpu", Sequences: 4, MaxProbDiff: 1e-7, Pass: true, ProbTol: 2e-5, LossTol: 1e-4, TieTol: 1e-5}
@@ -118,7 +118,7 @@ func TestDecodeBlocks(t *testing.T) {
 		recs   []schema.DecodeRecord
 		tables int
 	}{{recs, 3}, {fakeDecodeRecords(false), 1}, {untimed(fakeDecodeRecords(false)[3:]), 1}} {
-		bs, err := DecodeBlocks(c.recs)
+		bs, err := Blocks(DecodeRows(c.recs))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestDecodeBlocks(t *testing.T) {
 			}
 		}
 	}
-	if _, err := DecodeBlocks(nil); err == nil {
+	if _, err := Blocks(DecodeRows(nil)); err == nil {
 		t.Error("no records: no error")
 	}
 }

@@ -16,20 +16,23 @@ import (
 
 // Cross-commit comparison (`probe diff`): the pipeline is
 //
-//  1. Compare matches the configurations of two run reports by plan, phase
-//     and sweep values, refusing reports of different schema versions and
-//     matched configurations of different presets;
-//  2. for each metric of each matched configuration it compares the
-//     repetitions' values: a Mann-Whitney U test (stats.Compare, as
-//     benchstat does) for measured metrics, exact equality for the
-//     deterministic ones (metric.Def.Exact) where each side has two or
-//     more repetitions and they agree (compareRun; a decode result's
-//     counts with one value a side, decodeExact), the U test otherwise;
+//  1. ReportRows and DecodeRows make an input's configurations rows of
+//     one kind (rows.go): a run report's runs, keyed by plan, phase and
+//     sweep values, or decode records, keyed by mode, device and shape;
+//  2. Compare matches the rows of two inputs of one kind by key, refusing
+//     inputs of different kinds or schema versions and matched runs of
+//     different presets, and for each metric (the registry's defaults of
+//     the kind, metric.Defaults, unless named) of each matched pair
+//     compares the two sides' samples (compareMetric): a Mann-Whitney U
+//     test (stats.Compare, as benchstat does) for measured metrics, exact
+//     equality for the deterministic ones (metric.Def.Exact) where the
+//     kind's rule allows it (exactness);
 //  3. Diff.Breaches checks the changes against --fail-on thresholds
 //     (ParseThresholds), and WriteDiff renders the diff (diffrender.go).
 //
 // Statistical caveats (too few repetitions, a deterministic metric that
-// varies) travel beside each row as warnings. One is also a verdict: at
+// varies, samples that are passes of one process) travel beside each row
+// as warnings. One is also a verdict: at
 // sizes where the U test cannot reach alpha at all (3+3: its smallest p
 // is 0.100), a change of the medians past a --fail-on limit fails the
 // gate unjudged, unless it is within the noise floor (stats.WithinNoise):
@@ -38,13 +41,6 @@ import (
 
 // DefaultAlpha is the significance level of the U test, as benchstat's.
 const DefaultAlpha = stats.DefaultAlpha
-
-// DefaultDiffMetrics are the metrics Compare compares when none are named.
-var DefaultDiffMetrics = []string{
-	"peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes",
-	"go_heap_alloc_bytes_per_step", "go_heap_allocs_per_step",
-	"tokens_per_sec", "step_ns_median", "ledger_total_bytes", "decode_stats.syncs",
-}
 
 // isExact says whether the registry calls metric m exact (metric.Def.Exact):
 // a figure the configuration fixes (at a fixed seed), compared exactly,
@@ -57,8 +53,9 @@ func isExact(m string) bool {
 
 // DiffOptions choose what Compare compares.
 type DiffOptions struct {
-	// Metrics are the result fields to compare (JSON names, unit in the
-	// name); nil means DefaultDiffMetrics. A metric named here or in Extra
+	// Metrics are the metrics to compare (registered names, unit in the
+	// name); nil means the registry's defaults of the inputs' kind
+	// (metric.Defaults). A metric named here or in Extra
 	// that no configuration of either side measured is refused (an
 	// UnmeasuredError); one that no matched configuration has on both
 	// sides is left out of the rows, with a warning. A default metric a
@@ -73,7 +70,8 @@ type DiffOptions struct {
 	BaseName, HeadName string
 }
 
-// Diff is two run reports compared configuration by configuration.
+// Diff is two inputs of one kind (run reports, decode results) compared
+// configuration by configuration.
 type Diff struct {
 	Base  DiffSource `json:"base"`
 	Head  DiffSource `json:"head"`
@@ -170,64 +168,93 @@ func ConfigKey(r *schema.Run) string {
 	return k
 }
 
-// Compare compares head against base. It refuses reports of different
-// schema versions, matched configurations run at different presets, and
-// metrics named (opt.Metrics, Extra) that no run of either side measured
-// (an UnmeasuredError).
-func Compare(base, head *schema.Report, opt DiffOptions) (*Diff, error) {
-	if base.Schema != head.Schema {
-		return nil, fmt.Errorf("comparing reports: %w: base %s is %q, head %s is %q", ErrSchema, opt.BaseName, base.Schema, opt.HeadName, head.Schema)
+// Compare compares head's rows against base's, matched by key: for run
+// reports (ReportRows) a ConfigDiff per plan, phase and sweep point; for
+// decode records (DecodeRows) one of plan "decode" and phase the mode per
+// mode, device and shape, its Sweep holding the settings (device, B, T,
+// C, V, probs, pinned_host) that vary among the matched pairs, none in
+// the usual case of two runs of one command. WriteDiff, Breaches and
+// Significant read either alike. It refuses inputs of different kinds or
+// schema versions, a decode side with no record, matched runs of
+// different presets, and metrics named (opt.Metrics, Extra) that no row
+// of either side measured (an UnmeasuredError) or that the registry does
+// not have (a *metric.UnknownError).
+func Compare(base, head *Rows, opt DiffOptions) (*Diff, error) {
+	if err := comparable(base, head, opt); err != nil {
+		return nil, err
 	}
-	d, metrics := newDiff(source(base, opt.BaseName), source(head, opt.HeadName), opt, DefaultDiffMetrics)
-	baseRuns, dupB := index(base)
-	headRuns, dupH := index(head)
+	defaults := metric.Defaults(base.Kind)
+	d, metrics := newDiff(base.source(opt.BaseName), head.source(opt.HeadName), opt, defaults)
+	baseRows, dupB := base.index()
+	headRows, dupH := head.index()
 	d.warnDuplicates(dupB, dupH)
+	var pairs [][2]*Row
 	var bad []string
-	for _, br := range baseRuns {
-		k := ConfigKey(br.Run)
-		hr := find(headRuns, k)
-		if hr == nil {
-			d.OnlyBase = append(d.OnlyBase, k)
+	for _, b := range baseRows {
+		h := findRow(headRows, b.Key)
+		if h == nil {
+			d.OnlyBase = append(d.OnlyBase, b.Key)
 			continue
 		}
-		if br.Config.Preset != hr.Config.Preset {
-			bad = append(bad, fmt.Sprintf("%s (base %q, head %q)", k, br.Config.Preset, hr.Config.Preset))
+		if e := matchError(b, h); e != "" {
+			bad = append(bad, e)
 			continue
 		}
-		d.Configs = append(d.Configs, compareRun(k, br, hr, metrics, d.Alpha))
+		pairs = append(pairs, [2]*Row{b, h})
 	}
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("comparing reports: configurations run at different presets are not comparable: %s", strings.Join(bad, ", "))
 	}
-	for _, hr := range headRuns {
-		if k := ConfigKey(hr.Run); find(baseRuns, k) == nil {
-			d.OnlyHead = append(d.OnlyHead, k)
+	for _, h := range headRows {
+		if findRow(baseRows, h.Key) == nil {
+			d.OnlyHead = append(d.OnlyHead, h.Key)
 		}
 	}
-	if err := checkMeasured(opt, "run reports", DefaultDiffMetrics, func(m string) bool {
-		return slices.ContainsFunc(slices.Concat(baseRuns, headRuns), func(v *runView) bool { return v.metric(m).exists })
+	axes := varyingAxes(pairs)
+	for _, p := range pairs {
+		d.Configs = append(d.Configs, compareRows(p[0], p[1], axes, metrics, d.Alpha))
+	}
+	d.warnSettings(pairs)
+	all := slices.Concat(baseRows, headRows)
+	if err := checkMeasured(opt, base.Kind.String(), defaults, func(m string) bool {
+		return slices.ContainsFunc(all, func(r *Row) bool { return r.measures(m) })
 	}); err != nil {
 		return nil, err
 	}
 	d.warnUnseen(opt)
-	d.warnConfigs(baseRuns, headRuns)
 	return d, nil
+}
+
+// warnSettings says in which settings outside the key matched rows
+// differ: for runs, beyond the commit (warnConfigs); for decode records,
+// preset, checkpoint and GEMM (settingWarnings), each warning once.
+func (d *Diff) warnSettings(pairs [][2]*Row) {
+	if len(pairs) == 0 || pairs[0][0].rec == nil {
+		d.warnConfigs(pairs)
+		return
+	}
+	for _, p := range pairs {
+		for _, w := range settingWarnings(p[0].rec, p[1].rec) {
+			if !slices.Contains(d.Warnings, w) {
+				d.Warnings = append(d.Warnings, w)
+			}
+		}
+	}
 }
 
 // warnConfigs says in which settings matched configurations differ
 // beyond the commit (configDiffs): the figures compare those too, a 200 KB
 // dataset against a 48 MB one. One warning per setting and pair of values,
 // naming the configurations (or counting them past three).
-func (d *Diff) warnConfigs(baseRuns, headRuns []*runView) {
+func (d *Diff) warnConfigs(pairs [][2]*Row) {
 	var order []string
 	where := map[string][]string{}
-	for _, c := range d.Configs {
-		b, h := find(baseRuns, c.Key), find(headRuns, c.Key)
-		for _, w := range configDiffs(b, h) {
+	for _, p := range pairs {
+		for _, w := range configDiffs(p[0].run, p[1].run) {
 			if _, ok := where[w]; !ok {
 				order = append(order, w)
 			}
-			where[w] = append(where[w], c.Key)
+			where[w] = append(where[w], p[0].Key)
 		}
 	}
 	for _, w := range order {
@@ -399,65 +426,51 @@ func (d *Diff) warnUnseen(opt DiffOptions) {
 	}
 }
 
-func source(rep *schema.Report, name string) DiffSource {
-	return DiffSource{Name: name, Commit: rep.Environment.VCSRevision, Modified: rep.Environment.VCSModified, StartTime: rep.StartTime}
-}
-
-// index is the report's runs, the first of each key, and the keys that
-// repeat.
-func index(rep *schema.Report) (runs []*runView, dup []string) {
-	seen := map[string]bool{}
-	for i := range rep.Runs {
-		k := ConfigKey(&rep.Runs[i])
-		if seen[k] {
-			dup = append(dup, k)
-			continue
-		}
-		seen[k] = true
-		runs = append(runs, newRunView(&rep.Runs[i]))
-	}
-	return runs, dup
-}
-
-func find(runs []*runView, key string) *runView {
-	for _, r := range runs {
-		if ConfigKey(r.Run) == key {
-			return r
-		}
-	}
-	return nil
-}
-
-func compareRun(key string, b, h *runView, metrics []string, alpha float64) ConfigDiff {
-	c := ConfigDiff{Key: key, Plan: b.Plan, Phase: b.Phase, Sweep: b.Sweep,
+// compareRows compares the metrics of two matched rows; none where
+// either did not finish.
+func compareRows(b, h *Row, axes, metrics []string, alpha float64) ConfigDiff {
+	c := ConfigDiff{Key: b.Key, Plan: b.Plan, Phase: b.Phase, Sweep: sweepOf(b, axes),
 		BaseStatus: b.Status, HeadStatus: h.Status, Rows: []MetricDiff{}}
 	if !b.ok() || !h.ok() {
 		return c
 	}
 	for _, m := range metrics {
-		bs, hs := b.metric(m), h.metric(m)
-		if bs.exists && !hs.exists {
+		r, bok, hok := compareMetric(m, b, h, alpha)
+		if bok && !hok {
 			c.HeadLacks = append(c.HeadLacks, m)
 		}
-		if !bs.exists || !hs.exists {
-			continue
+		if bok && hok {
+			c.Rows = append(c.Rows, r)
 		}
-		exact := isExact(m)
-		var warn []string
-		switch {
-		case exact && b.Config.Seed != h.Config.Seed:
-			exact = false
-			warn = append(warn, fmt.Sprintf("seeds differ (%d, %d): compared as a measurement", b.Config.Seed, h.Config.Seed))
-		case exact && (len(bs.values) < 2 || len(hs.values) < 2):
-			// Agreement is shown by two or more repetitions a side only:
-			// one run is one draw (2,085 then 2,086 allocations a step,
-			// one run each of one commit).
-			exact = false
-			warn = append(warn, fmt.Sprintf("n=%d+%d: exact only where 2 or more repetitions a side agree: compared as a measurement", len(bs.values), len(hs.values)))
-		}
-		c.Rows = append(c.Rows, diffValues(m, bs.values, hs.values, exact, alpha, warn))
 	}
 	return c
+}
+
+// compareMetric compares metric m of two rows of one kind, as probe diff
+// and probe history both do: a run's repetitions; a decode record's runs
+// where both pooled several runs of this metric, else their passes
+// (never one side's independent runs against the other's passes of one
+// process, which a metric's runs can be absent from on one side: a busy
+// figure a run could not time), with the caveat of passes and of tiny
+// allocations; exactly where exactness says so. bok and hok say whether
+// each side has the metric.
+func compareMetric(m string, b, h *Row, alpha float64) (r MetricDiff, bok, hok bool) {
+	runs := b.hasRuns(m) && h.hasRuns(m)
+	bv, bPasses, bok := b.values(m, runs)
+	hv, hPasses, hok := h.values(m, runs)
+	if !bok || !hok {
+		return MetricDiff{}, bok, hok
+	}
+	exact, warn := exactness(m, b, h, len(bv), len(hv))
+	if bPasses || hPasses {
+		warn = append(warn, passesWarning)
+	}
+	r = diffValues(m, bv, hv, exact, alpha, warn)
+	if m == "host_allocs_per_token" && r.Delta != 0 && math.Abs(r.Delta) < tinyAllocsNoise && r.Base.Median != 0 && r.Head.Median != 0 {
+		r.Significant = false
+		r.Warnings = append(r.Warnings, tinyAllocsWarning)
+	}
+	return r, true, true
 }
 
 // diffValues compares one metric's values on the two sides.

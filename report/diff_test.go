@@ -171,7 +171,7 @@ func readDiff(t *testing.T, base, head string, opt DiffOptions) *Diff {
 		t.Fatal(err)
 	}
 	opt.BaseName, opt.HeadName = base, head
-	d, err := Compare(b, h, opt)
+	d, err := Compare(ReportRows(b), ReportRows(h), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestGateUndecided(t *testing.T) {
 		{"1+1 same", []float64{gib}, []float64{gib}, ""},
 		{"3+3 +3%", []float64{gib, gib + 4096, gib - 4096}, []float64{1.03 * gib, 1.03 * gib, 1.03 * gib}, ""},
 	} {
-		d, err := Compare(oneRunReport("peak_rss_bytes", c.base...), oneRunReport("peak_rss_bytes", c.head...), DiffOptions{Metrics: []string{"peak_rss_bytes"}})
+		d, err := Compare(ReportRows(oneRunReport("peak_rss_bytes", c.base...)), ReportRows(oneRunReport("peak_rss_bytes", c.head...)), DiffOptions{Metrics: []string{"peak_rss_bytes"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +334,7 @@ func TestExactNeedsRepetitions(t *testing.T) {
 		{[]float64{2085, 2085}, []float64{2086}, false},
 		{[]float64{2085, 2085}, []float64{2086, 2086}, true},
 	} {
-		d, err := Compare(oneRunReport("go_heap_allocs_per_step", c.base...), oneRunReport("go_heap_allocs_per_step", c.head...), DiffOptions{Metrics: []string{"go_heap_allocs_per_step"}})
+		d, err := Compare(ReportRows(oneRunReport("go_heap_allocs_per_step", c.base...)), ReportRows(oneRunReport("go_heap_allocs_per_step", c.head...)), DiffOptions{Metrics: []string{"go_heap_allocs_per_step"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,12 +353,12 @@ func TestExactNeedsRepetitions(t *testing.T) {
 func TestDiffRefuses(t *testing.T) {
 	b, h := baseReport(t), baseReport(t)
 	h.Schema = "memprobe.report/v2"
-	if _, err := Compare(b, h, DiffOptions{}); err == nil || !strings.Contains(err.Error(), "memprobe.report/v2") {
+	if _, err := Compare(ReportRows(b), ReportRows(h), DiffOptions{}); err == nil || !strings.Contains(err.Error(), "memprobe.report/v2") {
 		t.Errorf("schema: got %v", err)
 	}
 	h = baseReport(t)
 	h.Runs[0].Config.Preset = "small"
-	if _, err := Compare(b, h, DiffOptions{}); err == nil || !strings.Contains(err.Error(), `threads/before threads=7 (base "tiny", head "small")`) {
+	if _, err := Compare(ReportRows(b), ReportRows(h), DiffOptions{}); err == nil || !strings.Contains(err.Error(), `threads/before threads=7 (base "tiny", head "small")`) {
 		t.Errorf("preset: got %v", err)
 	}
 }
@@ -438,7 +438,7 @@ func TestBreachesUnchecked(t *testing.T) {
 	extra := head.Runs[0]
 	extra.Sweep = map[string]string{"threads": "9"}
 	head.Runs = append(slices.Delete(head.Runs, 3, 4), extra) // P3 threads=7 gone, threads=9 new
-	d, err := Compare(base, head, DiffOptions{})
+	d, err := Compare(ReportRows(base), ReportRows(head), DiffOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +463,7 @@ func TestBreachesUnchecked(t *testing.T) {
 	}
 	// A configuration that failed on both sides (P2 threads=7 in the
 	// fixtures) is no breach, and neither is one only head ran.
-	d, err = Compare(base, sameReport(t), DiffOptions{})
+	d, err = Compare(ReportRows(base), ReportRows(sameReport(t)), DiffOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,11 +480,11 @@ func TestBreachesUnchecked(t *testing.T) {
 // registered ones.
 func TestCompareUnmeasured(t *testing.T) {
 	base, head := baseReport(t), sameReport(t)
-	_, err := Compare(base, head, DiffOptions{Metrics: []string{"peak_rss_bytes", "syncs_per_token"}, Extra: []string{"bogus"}, BaseName: "a.json", HeadName: "b.json"})
+	_, err := Compare(ReportRows(base), ReportRows(head), DiffOptions{Metrics: []string{"peak_rss_bytes", "syncs_per_token"}, Extra: []string{"bogus"}, BaseName: "a.json", HeadName: "b.json"})
 	if ue, ok := errors.AsType[*metric.UnknownError](err); !ok || ue.Name != "bogus" || !strings.Contains(err.Error(), "peak_rss_bytes, max_rss_bytes") {
 		t.Errorf("got %v, want a metric.UnknownError of bogus listing the registered metrics", err)
 	}
-	_, err = Compare(base, head, DiffOptions{Metrics: []string{"peak_rss_bytes", "syncs_per_token"}, BaseName: "a.json", HeadName: "b.json"})
+	_, err = Compare(ReportRows(base), ReportRows(head), DiffOptions{Metrics: []string{"peak_rss_bytes", "syncs_per_token"}, BaseName: "a.json", HeadName: "b.json"})
 	ue, ok := errors.AsType[*UnmeasuredError](err)
 	if !ok || !slices.Equal(ue.Metrics, []string{"syncs_per_token"}) {
 		t.Fatalf("got %v, want an UnmeasuredError of syncs_per_token", err)
@@ -496,7 +496,7 @@ func TestCompareUnmeasured(t *testing.T) {
 	for i := range head.Runs {
 		head.Runs[i].Status, head.Runs[i].Repetitions, head.Runs[i].Summary.Metrics = schema.StatusFailed, nil, nil
 	}
-	if _, err := Compare(base, head, DiffOptions{Metrics: []string{"counts.workers"}, Extra: []string{"go_heap_allocs_per_step"}}); err != nil {
+	if _, err := Compare(ReportRows(base), ReportRows(head), DiffOptions{Metrics: []string{"counts.workers"}, Extra: []string{"go_heap_allocs_per_step"}}); err != nil {
 		t.Errorf("metrics base measured, head failed: %v", err)
 	}
 }
@@ -510,7 +510,7 @@ func TestDiffNotComparedNote(t *testing.T) {
 		head.Runs[i].Outside = nil
 		head.Runs[i].Summary.Metrics = slices.DeleteFunc(head.Runs[i].Summary.Metrics, func(m schema.Metric) bool { return m.Name == "max_rss_bytes" })
 	}
-	d, err := Compare(base, head, DiffOptions{Metrics: []string{"max_rss_bytes"}})
+	d, err := Compare(ReportRows(base), ReportRows(head), DiffOptions{Metrics: []string{"max_rss_bytes"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,13 +597,13 @@ func TestDiffConfigCaveats(t *testing.T) {
 	for _, r := range []*schema.Report{base, head} {
 		r.Runs[0].Repetitions[0].DataTokens = 200_000
 	}
-	d, err := Compare(base, head, DiffOptions{})
+	d, err := Compare(ReportRows(base), ReportRows(head), DiffOptions{})
 	if err != nil || len(d.Warnings) != 0 {
 		t.Fatalf("equal settings: %v, warnings %q", err, d.Warnings)
 	}
 	head.Runs[0].Config.GEMMUsed = "naive"
 	head.Runs[0].Repetitions[0].DataTokens = 48_000_000
-	if d, err = Compare(base, head, DiffOptions{}); err != nil {
+	if d, err = Compare(ReportRows(base), ReportRows(head), DiffOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{

@@ -14,20 +14,24 @@ import (
 	"memprobe/schema"
 )
 
-// benchUnits are the metrics WriteBench writes on each line, with their
-// units in the Go benchmark format (no spaces; "B" for bytes as benchstat
-// scales it); each is read through the registry (memprobe/metric): from
-// the repetition, or the parent's view of it (max_rss_bytes). ns/op is
-// the step's median time: an op is one training step.
-var benchUnits = []struct{ unit, metric string }{
-	{"ns/op", "step_ns_median"},
-	{"tokens/s", "tokens_per_sec"},
-	{"peak-rss-B", "peak_rss_bytes"},
-	{"max-rss-B", "max_rss_bytes"},
-	{"final-vsz-B", "final_vsz_bytes"},
-	{"heap-B/step", "go_heap_alloc_bytes_per_step"},
-	{"heap-allocs/step", "go_heap_allocs_per_step"},
-	{"ledger-B", "ledger_total_bytes"},
+// benchMetrics are the metrics of a run's WriteBench line, in order,
+// each written in its registered unit of the Go benchmark format
+// (metric.Def.Bench) and read through the registry: from the repetition,
+// or the parent's view of it (max_rss_bytes). ns/op is the step's median
+// time: an op is one training step.
+var benchMetrics = []string{
+	"step_ns_median", "tokens_per_sec", "peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes",
+	"go_heap_alloc_bytes_per_step", "go_heap_allocs_per_step", "ledger_total_bytes",
+}
+
+// benchDef is the registered metric of a bench line (a name of
+// benchMetrics or decodeBenchMetrics, registered: a test checks).
+func benchDef(name string) metric.Def {
+	d, err := metric.Lookup(name)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 // benchValueOf reads metric name of a repetition r, or of o, the parent's
@@ -50,64 +54,124 @@ func benchValueOf(name string, r *schema.Result, o *schema.Outside) (float64, bo
 // those it measures).
 func BenchUnits() []string {
 	var out []string
-	for _, u := range benchUnits {
-		out = append(out, u.unit)
+	for _, m := range benchMetrics {
+		out = append(out, benchDef(m).Bench)
 	}
 	return out
 }
 
-// WriteBench writes a run report in the Go benchmark format
+// WriteBench writes an input's rows in the Go benchmark format
 // (golang.org/design/14313-benchmark-format), for benchstat and the perf
 // dashboard: the environment as configuration lines (commit, goos, goarch,
 // cpu, go, ...; compare two commits' exports with benchstat -ignore
-// commit,commit-time), then for each configuration its preset as a
-// configuration line and one line per repetition,
+// commit,commit-time), then per row its benchmark lines (benchLines).
+//
+// A run report's row is a configuration: its preset as a configuration
+// line where it changes, and one line per repetition,
 //
 //	BenchmarkThreads/phase=P6/threads=7 1 66743690 ns/op 37347 tokens/s 27230208 peak-rss-B ...
 //
 // named after the plan, with the phase and sweep values as sub-benchmark
-// keys. Configurations with no finished repetition write no line.
-func WriteBench(w io.Writer, rep *schema.Report) error {
+// keys; configurations with no finished repetition write no line.
+//
+// A decode record's row is one line per timed pass, an op being one token,
+//
+//	BenchmarkDecode/mode=batch/device=cpu/B=32/T=128/C=256/V=788/probs=true 1 5587 ns/op 178973 tokens/s 5300 host-wait-ns/op 92.6 device-busy-% ...
+//
+// (a record whose host buffers were page-locked, config.pinned_host, ends
+// its name in /pinned_host=true), so that benchstat compares two decode
+// results over their passes (which are passes of one process, not
+// independent runs: benchstat's intervals are narrower than run-to-run
+// noise). A record without per-pass samples writes one line from its
+// totals. Decode rows with no record are an error.
+func WriteBench(w io.Writer, rs *Rows) error {
+	if rs.Kind == metric.Decode && len(rs.All) == 0 {
+		return fmt.Errorf("decode bench: no records")
+	}
 	bw := bufio.NewWriter(w)
-	writeBenchEnvironment(bw, rep.Environment)
+	env, _ := rs.environment()
+	writeBenchEnvironment(bw, env)
 	preset := ""
-	for i := range rep.Runs {
-		run := &rep.Runs[i]
-		if len(run.Repetitions) == 0 {
+	for _, r := range rs.All {
+		lines := r.benchLines()
+		if len(lines) == 0 {
 			continue
 		}
-		if p := run.Config.Preset; p != preset {
-			preset = p
-			fmt.Fprintf(bw, "preset: %s\n", oneLine(p))
-		}
-		name := benchName(run)
-		var outside []*schema.Outside
-		for k := range run.Outside {
-			if run.Outside[k].Status == schema.StatusOK {
-				outside = append(outside, &run.Outside[k])
+		if r.run != nil {
+			if p := r.run.Config.Preset; p != preset {
+				preset = p
+				fmt.Fprintf(bw, "preset: %s\n", oneLine(p))
 			}
 		}
-		for k := range run.Repetitions {
-			var o *schema.Outside
-			if k < len(outside) {
-				o = outside[k]
-			}
+		name := r.benchName()
+		for _, l := range lines {
 			bw.WriteString(name + " 1")
-			r := &run.Repetitions[k]
-			for _, u := range benchUnits {
-				// A process result (probe exec) has no training figures:
-				// left out, not written as zeros for benchstat to compare.
-				if !r.Measures(u.metric) {
-					continue
-				}
-				if x, ok := benchValueOf(u.metric, r, o); ok {
-					fmt.Fprintf(bw, " %s %s", benchValue(x), u.unit)
-				}
+			for _, f := range l {
+				fmt.Fprintf(bw, " %s %s", benchValue(f.x), f.unit)
 			}
 			bw.WriteString("\n")
 		}
 	}
 	return bw.Flush()
+}
+
+// benchField is one value of a benchmark line and its unit.
+type benchField struct {
+	x    float64
+	unit string
+}
+
+// benchName is the row's benchmark name: a run's (benchName), or
+// "BenchmarkDecode" and the record's mode, device and shape as keys.
+func (r *Row) benchName() string {
+	if r.run != nil {
+		return benchName(r.run.Run)
+	}
+	d := r.rec
+	m := d.Config.Model
+	name := fmt.Sprintf("BenchmarkDecode/mode=%s/device=%s/B=%d/T=%d/C=%d/V=%d/probs=%t", d.Decode, d.Device, m.Batch, m.Context, m.Dim, m.Vocab, d.Config.Probs)
+	if d.Config.PinnedHost { // named only where used: other names stay as they were
+		name += "/pinned_host=true"
+	}
+	return benchSafe(name)
+}
+
+// benchLines are the row's benchmark lines, a sample each: a run's
+// repetitions (benchUnits, max-rss-B from the parent's view of the
+// repetition of the same index among those it saw finish), a decode
+// record's passes (decodeBenchUnits).
+func (r *Row) benchLines() [][]benchField {
+	if r.rec != nil {
+		return decodeBenchLines(*r.rec.DecodeRecord)
+	}
+	run := r.run.Run
+	var outside []*schema.Outside
+	for k := range run.Outside {
+		if run.Outside[k].Status == schema.StatusOK {
+			outside = append(outside, &run.Outside[k])
+		}
+	}
+	var out [][]benchField
+	for k := range run.Repetitions {
+		var o *schema.Outside
+		if k < len(outside) {
+			o = outside[k]
+		}
+		rep := &run.Repetitions[k]
+		line := []benchField{}
+		for _, m := range benchMetrics {
+			// A process result (probe exec) has no training figures:
+			// left out, not written as zeros for benchstat to compare.
+			if !rep.Measures(m) {
+				continue
+			}
+			if x, ok := benchValueOf(m, rep, o); ok {
+				line = append(line, benchField{x, benchDef(m).Bench})
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // writeBenchEnvironment writes the machine and build as configuration
@@ -134,85 +198,55 @@ func writeBenchEnvironment(bw *bufio.Writer, e schema.Environment) {
 	config("kernel", e.KernelRelease)
 }
 
-// decodeBenchUnits are the units of WriteDecodeBench's lines and the
-// metrics they read through the registry: a pass's sample (perPass, the
-// metric's Passes) or the record's figure. An op is one token; ns/op is
-// 1e9 over the pass's tokens/s.
-var decodeBenchUnits = []struct {
-	unit, metric string
-	perPass      bool
-}{
-	{"ns/op", "tokens_per_sec", true},
-	{"tokens/s", "tokens_per_sec", true},
-	{"host-wait-ns/op", "host_wait_ns_per_token", true},
-	{"device-busy-%", "device_busy_pct", true},
-	{"syncs/op", "syncs_per_token", false},
-	{"launches/op", "launches_per_token", false},
-	{"host-allocs/op", "host_allocs_per_token", false},
-	{"device-peak-B", "device_peak_bytes", false},
+// decodeBenchMetrics are the metrics of a decode record's WriteBench
+// line after its ns/op, in order, each in its registered unit of the Go
+// benchmark format (metric.Def.Bench) and read through the registry: a
+// pass's sample where the metric has them (Def.Passes), else the record's
+// figure. An op is one token; ns/op, first, is 1e9 over the pass's
+// tokens/s.
+var decodeBenchMetrics = []string{
+	"tokens_per_sec", "host_wait_ns_per_token", "device_busy_pct",
+	"syncs_per_token", "launches_per_token", "host_allocs_per_token", "device_peak_bytes",
 }
 
-// decodeBenchValue is the value of unit u on the line of pass i of r.
-func decodeBenchValue(unit, name string, perPass bool, r *schema.DecodeRecord, i int) (float64, bool) {
-	d, err := metric.Lookup(name)
-	if err != nil {
-		return 0, false
-	}
-	if !perPass {
+// decodeBenchValue is metric d's value on the line of pass i of r.
+func decodeBenchValue(d metric.Def, r *schema.DecodeRecord, i int) (float64, bool) {
+	if d.Passes == nil {
 		return d.Decode(r)
 	}
 	if vals := d.Passes(r); i < len(vals) {
-		if unit == "ns/op" {
-			return 1e9 / vals[i], true
-		}
 		return vals[i], true
 	}
 	return 0, false
 }
 
-// WriteDecodeBench writes decode records (probe decode --json) in the Go
-// benchmark format: the environment as configuration lines, then per
-// record one line per timed pass, an op being one token,
-//
-//	BenchmarkDecode/mode=batch/device=cpu/B=32/T=128/C=256/V=788/probs=true 1 5587 ns/op 178973 tokens/s 5300 host-wait-ns/op 92.6 device-busy-% ...
-//
-// (a record whose host buffers were page-locked, config.pinned_host, ends
-// its name in /pinned_host=true), so that benchstat compares two decode results over their passes (which
-// are passes of one process, not independent runs: benchstat's intervals
-// are narrower than run-to-run noise). A record without per-pass samples
-// writes one line from its totals.
-func WriteDecodeBench(w io.Writer, recs []schema.DecodeRecord) error {
-	if len(recs) == 0 {
-		return fmt.Errorf("decode bench: no records")
-	}
-	bw := bufio.NewWriter(w)
-	writeBenchEnvironment(bw, recs[0].Environment)
-	for k := range recs {
-		r := recs[k]
-		m := r.Config.Model
-		name := fmt.Sprintf("BenchmarkDecode/mode=%s/device=%s/B=%d/T=%d/C=%d/V=%d/probs=%t", r.Decode, r.Device, m.Batch, m.Context, m.Dim, m.Vocab, r.Config.Probs)
-		if r.Config.PinnedHost { // named only where used: other names stay as they were
-			name += "/pinned_host=true"
-		}
-		if len(r.TokensPerSecPasses) == 0 {
-			r.TokensPerSecPasses = []float64{r.TokensPerSec}
-			r.HostWaitNsPerTokenPasses = []float64{r.HostWaitNsPerToken}
-			r.DeviceBusyPctPasses = nil
-			if r.DeviceBusyPct != nil {
-				r.DeviceBusyPctPasses = []float64{*r.DeviceBusyPct}
-			}
-		}
-		for i := range r.TokensPerSecPasses {
-			bw.WriteString(benchSafe(name) + " 1")
-			for _, u := range decodeBenchUnits {
-				if x, ok := decodeBenchValue(u.unit, u.metric, u.perPass, &r, i); ok {
-					fmt.Fprintf(bw, " %s %s", benchValue(x), u.unit)
-				}
-			}
-			bw.WriteString("\n")
+// decodeBenchLines are a record's lines, one per timed pass; a record
+// (a copy: r is the caller's value) without per-pass samples has one,
+// from its totals.
+func decodeBenchLines(r schema.DecodeRecord) [][]benchField {
+	if len(r.TokensPerSecPasses) == 0 {
+		r.TokensPerSecPasses = []float64{r.TokensPerSec}
+		r.HostWaitNsPerTokenPasses = []float64{r.HostWaitNsPerToken}
+		r.DeviceBusyPctPasses = nil
+		if r.DeviceBusyPct != nil {
+			r.DeviceBusyPctPasses = []float64{*r.DeviceBusyPct}
 		}
 	}
-	return bw.Flush()
+	var out [][]benchField
+	for i := range r.TokensPerSecPasses {
+		line := []benchField{}
+		if tps, ok := decodeBenchValue(benchDef("tokens_per_sec"), &r, i); ok {
+			line = append(line, benchField{1e9 / tps, "ns/op"})
+		}
+		for _, m := range decodeBenchMetrics {
+			d := benchDef(m)
+			if x, ok := decodeBenchValue(d, &r, i); ok {
+				line = append(line, benchField{x, d.Bench})
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // benchValue writes a value as the Go benchmark format's lines usually

@@ -3,12 +3,14 @@ package report
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
 
+	"memprobe/metric"
 	"memprobe/schema"
 )
 
@@ -23,7 +25,7 @@ func TestWriteBench(t *testing.T) {
 			t.Fatal(err)
 		}
 		var b bytes.Buffer
-		if err := WriteBench(&b, rep); err != nil {
+		if err := WriteBench(&b, ReportRows(rep)); err != nil {
 			t.Fatal(err)
 		}
 		type want struct {
@@ -89,12 +91,12 @@ func TestWriteBench(t *testing.T) {
 	}
 }
 
-// TestWriteDecodeBench reads WriteDecodeBench's output back with
+// TestWriteBenchDecode reads WriteBench's output of decode rows back with
 // benchfmt's reader: one result per timed pass of each record (one from
 // the totals where a record has no passes), named after the mode, device
 // and shape, ns/op the inverse of the pass's tokens/s, the counts on every
 // line, device-busy-% only where the device was timed.
-func TestWriteDecodeBench(t *testing.T) {
+func TestWriteBenchDecode(t *testing.T) {
 	recs := fakeDecodeRecords(true)
 	for i := range recs {
 		recs[i].Environment = schema.Environment{VCSRevision: "abc", GOOS: "linux", GOARCH: "amd64", CPUModel: "AMD EPYC", GoVersion: "go1.26.8"}
@@ -105,7 +107,7 @@ func TestWriteDecodeBench(t *testing.T) {
 	recs[3].TokensPerSecPasses, recs[3].HostWaitNsPerTokenPasses, recs[3].DeviceBusyPctPasses = nil, nil, nil
 	recs[3].DeviceBusyPct = nil
 	var b bytes.Buffer
-	if err := WriteDecodeBench(&b, recs); err != nil {
+	if err := WriteBench(&b, DecodeRows(recs)); err != nil {
 		t.Fatal(err)
 	}
 	rd := benchfmt.NewReader(&b, "decode.bench")
@@ -143,13 +145,13 @@ func TestWriteDecodeBench(t *testing.T) {
 	if n != 3*2+1 {
 		t.Errorf("%d results, want two passes of three modes and one line of the fourth", n)
 	}
-	if err := WriteDecodeBench(new(bytes.Buffer), nil); err == nil {
+	if err := WriteBench(new(bytes.Buffer), DecodeRows(nil)); err == nil {
 		t.Error("no records: no error")
 	}
 	// A record whose host buffers were page-locked is another benchmark.
 	recs[0].Config.PinnedHost = true
 	b.Reset()
-	if err := WriteDecodeBench(&b, recs[:1]); err != nil {
+	if err := WriteBench(&b, DecodeRows(recs[:1])); err != nil {
 		t.Fatal(err)
 	}
 	if want := "BenchmarkDecode/mode=" + recs[0].Decode + "/device=cpu/B=32/T=128/C=256/V=788/probs=true/pinned_host=true 1 "; !strings.Contains(b.String(), want) {
@@ -189,7 +191,7 @@ func TestBenchValuePlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := WriteBench(&b, rep); err != nil {
+	if err := WriteBench(&b, ReportRows(rep)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "e+") {
@@ -211,7 +213,7 @@ func TestWriteBenchProcess(t *testing.T) {
 	r := &rep.Runs[0].Repetitions[0]
 	r.Kind = schema.KindProcess
 	var b bytes.Buffer
-	if err := WriteBench(&b, rep); err != nil {
+	if err := WriteBench(&b, ReportRows(rep)); err != nil {
 		t.Fatal(err)
 	}
 	var line string
@@ -227,5 +229,26 @@ func TestWriteBenchProcess(t *testing.T) {
 	}
 	if want := " " + strconv.FormatUint(r.PeakRSSBytes, 10) + " peak-rss-B"; !strings.Contains(line, want) || !strings.Contains(line, " final-vsz-B") {
 		t.Errorf("process line %q lacks%s or final-vsz-B", line, want)
+	}
+}
+
+// TestBenchUnitsFromRegistry: every metric a bench line writes is
+// registered for its kind with a unit of the benchmark format
+// (metric.Def.Bench), which is what the line writes beside its value.
+func TestBenchUnitsFromRegistry(t *testing.T) {
+	for _, c := range []struct {
+		kind  metric.Kind
+		names []string
+	}{{metric.Run, benchMetrics}, {metric.Decode, decodeBenchMetrics}} {
+		for _, m := range c.names {
+			d, err := metric.Lookup(m)
+			if err != nil || d.Bench == "" || !d.Of(c.kind) || strings.Contains(d.Bench, " ") {
+				t.Errorf("%s (%s): registered %v, bench unit %q", m, c.kind, err == nil, d.Bench)
+			}
+		}
+	}
+	want := []string{"ns/op", "tokens/s", "peak-rss-B", "max-rss-B", "final-vsz-B", "heap-B/step", "heap-allocs/step", "ledger-B"}
+	if got := BenchUnits(); !slices.Equal(got, want) {
+		t.Errorf("BenchUnits() = %v, want %v", got, want)
 	}
 }

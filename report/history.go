@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"memprobe/internal/table"
+	"memprobe/metric"
 	"memprobe/schema"
 	"memprobe/stats"
 )
@@ -90,91 +91,73 @@ func SortedHistory(entries []HistoryEntry) []HistoryEntry {
 	return es
 }
 
+// rows are the entry's configurations: its runs or its decode records.
+func (e *HistoryEntry) rows() *Rows {
+	if e.Report != nil {
+		return ReportRows(e.Report)
+	}
+	return DecodeRows(e.Decode)
+}
+
 // historyCell is one configuration's metric in one entry.
 type historyCell struct {
 	// shown is the figure the history prints and draws: a run's median
 	// over its repetitions, a decode record's own figure (tokens/s over
 	// all its passes, or the median of its pooled runs).
 	shown float64
-	// runs are a run's repetitions, independent samples.
-	runs []float64
-	// decode is the decode record the cell is of (nil for a run report's
-	// configuration): decodeRow compares two, as probe diff does.
-	decode *decodeView
+	// row is the configuration the cell is of: compareCells compares two.
+	row *Row
 }
 
-// historyColumns are the columns of a history of metric over es, sorted:
-// each configuration's key (of plan, "" for all) in order of first
-// appearance, and per entry, per key, its cell (absent: the entry did not
-// run the configuration, it did not finish, or it has no such metric).
-// exact says the metric is compared exactly (a count); decode says the
-// entries are decode results, which the history does not mix with
-// reports.
-func historyColumns(es []HistoryEntry, metric, plan string) (keys []string, cells []map[string]historyCell, exact bool, err error) {
+// historyColumns are the columns of a history of metric name over es,
+// sorted: each configuration's key (of plan, "" for all) in order of
+// first appearance, and per entry, per key, its cell (absent: the entry
+// did not run the configuration, it did not finish, or it has no such
+// metric). The
+// entries are rows of one kind: run reports or decode results, which the
+// history does not mix.
+func historyColumns(es []HistoryEntry, name, plan string) (keys []string, cells []map[string]historyCell, err error) {
 	decode := slices.ContainsFunc(es, func(e HistoryEntry) bool { return e.Report == nil })
 	if decode && slices.ContainsFunc(es, func(e HistoryEntry) bool { return e.Report != nil }) {
-		return nil, nil, false, fmt.Errorf("history: %d of %d files are decode results, the rest run reports: a history follows one kind", countDecode(es), len(es))
+		return nil, nil, fmt.Errorf("history: %d of %d files are decode results, the rest run reports: a history follows one kind", countDecode(es), len(es))
 	}
-	cells = make([]map[string]historyCell, len(es))
-	add := func(i int, k string, c historyCell, ok bool) {
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-		if _, seen := cells[i][k]; ok && !seen {
-			cells[i][k] = c // the first of a key that repeats, as Compare takes
-		}
-	}
+	kind := metric.Run
 	if decode {
+		kind = metric.Decode
 		if plan != "" && plan != "decode" {
-			return nil, nil, false, fmt.Errorf("history: --plan %s: decode results are of plan decode", plan)
+			return nil, nil, fmt.Errorf("history: --plan %s: decode results are of plan decode", plan)
 		}
-		short := oneDecodeSetting(es)
-		for i := range es {
-			cells[i] = map[string]historyCell{}
-			for j := range es[i].Decode {
-				v := newDecodeView(&es[i].Decode[j])
-				k := v.key
-				if short {
-					k = v.Decode
-				}
-				c, ok := decodeCell(v, metric)
-				add(i, k, c, ok)
-			}
-		}
-		measured := func(m string) bool {
-			return slices.ContainsFunc(es, func(e HistoryEntry) bool {
-				return slices.ContainsFunc(e.Decode, func(r schema.DecodeRecord) bool { _, ok := decodeCell(newDecodeView(&r), m); return ok })
-			})
-		}
-		if err := checkHistoryMetric(keys, metric, "decode results", DefaultDecodeDiffMetrics, measured); err != nil {
-			return nil, nil, false, err
-		}
-		return keys, cells, isExact(metric), nil
 	}
+	short := decode && oneDecodeSetting(es)
+	cells = make([]map[string]historyCell, len(es))
+	var all []*Row
 	for i := range es {
 		cells[i] = map[string]historyCell{}
-		for j := range es[i].Report.Runs {
-			r := &es[i].Report.Runs[j]
+		for _, r := range es[i].rows().All {
 			if plan != "" && r.Plan != plan {
 				continue
 			}
-			v := newRunView(r)
-			s := v.metric(metric)
-			ok := v.ok() && s.exists
-			add(i, ConfigKey(r), historyCell{shown: sideOf(s.values).Median, runs: s.values}, ok)
+			all = append(all, r)
+			k := r.Key
+			if short {
+				k = r.Mode
+			}
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+			c, ok := cellOf(r, name)
+			if _, seen := cells[i][k]; ok && !seen {
+				cells[i][k] = c // the first of a key that repeats, as Compare takes
+			}
 		}
 	}
 	measured := func(m string) bool {
-		return slices.ContainsFunc(es, func(e HistoryEntry) bool {
-			return slices.ContainsFunc(e.Report.Runs, func(r schema.Run) bool {
-				return (plan == "" || r.Plan == plan) && newRunView(&r).metric(m).exists
-			})
-		})
+		return slices.ContainsFunc(all, func(r *Row) bool { return r.measures(m) })
 	}
-	if err := checkHistoryMetric(keys, metric, "run reports", DefaultDiffMetrics, measured); err != nil {
-		return nil, nil, false, err
+	if err := checkHistoryMetric(keys, name, kind.String(), metric.Defaults(kind), measured); err != nil {
+		return nil, nil, err
 	}
-	return keys, cells, isExact(metric), nil
+	return keys, cells, nil
 }
 
 // checkHistoryMetric refuses a metric that no configuration (of keys,
@@ -223,29 +206,32 @@ func oneDecodeSetting(es []HistoryEntry) bool {
 	return !mixedPinned(recs)
 }
 
-// decodeCell is a decode record's metric: its own figure shown (the
-// median of its samples where it has no figure of that name).
-func decodeCell(v *decodeView, metric string) (historyCell, bool) {
-	shown, ok := v.figure(metric)
+// cellOf is a row's metric m: a finished run's median over its
+// repetitions; a decode record's own figure (the median of its samples
+// where it has no figure of that name).
+func cellOf(r *Row, m string) (historyCell, bool) {
+	if r.rec == nil {
+		vals, _, ok := r.values(m, false)
+		return historyCell{shown: sideOf(vals).Median, row: r}, ok && r.ok()
+	}
+	shown, ok := r.rec.figure(m)
 	if !ok {
-		vals, _, ok := v.metric(metric, true)
+		vals, _, ok := r.values(m, true)
 		if !ok {
 			return historyCell{}, false
 		}
 		shown = stats.Median(vals)
 	}
-	return historyCell{shown: shown, decode: v}, true
+	return historyCell{shown: shown, row: r}, true
 }
 
-// compareCells is the change from prev to cur: two decode records as
-// probe diff compares them (decodeRow), a run's repetitions by the U
-// test, or exactly for a deterministic metric.
-func compareCells(metric string, exact bool, prev, cur historyCell) MetricDiff {
-	if prev.decode != nil && cur.decode != nil {
-		r, _, _ := decodeRow(metric, prev.decode, cur.decode, DefaultAlpha)
-		return r
-	}
-	return diffValues(metric, prev.runs, cur.runs, exact, DefaultAlpha, nil)
+// compareCells is the change from prev to cur, as probe diff compares
+// two rows (compareMetric): a run's repetitions by the U test, or exactly
+// for a deterministic metric where two or more a side agree; two decode
+// records over their runs or passes.
+func compareCells(m string, prev, cur historyCell) MetricDiff {
+	r, _, _ := compareMetric(m, prev.row, cur.row, DefaultAlpha)
+	return r
 }
 
 // HistoryMedians is what `probe history --chart` draws: the entries oldest
@@ -254,7 +240,7 @@ func compareCells(metric string, exact bool, prev, cur historyCell) MetricDiff {
 // entry has none).
 func HistoryMedians(entries []HistoryEntry, metric, plan string) (sorted []HistoryEntry, keys []string, values map[string][]float64, err error) {
 	es := SortedHistory(entries)
-	keys, cells, _, err := historyColumns(es, metric, plan)
+	keys, cells, err := historyColumns(es, metric, plan)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -274,17 +260,20 @@ func HistoryMedians(entries []HistoryEntry, metric, plan string) (sorted []Histo
 // WriteHistory renders one row per entry, oldest first (SortedHistory):
 // its commit and time and, for each configuration of plan (all when ""),
 // the metric's figure with an arrow where it changed significantly from
-// the previous entry that has the configuration (↑ up, ↓ down; the test
-// and alpha of Compare, exact for deterministic metrics), "~" where it did
-// not. Run reports' configurations are their plans' phases; decode
-// results' are their modes, compared over their runs where both pooled
-// several, else over their passes (as probe diff does).
+// the previous entry that has the configuration (↑ up, ↓ down: what
+// probe diff of the two entries calls significant, compareMetric), "~"
+// where it did not, a change the U test cannot judge at the repetitions
+// given included. Run reports' configurations are their plans' phases,
+// compared over their repetitions, exactly for a deterministic metric
+// where two or more a side agree; decode results' are their modes,
+// compared over their runs where both pooled several, else over their
+// passes.
 func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f table.Format) error {
 	if _, err := table.ParseFormat(string(f)); err != nil {
 		return err
 	}
 	es := SortedHistory(entries)
-	keys, cells, exact, err := historyColumns(es, metric, plan)
+	keys, cells, err := historyColumns(es, metric, plan)
 	if err != nil {
 		return err
 	}
@@ -320,7 +309,7 @@ func WriteHistory(w io.Writer, entries []HistoryEntry, metric, plan string, f ta
 			}
 			trend := ""
 			if p, ok := prev[k]; ok {
-				d := compareCells(metric, exact, p, c)
+				d := compareCells(metric, p, c)
 				switch {
 				case !d.Significant:
 					trend = "~"

@@ -1,15 +1,20 @@
 // Package report reads what the probe measured and renders it for people.
 //
-// It is the last stage of the pipeline trainer → probe → report. It reads
-// job results (`probe train --json`, a [schema.Result]) and run reports
-// (`probe run`, a [schema.Report]) through package schema, which refuses
-// files of another schema version, and renders them: the end-of-run
-// summary of one job (WriteSummary), several results side by side
-// (WriteTable), and a run report's before/after tables plan by plan, with
-// each note's claim checked against the measurement (WriteRunTables), also
-// as sections of docs/phases.md (UpdateDoc). Cross-commit diffs with
-// statistics, flame graphs, plots and HTML build on the same reader. It
-// does not link the trainer: a test checks its dependencies.
+// It is the last stage of the results pipeline schema → metric → stats →
+// report (docs/architecture.md): package schema reads the files, refusing
+// another version; package metric names the figures in them; package
+// stats summarises and compares them; report renders. An input is read
+// as Rows: a run report's runs (ReportRows) or decode records
+// (DecodeRows), two kinds of one row type whose figures are read through
+// the registry, so that one Compare (probe diff, history), one Blocks
+// (probe report, the HTML page) and one WriteBench (probe export) take
+// either. It also renders the end-of-run summary of one job
+// (WriteSummary), several results side by side (WriteTable), and a run
+// report's before/after tables plan by plan, with each note's claim
+// checked against the measurement (WriteRunTables), also as sections of
+// docs/phases.md (UpdateDoc). Flame graphs, plots and HTML build on the
+// same reader. It does not link the trainer: a test checks its
+// dependencies.
 package report
 
 import (

@@ -35,7 +35,7 @@ import (
 // and from the repetition whose peak RSS is nearest its run's median.
 // Every table goes through internal/table in format f; in CSV the tables
 // follow one another, separated by an empty line, without titles or notes.
-// RunBlocks gives the same tables and paragraphs, unrendered.
+// Blocks gives the same tables and paragraphs, unrendered.
 func WriteRunTables(w io.Writer, rep *schema.Report, f table.Format) error {
 	if _, err := table.ParseFormat(string(f)); err != nil {
 		return err
@@ -133,15 +133,15 @@ func writePlan(out *tableWriter, p *plan) {
 	}
 }
 
-// Columns of a figure: bytes and rates as the other report tables write
-// them.
+// Columns of a figure, named by the registry's labels: bytes and rates
+// as the other report tables write them.
 var (
 	colN      = table.Column{Name: "n", Kind: table.Int}
-	colRSS    = table.Column{Name: "peak RSS", Kind: table.Bytes}
-	colVSZ    = table.Column{Name: "final VSZ", Kind: table.Bytes}
-	colHeap   = table.Column{Name: "peak Go heap", Kind: table.Bytes}
-	colAllocs = table.Column{Name: "allocs/step", Kind: table.Rate, Decimals: 1}
-	colTokens = table.Column{Name: "tokens/s", Kind: table.Rate}
+	colRSS    = metricColumn(metricPeakRSS)
+	colVSZ    = metricColumn(metricVSZ)
+	colHeap   = metricColumn(metricGoHeap)
+	colAllocs = func() table.Column { c := metricColumn(metricAllocs); c.Decimals = 1; return c }()
+	colTokens = metricColumn(metricTokens)
 )
 
 // median is the cell of the metric's median (runView.metric: the
@@ -189,7 +189,7 @@ func phaseTable(g *group, f table.Format) *table.Table {
 		colVSZ,
 		colHeap,
 		colAllocs,
-		table.Column{Name: "bytes/step", Kind: table.Bytes},
+		metricColumn(metricAllocBytes),
 		colTokens,
 		table.Column{Name: "vs before", Kind: table.Float, Decimals: 2, Unit: "x"},
 	)

@@ -8,14 +8,14 @@ import (
 	"strconv"
 	"strings"
 
+	"memprobe/internal/table"
 	"memprobe/metric"
 	"memprobe/schema"
 	"memprobe/stats"
 )
 
-// The metrics the run tables show, by their names in a result (a JSON
-// field, or a dotted path to one): the names a Summary's metrics and an
-// Expectation use.
+// The metrics the run tables show, by their registered names (package
+// metric): the names a Summary's metrics and an Expectation use.
 const (
 	metricPeakRSS    = "peak_rss_bytes"
 	metricVSZ        = "final_vsz_bytes"
@@ -25,22 +25,32 @@ const (
 	metricTokens     = "tokens_per_sec"
 )
 
-// metricLabels are how footnotes name the metrics they know.
-var metricLabels = map[string]string{
-	metricPeakRSS:    "peak RSS",
-	metricVSZ:        "final VSZ",
-	metricGoHeap:     "peak Go heap",
-	metricAllocs:     "allocs/step",
-	metricAllocBytes: "bytes/step",
-	metricTokens:     "tokens/s",
-	"step_ns_median": "step time",
+// metricLabel is how a sentence (a claim's footnote) names a metric: its
+// registered label (metric.Def.Title), its name where it has none or is
+// not registered.
+func metricLabel(name string) string {
+	d, err := metric.Lookup(name)
+	if err != nil {
+		return name
+	}
+	return d.Title()
 }
 
-func metricLabel(name string) string {
-	if l, ok := metricLabels[name]; ok {
-		return l
+// labelled is column c headed by metric name's registered label
+// (metricLabel); c says how its cells are written.
+func labelled(name string, c table.Column) table.Column {
+	c.Name = metricLabel(name)
+	return c
+}
+
+// metricColumn is a table column of a metric's figure, named by its
+// registered label (metricLabel): bytes in IEC units where its unit is
+// bytes, a rate otherwise.
+func metricColumn(name string) table.Column {
+	if isBytes(name) {
+		return table.Column{Name: metricLabel(name), Kind: table.Bytes}
 	}
-	return name
+	return table.Column{Name: metricLabel(name), Kind: table.Rate}
 }
 
 // runView is a Run with its position in its plan.
@@ -51,7 +61,12 @@ type runView struct {
 	index int
 }
 
-func newRunView(r *schema.Run) *runView { return &runView{Run: r, index: phaseIndex(r.Phase)} }
+func newRunView(r *schema.Run) *runView {
+	if r.PhaseIndex != nil { // a plan file's phase: its place in the file
+		return &runView{Run: r, index: *r.PhaseIndex}
+	}
+	return &runView{Run: r, index: phaseIndex(r.Phase)}
+}
 
 // phaseIndex is 0 for "before", k for "Pk", and -1 otherwise.
 func phaseIndex(phase string) int {
@@ -117,6 +132,21 @@ func (v *runView) values(name string) []float64 {
 	}
 	return out
 }
+
+// RunMedian is metric name's median over a run's repetitions as the
+// tables show it (runView.metric: the run's summary's where it holds the
+// metric, else stats.Median of the repetitions' values, read through the
+// registry); ok is false where no repetition has it.
+func RunMedian(r *schema.Run, name string) (median float64, ok bool) {
+	s := newRunView(r).metric(name)
+	return s.median, s.exists
+}
+
+// Representative is the index of the run's repetition whose peak RSS is
+// nearest its median (the first of equals): the one whose detail the
+// tables show, and the HTML page's charts and flame graphs with them; -1
+// when the run has no repetition.
+func Representative(r *schema.Run) int { return newRunView(r).representative() }
 
 // representative is the repetition whose peak RSS is nearest the run's
 // median (the first of equals), for the tables that show one repetition's

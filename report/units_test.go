@@ -1,6 +1,12 @@
 package report
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"memprobe/internal/table"
+	"memprobe/metric"
+)
 
 // TestUnitsFromRegistry: how a value is written follows the metric's
 // registered unit, not its name: a name the registry lacks is a plain
@@ -25,5 +31,56 @@ func TestUnitsFromRegistry(t *testing.T) {
 	}
 	if got, want := formatMetric("made_up_ns", 1.5e9, false), "1500000000"; got != want {
 		t.Errorf("an unregistered _ns name: %q, want %q (no unit known)", got, want)
+	}
+}
+
+// TestLabelsFromRegistry: sentences and column headers name a metric by
+// its registered label (metric.Def.Label): a labelled metric by its
+// label, a registered one without a label and an unregistered name by
+// the name itself; the phase table's figure columns are headed by their
+// metrics' labels.
+func TestLabelsFromRegistry(t *testing.T) {
+	for name, want := range map[string]string{
+		"peak_rss_bytes":               "peak RSS",
+		"runtime.peak.heap_live_bytes": "peak Go heap",
+		"step_ns_median":               "step time",
+		"max_rss_bytes":                "max_rss_bytes",
+		"made_up_bytes":                "made_up_bytes",
+	} {
+		if got := metricLabel(name); got != want {
+			t.Errorf("metricLabel(%s) = %q, want %q", name, got, want)
+		}
+	}
+	for _, c := range []struct {
+		col  table.Column
+		name string
+		kind table.Kind
+	}{
+		{colRSS, metricPeakRSS, table.Bytes}, {colVSZ, metricVSZ, table.Bytes}, {colHeap, metricGoHeap, table.Bytes},
+		{colAllocs, metricAllocs, table.Rate}, {colTokens, metricTokens, table.Rate},
+	} {
+		d, err := metric.Lookup(c.name)
+		if err != nil || d.Label == "" || c.col.Name != d.Label || c.col.Kind != c.kind {
+			t.Errorf("column of %s: %q (%v), want its label %q (%v)", c.name, c.col.Name, c.col.Kind, d.Label, c.kind)
+		}
+	}
+}
+
+// TestDecodeColumnsFromRegistry: the decode modes table heads a metric's
+// column with its registered label.
+func TestDecodeColumnsFromRegistry(t *testing.T) {
+	tb, err := decodeModesTable(fakeDecodeRecords(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range tb.Columns {
+		names = append(names, c.Name)
+	}
+	for _, m := range []string{"tokens_per_sec", "syncs_per_token", "launches_per_token", "host_wait_ns_per_token", "device_busy_pct", "host_allocs_per_token", "device_peak_bytes"} {
+		d, err := metric.Lookup(m)
+		if err != nil || d.Label == "" || !slices.Contains(names, d.Label) {
+			t.Errorf("%s: label %q, not among the columns %q", m, d.Label, names)
+		}
 	}
 }

@@ -67,10 +67,29 @@ type Process struct {
 	// PeakAgreementPct is 100 × (VmHWM − ru_maxrss) / ru_maxrss: the last
 	// sample's peak against the one at exit (exec only; null otherwise).
 	PeakAgreementPct *float64 `json:"peak_agreement_pct"`
-	// RusageUserMs and RusageSystemMs are the program's CPU time (exec
-	// only, from wait4).
+	// RusageSource says where the CPU times, faults and context switches
+	// below come from, the figures /usr/bin/time -v prints: "wait4"
+	// (exec: wait4's rusage at exit, the program and the descendants it
+	// waited for, as time -v reads them), "proc" (attach: /proc/PID/stat
+	// and the threads' status at the last read, the process's own since
+	// it started, its children not counted; context switches of its
+	// live threads only), "" when none could be read.
+	RusageSource string `json:"rusage_source"`
+	// RusageUserMs and RusageSystemMs are the CPU time in user and
+	// kernel mode.
 	RusageUserMs   float64 `json:"rusage_user_ms"`
 	RusageSystemMs float64 `json:"rusage_system_ms"`
+	// RusageMinorFaults are page faults served without I/O (a page
+	// zeroed or found in the page cache: mostly first touches of new
+	// memory); RusageMajorFaults those that read from disk.
+	RusageMinorFaults uint64 `json:"rusage_minor_faults"`
+	RusageMajorFaults uint64 `json:"rusage_major_faults"`
+	// RusageVoluntaryContextSwitches are the times a thread gave up the
+	// CPU to wait (I/O, a lock, a sleep); RusageInvoluntaryContextSwitches
+	// those it was preempted (its time slice over, or a higher priority
+	// task): many of those mean more runnable threads than CPUs.
+	RusageVoluntaryContextSwitches   uint64 `json:"rusage_voluntary_context_switches"`
+	RusageInvoluntaryContextSwitches uint64 `json:"rusage_involuntary_context_switches"`
 
 	// AtPeak is the reconciliation of the walk with the highest RSS; End
 	// the last walk taken while the process lived. Null when no walk
@@ -85,11 +104,22 @@ type Process struct {
 	// NVIDIA driver) or --gpu=false.
 	GPU *ProcessGPU `json:"gpu"`
 
+	// ChildrenWatched says the descendants were watched (--children):
+	// with it, no Children means none was seen.
+	ChildrenWatched bool `json:"children_watched"`
 	// Children are the descendants seen (with --children), by pid.
 	Children []Child `json:"children"`
 	// TreePeakRSSBytes is the largest sum of RSS over the process and its
 	// live descendants at one moment (with --children; else 0).
 	TreePeakRSSBytes uint64 `json:"tree_peak_rss_bytes"`
+	// DescendantPeakRSSBytes is the largest peak RSS (VmHWM as last read)
+	// of one descendant seen (with --children; else 0).
+	DescendantPeakRSSBytes uint64 `json:"descendant_peak_rss_bytes"`
+	// DescendantsMissed is a lower bound on the descendants that lived
+	// and were reaped between two reads, unseen: a parent's cminflt (the
+	// faults of the children it waited for) rose while none of its
+	// children seen had gone (with --children; else 0).
+	DescendantsMissed int `json:"descendants_missed"`
 
 	// Diagnosis is what the figures say, in plain words, each with the
 	// figure behind it.
@@ -255,6 +285,16 @@ type Child struct {
 	VmHWMBytes uint64 `json:"vm_hwm_bytes"`
 	// PeakRSSBytes is the largest RSS seen in it.
 	PeakRSSBytes uint64 `json:"peak_rss_bytes"`
+	// StartMs is when it started (its stat's start time, to the kernel's
+	// 10 ms tick), LastSeenMs when it was last read alive, both in
+	// milliseconds since the watch began (StartMs is negative for one
+	// started before); LifetimeMs is LastSeenMs − StartMs, short of its
+	// true life by up to one read's period. Exited says it was gone
+	// before the watch ended.
+	StartMs    float64 `json:"start_ms"`
+	LastSeenMs float64 `json:"last_seen_ms"`
+	LifetimeMs float64 `json:"lifetime_ms"`
+	Exited     bool    `json:"exited"`
 }
 
 // Finding is one line of the diagnosis and the figure behind it.
@@ -276,6 +316,9 @@ type Overhead struct {
 	// the full smaps walks.
 	SamplerCostMs float64 `json:"sampler_cost_ms"`
 	WalkCostMs    float64 `json:"walk_cost_ms"`
+	// ChildrenCostMs is the wall time spent reading the descendants
+	// (--children; 0 without).
+	ChildrenCostMs float64 `json:"children_cost_ms"`
 	// ProbeCPUMs is the probe's own CPU time (getrusage, user + system)
 	// while watching; ProbeCPUPct that over the watched wall time: the
 	// share of one core the probe took.

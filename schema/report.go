@@ -21,6 +21,28 @@ type Report struct {
 	// Warnings are caveats about the whole run (a noisy machine, a
 	// configuration that was not comparable); never nil.
 	Warnings []string `json:"warnings"`
+	// Shard says which part of a split run this report is (probe run
+	// --shard); absent in an unsharded run and in reports written before
+	// it was added.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Shard identifies one shard of a split run, so that probe merge joins
+// only shards of one plan and finds the missing ones.
+type Shard struct {
+	// Index and Count are I and N of --shard I/N (0 <= I < N).
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// Source is where I and N came from: "flag", or the scheduler's
+	// variable (JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID, CI_NODE_INDEX).
+	Source string `json:"source"`
+	// Plan names what ran (the plan file's name, or the built-in plans);
+	// Configurations counts the whole plan's configurations, every
+	// shard's; PlanDigest is the SHA-256 of their names and scales (and a
+	// plan file's commands), equal in every shard of one plan.
+	Plan           string `json:"plan"`
+	Configurations int    `json:"configurations"`
+	PlanDigest     string `json:"plan_digest"`
 }
 
 // Status is how a configuration's run ended.
@@ -84,6 +106,19 @@ type Run struct {
 	// PredictedPeakRSSBytes is the analytical model's prediction of the
 	// child's memory (probe/memmodel, before it started).
 	PredictedPeakRSSBytes int64 `json:"predicted_peak_rss_bytes"`
+
+	// The fields below are a plan file's (probe run --plan-file), absent
+	// for the built-in plans. Index is the configuration's position in
+	// the whole plan, before sharding; PhaseIndex the phase's position in
+	// the plan (0: the first, which "before" claims compare with), for
+	// phases not named before, P1, P2, ...
+	Index      *int `json:"index,omitempty"`
+	PhaseIndex *int `json:"phase_index,omitempty"`
+	// Command is the phase's program and arguments, and Env the variables
+	// it sets ("" when it removes one), as the plan file gives them with
+	// its variables expanded, except the built-in {probe} and {tmp}.
+	Command []string          `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
 }
 
 // Expectation is one checkable claim: the change of one metric (a result

@@ -41,6 +41,9 @@ note. See docs/exec.md.`,
 				return usageError{err}
 			}
 			o.Progress = stderr
+			if f.live {
+				o.Progress = nil // the view shows the walks
+			}
 			survivePipe()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -53,7 +56,16 @@ note. See docs/exec.md.`,
 			if err != nil {
 				return err
 			}
+			var view *liveView
+			if f.live {
+				var quit context.CancelFunc
+				ctx, quit = context.WithCancel(ctx)
+				defer quit()
+				view = startLive(s, liveStdin, stderr, quit)
+				defer view.stop()
+			}
 			r, err := s.Wait(ctx)
+			view.stop() // the view off and the terminal back before the report
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/report"
+	"memprobe/metric"
 	"memprobe/schema"
 )
 
@@ -75,7 +75,7 @@ func TestDiffDecode(t *testing.T) {
 		t.Fatalf("probe diff: %v, stderr %q", err, stderr)
 	}
 	help := strings.Join(strings.Fields(newDiffCmd(nil, nil).Long), " ")
-	for _, m := range report.DefaultDecodeDiffMetrics {
+	for _, m := range metric.Defaults(metric.Decode) {
 		if !strings.Contains(help, " "+m) {
 			t.Errorf("probe diff's help does not name the default decode metric %s", m)
 		}
@@ -201,5 +201,19 @@ func TestDiffDecodeRun(t *testing.T) {
 		if !strings.Contains(stdout, "\n"+mode+" ") {
 			t.Errorf("no rows of %s:\n%s", mode, stdout)
 		}
+	}
+}
+
+// TestDiffDecodeSameInput: decode results are read as run reports are
+// (one reader, one Compare), so a diff of a decode result with itself
+// says so, as one of a run report does.
+func TestDiffDecodeSameInput(t *testing.T) {
+	dec := decodeFile(t, "d.json", false, decodeModes, nil)
+	stdout, _, err := runProbe("diff", dec, dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "warning: base and head are one file, " + dec + ": the diff compares it with itself"; !strings.Contains(stdout, want) {
+		t.Errorf("diff of a decode result with itself: no %q in\n%s", want, stdout)
 	}
 }

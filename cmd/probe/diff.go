@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -97,6 +96,14 @@ shards with probe merge first, or compare like with like); and a metric
 with a limit that base measured and head did not. A configuration only
 head ran is no breach. Without --fail-on they are only listed.
 
+Two results of probe exec (or attach) compare as reports of one run each;
+besides peak_rss_bytes and final_vsz_bytes, the outside view's figures are
+metrics of their own: process.vm_hwm_bytes, process.rusage_maxrss_bytes,
+process.tree_peak_rss_bytes, process.rusage_user_ms,
+process.rusage_system_ms, process.duration_ms and the sampler's peaks
+(sampler.peaks.rss_bytes, vsz_bytes, rss_anon_bytes, pss_bytes), so
+--fail-on 'process.vm_hwm_bytes:+10%' gates a program's memory.
+
 A metric (of --metric or --fail-on) that no run report or decode result
 can have, a typo, is a usage error (exit 2); one that no configuration of
 BASE or HEAD measured is an error (exit 1), never a table of dashes or a
@@ -153,8 +160,8 @@ against a run report is refused, and so is a directory that mixes them.`,
 			return runDiff(stdout, stderr, args[0], args[1], f)
 		},
 	}
-	cmd.Flags().StringSliceVar(&f.metrics, "metric", nil, "metrics to compare, comma-separated (default: "+strings.Join(report.DefaultDiffMetrics, ",")+
-		"; for decode results "+strings.Join(report.DefaultDecodeDiffMetrics, ",")+")")
+	cmd.Flags().StringSliceVar(&f.metrics, "metric", nil, "metrics to compare, comma-separated (default: "+strings.Join(metric.Defaults(metric.Run), ",")+
+		"; for decode results "+strings.Join(metric.Defaults(metric.Decode), ",")+")")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "regression limits, e.g. 'peak_rss_bytes:+5%,go_heap_allocs_per_step:+0': exit 1 past one, or where head cannot be checked (a configuration failed or missing)")
 	cmd.Flags().Float64Var(&f.alpha, "alpha", report.DefaultAlpha, "significance level of the U test")
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: "+strings.Join(report.DiffFormats, ", "))
@@ -189,12 +196,7 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 		extra = append(extra, t.Metric) // a metric with a limit is compared even when --metric leaves it out
 	}
 	opt := report.DiffOptions{Metrics: f.metrics, Extra: extra, Alpha: f.alpha, BaseName: basePath, HeadName: headPath}
-	var d *report.Diff
-	if headPath != "" && (isDecodeSide(basePath) || isDecodeSide(headPath)) {
-		d, err = diffDecode(basePath, headPath, opt)
-	} else {
-		d, err = diffReports(basePath, headPath, f.reports, opt)
-	}
+	d, sites, err := diffInputs(basePath, headPath, f.reports, opt)
 	if ue, ok := errors.AsType[*report.UnmeasuredError](err); ok {
 		return unmeasuredError(ue, f.metrics)
 	}
@@ -204,7 +206,7 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 	if err := report.WriteDiff(stdout, d, f.format); err != nil {
 		return err
 	}
-	if err := writeSitesDiff(stdout, basePath, headPath, f.format); err != nil {
+	if err := writeSitesDiff(stdout, sites[0], sites[1], f.format); err != nil {
 		return err
 	}
 	var be breachError
@@ -255,110 +257,139 @@ func unmeasuredError(ue *report.UnmeasuredError, metricFlag []string) error {
 	return fmt.Errorf("%s: %s", strings.Join(names, ", "), ue.Detail())
 }
 
-// diffReports compares two run reports: files, directories of them
-// pooled, or the reports of a git range BASE..HEAD (headPath "").
-func diffReports(basePath, headPath, reportsDir string, opt report.DiffOptions) (*report.Diff, error) {
-	var base, head *schema.Report
+// diffInputs compares two inputs of one kind (report.Compare): run
+// reports or decode results, each a file or a directory of them pooled,
+// or the reports of a git range BASE..HEAD (headPath ""). Each side is
+// read once (schema.Open); a decode result against anything else is
+// refused in one line naming both, before any pooling. sites are each
+// side's allocation sites where it is one probe exec --sites result
+// (sitesOf), for writeSitesDiff.
+func diffInputs(basePath, headPath, reportsDir string, opt report.DiffOptions) (d *report.Diff, sites [2]*schema.Sites, err error) {
+	var base, head *report.Rows
 	var same string
-	var err error
 	if headPath == "" {
-		base, head, opt.BaseName, opt.HeadName, same, err = rangeReports(basePath, reportsDir)
-	} else if base, err = readDiffSide(basePath); err == nil {
-		head, err = readDiffSide(headPath)
+		b, h, baseName, headName, s, err := rangeReports(basePath, reportsDir)
+		if err != nil {
+			return nil, sites, err
+		}
+		base, head, opt.BaseName, opt.HeadName, same = report.ReportRows(b), report.ReportRows(h), baseName, headName, s
+	} else {
+		var in [2]diffInput
+		for i, p := range []string{basePath, headPath} {
+			if in[i], err = readDiffInput(p); err != nil {
+				return nil, sites, err
+			}
+		}
+		if in[0].decode != in[1].decode {
+			return nil, sites, fmt.Errorf("diff: %s is %s and %s %s; compare like with like", basePath, in[0].what, headPath, in[1].what)
+		}
+		for i, side := range []**report.Rows{&base, &head} {
+			if *side, err = in[i].rows(); err != nil {
+				return nil, sites, err
+			}
+			sites[i] = sitesOf(in[i])
+		}
 		same = sameInput(basePath, headPath)
 	}
-	if err != nil {
-		return nil, err
-	}
-	d, err := report.Compare(base, head, opt)
+	d, err = report.Compare(base, head, opt)
 	if err == nil && same != "" {
 		d.Warnings = append([]string{same}, d.Warnings...)
 	}
-	return d, err
+	return d, sites, err
 }
 
-// readDiffSide is readSide, with the refusal of a directory that mixes
-// decode results with run reports made plain.
-func readDiffSide(path string) (*schema.Report, error) {
-	rep, err := readSide(path)
-	if err == nil {
-		return rep, nil
-	}
-	if _, derr := decodeDirFiles(path); derr != nil {
-		return nil, fmt.Errorf("diff: %w", derr)
-	}
-	return rep, err
+// diffInput is one side of probe diff as read (schema.Open): its files,
+// whether they are decode results, and what the side is, in words, for
+// the refusal to compare unlike kinds.
+type diffInput struct {
+	path   string
+	dir    bool
+	files  []schema.File
+	decode bool
+	what   string
 }
 
-// diffDecode compares two decode results (probe decode --json), each a
-// file or a directory of them pooled (readDecodeSide); one decode result
-// against anything else is refused in one line naming both.
-func diffDecode(basePath, headPath string, opt report.DiffOptions) (*report.Diff, error) {
-	for _, p := range []string{basePath, headPath} {
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("diff: %w", err)
+// readDiffInput reads a diff argument: a file of any kind, or a
+// directory whose *.json files are all of one kind (decode results, or
+// run reports and job results), which it pools (rows).
+func readDiffInput(path string) (diffInput, error) {
+	st, err := os.Stat(path)
+	in := diffInput{path: path, dir: err == nil && st.IsDir()}
+	if !in.dir { // a missing file too: the reader says so
+		f, err := openFile(path)
+		if err != nil {
+			return diffInput{}, err
 		}
-		if _, err := decodeDirFiles(p); err != nil {
-			return nil, fmt.Errorf("diff: %w", err)
+		in.files, in.decode, in.what = []schema.File{f}, f.Decode != nil, describeFile(f)
+		return in, nil
+	}
+	in.files, err = schema.Open(path)
+	if errors.Is(err, schema.ErrNoFiles) {
+		return diffInput{}, fmt.Errorf("%s: a directory with no .json report in it", path)
+	}
+	if err != nil {
+		return diffInput{}, err
+	}
+	dec := slices.IndexFunc(in.files, func(f schema.File) bool { return f.Decode != nil })
+	other := slices.IndexFunc(in.files, func(f schema.File) bool { return f.Decode == nil })
+	if dec >= 0 && other >= 0 {
+		o := in.files[other]
+		return diffInput{}, fmt.Errorf("diff: directory %s holds %s, a decode result of probe decode, and %s, %s: a directory pools one kind", path, in.files[dec].Path, o.Path, describeFile(o))
+	}
+	in.decode = dec >= 0
+	in.what = "a directory of run reports"
+	if in.decode {
+		in.what = "a directory of decode results"
+	}
+	return in, nil
+}
+
+// describeFile says what a file read is, as schema.Describe words it.
+func describeFile(f schema.File) string {
+	switch {
+	case f.Decode != nil:
+		return schema.Describe(schema.DecodeVersion)
+	case f.Result != nil:
+		return schema.Describe(schema.ResultVersion)
+	}
+	return schema.Describe(schema.ReportVersion)
+}
+
+// rows are the side's rows: a file's, or a directory's pooled, run
+// reports by runner.Pool (every repetition of a configuration counting),
+// decode results run by run by runner.PoolDecode (each file a run, or
+// the runs it pooled itself).
+func (in diffInput) rows() (*report.Rows, error) {
+	names := make([]string, len(in.files))
+	for i, f := range in.files {
+		names[i] = f.Path
+	}
+	if in.decode {
+		if !in.dir {
+			return report.DecodeRows(in.files[0].Decode), nil
+		}
+		sets := make([][]schema.DecodeRecord, len(in.files))
+		for i, f := range in.files {
+			sets[i] = f.Decode
+		}
+		recs, err := runner.PoolDecode(names, sets, nil)
+		if err != nil {
+			return nil, err
+		}
+		return report.DecodeRows(recs), nil
+	}
+	reps := make([]*schema.Report, len(in.files))
+	for i, f := range in.files {
+		var err error
+		if reps[i], err = asReport(f); err != nil {
+			return nil, err
 		}
 	}
-	if !isDecodeSide(basePath) || !isDecodeSide(headPath) {
-		return nil, fmt.Errorf("diff: %s is %s and %s %s; compare like with like", basePath, describeDiffFile(basePath), headPath, describeDiffFile(headPath))
-	}
-	base, err := readDecodeSide(basePath)
+	rep, err := poolReports(names, reps)
 	if err != nil {
 		return nil, err
 	}
-	head, err := readDecodeSide(headPath)
-	if err != nil {
-		return nil, err
-	}
-	return report.CompareDecode(base, head, opt)
-}
-
-// isDecodeSide says whether path is a decode result file, or a directory
-// whose *.json files are all decode results.
-func isDecodeSide(path string) bool {
-	files, err := decodeDirFiles(path)
-	return isDecodeFile(path) || (err == nil && len(files) > 0)
-}
-
-// decodeDirFiles lists a directory's *.json files when every one is a
-// decode result: nil for a directory with none of them (or not a
-// directory), an error naming one of each kind for a mix, which neither
-// pools.
-func decodeDirFiles(dir string) ([]string, error) {
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, nil
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	slices.Sort(files)
-	var decode, other []string
-	for _, f := range files {
-		if isDecodeFile(f) {
-			decode = append(decode, f)
-		} else {
-			other = append(other, f)
-		}
-	}
-	if len(decode) > 0 && len(other) > 0 {
-		return nil, fmt.Errorf("directory %s holds %s, a decode result of probe decode, and %s, %s: a directory pools one kind", dir, decode[0], other[0], describeDiffFile(other[0]))
-	}
-	return decode, nil
-}
-
-// readDecodeSide reads one side of a decode diff: a file, or a directory
-// of decode results pooled run by run (runner.PoolDecode): each file is a
-// run, or the runs it pooled itself.
-func readDecodeSide(path string) ([]schema.DecodeRecord, error) {
-	files, err := decodeDirFiles(path)
-	if err != nil {
-		return nil, fmt.Errorf("diff: %w", err)
-	}
-	if files == nil {
-		return schema.ReadDecode(path)
-	}
-	return poolDecodeFiles(files, nil)
+	return report.ReportRows(rep), nil
 }
 
 // poolDecodeFiles reads decode results and pools them (runner.PoolDecode),
@@ -389,19 +420,17 @@ func isDecodeFile(path string) bool {
 	return err == nil && isDecodeResult(b)
 }
 
-// describeDiffFile says what a diff argument is, for the refusal to
-// compare a decode result with something else.
+// describeDiffFile says what a file or directory is (readDiffInput's
+// words), for probe merge's refusal to merge a decode result with
+// something else; what it can of a file no reader takes.
 func describeDiffFile(path string) string {
-	if isDecodeFile(path) {
-		return "a decode result of probe decode"
+	if in, err := readDiffInput(path); err == nil {
+		return in.what
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		if files, err := decodeDirFiles(path); err == nil && len(files) > 0 {
-			return "a directory of decode results"
-		}
 		return "a directory of run reports"
 	}
-	b, err := os.ReadFile(path)
+	b, err := schema.ReadFile(path)
 	if err != nil {
 		return "an unreadable file"
 	}

@@ -290,3 +290,63 @@ func TestDiffGateEndToEnd(t *testing.T) {
 		t.Errorf("the report against itself: %v\n%s\n%s", err, stderr, stdout)
 	}
 }
+
+// TestDiffExecPlanted: the figures of probe exec's outside view are
+// metrics (process.*, sampler.peaks.*): probe diff compares two exec
+// results by them, a copy of a result passes a gate on them, and the same
+// copy with the process's peak RSS and user CPU time planted higher fails
+// it (one repetition a side: unjudged, so the gate does not pass it).
+func TestDiffExecPlanted(t *testing.T) {
+	if _, err := os.Stat("/proc/self/smaps"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.json")
+	if _, stderr, err := runProbe("exec", "--gpu=false", "--json", base, "--", "/bin/sh", "-c", "sleep 0.2"); err != nil {
+		t.Fatalf("probe exec: %v\n%s", err, stderr)
+	}
+	r, err := schema.ReadResult(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Process == nil || r.Process.VmHWMBytes == 0 {
+		t.Fatalf("probe exec wrote no process.vm_hwm_bytes: %+v", r.Process)
+	}
+	same, planted := filepath.Join(dir, "same.json"), filepath.Join(dir, "planted.json")
+	if err := schema.WriteResult(same, r); err != nil {
+		t.Fatal(err)
+	}
+	r.Process.VmHWMBytes *= 2
+	r.Process.RusageUserMs += 1000
+	if err := schema.WriteResult(planted, r); err != nil {
+		t.Fatal(err)
+	}
+	gate := "process.vm_hwm_bytes:+10%,process.rusage_user_ms:+50%"
+	metrics := "process.vm_hwm_bytes,process.rusage_user_ms,process.rusage_system_ms,sampler.peaks.rss_bytes"
+	stdout, stderr, err := runProbe("diff", "--metric", metrics, "--fail-on", gate, base, same)
+	if err != nil {
+		t.Fatalf("an unchanged copy: %v\n%s", err, stderr)
+	}
+	for _, m := range strings.Split(metrics, ",") {
+		if !strings.Contains(stdout, m) {
+			t.Errorf("the diff has no row of %s:\n%s", m, stdout)
+		}
+	}
+	_, stderr, err = runProbe("diff", "--metric", metrics, "--fail-on", gate, base, planted)
+	var be breachError
+	if !errors.As(err, &be) || be.unjudged != 2 || be.n+be.unchecked != 0 {
+		t.Fatalf("planted: got %v (%+v), want 2 unjudged breaches\n%s", err, be, stderr)
+	}
+	for _, m := range []string{"process.vm_hwm_bytes", "process.rusage_user_ms"} {
+		if !strings.Contains(stderr, "unjudged: ") || !strings.Contains(stderr, m+": ") {
+			t.Errorf("stderr names no breach of %s:\n%s", m, stderr)
+		}
+	}
+	// A misspelt one is a usage error that lists the registered names,
+	// the outside view's among them.
+	_, _, err = runProbe("diff", "--fail-on", "process.vm_hwm:+10%", base, planted)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "the metrics are ") || !strings.Contains(err.Error(), ", process.vm_hwm_bytes, ") {
+		t.Errorf("a misspelt process metric: %v, want a usage error listing process.vm_hwm_bytes", err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"memprobe/internal/table"
 	"memprobe/probe/sites"
@@ -15,12 +14,8 @@ import (
 // result, the allocation sites whose bytes changed in the alloc, peak or
 // exit profile (sites.Compare): the site a build changed, by name, beside
 // the metrics. Text and markdown only: the JSON diff stays one document.
-func writeSitesDiff(w io.Writer, basePath, headPath, format string) error {
-	if headPath == "" || format == "json" {
-		return nil
-	}
-	base, head := sitesOf(basePath), sitesOf(headPath)
-	if base == nil || head == nil {
+func writeSitesDiff(w io.Writer, base, head *schema.Sites, format string) error {
+	if base == nil || head == nil || format == "json" {
 		return nil
 	}
 	changes, err := sites.Compare(base, head)
@@ -50,15 +45,15 @@ func writeSitesDiff(w io.Writer, basePath, headPath, format string) error {
 	return t.Render(w, table.Format(format))
 }
 
-// sitesOf is the sites of a probe exec --sites result file; nil for a
-// directory, another kind of file, or a result without sites.
-func sitesOf(path string) *schema.Sites {
-	if st, err := os.Stat(path); err != nil || st.IsDir() {
+// sitesOf is the sites of a side that is one probe exec --sites result
+// (as read once by readDiffInput); nil for a directory, another kind of
+// file, or a result without sites.
+func sitesOf(in diffInput) *schema.Sites {
+	if in.dir || len(in.files) != 1 {
 		return nil
 	}
-	f, err := openFile(path)
-	if err != nil || f.Result == nil || f.Result.Process == nil {
-		return nil
+	if r := in.files[0].Result; r != nil && r.Process != nil {
+		return r.Process.Sites
 	}
-	return f.Result.Process.Sites
+	return nil
 }

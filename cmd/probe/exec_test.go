@@ -114,8 +114,12 @@ func TestExecPeakFromDescendant(t *testing.T) {
 	if _, err := exec.LookPath("dd"); err != nil {
 		t.Skip("no dd")
 	}
+	// The child must peak above the probe's own image too (this test
+	// process, whose peak grows with the tests run before): a wait4 maxrss
+	// within 1 % of that image is taken as the image's (forkImage).
+	mib := 64 + ownVmHWMBytes(t)>>20
 	out := filepath.Join(t.TempDir(), "out.json")
-	stdout, stderr, err := runProbe("exec", "--json", out, "--", "/bin/sh", "-c", "dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null; sleep 0.3")
+	stdout, stderr, err := runProbe("exec", "--json", out, "--", "/bin/sh", "-c", fmt.Sprintf("dd if=/dev/zero of=/dev/null bs=%dM count=1 2>/dev/null; sleep 0.3", mib))
 	if err != nil {
 		t.Fatalf("probe exec: %v\n%s", err, stderr)
 	}
@@ -125,7 +129,7 @@ func TestExecPeakFromDescendant(t *testing.T) {
 	}
 	p := r.Process
 	t.Logf("peak_rss_bytes %d (%s), VmHWM %d, wait4 %d", r.PeakRSSBytes, p.PeakRSSSource, p.VmHWMBytes, p.RusageMaxRSSBytes)
-	if r.PeakRSSBytes < 64<<20 || p.VmHWMBytes > 32<<20 {
+	if r.PeakRSSBytes < mib<<20 || p.VmHWMBytes > 32<<20 {
 		t.Fatalf("peak_rss_bytes %d, the shell's VmHWM %d: want the 64 MiB child's peak above a small shell", r.PeakRSSBytes, p.VmHWMBytes)
 	}
 	if p.PeakRSSSource != "wait4_maxrss" {
@@ -329,4 +333,23 @@ func TestAttachDuration(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the process did not survive the attach: %v", err)
 	}
+}
+
+// ownVmHWMBytes is this process's peak RSS (VmHWM of /proc/self/status).
+func ownVmHWMBytes(t *testing.T) uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" {
+			kib, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				t.Fatalf("VmHWM %q: %v", l, err)
+			}
+			return kib << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/self/status")
+	return 0
 }

@@ -50,13 +50,13 @@ commit: benchstat -ignore commit,commit-time BASE HEAD.`,
 				return err
 			}
 			if f.Decode != nil {
-				return report.WriteDecodeBench(stdout, f.Decode)
+				return report.WriteBench(stdout, report.DecodeRows(f.Decode))
 			}
 			rep, err := asReport(f)
 			if err != nil {
 				return err
 			}
-			return report.WriteBench(stdout, rep)
+			return report.WriteBench(stdout, report.ReportRows(rep))
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "bench", "output format: bench")

@@ -32,8 +32,10 @@ func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 ordered by its commit time (environment vcs_time), else its start time, else
 the file's time: the commit, the time, and for each configuration (of --plan)
 the median of --metric, with ↑ or ↓ where it changed significantly from the
-previous report (the Mann-Whitney U test of probe diff, exact for
-deterministic metrics) and ~ where it did not.
+previous report, as probe diff of the two would say (the Mann-Whitney U
+test; exact for deterministic metrics where each report has 2 or more
+repetitions and they agree) and ~ where it did not, a change one
+repetition a side cannot judge included.
 
 DIR may instead hold decode results (probe decode --json), one per
 commit: then each column is a decode mode (with its device and shape where

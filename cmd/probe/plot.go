@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -82,32 +81,24 @@ func runPlot(stderr io.Writer, path string, f plotCmdFlags) error {
 	if err := atomicfile.CheckWritable(out); err != nil {
 		return usageError{fmt.Errorf("-o %w", err)}
 	}
-	b, err := os.ReadFile(path)
+	// One reader for every command (openFile: schema.DecodeFile by the
+	// file's "schema"), so plot refuses what report, export and history
+	// refuse, in their words, and reads a compressed file as they do.
+	file, err := openFile(path)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return err
 	}
 	const takes = "plot draws the memory timeline of a job result (probe train --json) or a run report (probe run)"
-	switch k := schema.JSONKind(b); {
-	case k == "":
-		_, err := schema.DecodeResult(b, path) // says where and why it is not JSON
-		return err
-	case isDecodeResult(b):
-		return fmt.Errorf("%s is a decode result of probe decode, which has no memory timeline: %s", path, takes)
-	case k != "an object":
-		return fmt.Errorf("%s: %s, not a job result or run report: %s", path, k, takes)
-	}
-	head := schemaOf(b)
 	var series []memplot.Series
 	title := filepath.Base(path)
 	switch {
-	case strings.HasPrefix(head, "memprobe.train/"):
+	case file.Decode != nil:
+		return fmt.Errorf("%s is a decode result of probe decode, which has no memory timeline: %s", path, takes)
+	case file.Result != nil:
 		if len(f.runs) > 0 || f.outside {
 			return usageError{fmt.Errorf("%s is a result: --runs and --outside are for run reports", path)}
 		}
-		r, err := schema.DecodeResult(b, path)
-		if err != nil {
-			return err
-		}
+		r := file.Result
 		if r.Sampler == nil {
 			return fmt.Errorf("%s: the result has no sampler timeline (instruments were off)", path)
 		}
@@ -116,16 +107,10 @@ func runPlot(stderr io.Writer, path string, f plotCmdFlags) error {
 			name = "train"
 		}
 		series = append(series, memplot.Series{Name: name, Points: r.Sampler.Timeline})
-	case strings.HasPrefix(head, "memprobe.report/"):
-		rep, err := schema.DecodeReport(b, path)
-		if err != nil {
-			return err
-		}
-		if series, err = reportSeries(path, rep, f); err != nil {
-			return err
-		}
 	default:
-		return fmt.Errorf("%s is %s: %s", path, schema.Describe(head), takes)
+		if series, err = reportSeries(path, file.Report, f); err != nil {
+			return err
+		}
 	}
 	c, err := memplot.New(title, series, f.metrics)
 	if err != nil {

@@ -24,6 +24,8 @@ import (
 
 // runFlags are the command-line options of `probe run`.
 type runFlags struct {
+	fs         *pflag.FlagSet
+	planFile   string
 	threads    int
 	plans      string
 	phases     string
@@ -40,12 +42,15 @@ type runFlags struct {
 	shard      string
 	resume     string
 	dryRun     bool
+	sites      bool
 	quick      bool
 	force      bool
 	verbose    bool
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
+	fs.StringVar(&f.planFile, "plan-file", "", "run the phases of a plan file (TOML: your own program's command lines, docs/run.md) instead of the built-in plans; --sweep then sets its variables")
 	fs.IntVar(&f.threads, "threads", runner.DefaultThreads, "logical worker threads of every configuration, 1 to 1024")
 	fs.StringVar(&f.plans, "plan", "all", "plans to run: threads, arena, embedding, decode or all (comma-separated)")
 	fs.StringVar(&f.phases, "phases", "", "phases to run, comma-separated: before, P1, ... (each plan runs those it has), or after (each plan's fixed state); default every phase, or before,after with --sweep")
@@ -53,14 +58,15 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.preset, "preset", "", "model preset of every plan: seed, tiny, micro or gpt2-head (default: each plan's scale)")
 	fs.IntVar(&f.steps, "steps", 0, "optimizer steps of every plan (0: each plan's scale)")
 	fs.IntVar(&f.count, "count", 0, fmt.Sprintf("repetitions of each configuration, each in a fresh process (0: %d, or 1 with --quick)", runner.DefaultCount))
-	fs.StringArrayVar(&f.sweeps, "sweep", nil, "sweep a knob: AXIS=V1,V2,... with AXIS threads, cache-scale, decode or batch-alloc; repeat for a grid")
+	fs.StringArrayVar(&f.sweeps, "sweep", nil, "sweep a knob: AXIS=V1,V2,... with AXIS threads, cache-scale, decode or batch-alloc (with --plan-file: a variable of the file); repeat for a grid")
 	fs.StringVar(&f.out, "out", "", "report file (default probe-<short commit>.json, probe-nocommit.json without VCS stamping; with --quick probe-<short commit>-quick.json); an existing file is not replaced without --force")
 	fs.StringVar(&f.profileDir, "profile-dir", "", "every child writes its pprof profiles here, named <configuration>-r<repetition>")
 	fs.StringVar(&f.format, "format", "text", "stdout: the report's tables as text, markdown or csv, or the report itself as json")
 	fs.DurationVar(&f.timeout, "timeout", runner.DefaultTimeout, "kill a child (its process group) that runs longer than this")
 	fs.StringVar(&f.memLimit, "mem-limit", "", "kill a child whose RSS passes this, and refuse configurations predicted above it (e.g. 8GiB; default MemAvailable less 10 %)")
-	fs.StringVar(&f.shard, "shard", "", "run shard I/N: every N-th configuration from the I-th (join the reports with probe merge)")
+	fs.StringVar(&f.shard, "shard", "", "run shard I/N: every N-th configuration from the I-th (join the reports with probe merge); auto or auto/N: I and N from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, N given), a Slurm array (SLURM_ARRAY_TASK_*) or GitLab parallel (CI_NODE_INDEX, CI_NODE_TOTAL)")
 	fs.StringVar(&f.resume, "resume", "", "an earlier report of this run: configurations it holds finished (status ok, --count repetitions, same scale) are copied from it, not run again")
+	fs.BoolVar(&f.sites, "sites", false, "with --plan-file: record each program's allocation sites as probe exec --sites does (LD_PRELOAD; the top sites in each result, the profiles in --profile-dir)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the children, their command lines, predicted peak RSS and estimated time, and exit without running")
 	fs.BoolVar(&f.quick, "quick", false, "every plan at a tiny scale (tiny preset, 200 KB of data, 2 steps), once: a smoke test in under a minute")
 	fs.BoolVar(&f.force, "force", false, "replace the --out file if one is there (without it probe run refuses before running anything)")
@@ -73,7 +79,7 @@ func (f *runFlags) options() (runner.Options, error) {
 	o := runner.Options{
 		Threads: f.threads, Data: f.data, Preset: f.preset, Steps: f.steps, Count: f.count,
 		Quick: f.quick, Out: f.out, ProfileDir: f.profileDir, Timeout: f.timeout, Verbose: f.verbose,
-		Resume: f.resume,
+		Resume: f.resume, Sites: f.sites,
 	}
 	if f.threads < 1 { // 0 would mean the runner's default
 		return o, fmt.Errorf("--threads %d out of range [1, 1024]", f.threads)
@@ -86,7 +92,18 @@ func (f *runFlags) options() (runner.Options, error) {
 	}
 	o.Plans = splitList(f.plans)
 	o.Phases = splitList(f.phases)
+	if err := f.shardOptions(&o); err != nil {
+		return o, err
+	}
+	if f.planFile != "" {
+		if err := f.planFileOptions(&o); err != nil {
+			return o, err
+		}
+	}
 	for _, s := range f.sweeps {
+		if o.PlanFile != nil {
+			break // the plan file's variables
+		}
 		a, err := runner.ParseAxis(s)
 		if err != nil {
 			return o, err
@@ -108,19 +125,26 @@ func (f *runFlags) options() (runner.Options, error) {
 		}
 		o.MemLimit = n
 	}
-	if f.shard != "" {
-		i, n, err := runner.ParseShard(f.shard)
-		if err != nil {
-			return o, err
-		}
-		o.Shard, o.Shards = i, n
-	}
 	switch f.format {
 	case "json", string(table.Text), string(table.Markdown), string(table.CSV):
 	default:
 		return o, fmt.Errorf("--format %q: want text, markdown, csv or json", f.format)
 	}
 	return o, nil
+}
+
+// shardOptions reads --shard: I/N, or auto from the scheduler's
+// variables.
+func (f *runFlags) shardOptions(o *runner.Options) error {
+	if f.shard == "" {
+		return nil
+	}
+	i, n, src, err := runner.ParseShardSpec(f.shard, getenv)
+	if err != nil {
+		return err
+	}
+	o.Shard, o.Shards, o.ShardSource = i, n, src
+	return nil
 }
 
 func splitList(s string) []string {
@@ -185,7 +209,15 @@ probe-<short commit>-quick.json, apart from a full run's); a file already
 there is never replaced without --force (or being the --resume report):
 probe run refuses before starting a child, and --dry-run names the file.
 stdout gets its tables (--format text, markdown, csv) or the report itself
-(--format json). See docs/run.md.`,
+(--format json).
+
+--plan-file PLAN.toml runs the phases of a plan file instead: your own
+program's command lines, each watched from outside as probe exec watches
+it, with the same repetitions, limits, claims and report; --sweep sets
+the file's variables. A bad plan file is refused before any child starts,
+as FILE:LINE: what is wrong. --shard auto takes the shard from a
+Kubernetes Indexed Job, a Slurm array or GitLab parallel. See
+docs/run.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options()
@@ -197,6 +229,9 @@ stdout gets its tables (--format text, markdown, csv) or the report itself
 			o.Terminal = isTerminal(stderr)
 			if o.Out == "" {
 				o.Out = defaultOut(job.Environment(), f.quick)
+				if o.PlanFile != nil {
+					o.Out = planFileOut(job.Environment(), o.PlanFile.Name)
+				}
 			}
 			if f.dryRun {
 				return dryRun(stdout, o, f.format, f.force)
@@ -355,9 +390,11 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 		Long: `merge reads run reports (memprobe.report/v1), typically the shards of one
 run, and writes one report with every configuration in the order an
 unsharded run gives them. The reports must be of the same schema version
-and run each plan at the same preset; a configuration in two of them is
-an error. Another commit or machine, or a missing shard, is a warning in
-the merged report. The output is written atomically.
+and the same build (commit), run each plan at the same scale (preset,
+steps, data; a plan file's variables), and, as shards, be of one plan
+and one split, each shard once; a configuration in two of them is an
+error. Another machine, or a missing shard (named by its index), is a
+warning in the merged report. The output is written atomically.
 
 Given decode results (probe decode --json, memprobe.decode/v1), merge
 pools them: the records of one mode, device, shape, probs and pinned
@@ -404,7 +441,12 @@ output is a decode result: one record, or an array.`,
 			if err := schema.WriteReport(out, m); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(stdout, "%s: %d configurations from %d reports\n", out, len(m.Runs), len(reps))
+			if _, err := fmt.Fprintf(stdout, "%s: %d configurations from %d reports\n", out, len(m.Runs), len(reps)); err != nil {
+				return err
+			}
+			if w := runner.MissingShards(reps); w != "" {
+				_, err = fmt.Fprintf(stdout, "warning: %s (the merged report says so too)\n", w)
+			}
 			return err
 		},
 	}

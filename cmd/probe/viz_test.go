@@ -3,6 +3,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"image/png"
 	"os"
@@ -44,7 +46,32 @@ func TestPlot(t *testing.T) {
 		}
 		f.Close()
 	}
+	// Read as report, export and history read it (openFile): a result kept
+	// gzip-compressed plots as the plain one does.
+	gz := filepath.Join(dir, "r.json.gz")
+	gzipFile(t, res, gz)
+	if _, stderr, err := runProbe("plot", gz, "-o", filepath.Join(dir, "gz.svg"), "--metric", "rss"); err != nil || !strings.Contains(stderr, "(1 line)") {
+		t.Errorf("plot of a compressed result: %v\n%s", err, stderr)
+	}
 	plotReport(t, dir, res)
+}
+
+// gzipFile writes src gzip-compressed to dst.
+func gzipFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // plotReport makes a report of two runs from the result at res and plots
@@ -157,7 +184,8 @@ func TestPprofBadProfile(t *testing.T) {
 // --metric, an -o that is its input (by default, FILE.svg of a FILE named
 // .svg) or cannot be written; and says what a file it does not draw is (a
 // decode result, a JSON number, another format) in one line without Go's
-// types. The chart that was there is kept.
+// types, in probe report's words (one reader, openFile). The chart that
+// was there is kept.
 func TestPlotRefusals(t *testing.T) {
 	dir := t.TempDir()
 	keep := filepath.Join(dir, "keep.svg")
@@ -219,14 +247,22 @@ func TestPlotRefusals(t *testing.T) {
 		path, want string
 	}{
 		{dec, dec + " is a decode result of probe decode, which has no memory timeline: plot draws the memory timeline of a job result (probe train --json) or a run report (probe run)"},
-		{num, num + ": a JSON number, not a job result or run report"},
+		{num, "reading report " + num + ": a JSON number, not a run report or job result"},
 		{other, "reading report " + other + ": line 1: field runs: a JSON number where an array is wanted"},
-		{unknown, unknown + ` is not a memprobe file (no "schema")`},
-		{notJSON, "reading result " + notJSON + ": line 2: invalid character 'n' looking for beginning of object key string"},
+		{unknown, "reading report " + unknown + `: unsupported schema: no "schema" field`},
+		{notJSON, "reading report " + notJSON + ": line 2: invalid character 'n' looking for beginning of object key string"},
 	} {
 		_, _, err := runProbe("plot", c.path, "-o", filepath.Join(dir, "out.svg"))
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("plot %s:\n got %v\nwant %s...", c.path, err, c.want)
+			continue
+		}
+		// One reader (openFile): plot refuses a file in probe report's words.
+		if c.path == dec {
+			continue
+		}
+		if _, _, rerr := runProbe("report", c.path); rerr == nil || rerr.Error() != err.Error() {
+			t.Errorf("plot %s: %v; probe report: %v; want the same refusal", c.path, err, rerr)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out.svg")); err == nil {

@@ -308,8 +308,10 @@ func fullResult(t *testing.T) *schema.Result {
 		Timeline: schema.TimelineSummary{Samples: 400, StartRSSBytes: 2 << 20, PeakRSSBytes: uint64(s.Reconciliation.RSSBytes),
 			FinalRSSBytes: uint64(s.Reconciliation.RSSBytes), PeakThreads: 3},
 		VmHWMBytes: uint64(s.Reconciliation.RSSBytes), RusageMaxRSSBytes: uint64(s.Reconciliation.RSSBytes),
-		PeakAgreementPct: &pct, AtPeak: s, End: &end, Walks: 2,
-		Children: []schema.Child{{PID: 4243, PPID: 4242}}, TreePeakRSSBytes: 80 << 20,
+		PeakAgreementPct: &pct, AtPeak: s, End: &end, Walks: 2, RusageSource: rusageProc, RusageMinorFaults: 100,
+		Children: []schema.Child{{PID: 4243, PPID: 4242, Command: []string{"/usr/lib/gcc/x86_64-linux-gnu/12/cc1", "-quiet", "x.c"},
+			VmHWMBytes: 60 << 20, PeakRSSBytes: 59 << 20, StartMs: 100, LastSeenMs: 900, LifetimeMs: 800, Exited: true}},
+		ChildrenWatched: true, TreePeakRSSBytes: 80 << 20, DescendantPeakRSSBytes: 60 << 20, DescendantsMissed: 2,
 		Files: []string{"out/smaps-peak.txt", "out/smaps-end.txt"},
 		GPU:   &schema.ProcessGPU{IntervalMs: 100, Samples: 10, PeakBytes: 1 << 30, FinalBytes: 1 << 30, MeanUtilPct: &util, Timeline: []schema.GPUSample{}},
 	}
@@ -329,7 +331,7 @@ func TestRenderMarkdownBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"thread stacks:", "- unexplained:", "end walk (3.00 s)", "tree RSS peak", "warning: another", "wrote out/smaps-end.txt", "### Diagnosis"} {
+	for _, want := range []string{"thread stacks:", "- unexplained:", "end walk (3.00 s)", "tree peak RSS", "warning: another", "wrote out/smaps-end.txt", "### Diagnosis"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("the report lacks %q: the check would not see it\n%s", want, out)
 		}

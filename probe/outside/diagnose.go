@@ -3,6 +3,7 @@ package outside
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"memprobe/internal/table"
@@ -55,6 +56,13 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 		}
 	}
 
+	if p.Mode == schema.ModeAttach && p.VmHWMBytes > 0 {
+		// No wait4 for a process the probe did not start: VmHWM is the
+		// peak, and it covers the process's life before the attach too.
+		add("peak", "vm_hwm_bytes", float64(p.VmHWMBytes), "peak RSS %s (VmHWM: the kernel's high-water mark over the process's whole life, before the attach too); while watched, RSS went from %s to at most %s",
+			iec(int64(p.VmHWMBytes)), iec(int64(tl.StartRSSBytes)), iec(int64(tl.PeakRSSBytes)))
+	}
+
 	// Growth, and what became of it. Not from a timeline the sampler
 	// cut short: its final figure is not the end (a warning says so).
 	if g := tl.GrowthBytes; g > 16<<20 && float64(g) > 0.2*float64(tl.PeakRSSBytes) && !f.timelineCut {
@@ -85,6 +93,7 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 	}
 
 	if p.AtPeak != nil {
+		diagnoseGap(p, add)
 		diagnoseWalk(p, p.AtPeak, add)
 	}
 
@@ -95,11 +104,119 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 	if tl.PeakSwapBytes > 0 {
 		add("swap", "peak_swap_bytes", float64(tl.PeakSwapBytes), "%s of it was swapped out at the most: RSS understates its memory by that much", iec(int64(tl.PeakSwapBytes)))
 	}
-	if len(p.Children) > 0 {
-		add("children", "tree_peak_rss_bytes", float64(p.TreePeakRSSBytes), "with its %d descendants, the tree's summed RSS peaked at %s (the process alone: %s)",
-			len(p.Children), iec(int64(p.TreePeakRSSBytes)), iec(int64(tl.PeakRSSBytes)))
+	if p.ChildrenWatched || len(p.Children) > 0 {
+		diagnoseChildren(p, add)
 	}
 	return out
+}
+
+// largestChild is the descendant with the highest peak; nil when none.
+func largestChild(p *schema.Process) *schema.Child {
+	var top *schema.Child
+	for i := range p.Children {
+		c := &p.Children[i]
+		if top == nil || childPeak(c) > childPeak(top) {
+			top = c
+		}
+	}
+	return top
+}
+
+// childPeak is a descendant's peak RSS: VmHWM as last read, or the
+// largest RSS read where that is higher (it cannot be, but a reading of
+// status between the two fields' updates can).
+func childPeak(c *schema.Child) uint64 { return max(c.VmHWMBytes, c.PeakRSSBytes) }
+
+// childName names a descendant in a sentence: its program's base name
+// and its pid ("cc1 (pid 4243)"), or its pid alone.
+func childName(c *schema.Child) string {
+	if len(c.Command) == 0 || c.Command[0] == "" {
+		return fmt.Sprintf("pid %d", c.PID)
+	}
+	return fmt.Sprintf("%s (pid %d)", filepath.Base(c.Command[0]), c.PID)
+}
+
+// diagnoseChildren says what the descendants held (--children): the
+// largest one by its peak, against the process's own, and those that
+// lived between two reads unseen, which wait4's maxrss may still betray
+// (exec: it is the largest peak of the program and the descendants it
+// waited for).
+func diagnoseChildren(p *schema.Process, add func(topic, metric string, value float64, format string, args ...any)) {
+	own := max(p.VmHWMBytes, p.Timeline.PeakRSSBytes)
+	every := interval(p.IntervalMs)
+	if c := largestChild(p); c != nil {
+		rel := "above"
+		if childPeak(c) < own {
+			rel = "below"
+		}
+		of := fmt.Sprintf("the largest of its %d descendants seen", len(p.Children))
+		if len(p.Children) == 1 {
+			of = "its one descendant seen"
+		}
+		add("children", "descendant_peak_rss_bytes", float64(childPeak(c)),
+			"%s, %s, peaked at %s (VmHWM as last read, %s the process's own %s); the tree's summed RSS peaked at %s",
+			of, childName(c), iec(int64(childPeak(c))), rel, iec(int64(own)), iec(int64(p.TreePeakRSSBytes)))
+	}
+	seenTop := max(own, p.DescendantPeakRSSBytes)
+	hidden := p.RusageMaxRSSBytes > seenTop && 100*(p.RusageMaxRSSBytes-seenTop) > descendantPct*seenTop && !forkImage(p)
+	maxrss := ""
+	if hidden {
+		maxrss = fmt.Sprintf("; wait4's maxrss says one of them peaked at %s, above all the probe saw", iec(int64(p.RusageMaxRSSBytes)))
+	}
+	switch {
+	case p.DescendantsMissed > 0:
+		add("children", "descendants_missed", float64(p.DescendantsMissed),
+			"at least %d descendants lived and were reaped between two reads (every %s) unseen: their parents' counts of their children's faults rose with no child seen gone; their peaks are not in the table%s",
+			p.DescendantsMissed, every, maxrss)
+	case hidden:
+		add("children", "rusage_maxrss_bytes", float64(p.RusageMaxRSSBytes),
+			"wait4's maxrss %s is above every peak read (the program's own %s, its descendants' %s): a descendant it waited for peaked after the last read of it, or lived between two reads (every %s) unseen",
+			iec(int64(p.RusageMaxRSSBytes)), iec(int64(own)), iec(int64(p.DescendantPeakRSSBytes)), every)
+	case len(p.Children) == 0:
+		add("children", "descendants_missed", 0, "no descendant was seen (read every %s) and none was missed that its parent waited for", every)
+	}
+}
+
+// peakGapPct is how far, in percent of the peak, the RSS of the walk
+// behind the breakdown may sit below the peak before the diagnosis says
+// that the breakdown is not of the peak.
+const peakGapPct = 10
+
+// diagnoseGap says where the breakdown (the highest walk) is not of the
+// peak: how far below it, in bytes and in time, so that its parts are not
+// read as the peak's. The peak is VmHWM (the kernel's, exact), at the
+// timeline's peak time where the sampler saw it, before the attach where
+// the sampler never came near it (attach), between two samples otherwise.
+func diagnoseGap(p *schema.Process, add func(topic, metric string, value float64, format string, args ...any)) {
+	w := p.AtPeak
+	peak := max(p.VmHWMBytes, p.Timeline.PeakRSSBytes)
+	walked := uint64(max(w.Reconciliation.RSSBytes, 0))
+	if peak <= walked {
+		return
+	}
+	gap := peak - walked
+	if gap <= 1<<20 || 100*gap <= peakGapPct*peak {
+		return
+	}
+	sampled := p.Timeline.PeakRSSBytes
+	when := ""
+	switch {
+	case 100*(peak-sampled) <= peakGapPct*peak:
+		// The timeline saw the peak (or near it): its time is known.
+		dt := w.TMs - p.Timeline.PeakAtMs
+		rel := fmt.Sprintf("%s after it", seconds(dt))
+		if dt < 0 {
+			rel = fmt.Sprintf("%s before it", seconds(-dt))
+		}
+		when = fmt.Sprintf(" at %s (the walk came %s)", seconds(p.Timeline.PeakAtMs), rel)
+	case p.Mode == schema.ModeAttach:
+		when = fmt.Sprintf(" (VmHWM), reached before the attach: the watch itself saw at most %s", iec(int64(sampled)))
+	default:
+		when = fmt.Sprintf(" (VmHWM), reached between two samples: the timeline saw at most %s", iec(int64(sampled)))
+	}
+	add("peak-walk", "peak_walk_gap_bytes", float64(gap),
+		"the breakdown is of the walk at %s, RSS %s: %s (%.0f %%) below the peak of %s%s; what the peak held beyond it is not broken down",
+		seconds(w.TMs), iec(int64(walked)), iec(int64(gap)), 100*float64(gap)/float64(peak), iec(int64(peak)), when)
 }
 
 func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric string, value float64, format string, args ...any)) {

@@ -11,10 +11,11 @@
 //
 //  1. [memprobe/probe/sampler] samples RSS (anon, file, shmem), VSZ, PSS,
 //     swap and threads of the pid every Options.Interval.
-//  2. At new RSS highs, at most every Options.SmapsEvery (a full smaps
+//  2. When RSS moves, at most every Options.SmapsEvery (a full smaps
 //     walk costs milliseconds on a large process and takes the target's
-//     mmap lock while it runs), and at the end while the process still
-//     lives, a walk: /proc/PID/smaps, every thread's stack pointer
+//     mmap lock while it runs), at new highs 10 % above the highest walk
+//     sooner (within a 5 % budget), and at the end while the process
+//     still lives, a walk: /proc/PID/smaps, every thread's stack pointer
 //     (task/TID/syscall, else stat's kstkesp), status, pagemap;
 //     [memprobe/probe/reconcile] splits RSS and VSZ into named parts
 //     (thread stacks, glibc arenas, [heap], files, shared memory, ...), and
@@ -23,7 +24,8 @@
 //     memory, the process's glibc arena limit and MALLOC_ARENA_MAX.
 //  3. At exit (exec), wait4's rusage: the kernel's peak RSS at death,
 //     which must agree with the last sampled VmHWM.
-//  4. A diagnosis: a few plain sentences, each with its figure.
+//  4. A diagnosis: a few plain sentences, each with its figure; where the
+//     breakdown is not of the peak, it says how far from it.
 //
 // The result is a [memprobe/schema.Result] of kind "process", so the
 // readers of `probe train`'s results read it too. Render prints it.

@@ -26,6 +26,8 @@ type ExecOptions struct {
 	Args []string
 	// Env is the program's environment; nil means the probe's.
 	Env []string
+	// Dir is the program's working directory; "" means the probe's.
+	Dir string
 	// Stdin, Stdout and Stderr are the program's; nil means the probe's
 	// own (os.Stdin, os.Stdout, os.Stderr).
 	Stdin          io.Reader
@@ -49,6 +51,7 @@ func Exec(o ExecOptions) (*Session, error) {
 	}
 	cmd := exec.Command(o.Args[0], o.Args[1:]...)
 	cmd.Env = o.Env
+	cmd.Dir = o.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.Stdin, o.Stdout, o.Stderr
 	// A descendant that keeps the program's output open must not keep
 	// the probe waiting once the program has exited.
@@ -90,6 +93,9 @@ func Exec(o ExecOptions) (*Session, error) {
 	return s, nil
 }
 
+// PID is the watched process's id.
+func (s *Session) PID() int { return s.pid }
+
 // Signal sends sig to the program (exec) or the process (attach).
 func (s *Session) Signal(sig os.Signal) error {
 	if s.cmd != nil {
@@ -104,6 +110,20 @@ func (s *Session) Signal(sig os.Signal) error {
 
 // waitExec waits for the program and fills the exit fields of p.
 func (s *Session) waitExec(p *schema.Process) {
+	if s.kids != nil {
+		// A last read of the descendants while the program is a zombie,
+		// not yet reaped: its stat still holds the faults of the
+		// children it waited for, which tell one reaped unseen since
+		// the read before.
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, s.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		s.kids.poll()
+	}
 	err := s.cmd.Wait()
 	s.release()
 	p.Exited = true
@@ -119,8 +139,7 @@ func (s *Session) waitExec(p *schema.Process) {
 	}
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
 		p.RusageMaxRSSBytes = uint64(ru.Maxrss) * 1024 // KiB on Linux
-		p.RusageUserMs = ms64(time.Duration(ru.Utime.Nano()))
-		p.RusageSystemMs = ms64(time.Duration(ru.Stime.Nano()))
+		fromRusage(ru).set(p, rusageWait4)
 	}
 }
 

@@ -168,6 +168,8 @@ func TestRenderGolden(t *testing.T) {
 			LastQuarterGrowthBytes: 10 << 20},
 		VmHWMBytes: uint64(s.Reconciliation.RSSBytes), RusageMaxRSSBytes: uint64(s.Reconciliation.RSSBytes) - 4096*40,
 		PeakAgreementPct: &pct, AtPeak: s, End: s, Walks: 3, Children: []schema.Child{}, Files: []string{},
+		RusageSource: rusageWait4, RusageUserMs: 38500, RusageSystemMs: 1250, RusageMinorFaults: 12345, RusageMajorFaults: 7,
+		RusageVoluntaryContextSwitches: 420, RusageInvoluntaryContextSwitches: 96,
 		Overhead: schema.Overhead{SamplerCostMs: 120, WalkCostMs: 7.5, ProbeCPUMs: 150, ProbeCPUPct: 0.375},
 	}
 	util, ownSM, ownMem := 12.5, 8.0, 3.0

@@ -17,6 +17,10 @@ const (
 	// walkBudget caps the share of wall time spent in full smaps walks:
 	// after a walk that took d, the next waits at least d/walkBudget.
 	walkBudget = 0.01
+	// highWalkRise and highWalkBudget are the rule of the walks at new
+	// highs (Options.SmapsEvery).
+	highWalkRise   = 0.10
+	highWalkBudget = 0.05
 )
 
 // Options configures a watch. The zero value samples every 10 ms and
@@ -25,11 +29,22 @@ type Options struct {
 	// Interval is the sampler's period; 0 means DefaultInterval, below
 	// sampler.MinInterval is an error.
 	Interval time.Duration
-	// SmapsEvery is the least time between two full smaps walks; 0 means
-	// DefaultSmapsEvery, or Interval where that is longer (a walk cannot
-	// come more often than a sample). A walk is taken when RSS has reached
-	// a new high (by 1 MiB and 0.5 %) or moved that much since the last
-	// walk.
+	// SmapsEvery is the least time between two full smaps walks taken
+	// because RSS moved; 0 means DefaultSmapsEvery, or Interval where that
+	// is longer (a walk cannot come more often than a sample). Such a walk
+	// is taken when RSS has reached a new high (by 1 MiB and 0.5 %) or
+	// moved that much since the last walk.
+	//
+	// A new high more than 10 % (and 1 MiB) above the highest RSS walked
+	// is walked sooner, without waiting for SmapsEvery, and so is one 1 %
+	// above it once RSS stops rising (no higher than at the loop's tick
+	// before: a peak or a plateau): as soon as the last walk's cost d has
+	// been followed by 20 d (these walks take at most 5 % of wall time).
+	// Those at 10 % are few (24 from 100 MiB to 1 GiB, costing about 10
+	// times the last one); the budget bounds the others. The breakdown is
+	// then taken near the peak even of a program that peaks and frees it
+	// within a second, before the SmapsEvery spacing would have allowed a
+	// walk; these walks do not put off the next regular one.
 	SmapsEvery time.Duration
 	// Children watches the process's descendants too: their peaks, and
 	// the tree's summed RSS.
@@ -54,6 +69,10 @@ type Options struct {
 	FS procfs.FS
 	// Sites records the allocation sites (exec only; sites.go).
 	Sites SitesOptions
+
+	// noHighWalks turns the walks at new highs off (tests: the old
+	// behaviour, and walks only where the test takes them).
+	noHighWalks bool
 }
 
 func (o *Options) defaults() error {

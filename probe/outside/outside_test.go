@@ -150,7 +150,7 @@ func cleanEnv() []string {
 
 // slowWalks keeps the session's own walks rare, so that the test's walk
 // is the one that sees the state under test.
-var slowWalks = Options{SmapsEvery: time.Hour}
+var slowWalks = Options{SmapsEvery: time.Hour, noHighWalks: true}
 
 func runThreads(t *testing.T, stackMiB int) *schema.Result {
 	t.Helper()

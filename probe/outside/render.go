@@ -1,8 +1,10 @@
 package outside
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +68,9 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	}
 	e.line("probe %s: %s (pid %d) %s after %.2f s; %s", p.Mode, cmd, p.PID, status, p.DurationMs/1000, lang)
 	e.line("%s", peakLine(r))
+	if p.ChildrenWatched || p.TreePeakRSSBytes > 0 {
+		e.line("%s", treeLine(p))
+	}
 
 	// The timeline.
 	heading("Timeline")
@@ -90,8 +95,15 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		e.line("%s every %s over %.2f s; threads at most %d; RSS grew %s, peak at %.2f s, %s in the last quarter",
 			samples, interval(p.IntervalMs), p.DurationMs/1000, tl.PeakThreads, iec(tl.GrowthBytes), tl.PeakAtMs/1000, iec(tl.LastQuarterGrowthBytes))
 	}
-	if p.TreePeakRSSBytes > 0 {
-		e.line("with %d descendants: tree RSS peak %s", len(p.Children), iec(int64(p.TreePeakRSSBytes)))
+
+	if len(p.Children) > 0 || p.DescendantsMissed > 0 {
+		heading("Descendants (--children), by peak RSS")
+		renderChildren(e, p, render)
+	}
+
+	if p.RusageSource != "" {
+		heading("CPU time, page faults, context switches (as /usr/bin/time -v)")
+		e.line("%s", countersLine(p))
 	}
 
 	if g := p.GPU; g != nil {
@@ -152,8 +164,12 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 
 	heading("Cost")
 	o := p.Overhead
-	e.line("sampler %.1f ms reading /proc over %d samples; %d smaps walks %.1f ms; the probe's CPU %.1f ms over %.2f s (%.2f %% of one core)",
-		o.SamplerCostMs, tl.Samples, p.Walks, o.WalkCostMs, o.ProbeCPUMs, p.DurationMs/1000, o.ProbeCPUPct)
+	kids := ""
+	if p.ChildrenWatched {
+		kids = fmt.Sprintf("; reading the descendants %.1f ms", o.ChildrenCostMs)
+	}
+	e.line("sampler %.1f ms reading /proc over %d samples; %d smaps walks %.1f ms%s; the probe's CPU %.1f ms over %.2f s (%.2f %% of one core)",
+		o.SamplerCostMs, tl.Samples, p.Walks, o.WalkCostMs, kids, o.ProbeCPUMs, p.DurationMs/1000, o.ProbeCPUPct)
 	for _, f := range p.Files {
 		e.line("wrote %s", f)
 	}
@@ -193,13 +209,79 @@ func peakLine(r *schema.Result) string {
 		// The kernel's maxrss is well above the program's own VmHWM: a
 		// descendant it waited for peaked higher (ru_maxrss is the
 		// largest over them, not the sum). peak_rss_bytes is then that.
-		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit: the program or a descendant it waited for, whichever peaked higher; the program's own VmHWM as last sampled is %s, %+.2f %%; --children samples the descendants)",
-			maxrss, iec(int64(p.VmHWMBytes)), *p.PeakAgreementPct)
+		kids := "--children samples the descendants"
+		if p.ChildrenWatched {
+			kids = "the descendants' own peaks are below"
+		}
+		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit: the program or a descendant it waited for, whichever peaked higher; the program's own VmHWM as last sampled is %s, %+.2f %%; %s)",
+			maxrss, iec(int64(p.VmHWMBytes)), *p.PeakAgreementPct, kids)
 	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil:
 		return fmt.Sprintf("peak RSS %s (VmHWM as last sampled) against %s (wait4's maxrss at exit): %+.2f %%",
 			iec(int64(p.VmHWMBytes)), maxrss, *p.PeakAgreementPct)
 	}
 	return fmt.Sprintf("peak RSS %s (VmHWM as last sampled)", iec(int64(p.VmHWMBytes)))
+}
+
+// treeLine is the headline of a watch with its descendants: the tree's
+// peak, and the largest descendant's.
+func treeLine(p *schema.Process) string {
+	n := fmt.Sprintf("%d descendants seen", len(p.Children))
+	if len(p.Children) == 1 {
+		n = "1 descendant seen"
+	}
+	if p.DescendantsMissed > 0 {
+		n += fmt.Sprintf(", at least %d more missed", p.DescendantsMissed)
+	}
+	if c := largestChild(p); c != nil {
+		n += fmt.Sprintf("; the largest, %s, peaked at %s", childName(c), iec(int64(childPeak(c))))
+	}
+	return fmt.Sprintf("tree peak RSS %s: the process and its live descendants summed at one moment (%s)", iec(int64(p.TreePeakRSSBytes)), n)
+}
+
+// maxChildRows is how many descendants the report's table lists.
+const maxChildRows = 12
+
+// renderChildren writes the descendants, the largest peaks first.
+func renderChildren(e *errWriter, p *schema.Process, render func(*table.Table)) {
+	kids := slices.Clone(p.Children)
+	slices.SortStableFunc(kids, func(a, b schema.Child) int { return cmp.Compare(childPeak(&b), childPeak(&a)) })
+	t := table.New("", table.Column{Name: "pid"}, table.Column{Name: "parent"},
+		table.Column{Name: "command"}, table.Column{Name: "peak RSS", Kind: table.Bytes}, table.Column{Name: "lifetime"}, table.Column{Name: "state"})
+	for i, c := range kids {
+		if i == maxChildRows {
+			break
+		}
+		state := "running"
+		if c.Exited {
+			state = "exited"
+		}
+		cmd := QuoteCommand(c.Command)
+		if r := []rune(cmd); len(r) > 60 {
+			cmd = string(r[:59]) + "…"
+		}
+		life := seconds(c.LifetimeMs)
+		if c.LifetimeMs < 1000 {
+			life = fmt.Sprintf("%.0f ms", c.LifetimeMs)
+		}
+		t.Add(strconv.Itoa(c.PID), strconv.Itoa(c.PPID), cmd, childPeak(&c), life, state)
+	}
+	render(t)
+	if n := len(kids) - maxChildRows; n > 0 {
+		e.line("and %d more (the JSON lists them all)", n)
+	}
+	e.line("peak RSS is VmHWM as last read, every %s; lifetime from the start time in its stat to the last read that saw it", interval(p.IntervalMs))
+}
+
+// countersLine is the figures /usr/bin/time -v prints, and where they
+// come from.
+func countersLine(p *schema.Process) string {
+	src := "wait4's rusage at exit: the program and the descendants it waited for, as time -v reads them"
+	if p.RusageSource == rusageProc {
+		src = "/proc/PID/stat and its threads' status at the last read: the process's own since it started, its children not counted; context switches of its live threads only"
+	}
+	return fmt.Sprintf("user %.2f s, system %.2f s; page faults: %d major, %d minor; context switches: %d voluntary, %d involuntary (%s)",
+		p.RusageUserMs/1000, p.RusageSystemMs/1000, p.RusageMajorFaults, p.RusageMinorFaults,
+		p.RusageVoluntaryContextSwitches, p.RusageInvoluntaryContextSwitches, src)
 }
 
 // descendantPct is how far, in percent, the program's last sampled VmHWM

@@ -50,6 +50,9 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	p.Go = s.goBuild
 	p.AtPeak, p.End, p.Walks = s.peak, s.end, s.walks
 	s.finishSites(p)
+	if s.mode == schema.ModeAttach && s.countersOK {
+		s.counters.set(p, rusageProc)
+	}
 	p.Timeline = summarize(samp)
 	// VmHWM ≥ VmRSS at every moment: the largest RSS sampled bounds
 	// VmHWM from below (where a sample read RSS without status, with
@@ -62,17 +65,16 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		d := 100 * (float64(p.VmHWMBytes) - float64(p.RusageMaxRSSBytes)) / float64(p.RusageMaxRSSBytes)
 		p.PeakAgreementPct = &d
 	}
-	for _, c := range s.children {
-		p.Children = append(p.Children, *c)
-	}
-	slices.SortFunc(p.Children, func(a, b schema.Child) int { return a.PID - b.PID })
-	p.TreePeakRSSBytes = s.treePeak
-	if p.TreePeakRSSBytes > 0 {
+	var kidsCost time.Duration
+	if s.kids != nil {
+		kidsCost = s.kids.fill(p)
+		// The process alone may have peaked between two of the tree's
+		// reads: the tree peaked at least as high.
 		p.TreePeakRSSBytes = max(p.TreePeakRSSBytes, p.Timeline.PeakRSSBytes)
 	}
 	cpu := selfCPU() - s.cpu0
 	p.Overhead = schema.Overhead{
-		SamplerCostMs: samp.CostMs, WalkCostMs: ms64(s.walkCost),
+		SamplerCostMs: samp.CostMs, WalkCostMs: ms64(s.walkCost), ChildrenCostMs: ms64(kidsCost),
 		ProbeCPUMs: ms64(cpu), ProbeCPUPct: 100 * float64(cpu) / float64(max(end.Sub(s.start), 1)),
 	}
 	for f := range s.files {

@@ -49,18 +49,22 @@ type Session struct {
 
 	stop     chan struct{}
 	loopDone chan struct{}
+	// kids reads the descendants (Options.Children; nil without), until
+	// stop; kidsDone is closed after its last read.
+	kids     *childWatch
+	kidsDone chan struct{}
 
 	mu        sync.Mutex // guards the fields below (the loop and Walk)
 	walks     int
 	walkCost  time.Duration
-	nextWalk  time.Time
-	lastRSS   uint64 // RSS at the last walk
+	nextWalk  time.Time // the SmapsEvery spacing
+	nextHigh  time.Time // the walks at new highs' spacing (highWalkBudget)
+	lastRSS   uint64    // RSS at the last walk
+	tickRSS   uint64    // RSS at the loop's last tick
 	peak, end *schema.Snapshot
 	peakRaw   []byte
 	endRaw    []byte
 	lastPprof time.Time
-	children  map[int]*schema.Child
-	treePeak  uint64
 	hwm       uint64 // the largest VmHWM read by the loop and the walks
 	warnings  []string
 	files     map[string]bool
@@ -80,6 +84,11 @@ type Session struct {
 	// timelineCut says the sampler stopped while the process lived on
 	// (finish): the timeline's figures end early.
 	timelineCut bool
+	// counters are the process's own CPU time, faults and context
+	// switches as last read from /proc (attach: exec has wait4's);
+	// countersOK says whether they were read at all.
+	counters   counters
+	countersOK bool
 }
 
 // newSession starts watching pid: the sampler takes its first sample now.
@@ -88,7 +97,7 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 		opts: opts, mode: mode, pid: pid, command: command,
 		start: time.Now(), cpu0: selfCPU(),
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
-		children: map[int]*schema.Child{}, warnings: []string{}, files: map[string]bool{},
+		warnings: []string{}, files: map[string]bool{},
 	}
 	s.goBuild = readGoBuild(opts.FS, pid)
 	s.exe, _ = os.Readlink(opts.FS.Path(pid, "exe"))
@@ -119,25 +128,33 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 			s.warnf("%s", warn)
 		}
 	}
+	if opts.Children {
+		s.kids, s.kidsDone = newChildWatch(opts.FS, pid, s.start, opts.Interval, s.tick(), mode == schema.ModeExec), make(chan struct{})
+		go s.kids.run(s.stop, s.kidsDone)
+	}
 	go s.loop()
 	return s, nil
 }
 
-// tick is the loop's period: often enough to catch a new high soon after
-// the walk budget allows one, rarely enough to cost nothing.
+// tick is the loop's period: often enough to catch a peak that lasts a
+// tenth of a second, rarely enough to cost little (a status read and a
+// readlink, tens of µs, 20 times a second).
 func (s *Session) tick() time.Duration {
-	return max(s.opts.Interval, min(s.opts.SmapsEvery/4, 250*time.Millisecond))
+	return max(s.opts.Interval, min(s.opts.SmapsEvery/4, 50*time.Millisecond))
 }
 
 func (s *Session) loop() {
 	defer close(s.loopDone)
 	t := time.NewTicker(s.tick())
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
+		}
+		if s.mode == schema.ModeAttach && n%countersEvery == 0 {
+			s.readCounters()
 		}
 		// status, not statm: VmHWM too, so that the last peak read
 		// before the process exits is at most a tick old.
@@ -147,18 +164,59 @@ func (s *Session) loop() {
 		}
 		seen := time.Now()
 		s.checkExec()
-		if s.opts.Children {
-			s.readChildren(st.VmRSSBytes)
-		}
 		s.mu.Lock()
 		s.lastAlive = seen
 		s.hwm = max(s.hwm, st.VmHWMBytes)
-		due := !time.Now().Before(s.nextWalk) && s.walkWanted(st.VmRSSBytes)
+		regular, high := s.walkDue(st.VmRSSBytes, s.tickRSS, time.Now())
+		s.tickRSS = st.VmRSSBytes
 		s.mu.Unlock()
-		if due {
-			s.Walk()
+		if regular || high {
+			s.walk(regular)
 		}
 	}
+}
+
+// countersEvery is how many loop ticks apart attach reads the process's
+// counters (readCounters: a file per thread).
+const countersEvery = 10
+
+// readCounters reads the process's own CPU time, faults and context
+// switches (attach; exec has wait4's at exit).
+func (s *Session) readCounters() {
+	c, ok := readCounters(s.opts.FS, s.pid)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counters, s.countersOK = c, true
+}
+
+// walkDue says whether RSS rss, read at now (prev at the tick before),
+// is to be walked now: regular, a move the SmapsEvery spacing allows
+// (walkWanted); high, a new high the walks at new highs' budget allows
+// (highWanted). Called with mu held.
+func (s *Session) walkDue(rss, prev uint64, now time.Time) (regular, high bool) {
+	if !now.Before(s.nextWalk) && s.walkWanted(rss) {
+		return true, false
+	}
+	return false, !s.opts.noHighWalks && !now.Before(s.nextHigh) && s.highWanted(rss, prev)
+}
+
+// highWanted says whether rss is a new high worth a walk sooner than
+// SmapsEvery: more than highWalkRise (and 1 MiB) above the RSS of the
+// highest walk; or, once RSS has stopped rising (no higher than prev, the
+// tick before: a peak, or a plateau), more than 1 % (and 1 MiB) above it.
+// Called with mu held.
+func (s *Session) highWanted(rss, prev uint64) bool {
+	if s.peak == nil {
+		return s.walks == 0
+	}
+	top := uint64(s.peak.Reconciliation.RSSBytes)
+	if rss <= top+1<<20 {
+		return false
+	}
+	return rss > top+uint64(highWalkRise*float64(top)) || rss <= prev && rss > top+top/100
 }
 
 // walkWanted says whether RSS rss is worth a walk: the first, a new high,
@@ -182,7 +240,12 @@ func (s *Session) walkWanted(rss uint64) bool {
 // if its RSS is the highest walked. It fails when the process has exited.
 // Exec and Attach take walks on their own; Walk is for a caller that
 // knows a moment matters (a test, before it lets the program go on).
-func (s *Session) Walk() error {
+func (s *Session) Walk() error { return s.walk(true) }
+
+// walk takes a walk. A regular one (Walk, the SmapsEvery spacing) sets
+// the next regular one SmapsEvery later; a walk at a new high does not
+// put it off, only keeps it within walkBudget.
+func (s *Session) walk(regular bool) error {
 	t0 := time.Now()
 	t := t0.Sub(s.start)
 	snap, raw, err := s.walker.walk()
@@ -197,7 +260,15 @@ func (s *Session) Walk() error {
 	s.walks++
 	d := time.Duration(snap.WalkMs * float64(time.Millisecond))
 	s.walkCost += d
-	s.nextWalk = time.Now().Add(max(s.opts.SmapsEvery, time.Duration(float64(d)/walkBudget)))
+	now := time.Now()
+	if regular {
+		s.nextWalk = now.Add(max(s.opts.SmapsEvery, time.Duration(float64(d)/walkBudget)))
+	} else {
+		if next := now.Add(time.Duration(float64(d) / walkBudget)); next.After(s.nextWalk) {
+			s.nextWalk = next
+		}
+	}
+	s.nextHigh = now.Add(time.Duration(float64(d) / highWalkBudget))
 	s.lastRSS = uint64(snap.Reconciliation.RSSBytes)
 	s.hwm = max(s.hwm, snap.VmHWMBytes)
 	s.end, s.endRaw = snap, raw
@@ -300,38 +371,21 @@ func (s *Session) checkExec() {
 	}
 }
 
-// readChildren reads the descendants' memory and the tree's summed RSS.
-func (s *Session) readChildren(selfRSS uint64) {
-	desc := s.opts.FS.Descendants(s.pid)
-	total := selfRSS
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, d := range desc {
-		st, err := s.opts.FS.ReadStatus(d.PID)
-		if err != nil {
-			continue
-		}
-		c := s.children[d.PID]
-		if c == nil {
-			c = &schema.Child{PID: d.PID, PPID: d.PPID, Command: cmdline(s.opts.FS, d.PID)}
-			s.children[d.PID] = c
-		}
-		c.VmHWMBytes = max(c.VmHWMBytes, st.VmHWMBytes)
-		c.PeakRSSBytes = max(c.PeakRSSBytes, st.VmRSSBytes)
-		total += st.VmRSSBytes
-	}
-	s.treePeak = max(s.treePeak, total)
-}
-
 // finish ends the watch: the loop, then (if the process still lives, a
 // last walk and) the sampler; exited says whether it did.
 func (s *Session) finish(exited bool) sampler.Result {
 	close(s.stop)
 	<-s.loopDone
+	if s.kidsDone != nil {
+		<-s.kidsDone
+	}
 	if !exited {
 		// The last look at a process that lives on: the final answer
 		// to whether it is a Go program is what it runs now.
 		s.checkExec()
+		if s.mode == schema.ModeAttach {
+			s.readCounters()
+		}
 		if err := s.Walk(); err != nil {
 			s.mu.Lock()
 			s.warnf("end walk: %v", err)

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/schema/schematest"
 	"memprobe/internal/table"
 	"memprobe/report"
 	"memprobe/schema"
+	"memprobe/schema/schematest"
 )
 
 // runOf is one process's record of mode at speed tps, its host wait and
@@ -173,7 +173,7 @@ func TestCompareDecodeRuns(t *testing.T) {
 	}
 	base := pooled(70000, 71000, 69000, 70500, 69500)
 	head := pooled(80000, 81000, 79000, 80500, 79500)
-	d, err := report.CompareDecode(base, head, report.DiffOptions{Alpha: report.DefaultAlpha})
+	d, err := report.Compare(report.DecodeRows(base), report.DecodeRows(head), report.DiffOptions{Alpha: report.DefaultAlpha})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestCompareDecodeRuns(t *testing.T) {
 		t.Errorf("host wait over runs: %+v", w)
 	}
 	one := []schema.DecodeRecord{runOf("batch", 80000, "2026-11-26T02:00:00Z")}
-	d, err = report.CompareDecode(base, one, report.DiffOptions{Alpha: report.DefaultAlpha})
+	d, err = report.Compare(report.DecodeRows(base), report.DecodeRows(one), report.DiffOptions{Alpha: report.DefaultAlpha})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,10 @@ func WritePlan(w io.Writer, cs []Config, o Options, exe string, f table.Format) 
 	partial := false
 	for _, c := range cs {
 		var rss any = c.Prediction.PeakRSSBytes
-		if c.Prediction.Partial {
+		var est any = c.Prediction.Seconds
+		if c.Process != nil {
+			rss, est = "-", nil // a program of the user's: no model
+		} else if c.Prediction.Partial {
 			rss = "~" + iec(c.Prediction.PeakRSSBytes)
 			partial = true
 		}
@@ -39,9 +42,13 @@ func WritePlan(w io.Writer, cs []Config, o Options, exe string, f table.Format) 
 		} else {
 			total += float64(o.Count) * c.Prediction.Seconds
 		}
-		t.Add(c.Index, c.Plan, c.Phase, sweepString(c.Sweep), rss, c.Prediction.Seconds, status)
+		t.Add(c.Index, c.Plan, c.Phase, sweepString(c.Sweep), rss, est, status)
 	}
-	t.Notes = append(t.Notes, fmt.Sprintf("estimated total: %.0f s (a rough model of a loaded 2-core machine, not a measurement)", total))
+	if len(cs) > 0 && cs[0].Process != nil {
+		t.Notes = append(t.Notes, "a plan file's programs have no memory model: nothing is predicted or refused up front; --mem-limit kills a program whose RSS passes it")
+	} else {
+		t.Notes = append(t.Notes, fmt.Sprintf("estimated total: %.0f s (a rough model of a loaded 2-core machine, not a measurement)", total))
+	}
 	if partial {
 		t.Notes = append(t.Notes, "~ : with the tape engine's graphs, which the memory model leaves out, estimated at 2x a sequence's activations per graph held")
 	}
@@ -56,8 +63,19 @@ func WritePlan(w io.Writer, cs []Config, o Options, exe string, f table.Format) 
 	for _, c := range cs {
 		if !seen[c.Plan] {
 			seen[c.Plan] = true
-			fmt.Fprintf(w, "  %s: %s\n", c.Plan, c.Scale)
+			fmt.Fprintf(w, "  %s: %s\n", c.Plan, c.scaleString())
 		}
+	}
+	if o.PlanFile != nil {
+		if s := o.PlanFile.SetupCommand(map[string]string{"probe": exe, "tmp": o.tmpOrPlaceholder()}); s != nil {
+			fmt.Fprintf(w, "\nsetup (once, in %s): %s\n", o.PlanFile.Dir, strings.Join(s, " "))
+		}
+		fmt.Fprintf(w, "\nprograms (in %s, each watched from outside as probe exec watches it):\n", o.PlanFile.Dir)
+		for _, c := range cs {
+			fmt.Fprintf(w, "  #%d  %s\n", c.Index, c.Process.commandLine())
+		}
+		_, err := fmt.Fprintln(w)
+		return err
 	}
 	fmt.Fprintln(w, "\nchildren (repetition 1; JSON is a temporary file):")
 	for _, c := range cs {

@@ -53,6 +53,21 @@ func fakeChild(args []string) int {
 		time.Sleep(time.Minute)
 		return 0
 	}
+	if len(args) == 3 && args[0] == "alloc" {
+		// A plan file's program: make MiB resident, hold it for ms,
+		// exit 0. MAP_POPULATE faults the pages in without a Go write,
+		// which under -race would make as much shadow memory resident.
+		mib, _ := strconv.Atoi(args[1])
+		ms, _ := strconv.Atoi(args[2])
+		b, err := syscall.Mmap(-1, 0, mib<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "alloc:", err)
+			return 1
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		syscall.Munmap(b)
+		return 0
+	}
 	flags := map[string]string{}
 	for i := 1; i+1 < len(args); i += 2 {
 		flags[strings.TrimPrefix(args[i], "--")] = args[i+1]

@@ -157,6 +157,11 @@ type Config struct {
 	Args []string
 	// Prediction is the model's memory and time estimate (Predict).
 	Prediction Prediction
+	// Process is a plan file's configuration: a program watched from
+	// outside, not probe train (nil for the built-in plans). PhaseIndex
+	// is its phase's position in the plan file.
+	Process    *ProcessSpec
+	PhaseIndex int
 }
 
 // Plan lists the configurations o asks for, in the order they run: plans
@@ -164,6 +169,9 @@ type Config struct {
 // first axis varies slowest). It does not shard (see Shard) and does not
 // predict (see Predict).
 func Plan(o Options) ([]Config, error) {
+	if o.PlanFile != nil {
+		return planFileConfigs(o)
+	}
 	plans, err := selectPlans(o.Plans)
 	if err != nil {
 		return nil, err

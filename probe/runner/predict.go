@@ -22,6 +22,9 @@ const (
 // of a --data file (os.Stat's in the command).
 func Predict(cs []Config, fileSize func(string) (int64, error)) error {
 	for i := range cs {
+		if cs[i].Process != nil {
+			continue // a program of the user's: no model
+		}
 		p, err := job.Predict(cs[i].Schema, fileSize)
 		if err != nil {
 			return fmt.Errorf("%s: %w", cs[i].Name, err)

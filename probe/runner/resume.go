@@ -13,13 +13,22 @@ func resumeKey(name string, c schema.Config) string {
 	return fmt.Sprintf("%s|preset=%s|threads=%d|steps=%d|data=%s", name, c.Preset, c.Threads, c.Steps, c.Data)
 }
 
+// runIdentity is Config.identity of a run of a report.
+func runIdentity(r schema.Run) string {
+	k := resumeKey(r.Name, r.Config)
+	if pk := processKey(r.Command, r.Env); pk != "" {
+		k += "|" + pk
+	}
+	return k
+}
+
 // measured is the runs of rep that need not run again: finished (status
 // ok) with at least count repetitions, by resumeKey.
 func measured(rep *schema.Report, count int) map[string]schema.Run {
 	out := map[string]schema.Run{}
 	for _, r := range rep.Runs {
 		if r.Status == schema.StatusOK && len(r.Repetitions) >= count {
-			out[resumeKey(r.Name, r.Config)] = r
+			out[runIdentity(r)] = r
 		}
 	}
 	return out
@@ -32,7 +41,7 @@ func started(rep *schema.Report, count int) map[string]schema.Run {
 	out := map[string]schema.Run{}
 	for _, r := range rep.Runs {
 		if n := len(r.Repetitions); n > 0 && n < count {
-			out[resumeKey(r.Name, r.Config)] = r
+			out[runIdentity(r)] = r
 		}
 	}
 	return out
@@ -56,10 +65,10 @@ func keptOutside(old schema.Run) []schema.Outside {
 func resumeWarnings(path string, old, rep *schema.Report, cs []Config, done, partial map[string]schema.Run) []string {
 	n, part := 0, 0
 	for _, c := range cs {
-		if _, ok := done[resumeKey(c.Name, c.Schema)]; ok {
+		if _, ok := done[c.identity()]; ok {
 			n++
 		}
-		if _, ok := partial[resumeKey(c.Name, c.Schema)]; ok {
+		if _, ok := partial[c.identity()]; ok {
 			part++
 		}
 	}
@@ -111,7 +120,7 @@ func Pool(names []string, reps []*schema.Report) (*schema.Report, error) {
 				names[0], first.Environment.VCSRevision, first.Environment.CPUModel, names[i], e.VCSRevision, e.CPUModel))
 		}
 		for _, run := range rep.Runs {
-			k := resumeKey(run.Name, run.Config)
+			k := runIdentity(run)
 			j, ok := index[k]
 			if !ok {
 				j = len(out.Runs)

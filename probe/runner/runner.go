@@ -16,6 +16,8 @@ import (
 
 	"memprobe/internal/atomicfile"
 	"memprobe/probe/job"
+	"memprobe/probe/planfile"
+	"memprobe/probe/sites"
 	"memprobe/schema"
 	"memprobe/trainer/data"
 )
@@ -74,6 +76,20 @@ type Options struct {
 	// Shard and Shards select every Shards-th configuration from the
 	// Shard-th (Shards 0 or 1: all).
 	Shard, Shards int
+	// ShardSource is where Shard and Shards came from: "flag" (--shard
+	// I/N) or the scheduler's variable (ShardFromEnv); "" is "flag".
+	ShardSource string
+	// PlanFile, when set, replaces the built-in plans by a plan file's
+	// phases (--plan-file): each configuration is a program of the user's,
+	// watched from outside as probe exec watches it. Threads, Plans,
+	// Sweep and the scale do not apply to it; Phases selects its phases
+	// by name; Count 0 is the plan's count, else DefaultCount.
+	PlanFile *planfile.Plan
+	// Sites records each plan-file program's allocation sites, as probe
+	// exec --sites does (profiles in ProfileDir's, else the run's
+	// temporary, directory; the top sites in each result).
+	Sites bool
+
 	// Resume is an earlier report (--resume): a configuration it holds
 	// with status ok and at least Count repetitions, at the same scale
 	// (resumeKey), is copied from it instead of run again.
@@ -90,6 +106,14 @@ type Options struct {
 	SampleInterval time.Duration
 	// FileSize sizes a --data file for the prediction (nil: os.Stat).
 	FileSize func(string) (int64, error)
+
+	// tmp is the run's temporary directory ({tmp} of a plan file).
+	tmp string
+	// whole is the unsharded plan, for the report's Shard (Prepare).
+	whole struct {
+		n             int
+		digest, label string
+	}
 }
 
 // resolve fills the defaults and checks the ranges.
@@ -99,6 +123,9 @@ func (o *Options) resolve() error {
 	}
 	if o.Threads < 1 || o.Threads > 1024 {
 		return fmt.Errorf("threads %d out of range [1, 1024]", o.Threads)
+	}
+	if o.Count == 0 && o.PlanFile != nil && o.PlanFile.Count > 0 {
+		o.Count = o.PlanFile.Count
 	}
 	if o.Count == 0 {
 		o.Count = DefaultCount
@@ -127,6 +154,9 @@ func (o *Options) resolve() error {
 			return err
 		}
 		o.MemLimit = l
+	}
+	if o.Sites && o.PlanFile == nil {
+		return errors.New("--sites needs --plan-file: the built-in plans' children are probe train, whose Go heap --profile-dir profiles")
 	}
 	if o.Shards > 1 && (o.Shard < 0 || o.Shard >= o.Shards) {
 		return fmt.Errorf("shard %d/%d: want 0 <= I < N", o.Shard, o.Shards)
@@ -250,10 +280,23 @@ func Prepare(o *Options) ([]Config, error) {
 	if err := o.checkInputs(); err != nil {
 		return nil, &OptionsError{err}
 	}
+	if o.Sites {
+		if _, err := sites.FindLibrary(); err != nil {
+			return nil, &OptionsError{fmt.Errorf("--sites: %w", err)}
+		}
+	}
+	if o.PlanFile != nil && o.Executable == "" {
+		exe, err := os.Executable() // {probe}
+		if err != nil {
+			return nil, fmt.Errorf("finding the probe binary for {probe}: %w", err)
+		}
+		o.Executable = exe
+	}
 	cs, err := Plan(*o)
 	if err != nil {
 		return nil, &OptionsError{err}
 	}
+	o.whole.n, o.whole.digest, o.whole.label = len(cs), planDigest(cs), planLabel(*o, cs)
 	cs = Shard(cs, o.Shard, o.Shards)
 	if len(cs) == 0 {
 		return nil, &OptionsError{fmt.Errorf("shard %d/%d holds no configuration", o.Shard, o.Shards)}
@@ -291,6 +334,12 @@ func DefaultOut(env schema.Environment) string {
 // ctx ends it kills the current child, writes the report of what
 // finished and returns it with ErrInterrupted.
 func Run(ctx context.Context, o Options) (*schema.Report, error) {
+	tmp, err := os.MkdirTemp("", "probe-run-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	o.tmp = tmp
 	cs, err := Prepare(&o)
 	if err != nil {
 		return nil, err
@@ -321,11 +370,9 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 		}
 		done, partial = measured(resumed, o.Count), started(resumed, o.Count)
 	}
-	tmp, err := os.MkdirTemp("", "probe-run-")
-	if err != nil {
+	if err := runSetup(ctx, o); err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
 
 	rep := &schema.Report{
 		Schema: schema.ReportVersion, Environment: job.Environment(),
@@ -341,6 +388,12 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 	}
 	if o.Shards > 1 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("shard %d/%d: %d configurations; merge the shards with probe merge", o.Shard, o.Shards, len(cs)))
+		src := o.ShardSource
+		if src == "" {
+			src = "flag"
+		}
+		rep.Shard = &schema.Shard{Index: o.Shard, Count: o.Shards, Source: src,
+			Plan: o.whole.label, Configurations: o.whole.n, PlanDigest: o.whole.digest}
 	}
 	if resumed != nil {
 		rep.Warnings = append(rep.Warnings, resumeWarnings(o.Resume, resumed, rep, cs, done, partial)...)
@@ -353,7 +406,7 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("interrupted: %d of %d configurations not run", len(cs)-i, len(cs)))
 			break
 		}
-		if old, ok := done[resumeKey(c.Name, c.Schema)]; ok {
+		if old, ok := done[c.identity()]; ok {
 			prog.note(c.Name + ": measured in " + o.Resume + "; not run again")
 			prog.skip(c)
 			rep.Runs = append(rep.Runs, old)
@@ -361,7 +414,7 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 		}
 		run := newRun(c, o.Count)
 		first := 1
-		if old, ok := partial[resumeKey(c.Name, c.Schema)]; ok {
+		if old, ok := partial[c.identity()]; ok {
 			run.Config = old.Config
 			run.Repetitions = append(run.Repetitions, old.Repetitions...)
 			run.Outside = keptOutside(old)
@@ -377,6 +430,19 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 		} else {
 			for r := first; r <= o.Count; r++ {
 				prog.start(i, c, r)
+				if c.Process != nil {
+					out, res := runProcess(ctx, c, o, r)
+					prog.finish(c)
+					run.Outside = append(run.Outside, out)
+					if res != nil {
+						run.Repetitions = append(run.Repetitions, *res)
+						continue
+					}
+					run.Status, run.Reason = out.Status, fmt.Sprintf("repetition %d of %d: %s", r, o.Count, out.Reason)
+					prog.note(c.Name + ": " + string(run.Status) + ": " + run.Reason)
+					prog.skipRest(c, o.Count-r)
+					break
+				}
 				ch := &child{
 					exe: o.Executable, env: o.Env, timeout: o.Timeout, memLimit: o.MemLimit,
 					interval: o.SampleInterval, jsonPath: filepath.Join(tmp, fmt.Sprintf("%d-r%d.json", c.Index, r)),
@@ -432,13 +498,18 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 // newRun is c's Run before any repetition.
 func newRun(c Config, count int) schema.Run {
 	sc := c.Schema
-	return schema.Run{
+	r := schema.Run{
 		Name: c.Name, Plan: c.Plan, Phase: c.Phase, Description: c.Description, Config: sc,
 		Repetitions: []schema.Result{}, Outside: []schema.Outside{},
 		Summary: schema.Summary{Repetitions: count, Metrics: []schema.Metric{}, Warnings: []string{}},
-		Claim:   c.Claim, Expect: c.Expect, Scale: c.Scale.String(), Sweep: c.Sweep,
+		Claim:   c.Claim, Expect: c.Expect, Scale: c.scaleString(), Sweep: c.Sweep,
 		PredictedPeakRSSBytes: c.Prediction.PeakRSSBytes,
 	}
+	if p := c.Process; p != nil {
+		index, ph := c.Index, c.PhaseIndex
+		r.Index, r.PhaseIndex, r.Command, r.Env = &index, &ph, p.RecordCommand, p.RecordEnv
+	}
+	return r
 }
 
 func nonNil(s []string) []string {

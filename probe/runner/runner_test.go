@@ -435,10 +435,10 @@ func TestMerge(t *testing.T) {
 	}
 	if _, err := Merge(files[:1], reps[:1], nil); err != nil {
 		t.Errorf("one shard: %v", err)
-	} else if m1, _ := Merge(files[:1], reps[:1], nil); !slices.ContainsFunc(m1.Warnings, func(w string) bool { return strings.Contains(w, "shards 1/2 missing") }) {
+	} else if m1, _ := Merge(files[:1], reps[:1], nil); !slices.ContainsFunc(m1.Warnings, func(w string) bool { return strings.Contains(w, "shard 1/2 missing") }) {
 		t.Errorf("one shard of two: warnings %q", m1.Warnings)
 	}
-	if _, err := Merge([]string{"a", "a again"}, []*schema.Report{reps[0], reps[0]}, nil); err == nil || !strings.Contains(err.Error(), "also in a") {
+	if _, err := Merge([]string{"a", "a again"}, []*schema.Report{reps[0], reps[0]}, nil); err == nil || !strings.Contains(err.Error(), "shard 0/2 is also a") {
 		t.Errorf("the same shard twice: %v", err)
 	}
 	other := *reps[1]

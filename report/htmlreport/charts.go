@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"memprobe/internal/table"
+	"memprobe/metric"
 	"memprobe/report/memplot"
 	"memprobe/schema"
 )
@@ -394,6 +395,10 @@ func sweepChart(p *planRuns, axis string) (*Chart, string) {
 		name   string
 		xs, ys []float64
 	}
+	peakRSS, err := metric.Lookup("peak_rss_bytes")
+	if err != nil {
+		return nil, err.Error()
+	}
 	var all []*series
 	var labels []string // the values of a non-numeric axis, in order of appearance
 	numeric := true
@@ -439,18 +444,21 @@ func sweepChart(p *planRuns, axis string) (*Chart, string) {
 			x = float64(slices.Index(labels, r.Sweep[axis]))
 		}
 		for i := range r.Repetitions {
-			all[k].xs = append(all[k].xs, x)
-			all[k].ys = append(all[k].ys, float64(r.Repetitions[i].PeakRSSBytes))
+			if y, ok := peakRSS.Run(&r.Repetitions[i]); ok {
+				all[k].xs = append(all[k].xs, x)
+				all[k].ys = append(all[k].ys, y)
+			}
 		}
 	}
 	if len(all) == 0 {
 		return nil, "no sweep chart of " + axis + ": no finished run"
 	}
-	pl := newPlot(false, true)
-	title := planTitle(p.name) + ": peak RSS by " + axis
+	rss, bytes := metricAxis("peak_rss_bytes")
+	pl := newPlot(false, bytes)
+	title := planTitle(p.name) + ": " + rss + " by " + axis
 	pl.Title.Text = title
 	pl.X.Label.Text = axis
-	pl.Y.Label.Text = "peak RSS"
+	pl.Y.Label.Text = rss
 	pl.Y.Min = 0
 	pl.Legend.Top = true
 	pl.Legend.Left = true

@@ -25,7 +25,7 @@ import (
 
 // A decode result (`probe decode --json`, one record per decode mode) gets
 // the run report's page: the provenance line heads it, one section holds
-// report's decode tables (report.DecodeBlocks, so the page shows what
+// report's decode tables (report.Blocks, so the page shows what
 // `probe report` prints) and the charts, and the first record's
 // environment and configuration close it. probe decode writes no
 // profiles, so the page has no flame graphs. Every string from the file
@@ -41,7 +41,7 @@ func BuildDecode(recs []schema.DecodeRecord, o Options) (*Page, error) {
 	if len(recs) == 0 {
 		return nil, errors.New("decode page: no measurements")
 	}
-	bs, err := report.DecodeBlocks(recs)
+	bs, err := report.Blocks(report.DecodeRows(recs))
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func BuildDecode(recs []schema.DecodeRecord, o Options) (*Page, error) {
 	if pg.Title == "" {
 		pg.Title = "probe report"
 	}
-	// DecodeBlocks opens with the provenance paragraph: the page's head.
+	// Blocks opens with the provenance paragraph: the page's head.
 	pg.Head, blocks = blocks[:1], blocks[1:]
 	sec := PlanSection{Name: "decode modes", ID: decodeSectionID, Blocks: blocks}
 	add := func(c *Chart, note string) {
@@ -221,9 +221,10 @@ func tokensChart(recs []schema.DecodeRecord) (*Chart, string) {
 		pooled = append(pooled, fmt.Sprintf("%s (%d runs)", r.Decode, len(r.TokensPerSecRuns)))
 	}
 	pl := newPlot(false, false)
-	title := "decode on " + recs[0].Device + ": tokens/s by mode (log scale)"
+	tps, _ := metricAxis("tokens_per_sec")
+	title := "decode on " + recs[0].Device + ": " + tps + " by mode (log scale)"
 	pl.Title.Text = title
-	pl.Y.Label.Text = "tokens/s"
+	pl.Y.Label.Text = tps
 	pl.Y.Scale, pl.Y.Tick.Marker = floorLog{}, logTicks{}
 	pl.Add(plotter.NewGrid())
 	b, err := plotter.NewBarChart(vals, vg.Points(40))

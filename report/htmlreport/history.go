@@ -30,7 +30,7 @@ func HistoryChart(entries []report.HistoryEntry, metric, plan string) (*plot.Plo
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("history: no configuration of plan %q in %d reports", plan, len(es))
 	}
-	bytes := strings.HasSuffix(metric, "_bytes") || strings.HasSuffix(metric, "_bytes_per_step")
+	_, bytes := metricAxis(metric)
 	p := newPlot(false, bytes)
 	p.Title.Text = metric + " by report, oldest first"
 	if plan != "" {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"memprobe/report"
 	"memprobe/schema"
-	"memprobe/stats"
 )
 
 // planRuns is a plan's runs, grouped as report groups them: by sweep
@@ -100,13 +100,11 @@ func label(r *schema.Run) string {
 // ok says whether the run has figures.
 func ok(r *schema.Run) bool { return r.Status == schema.StatusOK && len(r.Repetitions) > 0 }
 
-// peakMedian is the median of the repetitions' peak RSS (0 without any).
+// peakMedian is the run's median peak RSS as report's tables show it
+// (report.RunMedian; 0 without any).
 func peakMedian(r *schema.Run) float64 {
-	var v []float64
-	for i := range r.Repetitions {
-		v = append(v, float64(r.Repetitions[i].PeakRSSBytes))
-	}
-	return stats.Median(v)
+	m, _ := report.RunMedian(r, "peak_rss_bytes")
+	return m
 }
 
 // representative is the repetition whose peak RSS is nearest the run's
@@ -119,14 +117,6 @@ func representative(r *schema.Run) *schema.Result {
 	return &r.Repetitions[repIndex(r)]
 }
 
-// repIndex is the index of representative(r); r has a repetition.
-func repIndex(r *schema.Run) int {
-	med := peakMedian(r)
-	best := 0
-	for i := range r.Repetitions {
-		if math.Abs(float64(r.Repetitions[i].PeakRSSBytes)-med) < math.Abs(float64(r.Repetitions[best].PeakRSSBytes)-med) {
-			best = i
-		}
-	}
-	return best
-}
+// repIndex is the index of representative(r) (report.Representative);
+// r has a repetition.
+func repIndex(r *schema.Run) int { return report.Representative(r) }

@@ -2,33 +2,24 @@ package report
 
 import (
 	"fmt"
-	"math"
-	"slices"
 	"strconv"
 
 	"memprobe/metric"
 	"memprobe/schema"
 )
 
-// Comparing decode results (`probe diff` on two files of `probe decode
-// --json`): CompareDecode makes the same Diff as Compare, so the renderer,
-// the --fail-on thresholds and the significance counts work unchanged on
-// it. A decode result differs from a run report in where its samples come
-// from: one process measured each mode once, so the only repeated figure is
-// tokens/s, timed per pass; the other measured figures have one value a
-// side, which the U test cannot call significant (diffValues says so beside
-// the row), so a change of them past a --fail-on limit fails the gate
-// unjudged, as in run reports. The counts a decode mode fixes for its shape
-// are compared exactly, as a run's deterministic metrics are, even with
-// one value a side: one process counts them over every pass.
-
-// DefaultDecodeDiffMetrics are the metrics CompareDecode compares when none
-// are named: speed, where a token's time goes, and the counts a change of
-// the decode loop moves.
-var DefaultDecodeDiffMetrics = []string{
-	"tokens_per_sec", "host_wait_ns_per_token", "device_busy_pct",
-	"syncs_per_token", "launches_per_token", "host_allocs_per_token", "device_peak_bytes",
-}
+// The decode kind of rows (DecodeRows): what a decode record's key is,
+// how its figures are read and what comparing two of them adds to
+// Compare. Comparing decode results (`probe diff` on two files of `probe
+// decode --json`) is Compare of DecodeRows. A decode result differs from a run
+// report in where its samples come from: one process measured each mode
+// once, so the only repeated figure is tokens/s, timed per pass; the
+// other measured figures have one value a side, which the U test cannot
+// call significant (diffValues says so beside the row), so a change of
+// them past a --fail-on limit fails the gate unjudged, as in run reports.
+// The counts a decode mode fixes for its shape are compared exactly, as a
+// run's deterministic metrics are, even with one value a side: one
+// process counts them over every pass.
 
 // The decode figures a mode fixes for its shape (V, C, T, B, probs and
 // pinned host memory), whatever the machine's speed, are exact in the
@@ -138,90 +129,6 @@ func (v *decodeView) figure(name string) (float64, bool) {
 	return d.Decode(v.DecodeRecord)
 }
 
-// CompareDecode compares head's decode records against base's (each side
-// the records of one `probe decode --json` file), matching them by
-// DecodeKey; the Diff it returns is Compare's, so WriteDiff, Breaches and
-// Significant read it alike. Each matched pair is a ConfigDiff of plan
-// "decode" and phase the mode; its Sweep holds the settings (device, B, T,
-// C, V, probs, pinned_host) that vary among the matched pairs, none in the usual case of
-// two runs of one command. It refuses records of different schema
-// versions, sides with no record, and metrics named (opt.Metrics, Extra)
-// that no record of either side has (an UnmeasuredError).
-func CompareDecode(base, head []schema.DecodeRecord, opt DiffOptions) (*Diff, error) {
-	if len(base) == 0 || len(head) == 0 {
-		return nil, fmt.Errorf("comparing decode results: base %s has %d %s, head %s %d: nothing to compare", opt.BaseName, len(base), plural(len(base), "record", "records"), opt.HeadName, len(head))
-	}
-	for _, r := range slices.Concat(base, head) {
-		if r.Schema != base[0].Schema {
-			return nil, fmt.Errorf("comparing decode results: %w: records of versions %q and %q (base %s, head %s)", ErrSchema, base[0].Schema, r.Schema, opt.BaseName, opt.HeadName)
-		}
-	}
-	d, metrics := newDiff(decodeSource(&base[0], opt.BaseName), decodeSource(&head[0], opt.HeadName), opt, DefaultDecodeDiffMetrics)
-	baseRecs, dupB := indexDecode(base)
-	headRecs, dupH := indexDecode(head)
-	d.warnDuplicates(dupB, dupH)
-	var pairs [][2]*decodeView
-	for _, b := range baseRecs {
-		h := findDecode(headRecs, b.key)
-		if h == nil {
-			d.OnlyBase = append(d.OnlyBase, b.key)
-			continue
-		}
-		pairs = append(pairs, [2]*decodeView{b, h})
-	}
-	for _, h := range headRecs {
-		if findDecode(baseRecs, h.key) == nil {
-			d.OnlyHead = append(d.OnlyHead, h.key)
-		}
-	}
-	axes := varyingAxes(pairs)
-	for _, p := range pairs {
-		d.Configs = append(d.Configs, compareDecodeRecords(p[0], p[1], axes, metrics, d.Alpha))
-		for _, w := range settingWarnings(p[0], p[1]) {
-			if !slices.Contains(d.Warnings, w) {
-				d.Warnings = append(d.Warnings, w)
-			}
-		}
-	}
-	views := slices.Concat(baseRecs, headRecs)
-	if err := checkMeasured(opt, "decode results", DefaultDecodeDiffMetrics, func(m string) bool {
-		return slices.ContainsFunc(views, func(v *decodeView) bool { _, _, ok := v.metric(m, false); return ok })
-	}); err != nil {
-		return nil, err
-	}
-	d.warnUnseen(opt)
-	return d, nil
-}
-
-func decodeSource(r *schema.DecodeRecord, name string) DiffSource {
-	return DiffSource{Name: name, Commit: r.Environment.VCSRevision, Modified: r.Environment.VCSModified, StartTime: r.StartTime}
-}
-
-// indexDecode is the records, the first of each key, and the keys that
-// repeat.
-func indexDecode(recs []schema.DecodeRecord) (out []*decodeView, dup []string) {
-	seen := map[string]bool{}
-	for i := range recs {
-		v := newDecodeView(&recs[i])
-		if seen[v.key] {
-			dup = append(dup, v.key)
-			continue
-		}
-		seen[v.key] = true
-		out = append(out, v)
-	}
-	return out, dup
-}
-
-func findDecode(recs []*decodeView, key string) *decodeView {
-	for _, r := range recs {
-		if r.key == key {
-			return r
-		}
-	}
-	return nil
-}
-
 // mixedPinned reports whether one mode appears among recs both with and
 // without page-locked host buffers. Within one run pinned_host follows the
 // mode (per-token-prealloc and batch use them, the other modes never), so
@@ -242,12 +149,15 @@ func mixedPinned(recs []*schema.DecodeRecord) bool {
 // matched pairs: the table labels a configuration by its mode and these,
 // so that two configurations of one mode never share a label. pinned_host
 // is one where a mode has both values (mixedPinned).
-func varyingAxes(pairs [][2]*decodeView) []string {
+func varyingAxes(pairs [][2]*Row) []string {
+	if len(pairs) == 0 || pairs[0][0].rec == nil {
+		return nil // a run's sweep values are in its key
+	}
 	values := map[string]map[string]bool{}
 	recs := make([]*schema.DecodeRecord, len(pairs))
 	for i, p := range pairs {
-		recs[i] = p[0].DecodeRecord
-		for k, v := range decodeSetting(p[0].DecodeRecord) {
+		recs[i] = p[0].rec.DecodeRecord
+		for k, v := range decodeSetting(recs[i]) {
 			if values[k] == nil {
 				values[k] = map[string]bool{}
 			}
@@ -282,54 +192,6 @@ func settingWarnings(b, h *decodeView) []string {
 		}
 	}
 	return out
-}
-
-func compareDecodeRecords(b, h *decodeView, axes, metrics []string, alpha float64) ConfigDiff {
-	c := ConfigDiff{Key: b.key, Plan: "decode", Phase: b.Decode,
-		BaseStatus: schema.StatusOK, HeadStatus: schema.StatusOK, Rows: []MetricDiff{}}
-	if len(axes) > 0 {
-		all := decodeSetting(b.DecodeRecord)
-		c.Sweep = map[string]string{}
-		for _, k := range axes {
-			c.Sweep[k] = all[k]
-		}
-	}
-	for _, m := range metrics {
-		r, bok, hok := decodeRow(m, b, h, alpha)
-		if bok && !hok {
-			c.HeadLacks = append(c.HeadLacks, m)
-		}
-		if bok && hok {
-			c.Rows = append(c.Rows, r)
-		}
-	}
-	return c
-}
-
-// decodeRow compares metric m of two decode records, as probe diff and
-// probe history both do: over each side's runs where both pooled several
-// runs of this metric, else over their passes (never one side's
-// independent runs against the other's passes of one process, which a
-// metric's runs can be absent from on one side: a busy figure a run could
-// not time), exactly for the counts a mode fixes, and with the tiny
-// allocations' caveat. bok and hok say whether each side has the metric.
-func decodeRow(m string, b, h *decodeView, alpha float64) (r MetricDiff, bok, hok bool) {
-	runs := b.hasRuns(m) && h.hasRuns(m)
-	bv, bPasses, bok := b.metric(m, runs)
-	hv, hPasses, hok := h.metric(m, runs)
-	if !bok || !hok {
-		return MetricDiff{}, bok, hok
-	}
-	var warn []string
-	if bPasses || hPasses {
-		warn = append(warn, passesWarning)
-	}
-	r = diffValues(m, bv, hv, decodeExact(m, b, h), alpha, warn)
-	if m == "host_allocs_per_token" && r.Delta != 0 && math.Abs(r.Delta) < tinyAllocsNoise && r.Base.Median != 0 && r.Head.Median != 0 {
-		r.Significant = false
-		r.Warnings = append(r.Warnings, tinyAllocsWarning)
-	}
-	return r, true, true
 }
 
 // hasRuns says whether the record pooled several runs of metric m.

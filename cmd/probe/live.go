@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"memprobe/probe/outside"
+)
+
+// liveStdin is where --live reads its keys: the probe's standard input
+// (a variable so that a test can put a pseudo-terminal there).
+var liveStdin = os.Stdin
+
+// liveKeys says whether --live reads keys from in: only from a terminal,
+// which the program then does not get (exec gives it /dev/null).
+func liveKeys(in *os.File) bool { return in != nil && term.IsTerminal(int(in.Fd())) }
+
+// liveView is the live view of a watch (--live) on out, refreshed every
+// second: where stdin is a terminal it is put in raw mode, so that q (or
+// Ctrl-C, a byte then) quits at once, and restored when the view stops,
+// and as soon as the probe gets SIGINT, SIGTERM, SIGHUP or SIGQUIT (a
+// probe that then dies of it leaves the terminal as it found it).
+type liveView struct {
+	once    sync.Once
+	cancel  context.CancelFunc
+	done    chan struct{}
+	restore func()
+	stopSig func()
+}
+
+// startLive starts the view of s. onQuit is called (once, from the
+// view's goroutine) when the user quits: exec sends the program SIGINT,
+// attach ends the watch.
+func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func()) *liveView {
+	v := &liveView{done: make(chan struct{}), restore: func() {}, stopSig: func() {}}
+	var keys io.Reader
+	if liveKeys(in) {
+		fd := int(in.Fd())
+		if old, err := term.MakeRaw(fd); err == nil {
+			var once sync.Once
+			v.restore = func() { once.Do(func() { _ = term.Restore(fd, old) }) }
+			keys = in
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+			quitSig := make(chan struct{})
+			go func() {
+				select {
+				case <-sigs:
+					v.restore()
+				case <-quitSig:
+				}
+			}()
+			v.stopSig = func() { signal.Stop(sigs); close(quitSig) }
+		}
+	}
+	width := func() int {
+		if f, ok := out.(*os.File); ok {
+			if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+				return w
+			}
+		}
+		return 80
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	go func() {
+		defer close(v.done)
+		if outside.Live(ctx, s, out, keys, time.Second, width, nil) == outside.LiveQuit {
+			// The terminal back at once: the program may take its time
+			// to end.
+			v.restore()
+			onQuit()
+		}
+	}()
+	return v
+}
+
+// stop ends the view and gives the terminal back as it was; again, or
+// on a nil view, it does nothing.
+func (v *liveView) stop() {
+	if v == nil {
+		return
+	}
+	v.once.Do(func() {
+		v.cancel()
+		<-v.done
+		v.stopSig()
+		v.restore()
+	})
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal pair: the master (the user's side) and
+// the slave (what the probe reads as its terminal).
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	fd := int(m.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		m.Close()
+		t.Skipf("unlocking the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		m.Close()
+		t.Skipf("naming the pseudo-terminal: %v", err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Skipf("opening the pseudo-terminal's slave: %v", err)
+	}
+	t.Cleanup(func() { s.Close(); m.Close() })
+	return m, s
+}
+
+// termios is the terminal's modes, to compare before and after.
+func termios(t *testing.T, f *os.File) unix.Termios {
+	t.Helper()
+	tm, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *tm
+}
+
+// quitWhenRaw writes q on the master once the slave is in raw mode (no
+// ICANON): the view is then reading its keys. The 20 s bound a failure.
+func quitWhenRaw(t *testing.T, master, slave *os.File) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if tm, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS); err == nil && tm.Lflag&unix.ICANON == 0 {
+			master.Write([]byte("q"))
+			return
+		}
+	}
+	t.Error("the terminal was never put in raw mode")
+}
+
+// TestLivePTY: probe exec --live and probe attach --live on a
+// pseudo-terminal. The view draws frames (on stderr) and the terminal's
+// modes are as before at the end, on each way out: the program ends by
+// itself; q, which sends exec's program SIGINT (130); q, which ends an
+// attach while the process runs on.
+func TestLivePTY(t *testing.T) {
+	master, slave := openPTY(t)
+	before := termios(t, slave)
+	saved := liveStdin
+	liveStdin = slave
+	t.Cleanup(func() { liveStdin = saved })
+	check := func(what, stderr string) {
+		t.Helper()
+		if !strings.Contains(stderr, "q: quit") || !strings.Contains(stderr, "RSS ") {
+			t.Errorf("%s: no frame of the live view on stderr:\n%s", what, stderr)
+		}
+		if after := termios(t, slave); after != before {
+			t.Errorf("%s: the terminal's modes were not restored: lflag %#x, was %#x", what, after.Lflag, before.Lflag)
+		}
+	}
+
+	_, stderr, err := runProbe("exec", "--live", "--", "/bin/sh", "-c", "sleep 0.3")
+	if err != nil {
+		t.Fatalf("program ends: %v", err)
+	}
+	check("program ends", stderr)
+
+	go quitWhenRaw(t, master, slave)
+	_, stderr, err = runProbe("exec", "--live", "--", "sleep", "30")
+	var ec interface{ ExitCode() int }
+	if !errors.As(err, &ec) || ec.ExitCode() != 130 {
+		t.Errorf("exec q: %v, want the program killed by SIGINT (130)", err)
+	}
+	check("exec q", stderr)
+
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	go quitWhenRaw(t, master, slave)
+	stdout, stderr, err := runProbe("attach", "--live", strconv.Itoa(cmd.Process.Pid))
+	if err != nil {
+		t.Errorf("attach q: %v", err)
+	}
+	check("attach q", stderr)
+	if !strings.Contains(stdout, "still running") {
+		t.Errorf("attach q: the report does not say the process runs on:\n%s", stdout)
+	}
+}

@@ -1,0 +1,475 @@
+package outside
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"memprobe/schema"
+)
+
+// The tests of this file come from a new user's first runs of probe exec
+// and probe attach (issue 28): each is a fault they met.
+
+// finding is the diagnosis line of a topic; nil when there is none.
+func finding(p *schema.Process, topic string) *schema.Finding {
+	i := slices.IndexFunc(p.Diagnosis, func(d schema.Finding) bool { return d.Topic == topic })
+	if i < 0 {
+		return nil
+	}
+	return &p.Diagnosis[i]
+}
+
+// peakWalkRun runs testdata/cprogs/peak.c (256 MiB, keeping 16 MiB)
+// under Exec: it grows only once the first walk is taken, and frees most
+// of its peak once the test lets it. With the walks at new highs, the
+// test waits for one at the peak (the 20 s of waitFor bound a failure
+// only); without them (planted), the program is let go after five loop
+// ticks at its peak, and no walk of the session's own sees the peak
+// (SmapsEvery is an hour). Then the end walk, at 16 MiB. "At the peak"
+// is the rule's promise: within 10 % (a walk at 235 MiB of a 256 MiB
+// peak is the last one it takes).
+func peakWalkRun(t *testing.T, planted bool) *schema.Result {
+	t.Helper()
+	o := Options{SmapsEvery: time.Hour, noHighWalks: planted}
+	h := execHeld(t, o, nil, cprog(t, "peak"), "256", "16")
+	h.waitLine(t, "ready")
+	walks := func() int { h.s.mu.Lock(); defer h.s.mu.Unlock(); return h.s.walks }
+	waitFor(t, "the first walk", func() bool { return walks() >= 1 })
+	io.WriteString(h.stdin, "grow\n")
+	h.waitLine(t, "peak")
+	waitFor(t, "the sampler to see the peak", func() bool { return h.s.smp.Peek().Peaks.RSSBytes >= 256<<20 })
+	if planted {
+		time.Sleep(5 * h.s.tick())
+	} else {
+		waitFor(t, "a walk at the peak", func() bool {
+			h.s.mu.Lock()
+			defer h.s.mu.Unlock()
+			return h.s.peak != nil && float64(h.s.peak.Reconciliation.RSSBytes) >= 0.9*float64(h.s.smp.Peek().Peaks.RSSBytes)
+		})
+	}
+	io.WriteString(h.stdin, "free\n")
+	h.waitLine(t, "freed")
+	waitFor(t, "the sampler to see the release", func() bool {
+		r := h.s.smp.Peek()
+		n := len(r.Timeline)
+		return n > 0 && r.Timeline[n-1].RSSBytes < 64<<20
+	})
+	return h.release(t)
+}
+
+// TestWalkAtPeak: a short program's breakdown was taken at 1.50 s during
+// its teardown (RSS 193.8 MiB, 95 % unexplained) while it had peaked at
+// 314.4 MiB at 0.50 s. With the walks at new highs, the breakdown's RSS
+// is within 10 % of the peak and the diagnosis says nothing of a gap;
+// without them (the old behaviour, planted), the breakdown is the first
+// walk's, far below the peak, and the diagnosis says by how much.
+func TestWalkAtPeak(t *testing.T) {
+	r := peakWalkRun(t, false)
+	p := r.Process
+	peak := float64(p.Timeline.PeakRSSBytes)
+	walked := float64(p.AtPeak.Reconciliation.RSSBytes)
+	if walked < 0.9*peak {
+		t.Errorf("breakdown at RSS %.0f MiB, peak %.0f MiB: want within 10 %%\n%s", walked/(1<<20), peak/(1<<20), render(t, r))
+	}
+	if f := finding(p, "peak-walk"); f != nil {
+		t.Errorf("a walk at the peak, yet the diagnosis says %q", f.Text)
+	}
+
+	r = peakWalkRun(t, true)
+	p = r.Process
+	walked = float64(p.AtPeak.Reconciliation.RSSBytes)
+	if walked > 0.5*float64(p.Timeline.PeakRSSBytes) {
+		t.Errorf("planted (no walks at new highs): breakdown at RSS %.0f MiB of a %.0f MiB peak, want the early walk's, below half",
+			walked/(1<<20), float64(p.Timeline.PeakRSSBytes)/(1<<20))
+	}
+	f := finding(p, "peak-walk")
+	if f == nil {
+		t.Fatalf("planted: the breakdown is far from the peak and the diagnosis says nothing\n%s", render(t, r))
+	}
+	gap := float64(max(p.VmHWMBytes, p.Timeline.PeakRSSBytes)) - walked
+	if f.Metric != "peak_walk_gap_bytes" || f.Value != gap || f.Value < 200<<20 {
+		t.Errorf("planted: finding %+v, want peak_walk_gap_bytes = %.0f (over 200 MiB)", f, gap)
+	}
+	t.Logf("planted: %s", f.Text)
+}
+
+// execFaults runs testdata/cprogs/faults.c under Exec to its end.
+func execFaults(t *testing.T, pages, sleeps int) *schema.Process {
+	t.Helper()
+	s, err := Exec(ExecOptions{Options: slowWalks, Args: []string{cprog(t, "faults"), strconv.Itoa(pages), strconv.Itoa(sleeps)},
+		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Process; p.ExitCode == nil || *p.ExitCode != 0 {
+		t.Fatalf("faults %d %d exited with %v", pages, sleeps, p.ExitCode)
+	}
+	return r.Process
+}
+
+// plantedPages is the pages faults.c touches in the planted runs (100
+// MiB of 4 KiB pages).
+const plantedPages = 25600
+
+// TestCountersPlanted: the figures of /usr/bin/time -v, planted. A
+// program that writes N more pages has N more minor faults (within 5 %:
+// the loader's and libc's own faults move a little from run to run); one
+// that sleeps K times more has at least 0.9 K more voluntary context
+// switches; one that computes has more user time. exec reads them from
+// wait4; attach from /proc, the same planted difference in faults.
+func TestCountersPlanted(t *testing.T) {
+	base := execFaults(t, 0, 0)
+	if base.RusageSource != rusageWait4 || base.RusageMinorFaults == 0 {
+		t.Fatalf("exec: source %q, %d minor faults; want wait4's, some", base.RusageSource, base.RusageMinorFaults)
+	}
+	paged := execFaults(t, plantedPages, 0)
+	d := int64(paged.RusageMinorFaults) - int64(base.RusageMinorFaults)
+	if d < plantedPages*95/100 || d > plantedPages*105/100 {
+		t.Errorf("exec: %d pages more moved minor faults by %d (%d → %d), want %d ± 5 %%",
+			plantedPages, d, base.RusageMinorFaults, paged.RusageMinorFaults, plantedPages)
+	}
+	const sleeps = 200
+	slept := execFaults(t, 0, sleeps)
+	if v := int64(slept.RusageVoluntaryContextSwitches) - int64(base.RusageVoluntaryContextSwitches); v < sleeps*9/10 {
+		t.Errorf("exec: %d sleeps more moved voluntary context switches by %d (%d → %d), want at least %d",
+			sleeps, v, base.RusageVoluntaryContextSwitches, slept.RusageVoluntaryContextSwitches, sleeps*9/10)
+	}
+
+	// CPU: 100 million steps of spin.c cost at least 50 ms of user
+	// time on any machine (about 0.4 s here); the program that only
+	// starts, a few ms. Not a timed assertion: CPU time, not wall time,
+	// and a margin of an order of magnitude.
+	s, err := Exec(ExecOptions{Options: slowWalks, Args: []string{cprog(t, "spin"), "100000000"}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := r.Process.RusageUserMs; u < base.RusageUserMs+50 {
+		t.Errorf("exec: 100 million steps moved user time from %.1f ms to %.1f ms, want at least 50 ms more", base.RusageUserMs, u)
+	}
+
+	attach := func(pages int) *schema.Process {
+		cmd, _ := startHeld(t, "ready", cprog(t, "faults"), strconv.Itoa(pages), "0", "hold")
+		s, err := Attach(cmd.Process.Pid, slowWalks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r, err := s.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Process
+	}
+	a0, a1 := attach(0), attach(plantedPages)
+	if a0.RusageSource != rusageProc {
+		t.Fatalf("attach: source %q, want %q", a0.RusageSource, rusageProc)
+	}
+	d = int64(a1.RusageMinorFaults) - int64(a0.RusageMinorFaults)
+	if d < plantedPages*95/100 || d > plantedPages*105/100 {
+		t.Errorf("attach: %d pages more moved minor faults by %d (%d → %d), want %d ± 5 %%",
+			plantedPages, d, a0.RusageMinorFaults, a1.RusageMinorFaults, plantedPages)
+	}
+}
+
+// timeV reads the figures of /usr/bin/time -v's report.
+func timeV(t *testing.T, out string) map[string]int64 {
+	t.Helper()
+	m := map[string]int64{}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			m[k] = n
+		}
+	}
+	return m
+}
+
+// TestCountersAgainstTime: probe exec's faults and context switches
+// against /usr/bin/time -v's of the same program (two runs, so within a
+// tolerance): minor faults within 5 % and 300 (the program's own 25,600
+// dominate; time and the probe start it differently), major faults
+// within 20, voluntary context switches (200 sleeps) within 20 % and
+// 30. CPU times and involuntary switches depend on the machine's load
+// and are not compared.
+func TestCountersAgainstTime(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		t.Skip("no /usr/bin/time (Debian's time; scripts/install-deps.sh installs it as root)")
+	}
+	prog := cprog(t, "faults")
+	out, err := exec.Command("/usr/bin/time", "-v", prog, strconv.Itoa(plantedPages), "200").CombinedOutput()
+	if err != nil {
+		t.Fatalf("time -v: %v\n%s", err, out)
+	}
+	tv := timeV(t, string(out))
+	p := execFaults(t, plantedPages, 200)
+	within := func(what string, got uint64, key string, pct, abs float64) {
+		want, ok := tv[key]
+		if !ok {
+			t.Fatalf("time -v printed no %q:\n%s", key, out)
+		}
+		if d := math.Abs(float64(got) - float64(want)); d > abs+pct/100*float64(want) {
+			t.Errorf("%s: probe exec %d, time -v %d: want within %.0f %% and %.0f", what, got, want, pct, abs)
+		}
+	}
+	within("minor faults", p.RusageMinorFaults, "Minor (reclaiming a frame) page faults", 5, 300)
+	within("major faults", p.RusageMajorFaults, "Major (requiring I/O) page faults", 0, 20)
+	within("voluntary context switches", p.RusageVoluntaryContextSwitches, "Voluntary context switches", 20, 30)
+	t.Logf("probe exec: %s", countersLine(p))
+	t.Logf("time -v: minor %d, major %d, voluntary %d, involuntary %d", tv["Minor (reclaiming a frame) page faults"],
+		tv["Major (requiring I/O) page faults"], tv["Voluntary context switches"], tv["Involuntary context switches"])
+}
+
+// masked is a diagnosis line with its figures and addresses masked: what
+// two runs of one program share.
+func masked(s string) string {
+	return regexp.MustCompile(`0x[0-9a-f]+|[0-9]+(\.[0-9]+)?`).ReplaceAllString(s, "#")
+}
+
+// TestAttachSameDiagnosis: attach on a Python process that was 98.5 %
+// unexplained gave no diagnosis line where exec on a similar program
+// did. A program holding 128 MiB in one anonymous mapping, watched by
+// exec and by attach: the same unexplained line (figures within 2 %),
+// and attach has a peak line too.
+func TestAttachSameDiagnosis(t *testing.T) {
+	const pages = 32768 // 128 MiB
+	h := execHeld(t, slowWalks, nil, cprog(t, "faults"), strconv.Itoa(pages), "0", "hold")
+	h.waitLine(t, "ready")
+	ex := h.release(t).Process
+
+	cmd, _ := startHeld(t, "ready", cprog(t, "faults"), strconv.Itoa(pages), "0", "hold")
+	s, err := Attach(cmd.Process.Pid, slowWalks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := s.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := r.Process
+	fe, fa := finding(ex, "unexplained"), finding(at, "unexplained")
+	if fe == nil {
+		t.Fatalf("exec: no unexplained line: %+v", ex.Diagnosis)
+	}
+	if fa == nil {
+		t.Fatalf("attach: no unexplained line where exec has %q\n%s", fe.Text, render(t, r))
+	}
+	if masked(fe.Text) != masked(fa.Text) || fe.Metric != fa.Metric || math.Abs(fe.Value-fa.Value) > 0.02*fe.Value {
+		t.Errorf("exec and attach differ:\nexec   %s (%s %.0f)\nattach %s (%s %.0f)", fe.Text, fe.Metric, fe.Value, fa.Text, fa.Metric, fa.Value)
+	}
+	if fa.Value < pages*4096 {
+		t.Errorf("attach: unexplained %.0f bytes, want at least the 128 MiB mapping", fa.Value)
+	}
+	if finding(at, "peak") == nil {
+		t.Errorf("attach: no peak line: %+v", at.Diagnosis)
+	}
+}
+
+// TestAttachPeakBefore: the likely cause of the 98.5 % above: a process
+// that peaked before the attach (VmHWM 256 MiB) and holds 16 MiB when
+// watched. Its breakdown, of 16 MiB, explains almost none of the peak
+// (the residual against VmHWM is what read as 98.5 % unexplained): the
+// diagnosis says that the peak came before the attach, by how much.
+func TestAttachPeakBefore(t *testing.T) {
+	cmd := exec.Command(cprog(t, "peak"), "256", "16")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	out := bufio.NewReader(stdout)
+	expect := func(want string) {
+		t.Helper()
+		if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != want {
+			t.Fatalf("peak printed %q, %v; want %q", line, err, want)
+		}
+	}
+	expect("ready")
+	io.WriteString(stdin, "grow\n")
+	expect("peak")
+	io.WriteString(stdin, "free\n")
+	expect("freed")
+	s, err := Attach(cmd.Process.Pid, slowWalks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := s.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Process
+	f := finding(p, "peak-walk")
+	if f == nil || !strings.Contains(f.Text, "before the attach") || f.Value < 200<<20 {
+		t.Fatalf("peak-walk finding %+v: want one saying the peak came before the attach, over 200 MiB above the walk\n%s", f, render(t, r))
+	}
+	if pk := finding(p, "peak"); pk == nil || pk.Value < 256<<20 {
+		t.Errorf("peak finding %+v: want VmHWM, at least 256 MiB", pk)
+	}
+	t.Logf("%s", f.Text)
+}
+
+// execChildren runs args under Exec with --children to their end.
+func execChildren(t *testing.T, o Options, args ...string) *schema.Result {
+	t.Helper()
+	o.Children = true
+	s, err := Exec(ExecOptions{Options: o, Args: args, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Process.ExitCode; c == nil || *c != 0 {
+		t.Fatalf("%s exited with %v", args[0], c)
+	}
+	return r
+}
+
+// TestChildren: descendants of known sizes and lifetimes (forks.c: 64,
+// 32 and 16 MiB, each living 400 ms, one at a time) are each in the
+// table with their peak (within 8 MiB above their mapping), a lifetime
+// of at least 200 ms (its start is the kernel's; the last read that saw
+// it may come up to ten periods before its end on a busy machine), the
+// tree's peak at least the largest one's, and the largest named in the
+// diagnosis; none missed. Planted: children of 1 MiB that live a
+// millisecond or two, 500 ms apart, read every 100 ms (20 ms in the
+// first second), are seen or counted missed, every one, and some missed.
+func TestChildren(t *testing.T) {
+	r := execChildren(t, Options{}, cprog(t, "forks"), "50", "64:400", "32:400", "16:400")
+	p := r.Process
+	if !p.ChildrenWatched || len(p.Children) != 3 {
+		t.Fatalf("watched %v, %d children, want 3\n%s", p.ChildrenWatched, len(p.Children), render(t, r))
+	}
+	for i, mib := range []uint64{64, 32, 16} {
+		c := p.Children[i] // by pid: in the order forked
+		if pk := childPeak(&c); pk < mib<<20 || pk > (mib+8)<<20 {
+			t.Errorf("child %d (%d MiB): peak %d MiB", c.PID, mib, pk>>20)
+		}
+		if c.LifetimeMs < 200 || !c.Exited || c.PPID != p.PID {
+			t.Errorf("child %d: lifetime %.0f ms (want at least 200), exited %v, parent %d", c.PID, c.LifetimeMs, c.Exited, c.PPID)
+		}
+	}
+	if p.DescendantsMissed != 0 {
+		t.Errorf("%d missed, want 0: every child was seen", p.DescendantsMissed)
+	}
+	if p.TreePeakRSSBytes < 64<<20 || p.DescendantPeakRSSBytes < 64<<20 {
+		t.Errorf("tree peak %d MiB, largest descendant %d MiB: want at least 64", p.TreePeakRSSBytes>>20, p.DescendantPeakRSSBytes>>20)
+	}
+	f := finding(p, "children")
+	if f == nil || f.Metric != "descendant_peak_rss_bytes" || f.Value < 64<<20 || !strings.Contains(f.Text, fmt.Sprintf("(pid %d)", p.Children[0].PID)) {
+		t.Errorf("children finding %+v: want the 64 MiB child named", f)
+	}
+	if out := render(t, r); !strings.Contains(out, "tree peak RSS") || !strings.Contains(out, "Descendants (--children)") {
+		t.Errorf("no tree headline or descendants table:\n%s", out)
+	}
+
+	r = execChildren(t, Options{Interval: 100 * time.Millisecond}, cprog(t, "forks"), "500", "1:0", "1:0", "1:0")
+	p = r.Process
+	if n := len(p.Children) + p.DescendantsMissed; n < 3 || p.DescendantsMissed < 1 {
+		t.Errorf("short-lived: %d seen, %d missed; want all 3 accounted for, some missed\n%s", len(p.Children), p.DescendantsMissed, render(t, r))
+	}
+	if f := finding(p, "children"); f == nil || !strings.Contains(render(t, r), "missed") {
+		t.Errorf("short-lived: the diagnosis does not say some were missed: %+v", p.Diagnosis)
+	}
+}
+
+// TestChildrenGCC: a real compiler driver, gcc -c of a small file, runs
+// cc1 and as for some milliseconds each (the run: about 25 ms). A 60 ms
+// gcc had no children recorded and no word said. Now at least one is
+// seen or counted missed, one seen is named in the diagnosis, and where
+// wait4's maxrss (the largest peak of gcc and the children it waited
+// for) is above every peak read, a line says so.
+func TestChildrenGCC(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc on PATH")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "small.c")
+	if err := os.WriteFile(src, []byte("int add(int a, int b) { return a + b; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := execChildren(t, Options{}, gcc, "-c", src, "-o", filepath.Join(dir, "small.o"))
+	p := r.Process
+	if n := len(p.Children) + p.DescendantsMissed; n < 1 {
+		t.Errorf("gcc -c: no descendant seen or counted missed\n%s", render(t, r))
+	}
+	if len(p.Children) > 0 && finding(p, "children") == nil {
+		t.Errorf("gcc -c: descendants seen but none named: %+v", p.Diagnosis)
+	}
+	// Unless maxrss is the probe's own image (forkImage: a probe larger
+	// than gcc's children, as under -race).
+	if top := max(p.VmHWMBytes, p.DescendantPeakRSSBytes); p.RusageMaxRSSBytes > top+top/20 && !forkImage(p) &&
+		!slices.ContainsFunc(p.Diagnosis, func(d schema.Finding) bool {
+			return strings.Contains(d.Text, "wait4's maxrss") && d.Topic == "children"
+		}) {
+		t.Errorf("gcc -c: wait4's maxrss %d above every peak read (%d), and no children line says so: %+v", p.RusageMaxRSSBytes, top, p.Diagnosis)
+	}
+	t.Logf("%s", treeLine(p))
+	for _, d := range p.Diagnosis {
+		t.Logf("%s", d.Text)
+	}
+}
+
+// TestMajorFaultsPlanted: a program that reads 4,096 pages of a file
+// dropped from the page cache, with readahead off, has 4,096 more major
+// faults (within 10 %) than one that reads none. Skipped where the test's
+// temporary directory is tmpfs, whose pages never leave memory.
+func TestMajorFaultsPlanted(t *testing.T) {
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
+		t.Skipf("%s is tmpfs: its pages are never read back from a disk, so no major faults to plant", dir)
+	}
+	run := func(pages int) *schema.Process {
+		s, err := Exec(ExecOptions{Options: slowWalks, Args: []string{cprog(t, "majfaults"), filepath.Join(dir, "f"), strconv.Itoa(pages)},
+			Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := r.Process.ExitCode; c == nil || *c != 0 {
+			t.Fatalf("majfaults %d exited with %v", pages, c)
+		}
+		return r.Process
+	}
+	const pages = 4096
+	a, b := run(0), run(pages)
+	if d := int64(b.RusageMajorFaults) - int64(a.RusageMajorFaults); d < pages*9/10 || d > pages*11/10 {
+		t.Errorf("%d pages read from the disk moved major faults by %d (%d → %d), want %d ± 10 %%", pages, d, a.RusageMajorFaults, b.RusageMajorFaults, pages)
+	}
+}
