@@ -304,3 +304,54 @@ func TestOrderBySeq(t *testing.T) {
 		}
 	}
 }
+
+// TestDlopen: a block allocated in a library the program dlopened and
+// then closed is named by that library's symbols (the library writes the
+// maps before dlclose unmaps it).
+func TestDlopen(t *testing.T) {
+	plugin := filepath.Join(t.TempDir(), "libplugin.so")
+	if out, err := exec.Command("gcc", "-O1", "-g", "-shared", "-fPIC", "-o", plugin, filepath.Join("testdata", "plugin.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	s, warns, _ := record(t, 1, prog(t, "dlopen.c", "-ldl"), plugin)
+	if len(warns) > 0 {
+		t.Errorf("warnings: %q", warns)
+	}
+	x := site(s.TopExit, "plugin_alloc")
+	if x == nil || x.Bytes != 5*12345 || x.Objects != 5 || filepath.Base(x.Object) != "libplugin.so" {
+		t.Fatalf("exit sites %+v: want plugin_alloc in libplugin.so, 61725 bytes in 5 blocks", s.TopExit)
+	}
+	if len(x.Stack) < 2 || x.Stack[1] != "main" {
+		t.Errorf("stack %q: want main above plugin_alloc", x.Stack)
+	}
+}
+
+// TestStress: testdata/stress.c at test scale (4 threads, 20000
+// allocations each, and one 64 KiB block every 64th) at rate 1: every
+// allocation of every thread is recorded and matched, so the records of
+// four threads' interleaved buffers are put back in order: the exit holds
+// nothing of the three sites, and each is named.
+func TestStress(t *testing.T) {
+	const n, threads = 20000, 4
+	s, warns, _ := record(t, 1, prog(t, "stress.c"), fmt.Sprint(n), fmt.Sprint(threads))
+	if len(warns) > 0 {
+		t.Errorf("warnings: %q", warns)
+	}
+	perThread := int64(n + (n+63)/64 + 2) // the window's, the big ones, the two arrays
+	if s.SampledObjects < threads*perThread || s.AllocObjects != s.SampledObjects {
+		t.Errorf("%d allocations counted, %d recorded: want every one, at least %d", s.AllocObjects, s.SampledObjects, threads*perThread)
+	}
+	for _, fn := range []string{"small_site", "medium_site", "big_site"} {
+		if x := site(s.TopPeak, fn); x == nil || x.Bytes <= 0 {
+			t.Errorf("peak sites %+v: want %s", s.TopPeak, fn)
+		}
+		if x := site(s.TopExit, fn); x != nil {
+			t.Errorf("exit: %s %+v, want none (all freed)", fn, x)
+		}
+	}
+	// At most each thread's window and big blocks: 4096 blocks of at
+	// most 4095 B and 256 of 64 KiB.
+	if limit := int64(threads * (4096*4095 + 256*65536 + 64<<10)); s.PeakInUseBytes > limit || s.PeakInUseBytes < 16<<20 {
+		t.Errorf("peak in use %d, want between 16 MiB and %d", s.PeakInUseBytes, limit)
+	}
+}
