@@ -180,9 +180,17 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		how = fmt.Sprintf("sampled at one per %s allocated on average, scaled: estimates", iec(st.RateBytes))
 	}
 	heading(fmt.Sprintf("Allocation sites (pid %d; %s)", st.PID, how))
-	e.line("allocated %d blocks, %s in all; in use at the peak %s in %d blocks (%.3f s); at exit %s in %d blocks; %d temporary blocks (freed before their thread allocated again)",
-		st.AllocObjects, iec(st.AllocBytes), iec(st.PeakInUseBytes), st.PeakInUseObjects, st.PeakAtMs/1000,
-		iec(st.ExitInUseBytes), st.ExitInUseObjects, st.TemporaryObjects)
+	source := ""
+	switch st.PeakSource {
+	case "counted":
+		source = ", every block counted"
+	case "sampled":
+		source = ", the largest sampled estimate: biased high"
+	}
+	n := func(v int64) string { return table.GroupDigits(fmt.Sprint(v)) }
+	e.line("allocated %s blocks, %s in all; in use at the peak %s in %s blocks (at %.3f s%s); at exit %s in %s blocks; %s temporary blocks (freed before their thread allocated again)",
+		n(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), n(st.PeakInUseObjects), st.PeakAtMs/1000, source,
+		iec(st.ExitInUseBytes), n(st.ExitInUseObjects), n(st.TemporaryObjects))
 	site := func(x schema.Site) string {
 		s := x.Function
 		if x.File != "" {
@@ -202,7 +210,8 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 			e.line("%s: none", t.title)
 			continue
 		}
-		tb := table.New(t.title, table.Column{Name: "bytes", Kind: table.Bytes}, table.Column{Name: "blocks"}, table.Column{Name: "temporary"}, table.Column{Name: "site"})
+		tb := table.New(t.title, table.Column{Name: "bytes", Kind: table.Bytes}, table.Column{Name: "blocks", Kind: table.Int},
+			table.Column{Name: "temporary", Kind: table.Int}, table.Column{Name: "site"})
 		for _, x := range t.rows {
 			tb.Add(x.Bytes, x.Objects, x.Temporary, site(x))
 		}

@@ -1,6 +1,7 @@
 package outside
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,7 +10,10 @@ import (
 	"testing"
 
 	"memprobe/internal/cshared"
+	"memprobe/internal/golden"
+	"memprobe/internal/table"
 	"memprobe/probe/sites"
+	"memprobe/schema"
 )
 
 // sitesLib builds the allocation-site library and points Exec at it.
@@ -106,5 +110,39 @@ func TestExecSitesGo(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "sees only its C allocations") {
 		t.Errorf("warnings %q: want one saying --sites sees only the C allocations", r.Warnings)
+	}
+}
+
+// TestRenderSitesGolden: the sites section of the report, text and
+// markdown, from a made-up result: sampled, with every table and the
+// arena split; go test -update rewrites it.
+func TestRenderSitesGolden(t *testing.T) {
+	st := &schema.Sites{RateBytes: 524288, PID: 4242, PeakInUseBytes: 300 << 20, PeakInUseObjects: 120000, PeakAtMs: 1500,
+		PeakSource: "counted", ExitInUseBytes: 12 << 20, ExitInUseObjects: 40, AllocObjects: 9000000, AllocBytes: 20 << 30,
+		SampledObjects: 41000, TemporaryObjects: 2500000,
+		TopPeak: []schema.Site{
+			{Function: "load_batch", File: "src/data.c", Line: 88, Object: "/opt/app", Bytes: 256 << 20, Objects: 64, Stack: []string{"load_batch", "train_step", "main", "__libc_start_main"}},
+			{Function: "shapes::Grid<double>::Grid(unsigned long)", Object: "/opt/app", Bytes: 44 << 20, Objects: 119936, Stack: []string{"shapes::Grid<double>::Grid(unsigned long)"}},
+		},
+		TopExit:      []schema.Site{{Function: "cache_put", File: "src/cache.c", Line: 12, Object: "/opt/app", Bytes: 12 << 20, Objects: 40, Stack: []string{"cache_put", "main"}}},
+		TopTemporary: []schema.Site{{Function: "fmt_row", File: "src/log.c", Line: 30, Object: "/opt/app", Bytes: 1 << 30, Objects: 2400000, Temporary: 2400000, Stack: []string{"fmt_row", "log_step", "main"}}},
+		Fragmentation: &schema.SitesFragmentation{At: "peak", AtMs: 1600, ArenaResidentBytes: 400 << 20, InUseBytes: 100 << 20, FreeResidentBytes: 300 << 20, FreeResidentPct: 75,
+			Arenas: []schema.SitesArena{{Arena: "main", ResidentBytes: 300 << 20, InUseBytes: 60 << 20, FreeResidentBytes: 240 << 20}, {Arena: "others", ResidentBytes: 100 << 20, InUseBytes: 40 << 20, FreeResidentBytes: 60 << 20}}},
+	}
+	for _, f := range []table.Format{table.Text, table.Markdown} {
+		var b bytes.Buffer
+		e := &errWriter{w: &b, md: f == table.Markdown}
+		heading := func(s string) { e.printf("\n%s\n", s) }
+		render := func(tb *table.Table) {
+			e.block()
+			if e.err == nil {
+				e.err = tb.Render(&b, f)
+			}
+		}
+		renderSites(e, heading, render, st)
+		if e.err != nil {
+			t.Fatal(e.err)
+		}
+		golden.Check(t, "sites_"+string(f)+".golden", b.Bytes())
 	}
 }
