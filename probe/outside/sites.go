@@ -217,6 +217,19 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		}
 		render(tb)
 	}
+	if len(st.Processes) > 1 {
+		// A wrapper (sh -c, a launcher) may be the program started while
+		// a child does the allocating: each image is listed, and the
+		// profiles hold them all (label pid).
+		tb := table.New("every process image recorded (the profiles hold them all, by pid)",
+			table.Column{Name: "pid"}, table.Column{Name: "parent"}, table.Column{Name: "image"},
+			table.Column{Name: "executable"}, table.Column{Name: "peak in use", Kind: table.Bytes}, table.Column{Name: "at exit", Kind: table.Bytes},
+			table.Column{Name: "allocations", Kind: table.Int}, table.Column{Name: "ended"})
+		for _, pr := range st.Processes {
+			tb.Add(pr.PID, pr.PPID, pr.Image, pr.Executable, pr.PeakInUseBytes, pr.ExitInUseBytes, pr.AllocObjects, pr.Ended)
+		}
+		render(tb)
+	}
 	if f := st.Fragmentation; f != nil {
 		tb := table.New(fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident = in use (sites) + free but resident", f.At, f.AtMs/1000),
 			table.Column{Name: "arena"}, table.Column{Name: "resident", Kind: table.Bytes}, table.Column{Name: "in use", Kind: table.Bytes}, table.Column{Name: "free but resident", Kind: table.Bytes})

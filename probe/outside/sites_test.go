@@ -125,6 +125,11 @@ func TestRenderSitesGolden(t *testing.T) {
 			{Function: "shapes::Grid<double>::Grid(unsigned long)", Object: "/opt/app", Bytes: 44 << 20, Objects: 119936, Stack: []string{"shapes::Grid<double>::Grid(unsigned long)"}},
 		},
 		TopExit:      []schema.Site{{Function: "cache_put", File: "src/cache.c", Line: 12, Object: "/opt/app", Bytes: 12 << 20, Objects: 40, Stack: []string{"cache_put", "main"}}},
+		Processes: []schema.SitesProcess{
+			{PID: 4242, PPID: 4200, Image: 0, Executable: "/usr/bin/dash", PeakInUseBytes: 40 << 10, ExitInUseBytes: 8 << 10, AllocObjects: 30, Ended: "execve"},
+			{PID: 4242, PPID: 4200, Image: 1, Executable: "/opt/app", PeakInUseBytes: 300 << 20, ExitInUseBytes: 12 << 20, AllocObjects: 9000000, Ended: "exit"},
+			{PID: 4250, PPID: 4242, Image: 0, Executable: "/opt/app", PeakInUseBytes: 2 << 20, ExitInUseBytes: 0, AllocObjects: 1200, Ended: "unflushed"},
+		},
 		TopTemporary: []schema.Site{{Function: "fmt_row", File: "src/log.c", Line: 30, Object: "/opt/app", Bytes: 1 << 30, Objects: 2400000, Temporary: 2400000, Stack: []string{"fmt_row", "log_step", "main"}}},
 		Fragmentation: &schema.SitesFragmentation{At: "peak", AtMs: 1600, ArenaResidentBytes: 400 << 20, InUseBytes: 100 << 20, FreeResidentBytes: 300 << 20, FreeResidentPct: 75,
 			Arenas: []schema.SitesArena{{Arena: "main", ResidentBytes: 300 << 20, InUseBytes: 60 << 20, FreeResidentBytes: 240 << 20}, {Arena: "others", ResidentBytes: 100 << 20, InUseBytes: 40 << 20, FreeResidentBytes: 60 << 20}}},
