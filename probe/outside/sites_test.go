@@ -124,7 +124,7 @@ func TestRenderSitesGolden(t *testing.T) {
 			{Function: "load_batch", File: "src/data.c", Line: 88, Object: "/opt/app", Bytes: 256 << 20, Objects: 64, Stack: []string{"load_batch", "train_step", "main", "__libc_start_main"}},
 			{Function: "shapes::Grid<double>::Grid(unsigned long)", Object: "/opt/app", Bytes: 44 << 20, Objects: 119936, Stack: []string{"shapes::Grid<double>::Grid(unsigned long)"}},
 		},
-		TopExit:      []schema.Site{{Function: "cache_put", File: "src/cache.c", Line: 12, Object: "/opt/app", Bytes: 12 << 20, Objects: 40, Stack: []string{"cache_put", "main"}}},
+		TopExit: []schema.Site{{Function: "cache_put", File: "src/cache.c", Line: 12, Object: "/opt/app", Bytes: 12 << 20, Objects: 40, Stack: []string{"cache_put", "main"}}},
 		Processes: []schema.SitesProcess{
 			{PID: 4242, PPID: 4200, Image: 0, Executable: "/usr/bin/dash", PeakInUseBytes: 40 << 10, ExitInUseBytes: 8 << 10, AllocObjects: 30, Ended: "execve"},
 			{PID: 4242, PPID: 4200, Image: 1, Executable: "/opt/app", PeakInUseBytes: 300 << 20, ExitInUseBytes: 12 << 20, AllocObjects: 9000000, Ended: "exit"},
