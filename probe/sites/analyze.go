@@ -298,6 +298,11 @@ func allocatorFrame(f frame) bool {
 		return true
 	case strings.HasPrefix(base, "libc.so"), strings.HasPrefix(base, "libstdc++.so"), strings.HasPrefix(base, "libgcc_s.so"):
 		return true
+	case strings.HasPrefix(f.file, "/usr/include/c++/"):
+		// The C++ library's templates inlined into the program
+		// (std::vector's storage, std::allocator): the site is the
+		// program's code that used them.
+		return true
 	}
 	return false
 }

@@ -19,6 +19,9 @@ import (
 // recorder's frames, each named, and the site (the first frame that is
 // not the allocator's).
 type named struct {
+	// frames are the stack's functions, innermost first: one or more a
+	// program counter (functions inlined into another), pcs[i] the
+	// program counter of frames[i].
 	pcs    []uint64
 	frames []frame
 	site   int // index in frames; len(frames) when every frame is the allocator's
@@ -65,9 +68,12 @@ func newBuilder(libName string, rate uint64) *builder {
 // name symbolizes one stack of an image.
 func (b *builder) name(maps []mapping, pcs []uint64) *named {
 	pcs = stripped(pcs, maps, b.libName)
-	n := &named{pcs: pcs, frames: make([]frame, len(pcs))}
-	for i, pc := range pcs {
-		n.frames[i] = b.sym.frame(maps, pc)
+	n := &named{}
+	for _, pc := range pcs {
+		for _, f := range b.sym.frames(maps, pc) {
+			n.pcs = append(n.pcs, pc)
+			n.frames = append(n.frames, f)
+		}
 	}
 	n.site = len(n.frames)
 	for i, f := range n.frames {
@@ -79,11 +85,23 @@ func (b *builder) name(maps []mapping, pcs []uint64) *named {
 	return n
 }
 
-// add puts one stack's figures of an image into the profiles.
+// add puts one stack's figures of an image into the profiles. The stack
+// starts at its site, as Go's heap profiles start at the allocating
+// function: the allocator's frames (operator new, the C library's, the
+// C++ library's inlined templates) would take every byte's flat share.
 func (b *builder) add(pid int, n *named, a *acc) {
-	locs := make([]*profile.Location, 0, len(n.frames))
-	for i, f := range n.frames {
-		locs = append(locs, b.location(n.pcs[i], f))
+	fs, pcs := n.frames, n.pcs
+	if n.site < len(fs) {
+		fs, pcs = fs[n.site:], pcs[n.site:]
+	}
+	locs := make([]*profile.Location, 0, len(fs))
+	for i := 0; i < len(fs); {
+		j := i + 1
+		for j < len(fs) && pcs[j] == pcs[i] {
+			j++
+		}
+		locs = append(locs, b.location(pcs[i], fs[i:j]))
+		i = j
 	}
 	lbl := map[string][]int64{"pid": {int64(pid)}}
 	put := func(kind string, obj, bytes float64) {
@@ -100,7 +118,10 @@ func (b *builder) add(pid int, n *named, a *acc) {
 
 func round(v float64) int64 { return int64(math.Round(v)) }
 
-func (b *builder) location(pc uint64, f frame) *profile.Location {
+// location is pc's location in the profiles, its lines the functions fs
+// (innermost first: pprof's order for inlined functions).
+func (b *builder) location(pc uint64, fs []frame) *profile.Location {
+	f := fs[0]
 	var m *profile.Mapping
 	if f.m != nil {
 		key := fmt.Sprintf("%x-%x %s", f.m.start, f.m.end, f.m.path)
@@ -114,17 +135,22 @@ func (b *builder) location(pc uint64, f frame) *profile.Location {
 			b.maps[key] = m
 		}
 	}
-	key := strconv.FormatUint(pc, 16) + " " + f.obj
+	// One pc may stand for more or fewer lines: a stack that starts at
+	// an inlined site drops the allocator's lines above it.
+	key := strconv.FormatUint(pc, 16) + " " + strconv.Itoa(len(fs)) + " " + f.obj
 	if l := b.locs[key]; l != nil {
 		return l
 	}
-	fkey := f.fn + "\x00" + f.file
-	fn := b.funcs[fkey]
-	if fn == nil {
-		fn = &profile.Function{ID: uint64(len(b.funcs) + 1), Name: f.fn, SystemName: f.fn, Filename: f.file}
-		b.funcs[fkey] = fn
+	l := &profile.Location{ID: uint64(len(b.locs) + 1), Address: pc - 1, Mapping: m}
+	for _, f := range fs {
+		fkey := f.fn + "\x00" + f.file
+		fn := b.funcs[fkey]
+		if fn == nil {
+			fn = &profile.Function{ID: uint64(len(b.funcs) + 1), Name: f.fn, SystemName: f.fn, Filename: f.file}
+			b.funcs[fkey] = fn
+		}
+		l.Line = append(l.Line, profile.Line{Function: fn, Line: int64(f.line)})
 	}
-	l := &profile.Location{ID: uint64(len(b.locs) + 1), Address: pc - 1, Mapping: m, Line: []profile.Line{{Function: fn, Line: int64(f.line)}}}
 	b.locs[key] = l
 	return l
 }

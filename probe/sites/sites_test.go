@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -181,15 +182,22 @@ func TestPlantedExact(t *testing.T) {
 }
 
 // TestCxxSites: a C++ program's site is its own function, demangled, not
-// operator new; the leak's bytes are exact.
+// operator new nor the std::vector and std::allocator code inlined into
+// it; its line is the program's (the vector's construction, cxx.cc:12),
+// and the functions inlined above it are frames of their own
+// (std::make_unique, inlined into make_grids); the leak's bytes are
+// exact.
 func TestCxxSites(t *testing.T) {
 	s, _, _ := record(t, 1, prog(t, "cxx.cc"))
 	x := site(s.TopExit, "shapes::Grid<double>::Grid(unsigned long)")
 	if x == nil || x.Bytes != 4*250000*8 || x.Objects != 4 {
 		t.Fatalf("exit sites %+v: want shapes::Grid<double>::Grid(unsigned long) with 8000000 bytes in 4 blocks", s.TopExit)
 	}
-	if len(x.Stack) < 2 || x.Stack[1] != "make_grids()" {
-		t.Errorf("stack %q: want make_grids() above the site", x.Stack)
+	if filepath.Base(x.File) != "cxx.cc" || x.Line != 12 {
+		t.Errorf("site at %s:%d, want cxx.cc:12", x.File, x.Line)
+	}
+	if !slices.Contains(x.Stack, "make_grids()") || !strings.Contains(strings.Join(x.Stack, "\n"), "std::make_unique<shapes::Grid<double>") {
+		t.Errorf("stack %q: want std::make_unique (inlined) and make_grids() above the site", x.Stack)
 	}
 }
 

@@ -87,6 +87,10 @@ type object struct {
 	syms    []elf.Symbol // functions, by address
 	lines   []lineEntry  // by address; nil without DWARF
 	debug   string       // the separate debug file used, if any
+	// dw is the DWARF the lines came from, kept for the inlined
+	// functions (inlined); nil without.
+	dw    *dwarf.Data
+	names map[dwarf.Offset]string // inlined.name's cache
 }
 
 type lineEntry struct {
@@ -185,6 +189,7 @@ func (o *object) addLines(f *elf.File) {
 		lines = []lineEntry{}
 	}
 	o.lines = lines
+	o.dw, o.names = d, map[dwarf.Offset]string{}
 }
 
 // buildID is the hex of the file's GNU build ID note, "" without one.
@@ -230,6 +235,141 @@ func (o *object) lookup(addr uint64) (fn, file string, line int) {
 		file, line = o.lines[j].file, o.lines[j].line
 	}
 	return fn, file, line
+}
+
+// inlined is the chain of functions at addr (an ELF address) that the
+// DWARF describes: the function whose code it is, then each function
+// inlined into it down to the innermost, as (name, file, line) frames
+// innermost first, each outer frame's line the call site of the one
+// inside it. nil where the DWARF has no function at addr: the symbol
+// table's name stands.
+func (o *object) inlined(addr uint64) []frame {
+	if o.dw == nil {
+		return nil
+	}
+	r := o.dw.Reader()
+	cu, err := r.SeekPC(addr)
+	if err != nil || cu == nil {
+		return nil
+	}
+	var files []*dwarf.LineFile
+	if lr, err := o.dw.LineReader(cu); err == nil && lr != nil {
+		files = lr.Files()
+	}
+	var chain []*dwarf.Entry
+	depth := 0
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			if depth--; depth < 0 {
+				break
+			}
+			continue
+		}
+		in := false
+		switch e.Tag {
+		case dwarf.TagNamespace, dwarf.TagModule:
+			in = true // functions may be defined inside
+		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine, dwarf.TagLexDwarfBlock:
+			rs, _ := o.dw.Ranges(e)
+			for _, rg := range rs {
+				if addr >= rg[0] && addr < rg[1] {
+					in = true
+					break
+				}
+			}
+			if in && e.Tag != dwarf.TagLexDwarfBlock {
+				chain = append(chain, e)
+			}
+		}
+		switch {
+		case in && e.Children:
+			depth++
+		case e.Children:
+			r.SkipChildren()
+		}
+	}
+	if len(chain) == 0 {
+		return nil
+	}
+	out := make([]frame, 0, len(chain))
+	file, line := "", 0
+	if j := sort.Search(len(o.lines), func(j int) bool { return o.lines[j].addr > addr }) - 1; j >= 0 {
+		file, line = o.lines[j].file, o.lines[j].line
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		out = append(out, frame{fn: o.name(chain[i], 0), file: file, line: line})
+		// The next frame out is at this one's call site.
+		file, line = "", 0
+		if idx, ok := chain[i].Val(dwarf.AttrCallFile).(int64); ok && idx >= 0 && int(idx) < len(files) && files[idx] != nil {
+			file = files[idx].Name
+		}
+		if l, ok := chain[i].Val(dwarf.AttrCallLine).(int64); ok {
+			line = int(l)
+		}
+	}
+	return out
+}
+
+// name is a DWARF function's name: its linkage name demangled (a C++
+// function's full name), else its name, else its abstract origin's or
+// its declaration's.
+func (o *object) name(e *dwarf.Entry, hops int) string {
+	if n, ok := o.names[e.Offset]; ok {
+		return n
+	}
+	n := ""
+	if ln, ok := e.Val(dwarf.AttrLinkageName).(string); ok && ln != "" {
+		n = demangle.Filter(ln)
+	} else if ln, ok := e.Val(dwarf.AttrName).(string); ok && ln != "" {
+		n = ln
+	}
+	for _, at := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
+		if n != "" || hops > 4 {
+			break
+		}
+		if off, ok := e.Val(at).(dwarf.Offset); ok {
+			r := o.dw.Reader()
+			r.Seek(off)
+			if d, err := r.Next(); err == nil && d != nil {
+				n = o.name(d, hops+1)
+			}
+		}
+	}
+	if n == "" {
+		n = "??"
+	}
+	o.names[e.Offset] = n
+	return n
+}
+
+// frames names pc (a return address) in maps: its function and, where
+// the DWARF says so, the functions inlined into it, innermost first.
+func (s *symbolizer) frames(maps []mapping, pc uint64) []frame {
+	fr := s.frame(maps, pc)
+	if fr.m == nil || fr.objAddr == 0 {
+		return []frame{fr}
+	}
+	o := s.objs[fr.m.path]
+	if o == nil {
+		return []frame{fr}
+	}
+	in := o.inlined(fr.objAddr)
+	if len(in) == 0 {
+		return []frame{fr}
+	}
+	for i := range in {
+		in[i].obj, in[i].objAddr, in[i].m = fr.obj, fr.objAddr, fr.m
+	}
+	// The outermost keeps the symbol table's name where the DWARF has
+	// none for it.
+	if last := &in[len(in)-1]; last.fn == "??" {
+		last.fn = fr.fn
+	}
+	return in
 }
 
 // frame names pc (a return address: the call is the byte before it) in
