@@ -130,7 +130,7 @@ func (b *builder) location(pc uint64, fs []frame) *profile.Location {
 			m = &profile.Mapping{ID: uint64(len(b.maps) + 1), Start: f.m.start, Limit: f.m.end, Offset: f.m.offset, File: f.m.path, HasFunctions: true}
 			if o := b.sym.objs[f.m.path]; o != nil {
 				m.BuildID = o.buildID
-				m.HasFilenames, m.HasLineNumbers = o.lines != nil, o.lines != nil
+				m.HasFilenames, m.HasLineNumbers = o.dw != nil, o.dw != nil
 			}
 			b.maps[key] = m
 		}

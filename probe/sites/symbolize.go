@@ -85,18 +85,12 @@ type object struct {
 	buildID string
 	loads   []elf.ProgHeader
 	syms    []elf.Symbol // functions, by address
-	lines   []lineEntry  // by address; nil without DWARF
 	debug   string       // the separate debug file used, if any
-	// dw is the DWARF the lines came from, kept for the inlined
-	// functions (inlined); nil without.
+	// dw is the DWARF (lines, inlined functions), read a program
+	// counter at a time from its compilation unit (a library's whole
+	// line table can be tens of millions of rows); nil without.
 	dw    *dwarf.Data
 	names map[dwarf.Offset]string // inlined.name's cache
-}
-
-type lineEntry struct {
-	addr uint64
-	file string
-	line int
 }
 
 func (s *symbolizer) object(path string) *object {
@@ -118,16 +112,16 @@ func (s *symbolizer) object(path string) *object {
 	}
 	o.buildID = buildID(f)
 	o.addSymbols(f)
-	o.addLines(f)
+	o.addDWARF(f)
 	// A separate debug file (Debian's -dbgsym packages) has the
 	// .symtab and the DWARF a stripped library lacks.
-	if o.buildID != "" && len(o.buildID) > 2 && (o.lines == nil || len(o.syms) == 0) {
+	if o.buildID != "" && len(o.buildID) > 2 && (o.dw == nil || len(o.syms) == 0) {
 		dp := filepath.Join(s.debugRoot, ".build-id", o.buildID[:2], o.buildID[2:]+".debug")
 		if df, err := elf.Open(dp); err == nil {
 			o.debug = dp
 			o.addSymbols(df)
-			if o.lines == nil {
-				o.addLines(df)
+			if o.dw == nil {
+				o.addDWARF(df)
 			}
 			df.Close()
 		}
@@ -153,43 +147,26 @@ func (o *object) addSymbols(f *elf.File) {
 	}
 }
 
-func (o *object) addLines(f *elf.File) {
+func (o *object) addDWARF(f *elf.File) {
 	d, err := f.DWARF()
 	if err != nil {
 		return
 	}
-	r := d.Reader()
-	var lines []lineEntry
-	for {
-		e, err := r.Next()
-		if err != nil || e == nil {
-			break
-		}
-		if e.Tag != dwarf.TagCompileUnit {
-			r.SkipChildren()
-			continue
-		}
-		lr, err := d.LineReader(e)
-		if err != nil || lr == nil {
-			continue
-		}
-		var le dwarf.LineEntry
-		for lr.Next(&le) == nil {
-			if le.EndSequence {
-				lines = append(lines, lineEntry{addr: le.Address})
-				continue
-			}
-			if le.File != nil {
-				lines = append(lines, lineEntry{addr: le.Address, file: le.File.Name, line: le.Line})
-			}
-		}
-	}
-	sort.SliceStable(lines, func(i, j int) bool { return lines[i].addr < lines[j].addr })
-	if lines == nil {
-		lines = []lineEntry{}
-	}
-	o.lines = lines
 	o.dw, o.names = d, map[dwarf.Offset]string{}
+}
+
+// lineAt is the file and line of addr in its compilation unit cu ("" and
+// 0 where the line table has none).
+func (o *object) lineAt(cu *dwarf.Entry, addr uint64) (string, int) {
+	lr, err := o.dw.LineReader(cu)
+	if err != nil || lr == nil {
+		return "", 0
+	}
+	var le dwarf.LineEntry
+	if lr.SeekPC(addr, &le) != nil || le.File == nil {
+		return "", 0
+	}
+	return le.File.Name, le.Line
 }
 
 // buildID is the hex of the file's GNU build ID note, "" without one.
@@ -231,8 +208,10 @@ func (o *object) lookup(addr uint64) (fn, file string, line int) {
 			fn = demangle.Filter(s.Name)
 		}
 	}
-	if j := sort.Search(len(o.lines), func(j int) bool { return o.lines[j].addr > addr }) - 1; j >= 0 && o.lines[j].file != "" {
-		file, line = o.lines[j].file, o.lines[j].line
+	if o.dw != nil {
+		if cu, err := o.dw.Reader().SeekPC(addr); err == nil && cu != nil {
+			file, line = o.lineAt(cu, addr)
+		}
 	}
 	return fn, file, line
 }
@@ -296,10 +275,7 @@ func (o *object) inlined(addr uint64) []frame {
 		return nil
 	}
 	out := make([]frame, 0, len(chain))
-	file, line := "", 0
-	if j := sort.Search(len(o.lines), func(j int) bool { return o.lines[j].addr > addr }) - 1; j >= 0 {
-		file, line = o.lines[j].file, o.lines[j].line
-	}
+	file, line := o.lineAt(cu, addr)
 	for i := len(chain) - 1; i >= 0; i-- {
 		out = append(out, frame{fn: o.name(chain[i], 0), file: file, line: line})
 		// The next frame out is at this one's call site.
