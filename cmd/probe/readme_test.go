@@ -24,6 +24,7 @@ import (
 
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
+	"memprobe/probe/sites"
 	"memprobe/report"
 	"memprobe/schema"
 )
@@ -348,6 +349,11 @@ func quickArgs(args []string, short bool) []string {
 // of reports, a running process.
 func makeDocFixtures(t *testing.T, dir string) *docFixtures {
 	t.Helper()
+	// probe exec --sites preloads its library, which make build puts
+	// beside bin/probe: here it is built from its source.
+	if lib, err := sites.Build(); err == nil {
+		t.Setenv(sites.EnvLib, lib)
+	}
 	abs := func(p string) string {
 		a, err := filepath.Abs(p)
 		if err != nil {
