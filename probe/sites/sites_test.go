@@ -363,3 +363,18 @@ func TestStress(t *testing.T) {
 		t.Errorf("peak in use %d, want between 16 MiB and %d", s.PeakInUseBytes, limit)
 	}
 }
+
+// TestBusyExit: a program that exits while four threads are inside the
+// allocator (testdata/busyexit.c) ends cleanly: its records end with the
+// maps and the end record, and main's leak is named with its bytes.
+func TestBusyExit(t *testing.T) {
+	s, _, pid := record(t, 1, prog(t, "busyexit.c"))
+	if x := site(s.TopExit, "leak_site"); x == nil || x.Bytes != 10*30000 {
+		t.Errorf("exit sites %+v: want leak_site 300000 bytes", s.TopExit)
+	}
+	for _, p := range s.Processes {
+		if p.PID == pid && p.Ended != "exit" {
+			t.Errorf("pid %d ended %q, want exit", pid, p.Ended)
+		}
+	}
+}
