@@ -26,6 +26,10 @@
 //     which must agree with the last sampled VmHWM.
 //  4. A diagnosis: a few plain sentences, each with its figure; where the
 //     breakdown is not of the peak, it says how far from it.
+//  5. With Options.Sites (exec only), the program's allocation sites
+//     ([memprobe/probe/sites], an LD_PRELOAD library) read after it
+//     exits, and glibc's arenas split into in use and free but resident
+//     (sites.go).
 //
 // The result is a [memprobe/schema.Result] of kind "process", so the
 // readers of `probe train`'s results read it too. Render prints it.
