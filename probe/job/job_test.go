@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"memprobe/probe/ledger"
 	"memprobe/probe/profiling"
+	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/model"
 )
@@ -81,10 +83,35 @@ func TestRunInstruments(t *testing.T) {
 	// the bound's argument) once the probable Go metadata, unnamed
 	// mappings that only fit Go's metadata budget by size, is set apart:
 	// it stays unexplained, and the race runtime's metadata is larger.
-	if a := rec.AtPeak; rec.ExplainedBytes != a.RSSBytes-a.UnexplainedBytes ||
-		a.ProbableGoMetadataBytes < 0 ||
-		abs64(a.UnexplainedBytes-a.ProbableGoMetadataBytes) > 8<<20+int64(runtime.NumCPU())*max(32, 2*int64(runtime.NumCPU()))*4096 {
-		t.Errorf("explained %d, at peak RSS %d, unexplained %d, of it probable Go metadata %d (%s)", rec.ExplainedBytes, a.RSSBytes, a.UnexplainedBytes, a.ProbableGoMetadataBytes, a.UnexplainedNote)
+	//
+	// A walk the reconciliation itself flags as inconsistent (VmRSS and
+	// the page walk disagree: the process's memory moved while smaps was
+	// read, seen on a loaded machine: −11.8 MiB) cannot judge the bound;
+	// the job is run again, up to twice, for a walk that can.
+	unexplainedOK := func(rec *schema.RSSReconciliation) (ok, inconsistent bool) {
+		a := rec.AtPeak
+		ok = rec.ExplainedBytes == a.RSSBytes-a.UnexplainedBytes && a.ProbableGoMetadataBytes >= 0 &&
+			abs64(a.UnexplainedBytes-a.ProbableGoMetadataBytes) <= 8<<20+int64(runtime.NumCPU())*max(32, 2*int64(runtime.NumCPU()))*4096
+		return ok, strings.Contains(a.UnexplainedNote, "the status counters and the page walk disagree")
+	}
+	for try := 1; ; try++ {
+		ok, inconsistent := unexplainedOK(rec)
+		if ok {
+			break
+		}
+		a := rec.AtPeak
+		msg := fmt.Sprintf("explained %d, at peak RSS %d, unexplained %d, of it probable Go metadata %d (%s)", rec.ExplainedBytes, a.RSSBytes, a.UnexplainedBytes, a.ProbableGoMetadataBytes, a.UnexplainedNote)
+		if !inconsistent || try == 3 {
+			t.Error(msg)
+			break
+		}
+		t.Logf("try %d: the walk disagrees with VmRSS, running the job again: %s", try, msg)
+		o.Profiling = profiling.Options{Dir: t.TempDir()}
+		again, err := Run(context.Background(), o, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec = again.RSSReconciliation
 	}
 	var heapLedger int64
 	for _, p := range rec.End.Parts {
