@@ -115,7 +115,16 @@ func timelineChart(p *planRuns) (*Chart, string) {
 	if err != nil {
 		return nil, "no RSS timeline: " + err.Error()
 	}
-	caption := "VmRSS sampled by the child itself (probe/sampler) for " + names(p.ends()) +
+	// A plan file's phases are watched from outside (probe exec's
+	// sampler, reading /proc/PID/status); the built-in plans' children
+	// sample themselves.
+	by := "the child itself"
+	for _, r := range p.ends() {
+		if res := representative(r); res != nil && res.Kind == schema.KindProcess {
+			by = "the probe from outside (/proc/PID/status)"
+		}
+	}
+	caption := "VmRSS sampled by " + by + " (probe/sampler) for " + names(p.ends()) +
 		", the repetition nearest the median peak; rings mark each peak."
 	if len(missing) > 0 {
 		caption += " Not drawn: " + strings.Join(missing, ", ") + "."

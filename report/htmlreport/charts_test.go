@@ -75,3 +75,29 @@ func TestReconcileChartColours(t *testing.T) {
 		t.Errorf("%d fill colours for %d legend entries: some parts share a colour", len(fills), len(legend))
 	}
 }
+
+// TestTimelineCaptionSaysWho: who sampled: a plan file's phases are watched
+// from outside (a process result), the built-in plans' children sample
+// themselves; the caption names which, and a process result planted into
+// a built-in run moves it.
+func TestTimelineCaptionSaysWho(t *testing.T) {
+	run := func(kind string) *schema.Run {
+		r := partsRun("before", []schema.ReconciliationPart{{Name: "a", Bytes: 1 << 20}})
+		r.Repetitions[0].Kind = kind
+		r.Repetitions[0].Sampler = &schema.SamplerResult{Timeline: []schema.SamplerPoint{{TMs: 0, RSSBytes: 1 << 20}, {TMs: 1, RSSBytes: 2 << 20}}}
+		return r
+	}
+	for _, c := range []struct{ kind, want string }{
+		{"", "sampled by the child itself"},
+		{schema.KindProcess, "sampled by the probe from outside"},
+	} {
+		r := run(c.kind)
+		ch, note := timelineChart(&planRuns{name: "p", runs: []*schema.Run{r}, groups: [][]*schema.Run{{r}}})
+		if ch == nil {
+			t.Fatalf("kind %q: no chart: %s", c.kind, note)
+		}
+		if !strings.Contains(ch.Caption, c.want) {
+			t.Errorf("kind %q: caption %q, want %q", c.kind, ch.Caption, c.want)
+		}
+	}
+}
