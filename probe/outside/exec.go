@@ -32,6 +32,12 @@ type ExecOptions struct {
 	// own (os.Stdin, os.Stdout, os.Stderr).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// OwnGroup starts the program in a process group of its own, so that
+	// KillGroup reaches every process it started (probe run's plan-file
+	// phases, which a timeout or memory limit kills). Off for probe exec:
+	// a program in another group than the terminal's foreground one is
+	// stopped when it reads the terminal, and Ctrl-C does not reach it.
+	OwnGroup bool
 }
 
 // Exec starts the program and watches it: the sampler's first sample is
@@ -70,6 +76,9 @@ func Exec(o ExecOptions) (*Session, error) {
 	// running behind it. No process group of its own: the program stays
 	// in the terminal's foreground group, where Ctrl-C reaches it
 	// (docs/exec.md).
+	if o.OwnGroup {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	sr, err := startSites(o, cmd)
 	if err != nil {
 		return nil, err
@@ -88,7 +97,7 @@ func Exec(o ExecOptions) (*Session, error) {
 		release()
 		return nil, fmt.Errorf("exec %s: watching pid %d: %w (exit status %d)", o.Args[0], cmd.Process.Pid, err, exitCode(cmd.ProcessState))
 	}
-	s.cmd, s.release, s.sites = cmd, release, sr
+	s.cmd, s.release, s.sites, s.ownGroup = cmd, release, sr, o.OwnGroup
 	s.probeHWM = self.VmHWMBytes
 	return s, nil
 }
@@ -106,6 +115,17 @@ func (s *Session) Signal(sig os.Signal) error {
 		return err
 	}
 	return p.Signal(sig)
+}
+
+// KillGroup sends SIGKILL to the program's process group where it was
+// started in one of its own (ExecOptions.OwnGroup): the program and
+// every descendant that stayed in the group. Otherwise it is
+// Signal(SIGKILL).
+func (s *Session) KillGroup() error {
+	if s.cmd != nil && s.ownGroup {
+		return syscall.Kill(-s.pid, syscall.SIGKILL)
+	}
+	return s.Signal(syscall.SIGKILL)
 }
 
 // waitExec waits for the program and fills the exit fields of p.

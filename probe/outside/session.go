@@ -40,6 +40,8 @@ type Session struct {
 	walker   *walker
 	status   *procfs.StatusReader
 	cmd      *exec.Cmd // exec only
+	// ownGroup: cmd leads a process group of its own (ExecOptions.OwnGroup).
+	ownGroup bool
 	// release frees the thread that started cmd (childproc.Start), once cmd
 	// has been reaped.
 	release func()

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -388,4 +391,63 @@ func TestPlanFileDryRunGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "dryrun-planfile.golden", []byte(strings.ReplaceAll(b.String(), p.Dir, "$PLAN_DIR")))
+}
+
+// TestPlanFileKillsTheGroup: a phase killed past --timeout takes the
+// processes it started with it (its own process group), not only the
+// program: a shell's background sleep, whose pid it writes down, is gone
+// once Run returns. Planted: killing only the program (no group of its
+// own) leaves the sleep running, which the test shows first.
+func TestPlanFileKillsTheGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "bg.pid")
+	p := writePlan(t, `
+name = "group"
+count = 1
+[[phase]]
+name = "spawns"
+command = ["/bin/sh", "-c", "sleep 60 & echo $! > `+pidFile+`; wait"]
+`)
+	alive := func(pid int) bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// A zombie (state Z) has exited: only its parent (init, here) has
+		// not reaped it yet.
+		return err == nil && !strings.Contains(string(b), ") Z ")
+	}
+	for _, planted := range []bool{true, false} {
+		_ = os.Remove(pidFile)
+		o := planOptions(t, p)
+		o.Timeout = 300 * time.Millisecond
+		noGroup = planted
+		rep, err := Run(context.Background(), o)
+		noGroup = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rep.Runs[0]; r.Status != schema.StatusTimeout {
+			t.Fatalf("planted %v: %s %q, want a timeout", planted, r.Status, r.Reason)
+		}
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatalf("planted %v: the shell wrote no pid: %v", planted, err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The kill is sent before Run returns; give the kernel a moment
+		// to finish the sleep off.
+		deadline := time.Now().Add(5 * time.Second)
+		for alive(pid) && !planted && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		switch {
+		case planted && !alive(pid):
+			t.Errorf("planted (the program alone killed): the background sleep %d is gone too; the test cannot tell", pid)
+		case planted:
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		case alive(pid):
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("the background sleep %d outlived its phase's timeout", pid)
+		}
+	}
 }

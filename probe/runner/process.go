@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"memprobe/probe/outside"
@@ -56,6 +55,7 @@ func runProcess(ctx context.Context, c Config, o Options, rep int) (schema.Outsi
 	s, err := outside.Exec(outside.ExecOptions{
 		Options: opts, Args: args, Env: env, Dir: c.Process.Dir,
 		Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr,
+		OwnGroup: !noGroup,
 	})
 	if err != nil {
 		out.Status, out.Reason = schema.StatusFailed, err.Error()
@@ -69,7 +69,7 @@ func runProcess(ctx context.Context, c Config, o Options, rep int) (schema.Outsi
 	kill := func(st schema.Status, reason string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if killStatus == "" && s.Signal(syscall.SIGKILL) == nil {
+		if killStatus == "" && s.KillGroup() == nil {
 			killStatus, killReason = st, reason
 		}
 	}
@@ -186,3 +186,7 @@ func runSetup(ctx context.Context, o Options) error {
 	}
 	return nil
 }
+
+// noGroup runs a plan file's phases in the runner's process group (tests:
+// the old behaviour, where a kill reached the program alone).
+var noGroup bool
