@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"memprobe/internal/cshared"
-	"memprobe/probe/sites"
+	"memprobe/probe/sites/sitestest"
 )
 
 // TestDiffSites: two probe exec --sites results of builds of
@@ -16,14 +14,7 @@ import (
 // size (peak_site's blocks of 1 MiB against 1.5 MiB): probe diff names
 // that site, in the alloc and peak profiles, and no other site.
 func TestDiffSites(t *testing.T) {
-	lib, err := sites.Build()
-	switch {
-	case errors.Is(err, cshared.ErrNoGCC):
-		t.Skip("gcc not found: the allocation-site library cannot be built")
-	case err != nil:
-		t.Fatal(err)
-	}
-	t.Setenv(sites.EnvLib, lib)
+	sitestest.Lib(t)
 	dir := t.TempDir()
 	var results []string
 	for i, size := range []string{"1048576", "1572864"} {

@@ -2,31 +2,22 @@ package outside
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"memprobe/internal/cshared"
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
-	"memprobe/probe/sites"
+	"memprobe/probe/sites/sitestest"
 	"memprobe/schema"
 )
 
 // sitesLib builds the allocation-site library and points Exec at it.
 func sitesLib(t *testing.T) {
 	t.Helper()
-	lib, err := sites.Build()
-	switch {
-	case errors.Is(err, cshared.ErrNoGCC):
-		t.Skip("gcc not found: the allocation-site library cannot be built")
-	case err != nil:
-		t.Fatal(err)
-	}
-	t.Setenv(sites.EnvLib, lib)
+	sitestest.Lib(t)
 }
 
 // TestExecSitesFragmentation: a program that frees 15 of every 16 blocks

@@ -1,6 +1,7 @@
 package planfile
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,21 +27,7 @@ type Config struct {
 // order, then the grid (the first swept variable varies slowest). vars
 // gives the built-in variables' values ({probe}, {plan_dir}, {tmp}).
 func (p *Plan) Configs(vars map[string]string) []Config {
-	grid := []map[string]string{nil}
-	for _, s := range p.Sweep {
-		var next []map[string]string
-		for _, g := range grid {
-			for _, v := range s.Values {
-				m := map[string]string{}
-				for k, x := range g {
-					m[k] = x
-				}
-				m[s.Name] = v
-				next = append(next, m)
-			}
-		}
-		grid = next
-	}
+	grid := Grid(p.Sweep)
 	var out []Config
 	for i, ph := range p.Phases {
 		for _, point := range grid {
@@ -140,4 +127,24 @@ func expand(s string, vals map[string]string) string {
 		}
 		return m
 	})
+}
+
+// Grid is the cross product of the sweeps: one map of values per point,
+// the first sweep varying slowest; one nil point without sweeps. probe
+// run's built-in plans sweep with it too.
+func Grid(sweeps []Sweep) []map[string]string {
+	grid := []map[string]string{nil}
+	for _, s := range sweeps {
+		var next []map[string]string
+		for _, g := range grid {
+			for _, v := range s.Values {
+				m := make(map[string]string, len(g)+1)
+				maps.Copy(m, g)
+				m[s.Name] = v
+				next = append(next, m)
+			}
+		}
+		grid = next
+	}
+	return grid
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"memprobe/probe/job"
+	"memprobe/probe/planfile"
 	"memprobe/probe/profiling"
 	"memprobe/schema"
 	"memprobe/trainer"
@@ -67,10 +68,7 @@ const (
 )
 
 // Axis is one swept knob and its values, in the order given.
-type Axis struct {
-	Name   string
-	Values []string
-}
+type Axis = planfile.Sweep
 
 // ParseAxis reads one --sweep: AXIS=V1,V2,... where AXIS is threads,
 // cache-scale, decode or batch-alloc. Each value is checked here with
@@ -176,7 +174,7 @@ func Plan(o Options) ([]Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	grid := sweepGrid(o.Sweep)
+	grid := planfile.Grid(o.Sweep)
 	var out []Config
 	used := map[string]bool{}
 	for _, p := range plans {
@@ -261,27 +259,6 @@ func phasesOf(p phase.Plan, asked []string, sweep bool) []chosenPhase {
 		return i - j
 	})
 	return out
-}
-
-// sweepGrid is the cross product of the axes: one map per point, the
-// first axis varying slowest; one nil point without axes.
-func sweepGrid(axes []Axis) []map[string]string {
-	grid := []map[string]string{nil}
-	for _, a := range axes {
-		var next []map[string]string
-		for _, g := range grid {
-			for _, v := range a.Values {
-				m := map[string]string{}
-				for k, x := range g {
-					m[k] = x
-				}
-				m[a.Name] = v
-				next = append(next, m)
-			}
-		}
-		grid = next
-	}
-	return grid
 }
 
 func (o Options) scaleFor(plan string) Scale {

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"memprobe/internal/cshared"
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
 	"memprobe/probe/planfile"
 	"memprobe/probe/sites"
+	"memprobe/probe/sites/sitestest"
 	"memprobe/report"
 	"memprobe/schema"
 )
@@ -328,13 +328,7 @@ env = { A = "", B = "x y" }
 // allocation-site library, as probe exec --sites runs it, and each
 // repetition's result holds its sites; the profiles go to ProfileDir.
 func TestPlanFileSites(t *testing.T) {
-	lib, err := sites.Build()
-	switch {
-	case errors.Is(err, cshared.ErrNoGCC):
-		t.Skip("gcc not found: the allocation-site library cannot be built")
-	case err != nil:
-		t.Fatal(err)
-	}
+	lib := sitestest.Lib(t)
 	src, _ := filepath.Abs(filepath.Join("..", "..", "examples", "c-threads", "threads.c"))
 	p := writePlan(t, `
 name = "sites"

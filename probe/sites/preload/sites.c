@@ -365,7 +365,7 @@ static void set_add(uint64_t a) {
 }
 
 // set_del says whether a was sampled, and forgets it.
-static int set_del(uint64_t a) {
+static inline __attribute__((always_inline)) int set_del(uint64_t a) {
 	if (atomic_load_explicit(&free_all, memory_order_relaxed))
 		return 1;
 	uint64_t h = mix(a);
@@ -477,7 +477,7 @@ static inline struct tbuf *own_buf(void) {
 }
 
 // after_alloc counts and perhaps samples a block the allocator returned.
-static inline void after_alloc(void *p, size_t n, int kind) {
+static inline __attribute__((always_inline)) void after_alloc(void *p, size_t n, int kind) {
 	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
 		return;
 	ts.last = p;
@@ -499,7 +499,7 @@ static inline void after_alloc(void *p, size_t n, int kind) {
 }
 
 // before_free records the free of p if p was sampled (every free at rate 1).
-static inline void before_free(void *p, int flags) {
+static inline __attribute__((always_inline)) void before_free(void *p, int flags) {
 	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
 		return;
 	if (ts.last == p) {
