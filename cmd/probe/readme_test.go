@@ -320,7 +320,11 @@ func quickArgs(args []string, short bool) []string {
 	}
 	switch out[0] {
 	case "run":
-		if !slices.Contains(out, "--quick") {
+		switch {
+		case slices.Contains(out, "--plan-file"):
+			// A plan file's programs set their own scale: once each.
+			out = append(out, "--count", "1")
+		case !slices.Contains(out, "--quick"):
 			out = append(out, "--quick")
 		}
 		if short {
@@ -437,6 +441,8 @@ func makeDocFixtures(t *testing.T, dir string) *docFixtures {
 		"CMD":                 "sleep",
 		"ARGS...":             "0.1",
 		"TEXT.txt":            abs("../../testdata/sample.txt"),
+		// The documents' paths into the repository, from its root.
+		"examples/c-threads.toml": abs("../../examples/c-threads.toml"),
 	}
 	return &docFixtures{subst: sub}
 }
@@ -480,6 +486,13 @@ func allDocCommands(t *testing.T) []docCommand {
 func runDocCommand(t *testing.T, fx *docFixtures, c docCommand, dir string, short bool) error {
 	args := quickArgs(fx.substitute(c.args), short)
 	t.Logf("%s: probe %s", c.where, strings.Join(args, " "))
+	if slices.Contains(args, "--plan-file") {
+		// The example plans build their program with the C compiler.
+		if _, err := exec.LookPath("cc"); err != nil {
+			t.Logf("%s: not run: no C compiler (%v)", c.where, err)
+			return nil
+		}
+	}
 	// A range BASE..HEAD names commits of the repository this test runs
 	// in, whose reports it finds in --reports: give it HEAD's report.
 	for i, a := range args {
