@@ -235,16 +235,7 @@ func TestAttachThread(t *testing.T) {
 	var progress syncBuffer
 	o := slowWalks
 	o.Progress = &progress
-	s, err := Attach(tid, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r, err := s.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := attachOnce(t, tid, o)
 	want := fmt.Sprintf("%d is a thread of process %d (threads): watching the process", tid, pid)
 	if r.Process.PID != pid || !slices.Contains(r.Warnings, want) || !strings.Contains(progress.String(), "probe: "+want) {
 		t.Errorf("attach %d: pid %d, warnings %q, progress %q; want pid %d and %q", tid, r.Process.PID, r.Warnings, progress.String(), pid, want)

@@ -171,16 +171,7 @@ func TestCountersPlanted(t *testing.T) {
 
 	attach := func(pages int) *schema.Process {
 		cmd, _ := startHeld(t, "ready", cprog(t, "faults"), strconv.Itoa(pages), "0", "hold")
-		s, err := Attach(cmd.Process.Pid, slowWalks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		r, err := s.Wait(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := attachOnce(t, cmd.Process.Pid, slowWalks)
 		return r.Process
 	}
 	a0, a1 := attach(0), attach(plantedPages)
@@ -263,16 +254,7 @@ func TestAttachSameDiagnosis(t *testing.T) {
 	ex := h.release(t).Process
 
 	cmd, _ := startHeld(t, "ready", cprog(t, "faults"), strconv.Itoa(pages), "0", "hold")
-	s, err := Attach(cmd.Process.Pid, slowWalks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r, err := s.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := attachOnce(t, cmd.Process.Pid, slowWalks)
 	at := r.Process
 	fe, fa := finding(ex, "unexplained"), finding(at, "unexplained")
 	if fe == nil {
@@ -317,16 +299,7 @@ func TestAttachPeakBefore(t *testing.T) {
 	expect("peak")
 	io.WriteString(stdin, "free\n")
 	expect("freed")
-	s, err := Attach(cmd.Process.Pid, slowWalks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r, err := s.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := attachOnce(t, cmd.Process.Pid, slowWalks)
 	p := r.Process
 	f := finding(p, "peak-walk")
 	if f == nil || !strings.Contains(f.Text, "before the attach") || f.Value < 200<<20 {

@@ -522,16 +522,7 @@ func TestAttachExitsMidRun(t *testing.T) {
 // marked interrupted.
 func TestAttachUntilCancel(t *testing.T) {
 	cmd, _ := startHeld(t, "ready", cprog(t, "threads"), "4", "1", "256", "stdin")
-	s, err := Attach(cmd.Process.Pid, slowWalks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r, err := s.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := attachOnce(t, cmd.Process.Pid, slowWalks)
 	p := r.Process
 	if p.Exited || !r.Interrupted || p.End == nil || p.End.Reconciliation.PthreadStacks != 4 {
 		t.Errorf("exited %v, interrupted %v, end walk %v", p.Exited, r.Interrupted, p.End != nil)
@@ -621,4 +612,21 @@ func TestExecGPU(t *testing.T) {
 	if r := run(Options{}); r.Process.GPU != nil || slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "GPU") }) {
 		t.Errorf("no NVML: GPU section %+v, warnings %v; want neither", r.Process.GPU, r.Warnings)
 	}
+}
+
+// attachOnce attaches to pid with o and ends the watch at once: the
+// result of one look (the first sample and the end walk).
+func attachOnce(t *testing.T, pid int, o Options) *schema.Result {
+	t.Helper()
+	s, err := Attach(pid, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := s.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
