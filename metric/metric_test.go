@@ -108,6 +108,9 @@ func TestAccessors(t *testing.T) {
 		}
 	}
 	for _, def := range All() {
+		if strings.HasPrefix(def.Name, "process.at_peak.") {
+			continue // a part by its name, not a field's path: TestAtPeakParts
+		}
 		if def.Run != nil {
 			x, ok := def.Run(&r)
 			check(def.Name, "Run", x, ok, at(rj, def.Name))
@@ -275,5 +278,52 @@ func TestTitle(t *testing.T) {
 		if got := d.Title(); got != want {
 			t.Errorf("%s: Title %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestAtPeakParts: the process.at_peak metrics read their own part of the
+// breakdown at the peak walk (each part's figures differ, and a decoy
+// part comes first), and are absent without the walk or the part.
+func TestAtPeakParts(t *testing.T) {
+	parts := []schema.ReconciliationPart{
+		{Name: "stacks.main", Bytes: 1, ReservedBytes: 2},
+		{Name: "stacks.threads", Bytes: 4 << 20, ReservedBytes: 504 << 20},
+		{Name: "c.malloc.arenas", Bytes: 59 << 20, ReservedBytes: 960 << 20},
+	}
+	r := schema.Result{Process: &schema.Process{AtPeak: &schema.Snapshot{
+		Reconciliation: schema.Reconciliation{Parts: parts, GlibcArenas: 15}}}}
+	want := map[string]float64{
+		"process.at_peak.stacks_reserved_bytes":        504 << 20,
+		"process.at_peak.stacks_resident_bytes":        4 << 20,
+		"process.at_peak.malloc_arenas_reserved_bytes": 960 << 20,
+		"process.at_peak.malloc_arenas_resident_bytes": 59 << 20,
+		"process.at_peak.glibc_arenas":                 15,
+	}
+	n := 0
+	for _, def := range All() {
+		if !strings.HasPrefix(def.Name, "process.at_peak.") {
+			continue
+		}
+		n++
+		w, listed := want[def.Name]
+		if !listed {
+			t.Errorf("%s: not checked here", def.Name)
+			continue
+		}
+		if got, ok := def.Run(&r); !ok || got != w {
+			t.Errorf("%s: reads %v (ok %v), want %v", def.Name, got, ok, w)
+		}
+		if _, ok := def.Run(&schema.Result{Process: &schema.Process{}}); ok {
+			t.Errorf("%s: present without a walk at the peak", def.Name)
+		}
+		if def.Name != "process.at_peak.glibc_arenas" {
+			empty := schema.Result{Process: &schema.Process{AtPeak: &schema.Snapshot{}}}
+			if _, ok := def.Run(&empty); ok {
+				t.Errorf("%s: present without its part", def.Name)
+			}
+		}
+	}
+	if n != len(want) {
+		t.Errorf("%d process.at_peak metrics registered, %d checked", n, len(want))
 	}
 }

@@ -86,6 +86,20 @@ var registry = []Def{
 	// bound on those reaped between two reads, unseen.
 	{Name: "process.descendant_peak_rss_bytes", Unit: Bytes, Run: process(func(p *schema.Process) float64 { return float64(p.DescendantPeakRSSBytes) })},
 	{Name: "process.descendants_missed", Unit: Count, Run: process(func(p *schema.Process) float64 { return float64(p.DescendantsMissed) })},
+	// The resident set at the walk nearest the peak of a process watched
+	// from outside, by part (absent without that walk or part): thread
+	// stacks and glibc's arenas are reserved far beyond what is resident,
+	// which is what the threads note's fixes change.
+	{Name: "process.at_peak.stacks_reserved_bytes", Label: "stacks reserved", Unit: Bytes, Run: atPeakPart("stacks.threads", true)},
+	{Name: "process.at_peak.stacks_resident_bytes", Label: "stacks resident", Unit: Bytes, Run: atPeakPart("stacks.threads", false)},
+	{Name: "process.at_peak.malloc_arenas_reserved_bytes", Label: "arenas reserved", Unit: Bytes, Run: atPeakPart("c.malloc.arenas", true)},
+	{Name: "process.at_peak.malloc_arenas_resident_bytes", Label: "arenas resident", Unit: Bytes, Run: atPeakPart("c.malloc.arenas", false)},
+	{Name: "process.at_peak.glibc_arenas", Label: "glibc arenas", Unit: Count, Run: func(r *schema.Result) (float64, bool) {
+		if r.Process == nil || r.Process.AtPeak == nil {
+			return 0, false
+		}
+		return float64(r.Process.AtPeak.Reconciliation.GlibcArenas), true
+	}},
 	// The sampler's maxima over every sample (null without instruments):
 	// each field's own peak, not of one moment.
 	{Name: "sampler.peaks.rss_bytes", Unit: Bytes, Run: samplerPeak(func(p *schema.SamplerPoint) uint64 { return p.RSSBytes })},
@@ -202,6 +216,25 @@ func process(get func(*schema.Process) float64) func(*schema.Result) (float64, b
 			return 0, false
 		}
 		return get(r.Process), true
+	}
+}
+
+// atPeakPart reads a part of a process's breakdown at its peak walk:
+// its address space where reserved, else its resident bytes.
+func atPeakPart(name string, reserved bool) func(*schema.Result) (float64, bool) {
+	return func(r *schema.Result) (float64, bool) {
+		if r.Process == nil || r.Process.AtPeak == nil {
+			return 0, false
+		}
+		for _, p := range r.Process.AtPeak.Reconciliation.Parts {
+			if p.Name == name {
+				if reserved {
+					return float64(p.ReservedBytes), true
+				}
+				return float64(p.Bytes), true
+			}
+		}
+		return 0, false
 	}
 }
 

@@ -176,23 +176,58 @@ func phaseTable(g *group, f table.Format) *table.Table {
 	// Where change and claim wrap: with the phase and the verdict, about
 	// 84 columns.
 	const phaseTextWidth = 24
-	t := table.New(g.title()+": phases",
-		table.Column{Name: "phase"},
-		table.Column{Name: "change", MaxWidth: phaseTextWidth},
-		table.Column{Name: "claim", MaxWidth: phaseTextWidth},
-		table.Column{Name: "agrees"},
+	// The figures after VSZ are shown where some phase has them: a plan
+	// file's programs, watched from outside, have thread stacks and glibc
+	// arenas (reserved against resident) at their peak walk and no Go
+	// heap or tokens; the trainer's phases the other way round.
+	type figure struct {
+		col   table.Column
+		name  string
+		bytes bool
+	}
+	has := func(name string) bool {
+		return slices.ContainsFunc(g.runs, func(v *runView) bool { return v.ok() && v.metric(name).exists })
+	}
+	var figures []figure
+	for _, f := range []figure{
+		{metricColumn(metricStacksReserved), metricStacksReserved, true},
+		{metricColumn(metricStacksResident), metricStacksResident, true},
+		{metricColumn(metricArenasReserved), metricArenasReserved, true},
+		{metricColumn(metricArenasResident), metricArenasResident, true},
+	} {
+		if has(f.name) {
+			figures = append(figures, f)
+		}
+	}
+	// The trainer's figures, unless every phase that ran is a program
+	// watched from outside.
+	if !outsideOnly(g.runs) {
+		figures = append(figures,
+			figure{colHeap, metricGoHeap, true},
+			figure{colAllocs, metricAllocs, false},
+			figure{metricColumn(metricAllocBytes), metricAllocBytes, true},
+			figure{colTokens, metricTokens, false})
+	}
+	cols := []table.Column{
+		{Name: "phase"},
+		{Name: "change", MaxWidth: phaseTextWidth},
+		{Name: "claim", MaxWidth: phaseTextWidth},
+		{Name: "agrees"},
 		colN,
 		colRSS,
-		table.Column{Name: "RSS min–max", Align: table.Right},
-		table.Column{Name: "Δ previous", Kind: table.Bytes},
-		table.Column{Name: "Δ before", Kind: table.Bytes},
+		{Name: "RSS min–max", Align: table.Right},
+		{Name: "Δ previous", Kind: table.Bytes},
+		{Name: "Δ before", Kind: table.Bytes},
 		colVSZ,
-		colHeap,
-		colAllocs,
-		metricColumn(metricAllocBytes),
-		colTokens,
-		table.Column{Name: "vs before", Kind: table.Float, Decimals: 2, Unit: "x"},
-	)
+	}
+	for _, f := range figures {
+		cols = append(cols, f.col)
+	}
+	speedups := slices.ContainsFunc(figures, func(f figure) bool { return f.name == metricTokens })
+	if speedups {
+		cols = append(cols, table.Column{Name: "vs before", Kind: table.Float, Decimals: 2, Unit: "x"})
+	}
+	t := table.New(g.title()+": phases", cols...)
 	n := &notes{t: t, refs: f != table.CSV}
 	before := g.phase(0)
 	rssOf := func(v *runView) (float64, bool) {
@@ -253,9 +288,15 @@ func phaseTable(g *group, f table.Format) *table.Table {
 			}
 		}
 		agrees := combine(checks) + refs
-		t.Add(v.label(), change, claim, agrees, len(v.Repetitions), median(v, metricPeakRSS, true), spread, dPrev, dBefore,
-			median(v, metricVSZ, true), median(v, metricGoHeap, true), median(v, metricAllocs, false),
-			median(v, metricAllocBytes, true), median(v, metricTokens, false), speedup)
+		row := []any{v.label(), change, claim, agrees, len(v.Repetitions), median(v, metricPeakRSS, true), spread, dPrev, dBefore,
+			median(v, metricVSZ, true)}
+		for _, f := range figures {
+			row = append(row, median(v, f.name, f.bytes))
+		}
+		if speedups {
+			row = append(row, speedup)
+		}
+		t.Add(row...)
 	}
 	for _, s := range warnings {
 		t.Note("%s", s)
@@ -313,6 +354,23 @@ func stateNames(states []*runView) string {
 
 // ledgerTable puts the model against the ledger for each state, side by
 // side: one row per component, in the order the states list them.
+// outsideOnly reports whether some run has figures and every run that
+// has them measured a program from outside (process results: a plan
+// file's phases).
+func outsideOnly(runs []*runView) bool {
+	n := 0
+	for _, v := range runs {
+		if !v.ok() {
+			continue
+		}
+		n++
+		if v.Repetitions[0].Kind != schema.KindProcess {
+			return false
+		}
+	}
+	return n > 0
+}
+
 // allProcesses reports whether every state's detail is a process result.
 func allProcesses(states []*runView) bool {
 	for _, r := range detail(states) {

@@ -17,12 +17,17 @@ import (
 // The metrics the run tables show, by their registered names (package
 // metric): the names a Summary's metrics and an Expectation use.
 const (
-	metricPeakRSS    = "peak_rss_bytes"
-	metricVSZ        = "final_vsz_bytes"
-	metricGoHeap     = "runtime.peak.heap_live_bytes"
-	metricAllocs     = "go_heap_allocs_per_step"
-	metricAllocBytes = "go_heap_alloc_bytes_per_step"
-	metricTokens     = "tokens_per_sec"
+	metricPeakRSS = "peak_rss_bytes"
+	metricVSZ     = "final_vsz_bytes"
+
+	metricStacksReserved = "process.at_peak.stacks_reserved_bytes"
+	metricStacksResident = "process.at_peak.stacks_resident_bytes"
+	metricArenasReserved = "process.at_peak.malloc_arenas_reserved_bytes"
+	metricArenasResident = "process.at_peak.malloc_arenas_resident_bytes"
+	metricGoHeap         = "runtime.peak.heap_live_bytes"
+	metricAllocs         = "go_heap_allocs_per_step"
+	metricAllocBytes     = "go_heap_alloc_bytes_per_step"
+	metricTokens         = "tokens_per_sec"
 )
 
 // metricLabel is how a sentence (a claim's footnote) names a metric: its

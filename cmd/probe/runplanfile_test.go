@@ -260,6 +260,14 @@ func TestPlanFileCommittedReport(t *testing.T) {
 			t.Errorf("probe report lacks %q:\n%s", want, stdout)
 		}
 	}
+	// The phase table shows the fixes where they act: the stacks' and the
+	// arenas' reservations at the peak walk, each claim checked by name.
+	if !regexp.MustCompile(`(?m)^phase .*final VSZ\s+stacks reserved\s+stacks resident\s+arenas reserved\s+arenas resident$`).MatchString(stdout) {
+		t.Errorf("the phase table has no stacks and arenas columns:\n%s", stdout)
+	}
+	if !regexp.MustCompile(`(?m)^P2 .*yes .*\s64 MiB\s+\S+ MiB$`).MatchString(stdout) {
+		t.Errorf("P2: want its arenas' claim agreeing and 64 MiB of arenas reserved:\n%s", stdout)
+	}
 	// The threads' stacks, resident and reserved, before and after.
 	if !regexp.MustCompile(`(?m)^stacks\.threads\s+4\.43 MiB\s+504\.2 MiB\s+4\.43 MiB\s+63\.2 MiB`).MatchString(stdout) {
 		t.Errorf("probe report lacks the stacks' line:\n%s", stdout)
