@@ -337,7 +337,7 @@ func execChildren(t *testing.T, o Options, args ...string) *schema.Result {
 // tree's peak at least the largest one's, and the largest named in the
 // diagnosis; none missed. Planted: children of 1 MiB that live a
 // millisecond or two, 500 ms apart, read every 100 ms (20 ms in the
-// first second), are seen or counted missed, every one, and some missed.
+// first second), are seen or counted missed, every one.
 func TestChildren(t *testing.T) {
 	r := execChildren(t, Options{}, cprog(t, "forks"), "50", "64:400", "32:400", "16:400")
 	p := r.Process
@@ -367,13 +367,21 @@ func TestChildren(t *testing.T) {
 		t.Errorf("no tree headline or descendants table:\n%s", out)
 	}
 
+	// Whether a 1 ms child is caught by a read depends on the machine's
+	// load (on a loaded CI machine all three were seen; here some are
+	// missed): every one must be accounted for, seen or counted missed
+	// (a lower bound, from the parent's cminflt: read 10 s apart it
+	// undercounts), and where some were missed the text must say so.
 	r = execChildren(t, Options{Interval: 100 * time.Millisecond}, cprog(t, "forks"), "500", "1:0", "1:0", "1:0")
 	p = r.Process
-	if n := len(p.Children) + p.DescendantsMissed; n < 3 || p.DescendantsMissed < 1 {
-		t.Errorf("short-lived: %d seen, %d missed; want all 3 accounted for, some missed\n%s", len(p.Children), p.DescendantsMissed, render(t, r))
+	t.Logf("short-lived: %d seen, %d missed", len(p.Children), p.DescendantsMissed)
+	if n := len(p.Children) + p.DescendantsMissed; n < 3 {
+		t.Errorf("short-lived: %d seen, %d missed; want all 3 accounted for\n%s", len(p.Children), p.DescendantsMissed, render(t, r))
 	}
-	if f := finding(p, "children"); f == nil || !strings.Contains(render(t, r), "missed") {
-		t.Errorf("short-lived: the diagnosis does not say some were missed: %+v", p.Diagnosis)
+	if p.DescendantsMissed > 0 {
+		if f := finding(p, "children"); f == nil || !strings.Contains(render(t, r), "missed") {
+			t.Errorf("short-lived: %d missed, and the diagnosis does not say so: %+v", p.DescendantsMissed, p.Diagnosis)
+		}
 	}
 }
 
