@@ -89,45 +89,16 @@ func (c *child) run(ctx context.Context, rep int) (schema.Outside, *schema.Resul
 		}
 	}()
 
-	var timer <-chan time.Time
-	if c.timeout > 0 {
-		t := time.NewTimer(c.timeout)
-		defer t.Stop()
-		timer = t.C
-	}
-	tick := time.NewTicker(watchEvery)
-	defer tick.Stop()
-	kill := func(status schema.Status, reason string) {
-		if out.Status == "" {
-			out.Status, out.Reason = status, reason
-			syscall.Kill(-pid, syscall.SIGKILL)
-		}
-	}
-	var sm procfs.Statm
-	done := ctx.Done()
-wait:
-	for {
-		select {
-		case <-exited:
-			break wait
-		case <-timer:
-			kill(schema.StatusTimeout, fmt.Sprintf("ran past --timeout %v; killed", c.timeout))
-			timer = nil
-		case <-done:
-			kill(schema.StatusKilled, "interrupted; killed")
-			done = nil
-		case <-tick.C:
-			if statm == nil || c.memLimit <= 0 {
-				continue
+	// The child stops itself at the limit (probe train --mem-limit: a
+	// partial result) at its next step boundary; the parent's kill is the
+	// backstop past the hard margin.
+	watchdog(ctx, exited, statm, c.timeout, c.memLimit, c.memLimit+job.HardMargin(c.memLimit),
+		func(status schema.Status, reason string) {
+			if out.Status == "" {
+				out.Status, out.Reason = status, reason
+				syscall.Kill(-pid, syscall.SIGKILL)
 			}
-			// The child stops itself at the limit (probe train
-			// --mem-limit: a partial result) at its next step boundary;
-			// the parent's kill is the backstop past the hard margin.
-			if statm.Read(&sm) == nil && int64(sm.ResidentBytes) > c.memLimit+job.HardMargin(c.memLimit) {
-				kill(schema.StatusKilled, fmt.Sprintf("RSS %s passed --mem-limit %s; killed", iec(int64(sm.ResidentBytes)), iec(c.memLimit)))
-			}
-		}
-	}
+		})
 	out.WallSeconds = time.Since(start).Seconds()
 	if statm != nil {
 		statm.Close()
@@ -277,3 +248,37 @@ func (t *tailWriter) reason() string {
 // iec formats bytes in the runner's messages as probe train's do
 // ("256.0 MiB"): table.FormatBytesFixed.
 func iec(b int64) string { return table.FormatBytesFixed(b) }
+
+// watchdog calls kill once the program runs past timeout (0: none), once
+// its RSS (statm, read every watchEvery; nil: not read) passes killAt
+// where a memory limit is set (limit > 0, the --mem-limit its reason
+// names), and once ctx ends; it returns when exited is closed. kill is
+// called from watchdog's goroutine, possibly more than once.
+func watchdog(ctx context.Context, exited <-chan struct{}, statm *procfs.StatmReader, timeout time.Duration, limit, killAt int64, kill func(schema.Status, string)) {
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	tick := time.NewTicker(watchEvery)
+	defer tick.Stop()
+	var sm procfs.Statm
+	done := ctx.Done()
+	for {
+		select {
+		case <-exited:
+			return
+		case <-timer:
+			kill(schema.StatusTimeout, fmt.Sprintf("ran past --timeout %v; killed", timeout))
+			timer = nil
+		case <-done:
+			kill(schema.StatusKilled, "interrupted; killed")
+			done = nil
+		case <-tick.C:
+			if statm != nil && limit > 0 && statm.Read(&sm) == nil && int64(sm.ResidentBytes) > killAt {
+				kill(schema.StatusKilled, fmt.Sprintf("RSS %s passed --mem-limit %s; killed", iec(int64(sm.ResidentBytes)), iec(limit)))
+			}
+		}
+	}
+}

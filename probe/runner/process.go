@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
 	"memprobe/probe/outside"
 	"memprobe/probe/procfs"
@@ -62,17 +60,11 @@ func runProcess(ctx context.Context, c Config, o Options, rep int) (schema.Outsi
 		return out, nil
 	}
 
-	// The watchdog: the timeout, the memory limit, an interruption.
-	var mu sync.Mutex
+	// The watchdog: the timeout, the memory limit (no margin: the
+	// program does not stop itself as probe train does), an interruption.
+	// killStatus is read once the watchdog has returned.
 	var killStatus schema.Status
 	var killReason string
-	kill := func(st schema.Status, reason string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if killStatus == "" && s.KillGroup() == nil {
-			killStatus, killReason = st, reason
-		}
-	}
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -80,32 +72,11 @@ func runProcess(ctx context.Context, c Config, o Options, rep int) (schema.Outsi
 		if statm != nil {
 			defer statm.Close()
 		}
-		var timer <-chan time.Time
-		if o.Timeout > 0 {
-			t := time.NewTimer(o.Timeout)
-			defer t.Stop()
-			timer = t.C
-		}
-		tick := time.NewTicker(watchEvery)
-		defer tick.Stop()
-		var sm procfs.Statm
-		done := ctx.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-timer:
-				kill(schema.StatusTimeout, fmt.Sprintf("ran past --timeout %v; killed", o.Timeout))
-				timer = nil
-			case <-done:
-				kill(schema.StatusKilled, "interrupted; killed")
-				done = nil
-			case <-tick.C:
-				if statm != nil && o.MemLimit > 0 && statm.Read(&sm) == nil && int64(sm.ResidentBytes) > o.MemLimit {
-					kill(schema.StatusKilled, fmt.Sprintf("RSS %s passed --mem-limit %s; killed", iec(int64(sm.ResidentBytes)), iec(o.MemLimit)))
-				}
+		watchdog(ctx, stop, statm, o.Timeout, o.MemLimit, o.MemLimit, func(st schema.Status, reason string) {
+			if killStatus == "" && s.KillGroup() == nil {
+				killStatus, killReason = st, reason
 			}
-		}
+		})
 	}()
 	res, err := s.Wait(context.Background())
 	close(stop)
