@@ -85,7 +85,11 @@ static int (*real_dlclose)(void *);
 static char boot[BOOT_BYTES] __attribute__((aligned(64)));
 static size_t boot_used;
 static int resolving;
-static int glibc_malloc; // real_malloc is glibc's: its chunk headers can be read
+// count says how an allocation's usable size is read: COUNT_HEADER from
+// glibc's chunk header (real_malloc is glibc's), COUNT_CALL by
+// malloc_usable_size, COUNT_NONE where the allocator has neither.
+enum { COUNT_NONE, COUNT_HEADER, COUNT_CALL };
+static int count;
 
 static uint64_t rate = 512 << 10; // MEMPROBE_SITES_RATE
 static int enabled;               // recording: after init, before the end
@@ -119,27 +123,33 @@ static _Atomic uint64_t peak_seq, peak_ns;
 // _Unwind_Backtrace here (docs/exec.md), which is the fallback.
 static int (*unw_bt)(void **, int);
 
-// A thread's buffer of records, and what it counts. Buffers are mmapped
-// (never malloc'd), listed in bufs, and reused after their thread exits.
+// A thread's state: what the fast paths touch is here, in one cache line
+// of its static TLS, and nothing else of the library's but three
+// read-mostly globals (enabled, count, rate) and, on a free, one byte of
+// the filter. The counts go into the thread's buffer's totals record when
+// it is written.
+struct tstate {
+	int64_t left;                  // bytes until the next sample
+	int64_t unpub;                 // usable bytes not yet in inuse_total
+	uint64_t allocs, bytes, frees; // since the last totals record
+	void *last;                    // the last block this thread allocated (temporaries)
+	struct tbuf *buf;
+	int in_hook;
+	uint64_t rng;
+} __attribute__((aligned(64)));
+static TLS struct tstate ts;
+
+// A thread's buffer of records. Buffers are mmapped (never malloc'd),
+// listed in bufs, and reused after their thread exits. owner is the
+// thread's state while it runs: the counts its totals record takes.
 struct tbuf {
 	struct tbuf *next;
-	int live; // owned by a running thread
+	struct tstate *owner; // NULL once the thread has exited
 	size_t len;
-	uint64_t allocs, bytes, frees; // since the last totals record
-	int64_t unpub;                  // usable bytes not yet in inuse_total
 	uint64_t cache[STACK_CACHE];
 	unsigned char data[BUF_BYTES];
 };
 static struct tbuf *bufs;
-
-struct tstate {
-	int64_t left; // bytes until the next sample
-	uint64_t rng;
-	void *last; // the last block this thread allocated (temporaries)
-	int in_hook;
-	struct tbuf *buf;
-};
-static TLS struct tstate ts;
 
 static uint64_t now_ns(void) {
 	struct timespec t;
@@ -152,16 +162,16 @@ static uint64_t now_ns(void) {
 // mapped chunk: what malloc_usable_size computes, without the call and
 // its checks), else asked.
 static inline size_t usable(void *p) {
-	if (LIKELY(glibc_malloc)) {
+	if (LIKELY(count == COUNT_HEADER)) {
 		size_t h = ((size_t *)p)[-1];
 		return (h & ~(size_t)7) - ((h & 2) ? 16 : 8);
 	}
 	return real_usable(p);
 }
 
-static void publish(struct tbuf *b) {
-	int64_t d = b->unpub;
-	b->unpub = 0;
+__attribute__((noinline)) static void publish(struct tstate *t) {
+	int64_t d = t->unpub;
+	t->unpub = 0;
 	int64_t v = atomic_fetch_add_explicit(&inuse_total, d, memory_order_relaxed) + d;
 	int64_t pk = atomic_load_explicit(&inuse_peak, memory_order_relaxed);
 	while (v > pk) {
@@ -191,7 +201,9 @@ static void resolve(void) {
 	real_dlclose = dlsym(RTLD_NEXT, "dlclose");
 	Dl_info info;
 	if (real_malloc && dladdr((void *)real_malloc, &info) && info.dli_fname && strstr(info.dli_fname, "/libc.so"))
-		glibc_malloc = 1;
+		count = COUNT_HEADER;
+	else if (real_usable != NULL)
+		count = COUNT_CALL;
 	resolving = 0;
 }
 
@@ -233,12 +245,13 @@ static void put64(struct tbuf *b, uint64_t v) { put(b, &v, 8); }
 // one that opened the file (a vfork child, a clone without atfork) writes
 // nothing: its records would be charged to the wrong pid.
 static void flush_locked(struct tbuf *b) {
-	if (b->allocs || b->frees) {
+	struct tstate *t = b->owner;
+	if (t != NULL && (t->allocs || t->frees)) {
 		put8(b, R_TOTALS);
-		put64(b, b->allocs);
-		put64(b, b->bytes);
-		put64(b, b->frees);
-		b->allocs = b->bytes = b->frees = 0;
+		put64(b, t->allocs);
+		put64(b, t->bytes);
+		put64(b, t->frees);
+		t->allocs = t->bytes = t->frees = 0;
 	}
 	if (b->len > 0 && fd >= 0 && getpid() == file_pid)
 		write_all(b->data, b->len);
@@ -262,7 +275,8 @@ static void thread_exit(void *p) {
 	ts.in_hook++;
 	pthread_mutex_lock(&wlock);
 	flush_locked(b);
-	b->live = 0;
+	publish(&ts);
+	b->owner = NULL;
 	pthread_mutex_unlock(&wlock);
 	ts.buf = NULL;
 	ts.in_hook--;
@@ -275,7 +289,7 @@ static struct tbuf *thread_buf(void) {
 	struct tbuf *b = NULL;
 	pthread_mutex_lock(&wlock);
 	for (struct tbuf *x = bufs; x; x = x->next)
-		if (!x->live) {
+		if (x->owner == NULL) {
 			b = x;
 			break;
 		}
@@ -290,7 +304,7 @@ static struct tbuf *thread_buf(void) {
 	} else {
 		memset(b->cache, 0, sizeof b->cache);
 	}
-	b->live = 1;
+	b->owner = &ts;
 	b->len = 0;
 	pthread_mutex_unlock(&wlock);
 	ts.buf = b;
@@ -320,23 +334,10 @@ static int64_t next_interval(void) {
 	return (int64_t)v + 1;
 }
 
-// sampled says whether an allocation of n bytes is sampled, and counts it.
-static inline int sampled(size_t n) {
-	if (rate <= 1)
-		return 1;
-	ts.left -= (int64_t)n;
-	if (LIKELY(ts.left > 0))
-		return 0;
-	if (UNLIKELY(ts.rng == 0)) {
-		// The thread's first allocation: seed, draw, and judge it again.
-		ts.rng = (now_ns() ^ ((uint64_t)(uintptr_t)&ts << 16) ^ (uint64_t)syscall(SYS_gettid)) | 1;
-		ts.left = next_interval() - (int64_t)n;
-		if (ts.left > 0)
-			return 0;
-	}
-	ts.left = next_interval();
-	return 1;
-}
+// The sampling decision is made by the fast path: ts.left -= n, and the
+// allocation is sampled when it reaches 0 or below. ts.left starts at 0,
+// so a thread's first allocation takes the slow path, which seeds its
+// generator and makes its buffer; at rate 1 it stays 0.
 
 // ---- the set of sampled addresses (rate > 1) ----------------------------
 
@@ -440,7 +441,7 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	}
 	if (rate > 1)
 		set_add((uint64_t)(uintptr_t)p);
-	if (kind == KIND_HEAP && glibc_malloc && (((size_t *)p)[-1] & 2))
+	if (kind == KIND_HEAP && count == COUNT_HEADER && (((size_t *)p)[-1] & 2))
 		kind = KIND_CHUNK;
 	put8(b, R_ALLOC);
 	put8(b, (uint8_t)kind);
@@ -450,7 +451,7 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	put64(b, n);
 	put64(b, h);
 	put64(b, (uint64_t)atomic_load_explicit(&inuse_total, memory_order_relaxed));
-	put64(b, kind == KIND_MMAP || real_usable == NULL ? n : usable(p));
+	put64(b, kind == KIND_MMAP || count == COUNT_NONE ? n : usable(p));
 }
 
 static void record_free(void *p, int flags) {
@@ -476,26 +477,41 @@ static inline struct tbuf *own_buf(void) {
 	return b;
 }
 
+// sample_alloc is the slow path of after_alloc: the thread's first
+// allocation (seed the generator, make the buffer, draw the first
+// interval and judge this one by it), and a sampled one.
+__attribute__((noinline)) static void sample_alloc(void *p, size_t n, int kind) {
+	if (UNLIKELY(own_buf() == NULL))
+		return;
+	if (rate > 1) {
+		if (UNLIKELY(ts.rng == 0)) {
+			ts.rng = (now_ns() ^ ((uint64_t)(uintptr_t)&ts << 16) ^ (uint64_t)syscall(SYS_gettid)) | 1;
+			ts.left = next_interval() - (int64_t)n;
+			if (ts.left > 0)
+				return;
+		}
+		ts.left = next_interval();
+	}
+	ts.in_hook++;
+	record_alloc(p, n, kind);
+	ts.in_hook--;
+}
+
 // after_alloc counts and perhaps samples a block the allocator returned.
 static inline __attribute__((always_inline)) void after_alloc(void *p, size_t n, int kind) {
 	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
 		return;
 	ts.last = p;
-	struct tbuf *b = own_buf();
-	if (UNLIKELY(b == NULL))
-		return;
-	b->allocs++;
-	b->bytes += n;
-	if (kind == KIND_HEAP && real_usable != NULL) {
-		b->unpub += (int64_t)usable(p);
-		if (b->unpub > PUBLISH)
-			publish(b);
+	ts.allocs++;
+	ts.bytes += n;
+	if (kind == KIND_HEAP && LIKELY(count != COUNT_NONE)) {
+		ts.unpub += (int64_t)usable(p);
+		if (UNLIKELY(ts.unpub > PUBLISH))
+			publish(&ts);
 	}
-	if (LIKELY(!sampled(n)))
-		return;
-	ts.in_hook++;
-	record_alloc(p, n, kind);
-	ts.in_hook--;
+	ts.left -= (int64_t)n;
+	if (UNLIKELY(ts.left <= 0))
+		sample_alloc(p, n, kind);
 }
 
 // before_free records the free of p if p was sampled (every free at rate 1).
@@ -506,14 +522,15 @@ static inline __attribute__((always_inline)) void before_free(void *p, int flags
 		flags |= F_TEMPORARY;
 		ts.last = NULL;
 	}
-	struct tbuf *b = own_buf();
-	if (UNLIKELY(b == NULL))
+	// A thread that frees what others allocated may never allocate: its
+	// buffer is made here, so that its counts are written when it exits.
+	if (UNLIKELY(ts.buf == NULL) && UNLIKELY(own_buf() == NULL))
 		return;
-	b->frees++;
-	if (!(flags & F_MUNMAP) && real_usable != NULL) {
-		b->unpub -= (int64_t)usable(p);
-		if (b->unpub < -PUBLISH)
-			publish(b);
+	ts.frees++;
+	if (!(flags & F_MUNMAP) && LIKELY(count != COUNT_NONE)) {
+		ts.unpub -= (int64_t)usable(p);
+		if (UNLIKELY(ts.unpub < -PUBLISH))
+			publish(&ts);
 	}
 	if (rate > 1 && LIKELY(!set_del((uint64_t)(uintptr_t)p)))
 		return;
@@ -593,7 +610,8 @@ static void finish(int how) {
 		enabled = 0;
 		for (struct tbuf *b = bufs; b; b = b->next) {
 			flush_locked(b);
-			publish(b);
+			if (b->owner != NULL)
+				publish(b->owner);
 		}
 		write_maps_locked();
 		unsigned char c[33];
@@ -604,7 +622,7 @@ static void finish(int how) {
 		memcpy(c + 9, &ps, 8);
 		memcpy(c + 17, &pn, 8);
 		memcpy(c + 25, &ex, 8);
-		if (real_usable != NULL)
+		if (count != COUNT_NONE)
 			write_all(c, sizeof c);
 		unsigned char e[18];
 		uint64_t s = atomic_load(&seq);
@@ -644,12 +662,11 @@ static void fork_child(void) {
 	pthread_mutex_init(&wlock, NULL);
 	for (struct tbuf *b = bufs; b; b = b->next) {
 		b->len = 0;
-		b->allocs = b->bytes = b->frees = 0;
-		if (b == ts.buf)
-			publish(b);
-		b->unpub = 0;
-		b->live = (b == ts.buf);
+		if (b != ts.buf)
+			b->owner = NULL;
 	}
+	ts.allocs = ts.bytes = ts.frees = 0;
+	publish(&ts);
 	// The child holds what the parent held: its count goes on from
 	// there, its peak starts again.
 	atomic_store(&inuse_peak, atomic_load(&inuse_total));
