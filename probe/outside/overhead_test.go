@@ -4,16 +4,26 @@ import (
 	"context"
 	"flag"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"memprobe/probe/sites"
+	"memprobe/probe/sites/sitestest"
 )
 
 var (
 	overheadIters    = flag.Int64("overhead.iters", 300_000_000, "BenchmarkExecOverhead: iterations of testdata/cprogs/spin.c")
 	overheadInterval = flag.Duration("overhead.interval", DefaultInterval, "BenchmarkExecOverhead: the sampler's interval")
+
+	sitesN       = flag.Int("overhead.stress-n", 2_500_000, "BenchmarkSitesOverhead: allocations per thread of probe/sites/testdata/stress.c")
+	sitesThreads = flag.Int("overhead.stress-threads", 4, "BenchmarkSitesOverhead: its threads")
+	overheadProg = flag.String("overhead.prog", "", "BenchmarkSitesOverhead: a built stress program (else built with gcc)")
+	sitesRate    = flag.Int64("overhead.sites-rate", sites.DefaultRate, "BenchmarkSitesOverhead: --sites-rate")
 )
 
 // BenchmarkExecOverhead runs a CPU-bound C program (testdata/cprogs/spin.c)
@@ -69,6 +79,82 @@ func BenchmarkExecOverhead(b *testing.B) {
 	b.ReportMetric(median(wallR), "wall-ratio")
 	b.ReportMetric(median(cpuR), "cpu-ratio")
 	b.ReportMetric(median(probeCPU), "probe-cpu-%")
+}
+
+// BenchmarkSitesOverhead is the overhead goal for --sites: the
+// multithreaded allocator stress (probe/sites/testdata/stress.c, 10
+// million allocations by default) alone, under Exec with Sites at
+// -overhead.sites-rate (the library preloaded, the sampler reading /proc
+// and the records analysed after the exit), and under Exec without Sites
+// (the sampler alone), rotating which goes first. It reports the medians
+// of the program's wall time (alone-s; sites-s: Process.DurationMs) and
+// of each iteration's ratios to alone: wall (sites-wall-ratio,
+// exec-wall-ratio) and CPU, user + system from wait4 (sites-cpu-ratio,
+// exec-cpu-ratio). The goal is sites-wall-ratio at most 1.10. One
+// iteration is one triple. MEMPROBE_SITES_LIB names a built library
+// (else it is built, which needs gcc), and the stress program is built
+// with gcc unless -overhead.prog names it.
+//
+//	go test -run '^$' -bench SitesOverhead -benchtime 9x ./probe/outside
+func BenchmarkSitesOverhead(b *testing.B) {
+	if os.Getenv(sites.EnvLib) == "" {
+		sitestest.Lib(b)
+	}
+	prog := *overheadProg
+	if prog == "" {
+		prog = filepath.Join(buildDir, "stress")
+		if out, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-o", prog, "../sites/testdata/stress.c").CombinedOutput(); err != nil {
+			b.Skipf("gcc: %v\n%s", err, out)
+		}
+	}
+	args := []string{prog, strconv.Itoa(*sitesN), strconv.Itoa(*sitesThreads)}
+	type run struct{ wall, cpu float64 }
+	alone := func() run {
+		cmd := exec.Command(args[0], args[1:]...)
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		st := cmd.ProcessState
+		return run{time.Since(t0).Seconds(), (st.UserTime() + st.SystemTime()).Seconds()}
+	}
+	watched := func(withSites bool) run {
+		o := ExecOptions{Options: Options{OutDir: b.TempDir()}, Args: args, Stdout: io.Discard}
+		if withSites {
+			o.Sites = SitesOptions{Enabled: true, Rate: *sitesRate}
+		}
+		s, err := Exec(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := s.Wait(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := r.Process
+		if withSites && (p.Sites == nil || p.Sites.AllocObjects == 0) {
+			b.Fatalf("no sites recorded: %+v", p.Sites)
+		}
+		return run{p.DurationMs / 1e3, (p.RusageUserMs + p.RusageSystemMs) / 1e3}
+	}
+	var aloneW, sitesW, sw, sc, ew, ec []float64
+	for i := 0; i < b.N; i++ {
+		var a, st, ex run
+		steps := []func(){func() { a = alone() }, func() { st = watched(true) }, func() { ex = watched(false) }}
+		for j := range steps {
+			steps[(i+j)%len(steps)]()
+		}
+		aloneW, sitesW = append(aloneW, a.wall), append(sitesW, st.wall)
+		sw, sc = append(sw, st.wall/a.wall), append(sc, st.cpu/a.cpu)
+		ew, ec = append(ew, ex.wall/a.wall), append(ec, ex.cpu/a.cpu)
+		b.Logf("triple %d: alone %.3f s (CPU %.3f s), --sites %.3f s (CPU %.3f s), exec %.3f s (CPU %.3f s)", i, a.wall, a.cpu, st.wall, st.cpu, ex.wall, ex.cpu)
+	}
+	b.ReportMetric(median(aloneW), "alone-s")
+	b.ReportMetric(median(sitesW), "sites-s")
+	b.ReportMetric(median(sw), "sites-wall-ratio")
+	b.ReportMetric(median(sc), "sites-cpu-ratio")
+	b.ReportMetric(median(ew), "exec-wall-ratio")
+	b.ReportMetric(median(ec), "exec-cpu-ratio")
 }
 
 func median(v []float64) float64 {

@@ -22,6 +22,8 @@ import (
 //	        u64 usable (the block's usable size)
 //	'F'     u8 flags, u64 seq, u64 t_ns, u64 addr  (every free at rate 1;
 //	        else the frees of sampled blocks)
+//	'U'     u8 flags, u64 seq, u64 t_ns, u64 addr, u64 len  every munmap
+//	        of the program's, at any rate
 //	'T'     u64 allocs, u64 bytes, u64 frees    a thread's counts since its last 'T'
 //	'M'     u64 len, len bytes of /proc/self/maps
 //	'P'     i64 peak, u64 seq, u64 t_ns, i64 end  the count of every block in use by
@@ -30,7 +32,7 @@ import (
 //
 // Each thread writes whole records in chunks, so the file is ordered per
 // thread, not globally: seq orders the events of one image.
-const recordVersion = 1
+const recordVersion = 2
 
 const headerLen = 40
 
@@ -52,7 +54,7 @@ type event struct {
 	seq    uint64
 	tNs    uint64
 	addr   uint64
-	size   uint64 // 0 for a free
+	size   uint64 // 0 for a free; a munmap's length
 	stack  uint64 // the stack's hash; allocations only
 	count  int64  // the library's count of the bytes in use; allocations only
 	usable uint64 // the block's usable size; allocations only
@@ -189,6 +191,11 @@ func readFile(path string) (*image, error) {
 				break
 			}
 			im.events = append(im.events, event{free: true, flags: b[0], seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]), addr: le.Uint64(b[17:])})
+		case 'U':
+			if b, err = read(33); err != nil {
+				break
+			}
+			im.events = append(im.events, event{free: true, flags: b[0] | flagMunmap, seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]), addr: le.Uint64(b[17:]), size: le.Uint64(b[25:])})
 		case 'T':
 			if b, err = read(24); err != nil {
 				break

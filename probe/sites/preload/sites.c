@@ -38,7 +38,7 @@
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
 enum {
-	RECORD_VERSION = 1,
+	RECORD_VERSION = 2,
 	MAX_FRAMES = 64,
 	BUF_BYTES = 64 << 10,
 	STACK_CACHE = 4096, // per thread, direct mapped: stack hashes already written
@@ -52,6 +52,7 @@ enum {
 enum {
 	R_ALLOC = 'A',
 	R_FREE = 'F',
+	R_UNMAP = 'U',
 	R_STACK = 'S',
 	R_TOTALS = 'T',
 	R_MAPS = 'M',
@@ -146,6 +147,7 @@ struct tbuf {
 	struct tbuf *next;
 	struct tstate *owner; // NULL once the thread has exited
 	size_t len;
+	uint64_t flushed_ns; // when the buffer was last written
 	uint64_t cache[STACK_CACHE];
 	unsigned char data[BUF_BYTES];
 };
@@ -268,6 +270,18 @@ static void flush(struct tbuf *b) {
 static void room(struct tbuf *b, size_t n) {
 	if (b->len + n + 32 > BUF_BYTES)
 		flush(b);
+}
+
+// FLUSH_NS: a thread's records are written at least this often while it
+// records (a live view reads the file as the program runs), not only
+// when its buffer is full.
+enum { FLUSH_NS = 1000000000 };
+
+static void flush_if_old(struct tbuf *b, uint64_t t) {
+	if (t - b->flushed_ns > FLUSH_NS) {
+		flush(b);
+		b->flushed_ns = t;
+	}
 }
 
 static void thread_exit(void *p) {
@@ -443,15 +457,17 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 		set_add((uint64_t)(uintptr_t)p);
 	if (kind == KIND_HEAP && count == COUNT_HEADER && (((size_t *)p)[-1] & 2))
 		kind = KIND_CHUNK;
+	uint64_t t = now_ns();
 	put8(b, R_ALLOC);
 	put8(b, (uint8_t)kind);
 	put64(b, atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
-	put64(b, now_ns() - start_ns);
+	put64(b, t - start_ns);
 	put64(b, (uint64_t)(uintptr_t)p);
 	put64(b, n);
 	put64(b, h);
 	put64(b, (uint64_t)atomic_load_explicit(&inuse_total, memory_order_relaxed));
 	put64(b, kind == KIND_MMAP || count == COUNT_NONE ? n : usable(p));
+	flush_if_old(b, t);
 }
 
 static void record_free(void *p, int flags) {
@@ -459,11 +475,32 @@ static void record_free(void *p, int flags) {
 	if (b == NULL)
 		return;
 	room(b, 26);
+	uint64_t t = now_ns();
 	put8(b, R_FREE);
 	put8(b, (uint8_t)flags);
 	put64(b, atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
-	put64(b, now_ns() - start_ns);
+	put64(b, t - start_ns);
 	put64(b, (uint64_t)(uintptr_t)p);
+	flush_if_old(b, t);
+}
+
+// record_unmap records a munmap of the program's, whatever it unmaps (a
+// sampled mapping, a part of one, or none): the probe cuts the sampled
+// mappings it overlaps. A munmap is a system call: recording each costs
+// little beside it.
+static void record_unmap(void *p, size_t len, int flags) {
+	struct tbuf *b = thread_buf();
+	if (b == NULL)
+		return;
+	room(b, 34);
+	uint64_t t = now_ns();
+	put8(b, R_UNMAP);
+	put8(b, (uint8_t)flags);
+	put64(b, atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
+	put64(b, t - start_ns);
+	put64(b, (uint64_t)(uintptr_t)p);
+	put64(b, len);
+	flush_if_old(b, t);
 }
 
 // own_buf is the calling thread's buffer, made on its first call.
@@ -527,7 +564,7 @@ static inline __attribute__((always_inline)) void before_free(void *p, int flags
 	if (UNLIKELY(ts.buf == NULL) && UNLIKELY(own_buf() == NULL))
 		return;
 	ts.frees++;
-	if (!(flags & F_MUNMAP) && LIKELY(count != COUNT_NONE)) {
+	if (LIKELY(count != COUNT_NONE)) {
 		ts.unpub -= (int64_t)usable(p);
 		if (UNLIKELY(ts.unpub < -PUBLISH))
 			publish(&ts);
@@ -846,7 +883,19 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int f, off_t of
 EXPORT int munmap(void *addr, size_t len) {
 	if (UNLIKELY(!real_munmap))
 		resolve();
-	before_free(addr, F_MUNMAP);
+	if (enabled && !ts.in_hook && addr != NULL) {
+		int flags = F_MUNMAP;
+		if (ts.last == addr) {
+			flags |= F_TEMPORARY;
+			ts.last = NULL;
+		}
+		ts.frees++;
+		if (rate > 1)
+			set_del((uint64_t)(uintptr_t)addr);
+		ts.in_hook++;
+		record_unmap(addr, len, flags);
+		ts.in_hook--;
+	}
 	return real_munmap(addr, len);
 }
 
