@@ -55,7 +55,7 @@ func parseEHFrame(data []byte, addr uint64, order binary.ByteOrder, ptr int) []f
 			off = body // a zero terminator
 			continue
 		}
-		if next > uint64(len(data)) || length < uint64(idSize) {
+		if next > uint64(len(data)) || next <= uint64(body) || length < uint64(idSize) {
 			break
 		}
 		var id uint64
@@ -78,7 +78,7 @@ func parseEHFrame(data []byte, addr uint64, order binary.ByteOrder, ptr int) []f
 				where := addr + uint64(r.pos)
 				start, ok1 := r.encoded(enc, where)
 				size, ok2 := r.encoded(enc&0x0f, 0) // the range: the format alone
-				if ok1 && ok2 && start != 0 && size != 0 {
+				if ok1 && ok2 && start != 0 && size != 0 && start+size > start {
 					out = append(out, fdeRange{start, start + size})
 				}
 			}

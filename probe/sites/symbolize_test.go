@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -279,4 +280,29 @@ func TestPythonUnnamedFunctions(t *testing.T) {
 		t.Skipf("%s: no nameless function was seen at two addresses (a build with its symbols?): nothing to group", py)
 	}
 	t.Logf("%d nameless functions of %s seen at two or more call sites, each one name", grouped, base)
+}
+
+// FuzzParseEHFrame: any bytes end the walk without a panic, and every
+// range read is non-empty. The seeds are a real .eh_frame cut at a few
+// places and lengths that overflow.
+func FuzzParseEHFrame(f *testing.F) {
+	if self, err := elf.Open("/proc/self/exe"); err == nil {
+		if s := self.Section(".eh_frame"); s != nil {
+			if b, err := s.Data(); err == nil {
+				for _, n := range []int{len(b), len(b) / 2, 101, 24, 7} {
+					f.Add(b[:min(n, len(b))])
+				}
+			}
+		}
+		self.Close()
+	}
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xf0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{0x10, 0, 0, 0, 0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, r := range parseEHFrame(b, 0x1000, binary.LittleEndian, 8) {
+			if r.end <= r.start {
+				t.Fatalf("empty range %#x..%#x", r.start, r.end)
+			}
+		}
+	})
 }
