@@ -222,7 +222,14 @@ func (o *object) lookup(addr uint64) (fn, file string, line int) {
 		}
 	}
 	if fn == "" && inFunc {
-		fn = fmt.Sprintf("%s+0x%x", filepath.Base(o.path), fr.start)
+		// The function the unwind tables put addr in: its symbol where
+		// one starts it (a size that stops short), else its start.
+		j := sort.Search(len(o.syms), func(j int) bool { return o.syms[j].Value >= fr.start })
+		if j < len(o.syms) && o.syms[j].Value == fr.start {
+			fn = demangle.Filter(o.syms[j].Name)
+		} else {
+			fn = fmt.Sprintf("%s+0x%x", filepath.Base(o.path), fr.start)
+		}
 	}
 	if o.dw != nil {
 		if cu, err := o.dw.Reader().SeekPC(addr); err == nil && cu != nil {

@@ -90,12 +90,14 @@ func TestFuncRangesMatchReadelf(t *testing.T) {
 	}
 }
 
-// TestLookupSizelessSymbol: a symbol without a size names the function
+// TestLookupByUnwindRanges: a symbol without a size names the function
 // it starts, not the next one the unwind tables know (the old lookup
-// gave "label" to every address up to the next symbol).
-func TestLookupSizelessSymbol(t *testing.T) {
-	o := &object{path: "/x/bin", syms: []elf.Symbol{{Name: "label", Value: 0x1000}},
-		funcs: []fdeRange{{0x1000, 0x1080}, {0x1100, 0x1200}}}
+// gave "label" to every address up to the next symbol); a symbol whose
+// size stops short of its function's end by the unwind tables names
+// the rest too (the old lookup gave no name there).
+func TestLookupByUnwindRanges(t *testing.T) {
+	o := &object{path: "/x/bin", syms: []elf.Symbol{{Name: "label", Value: 0x1000}, {Name: "short", Value: 0x2000, Size: 0x10}},
+		funcs: []fdeRange{{0x1000, 0x1080}, {0x1100, 0x1200}, {0x2000, 0x2040}}}
 	for _, tc := range []struct {
 		addr uint64
 		want string
@@ -104,6 +106,9 @@ func TestLookupSizelessSymbol(t *testing.T) {
 		{0x1090, "label"},      // between functions: nothing better
 		{0x1150, "bin+0x1100"}, // a function of its own
 		{0x0f00, ""},           // before everything
+		{0x2008, "short"},      // in its size
+		{0x2030, "short"},      // past its size, in its function
+		{0x2050, ""},           // past both
 	} {
 		if fn, _, _ := o.lookup(tc.addr); fn != tc.want {
 			t.Errorf("lookup(%#x) = %q, want %q", tc.addr, fn, tc.want)
