@@ -384,3 +384,118 @@ func TestBusyExit(t *testing.T) {
 		}
 	}
 }
+
+// TestMunmapCuts: testdata/munmap.c's mappings cut by munmaps at rate 1:
+// a munmap of a mapping's head and tail, of its middle, of all of it,
+// and one across two mappings each leave what the kernel left, at the
+// peak and at exit, per site; the alloc profile counts each mapping once
+// at its whole size. Planted, the matching of record version 1 (a munmap
+// ends the mapping that starts at its address, all of it) moves every
+// figure: aligned_site's head munmap ends it, the cuts of middle_site and
+// pair_site are missed.
+func TestMunmapCuts(t *testing.T) {
+	const MiB = 1 << 20
+	type want struct {
+		peak, exit                 int64
+		aligned, middle, pair      int64 // at the peak
+		alignedExit, pairExit      int64
+		pairExitBlocks, middleBlks int64
+		alignedTemp                int64
+	}
+	for _, tc := range []struct {
+		planted bool
+		want    want
+	}{
+		{false, want{53 * MiB, 17 * MiB, 4 * MiB, 4 * MiB, 13 * MiB, 4 * MiB, 13 * MiB, 2, 2, 0}},
+		{true, want{54 * MiB, 16 * MiB, 0, 6 * MiB, 16 * MiB, 0, 16 * MiB, 2, 1, 1}},
+	} {
+		munmapStartOnly = tc.planted
+		s, warns, _ := record(t, 1, prog(t, "munmap.c"))
+		munmapStartOnly = false
+		if len(warns) > 0 {
+			t.Errorf("warnings: %q", warns)
+		}
+		w := tc.want
+		bytes := func(sites []schema.Site, fn string) (int64, int64) {
+			if x := site(sites, fn); x != nil {
+				return x.Bytes, x.Objects
+			}
+			return 0, 0
+		}
+		ab, _ := bytes(s.TopPeak, "aligned_site")
+		mb, mo := bytes(s.TopPeak, "middle_site")
+		pb, _ := bytes(s.TopPeak, "pair_site")
+		kb, _ := bytes(s.TopPeak, "peak_site")
+		aeb, _ := bytes(s.TopExit, "aligned_site")
+		peb, peo := bytes(s.TopExit, "pair_site")
+		t.Logf("planted %v: peak %d exit %d; at the peak aligned %d middle %d (%d blocks) pair %d peak_site %d; at exit aligned %d pair %d (%d blocks)",
+			tc.planted, s.PeakInUseBytes, s.ExitInUseBytes, ab, mb, mo, pb, kb, aeb, peb, peo)
+		if s.PeakInUseBytes != w.peak || s.ExitInUseBytes != w.exit {
+			t.Errorf("planted %v: peak %d exit %d, want %d and %d", tc.planted, s.PeakInUseBytes, s.ExitInUseBytes, w.peak, w.exit)
+		}
+		if ab != w.aligned || mb != w.middle || mo != w.middleBlks || pb != w.pair || kb != 32*MiB {
+			t.Errorf("planted %v: at the peak aligned %d middle %d in %d blocks pair %d peak_site %d; want %d, %d in %d, %d, %d",
+				tc.planted, ab, mb, mo, pb, kb, w.aligned, w.middle, w.middleBlks, w.pair, 32*MiB)
+		}
+		if aeb != w.alignedExit || peb != w.pairExit || peo != w.pairExitBlocks {
+			t.Errorf("planted %v: at exit aligned %d pair %d in %d blocks; want %d, %d in %d", tc.planted, aeb, peb, peo, w.alignedExit, w.pairExit, w.pairExitBlocks)
+		}
+		if x := site(s.TopExit, "middle_site"); x != nil {
+			t.Errorf("planted %v: middle_site at exit %+v, want none (one munmap ended both pieces)", tc.planted, x)
+		}
+		// What was allocated: each mapping once, whole, cut or not.
+		for _, c := range []struct {
+			fn         string
+			bytes, obj int64
+		}{{"aligned_site", 8 * MiB, 1}, {"middle_site", 6 * MiB, 1}, {"pair_site", 16 * MiB, 2}, {"whole_site", 5 * MiB, 1}} {
+			if b, o := leafSum(t, s, schema.SitesAlloc, c.fn, 1), leafSum(t, s, schema.SitesAlloc, c.fn, 0); b != c.bytes || o != c.obj {
+				t.Errorf("planted %v: alloc profile %s %d bytes in %d, want %d in %d", tc.planted, c.fn, b, o, c.bytes, c.obj)
+			}
+		}
+		// The head munmap of aligned_site follows its mmap at once (the
+		// library flags it): a cut that leaves a piece is no temporary
+		// block; whole_site's is one.
+		var at, wt int64
+		if x := site(s.TopTemporary, "aligned_site"); x != nil {
+			at = x.Temporary
+		}
+		if x := site(s.TopTemporary, "whole_site"); x != nil {
+			wt = x.Temporary
+		}
+		if at != w.alignedTemp || wt != 1 {
+			t.Errorf("planted %v: temporary aligned_site %d whole_site %d, want %d and 1", tc.planted, at, wt, w.alignedTemp)
+		}
+	}
+}
+
+// TestMunmapSampled: testdata/munmap.c at the default rate. Each of its
+// mappings (5 MiB and more) is sampled with a chance p of at least
+// 1 - e^-10 and stands for its bytes × 1/p: the figures are within
+// e^-10/(1-e^-10) = 4.6e-5 of the exact ones (the chance that some
+// mapping goes unsampled and the test fails is below 1e-4 a run). The
+// pieces keep the whole mapping's weight per byte.
+func TestMunmapSampled(t *testing.T) {
+	const MiB = 1 << 20
+	s, _, _ := record(t, DefaultRate, prog(t, "munmap.c"))
+	tol := math.Exp(-10) / (1 - math.Exp(-10))
+	within := func(what string, got, want int64) {
+		t.Helper()
+		if d := float64(got)/float64(want) - 1; d < 0 || d > tol {
+			t.Errorf("%s: %d, want %d to %.0f", what, got, want, float64(want)*(1+tol))
+		}
+	}
+	within("peak in use", s.PeakInUseBytes, 53*MiB)
+	within("exit in use", s.ExitInUseBytes, 17*MiB)
+	for _, c := range []struct {
+		sites []schema.Site
+		fn    string
+		want  int64
+	}{{s.TopPeak, "middle_site", 4 * MiB}, {s.TopPeak, "pair_site", 13 * MiB}, {s.TopExit, "aligned_site", 4 * MiB}, {s.TopExit, "pair_site", 13 * MiB}} {
+		x := site(c.sites, c.fn)
+		if x == nil {
+			t.Errorf("%s: no %s in %+v", c.fn, c.fn, c.sites)
+			continue
+		}
+		within(c.fn, x.Bytes, c.want)
+	}
+}
