@@ -370,8 +370,11 @@ func pagesEnd(a, n uint64) uint64 {
 
 // heapInUseAt is the bytes of the C allocator's arena blocks in use at
 // tNs (since the image started): in the brk heap (main) and elsewhere
-// (the other arenas).
-func (r *replayed) heapInUseAt(tNs uint64) (main, others float64) {
+// (the other arenas); heaps, by the start of each 64 MiB heap the walk
+// found, gets those of the blocks in it. The heap_info at a heap's start
+// names its arena, but the records hold no memory to read it in: blocks
+// are grouped by heap.
+func (r *replayed) heapInUseAt(tNs uint64, heaps map[uint64]float64) (main, others float64) {
 	for i := range r.im.events {
 		e := &r.im.events[i]
 		if e.free || e.kind != kindHeap || e.tNs > tNs {
@@ -390,8 +393,11 @@ func (r *replayed) heapInUseAt(tNs uint64) (main, others float64) {
 		}
 		if inBrk {
 			main += b
-		} else {
-			others += b
+			continue
+		}
+		others += b
+		if _, ok := heaps[e.addr&^(heapMaxBytes-1)]; ok {
+			heaps[e.addr&^(heapMaxBytes-1)] += b
 		}
 	}
 	return main, others

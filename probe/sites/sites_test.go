@@ -1,6 +1,8 @@
 package sites
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -416,18 +418,18 @@ func TestMunmapCuts(t *testing.T) {
 			t.Errorf("warnings: %q", warns)
 		}
 		w := tc.want
-		bytes := func(sites []schema.Site, fn string) (int64, int64) {
+		got := func(sites []schema.Site, fn string) (int64, int64) {
 			if x := site(sites, fn); x != nil {
 				return x.Bytes, x.Objects
 			}
 			return 0, 0
 		}
-		ab, _ := bytes(s.TopPeak, "aligned_site")
-		mb, mo := bytes(s.TopPeak, "middle_site")
-		pb, _ := bytes(s.TopPeak, "pair_site")
-		kb, _ := bytes(s.TopPeak, "peak_site")
-		aeb, _ := bytes(s.TopExit, "aligned_site")
-		peb, peo := bytes(s.TopExit, "pair_site")
+		ab, _ := got(s.TopPeak, "aligned_site")
+		mb, mo := got(s.TopPeak, "middle_site")
+		pb, _ := got(s.TopPeak, "pair_site")
+		kb, _ := got(s.TopPeak, "peak_site")
+		aeb, _ := got(s.TopExit, "aligned_site")
+		peb, peo := got(s.TopExit, "pair_site")
 		t.Logf("planted %v: peak %d exit %d; at the peak aligned %d middle %d (%d blocks) pair %d peak_site %d; at exit aligned %d pair %d (%d blocks)",
 			tc.planted, s.PeakInUseBytes, s.ExitInUseBytes, ab, mb, mo, pb, kb, aeb, peb, peo)
 		if s.PeakInUseBytes != w.peak || s.ExitInUseBytes != w.exit {
@@ -497,5 +499,78 @@ func TestMunmapSampled(t *testing.T) {
 			continue
 		}
 		within(c.fn, x.Bytes, c.want)
+	}
+}
+
+// TestFragmentationHeaps: probe/outside's fragment.c in its arenas mode
+// (two threads, an arena each: one frees 15 of every 16 of its 40000
+// blocks of 512 B, the other keeps its 10000) split at its end by heap,
+// with each heap's read-write bytes (from the maps written at exit) for
+// its resident ones: the holes thread's heap is mostly free, the other's
+// mostly in use. Planted, a maps record that names all memory [heap]
+// puts every block in the main arena: both heaps read all free.
+func TestFragmentationHeaps(t *testing.T) {
+	recs := t.TempDir()
+	cmd := exec.Command(prog(t, "../../outside/testdata/cprogs/fragment.c"), "arenas")
+	cmd.Env = Env(os.Environ(), lib(t), recs, 1)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fragment arenas: %v\n%s", err, out)
+	}
+	ims, err := readDir(recs)
+	if err != nil || len(ims) != 1 || len(ims[0].maps) == 0 {
+		t.Fatalf("records: %v, %d images", err, len(ims))
+	}
+	w := Walk{At: "end", MonoNs: ^uint64(0) >> 1}
+	for _, m := range parseMaps(ims[0].maps[len(ims[0].maps)-1]) {
+		switch {
+		case m.path == "[heap]":
+			w.BrkBytes += int64(m.end - m.start)
+		case m.path == "" && m.perms == "rw-p" && m.start%heapMaxBytes == 0:
+			w.Heaps = append(w.Heaps, WalkHeap{Start: m.start, ResidentBytes: int64(m.end - m.start)})
+			w.ArenasBytes += int64(m.end - m.start)
+		}
+	}
+	var worst int64
+	split := func() (holes, kept schema.SitesHeap) {
+		t.Helper()
+		s, _, err := Analyze(Options{Dir: recs, PID: cmd.Process.Pid, Walks: []Walk{w}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := s.Fragmentation
+		if f == nil || len(f.Heaps) != 3 || f.Heaps[0].Heap != "[heap]" {
+			t.Fatalf("fragmentation %+v: want [heap] and the two threads' heaps", f)
+		}
+		for _, h := range f.Heaps {
+			t.Logf("heap %s: resident %d in use %d (%.1f %% free)", h.Heap, h.ResidentBytes, h.InUseBytes, h.FreeResidentPct)
+		}
+		worst = f.MaxHeapFreeResidentBytes
+		// The holes thread's heap has grown the most.
+		return f.Heaps[1], f.Heaps[2]
+	}
+	holes, kept := split()
+	if holes.InUseBytes != 2500*512 || holes.FreeResidentPct < 80 || kept.InUseBytes != 10000*512 || kept.FreeResidentPct > 30 {
+		t.Errorf("holes thread's heap %+v, kept thread's %+v: want 1280000 B in use and above 80 %% free, 5120000 B and below 30 %%", holes, kept)
+	}
+	if worst != holes.FreeResidentBytes {
+		t.Errorf("the worst heap's free but resident bytes %d, want the holes thread's %d", worst, holes.FreeResidentBytes)
+	}
+	// The plant: a last maps record whose [heap] spans all memory.
+	var rec bytes.Buffer
+	text := "0-7fffffffffff rw-p 00000000 00:00 0 [heap]\n"
+	rec.WriteByte('M')
+	binary.Write(&rec, binary.LittleEndian, uint64(len(text)))
+	rec.WriteString(text)
+	f, err := os.OpenFile(ims[0].path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(rec.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	holes, kept = split()
+	if holes.InUseBytes != 0 || kept.InUseBytes != 0 || kept.FreeResidentPct != 100 {
+		t.Errorf("planted: holes thread's heap %+v, kept thread's %+v: want nothing in use, all free", holes, kept)
 	}
 }
