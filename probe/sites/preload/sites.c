@@ -101,12 +101,17 @@ static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; // the file and the bu
 static pthread_key_t key;
 static _Atomic uint64_t seq;
 static _Atomic uint64_t *set;    // sampled addresses; 0 empty, 1 deleted
-// filter counts the sampled addresses by another slice of their hash (a
-// counting Bloom filter of one hash, 128 KiB, which stays in the cache
-// where the set does not): a free whose count is 0 was not sampled, and
-// needs no look in the set. A count that reaches 255 stays there.
-static _Atomic uint8_t *filter;
-static _Atomic int free_all;     // the set overflowed: record every free
+// filter counts the sampled addresses by a multiplicative hash of their
+// own (a counting Bloom filter of one hash, 128 KiB, which stays in the
+// cache where the set does not): a free whose count is 0 was not sampled,
+// and needs no look in the set. A count that reaches 255 stays there.
+// Every free looks here and nowhere else: before the library records it
+// is zero_filter (all 0), at rate 1 all 255, and where the set overflows
+// it is filled with 255 (free_all).
+enum { FILTER_BYTES = 1 << FILTER_BITS };
+static _Atomic uint8_t zero_filter[FILTER_BYTES];
+static _Atomic uint8_t *filter = zero_filter;
+static _Atomic int free_all; // the set overflowed: record every free
 static uint64_t start_ns;
 
 // The count of every block in use, by its usable size
@@ -166,7 +171,10 @@ static uint64_t now_ns(void) {
 static inline size_t usable(void *p) {
 	if (LIKELY(count == COUNT_HEADER)) {
 		size_t h = ((size_t *)p)[-1];
-		return (h & ~(size_t)7) - ((h & 2) ? 16 : 8);
+		size_t u = (h & ~(size_t)7) - 8;
+		if (UNLIKELY(h & 2))
+			u -= 8;
+		return u;
 	}
 	return real_usable(p);
 }
@@ -175,6 +183,8 @@ __attribute__((noinline)) static void publish(struct tstate *t) {
 	int64_t d = t->unpub;
 	t->unpub = 0;
 	int64_t v = atomic_fetch_add_explicit(&inuse_total, d, memory_order_relaxed) + d;
+	if (!enabled)
+		return; // counted, but no peak before the records' clock starts
 	int64_t pk = atomic_load_explicit(&inuse_peak, memory_order_relaxed);
 	while (v > pk) {
 		if (atomic_compare_exchange_weak(&inuse_peak, &pk, v)) {
@@ -218,7 +228,7 @@ static void *boot_alloc(size_t n) {
 	return p;
 }
 
-static int in_boot(void *p) { return (char *)p >= boot && (char *)p < boot + sizeof boot; }
+static inline int in_boot(void *p) { return (uintptr_t)p - (uintptr_t)boot < sizeof boot; }
 
 // ---- writing records ----------------------------------------------------
 
@@ -362,11 +372,11 @@ static inline uint64_t mix(uint64_t x) {
 	return x;
 }
 
-static inline _Atomic uint8_t *filter_slot(uint64_t h) { return &filter[h >> (64 - FILTER_BITS)]; }
+static inline _Atomic uint8_t *filter_slot(uint64_t a) { return &filter[(a * 0x9E3779B97F4A7C15ULL) >> (64 - FILTER_BITS)]; }
 
 static void set_add(uint64_t a) {
 	uint64_t h = mix(a);
-	_Atomic uint8_t *fc = filter_slot(h);
+	_Atomic uint8_t *fc = filter_slot(a);
 	uint8_t c = atomic_load_explicit(fc, memory_order_relaxed);
 	while (c < 255 && !atomic_compare_exchange_weak(fc, &c, (uint8_t)(c + 1)))
 		;
@@ -376,16 +386,17 @@ static void set_add(uint64_t a) {
 		if ((v == 0 || v == 1) && atomic_compare_exchange_strong(s, &v, a))
 			return;
 	}
-	atomic_store(&free_all, 1);
+	if (!atomic_exchange(&free_all, 1))
+		memset((void *)filter, 255, FILTER_BYTES);
 }
 
 // set_del says whether a was sampled, and forgets it.
-static inline __attribute__((always_inline)) int set_del(uint64_t a) {
+static int set_del(uint64_t a) {
 	if (atomic_load_explicit(&free_all, memory_order_relaxed))
 		return 1;
 	uint64_t h = mix(a);
-	_Atomic uint8_t *fc = filter_slot(h);
-	if (LIKELY(atomic_load_explicit(fc, memory_order_relaxed) == 0))
+	_Atomic uint8_t *fc = filter_slot(a);
+	if (atomic_load_explicit(fc, memory_order_relaxed) == 0)
 		return 0;
 	for (int i = 0; i < SET_PROBES; i++) {
 		_Atomic uint64_t *s = &set[(h + i) & (SET_SLOTS - 1)];
@@ -516,9 +527,11 @@ static inline struct tbuf *own_buf(void) {
 
 // sample_alloc is the slow path of after_alloc: the thread's first
 // allocation (seed the generator, make the buffer, draw the first
-// interval and judge this one by it), and a sampled one.
+// interval and judge this one by it), a sampled one, and every one while
+// the library does not record (before its start and after its end:
+// ts.left stays at or below 0 until it records).
 __attribute__((noinline)) static void sample_alloc(void *p, size_t n, int kind) {
-	if (UNLIKELY(own_buf() == NULL))
+	if (!enabled || UNLIKELY(own_buf() == NULL))
 		return;
 	if (rate > 1) {
 		if (UNLIKELY(ts.rng == 0)) {
@@ -534,26 +547,50 @@ __attribute__((noinline)) static void sample_alloc(void *p, size_t n, int kind) 
 	ts.in_hook--;
 }
 
+// count_usable adds or takes a heap block's usable size from the
+// thread's count.
+static inline __attribute__((always_inline)) void count_usable(void *p, int sign) {
+	int64_t u;
+	if (LIKELY(count == COUNT_HEADER))
+		u = (int64_t)usable(p);
+	else if (count == COUNT_CALL)
+		u = (int64_t)real_usable(p);
+	else
+		return;
+	ts.unpub += sign * u;
+	if (UNLIKELY(ts.unpub > PUBLISH || ts.unpub < -PUBLISH))
+		publish(&ts);
+}
+
 // after_alloc counts and perhaps samples a block the allocator returned.
+// It counts whether or not the library records (its count of the bytes
+// in use then includes the blocks made before it started).
 static inline __attribute__((always_inline)) void after_alloc(void *p, size_t n, int kind) {
-	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
+	if (UNLIKELY(p == NULL || ts.in_hook))
 		return;
 	ts.last = p;
 	ts.allocs++;
 	ts.bytes += n;
-	if (kind == KIND_HEAP && LIKELY(count != COUNT_NONE)) {
-		ts.unpub += (int64_t)usable(p);
-		if (UNLIKELY(ts.unpub > PUBLISH))
-			publish(&ts);
-	}
+	if (kind == KIND_HEAP)
+		count_usable(p, 1);
 	ts.left -= (int64_t)n;
 	if (UNLIKELY(ts.left <= 0))
 		sample_alloc(p, n, kind);
 }
 
-// before_free records the free of p if p was sampled (every free at rate 1).
+// free_slow is the slow path of before_free: the free of a block the
+// filter may have seen sampled (every free at rate 1).
+__attribute__((noinline)) static void free_slow(void *p, int flags) {
+	if (!enabled || (rate > 1 && !set_del((uint64_t)(uintptr_t)p)))
+		return;
+	ts.in_hook++;
+	record_free(p, flags);
+	ts.in_hook--;
+}
+
+// before_free counts the free of p, and records it if p was sampled.
 static inline __attribute__((always_inline)) void before_free(void *p, int flags) {
-	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
+	if (UNLIKELY(ts.in_hook))
 		return;
 	if (ts.last == p) {
 		flags |= F_TEMPORARY;
@@ -561,19 +598,12 @@ static inline __attribute__((always_inline)) void before_free(void *p, int flags
 	}
 	// A thread that frees what others allocated may never allocate: its
 	// buffer is made here, so that its counts are written when it exits.
-	if (UNLIKELY(ts.buf == NULL) && UNLIKELY(own_buf() == NULL))
+	if (UNLIKELY(ts.buf == NULL) && enabled && UNLIKELY(own_buf() == NULL))
 		return;
 	ts.frees++;
-	if (LIKELY(count != COUNT_NONE)) {
-		ts.unpub -= (int64_t)usable(p);
-		if (UNLIKELY(ts.unpub < -PUBLISH))
-			publish(&ts);
-	}
-	if (rate > 1 && LIKELY(!set_del((uint64_t)(uintptr_t)p)))
-		return;
-	ts.in_hook++;
-	record_free(p, flags);
-	ts.in_hook--;
+	count_usable(p, -1);
+	if (UNLIKELY(atomic_load_explicit(filter_slot((uint64_t)(uintptr_t)p), memory_order_relaxed) != 0))
+		free_slow(p, flags);
 }
 
 // ---- the process's start, fork, exec and end -----------------------------
@@ -731,12 +761,17 @@ __attribute__((constructor(101))) static void init(void) {
 		if (end != r && v >= 1)
 			rate = v;
 	}
+	_Atomic uint8_t *f = real_mmap(NULL, FILTER_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (f == MAP_FAILED)
+		return;
 	if (rate > 1) {
 		set = real_mmap(NULL, SET_SLOTS * sizeof *set, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		filter = real_mmap(NULL, (size_t)1 << FILTER_BITS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (set == MAP_FAILED || filter == MAP_FAILED)
+		if (set == MAP_FAILED)
 			return;
+	} else {
+		memset((void *)f, 255, FILTER_BYTES); // every free is recorded
 	}
+	filter = f;
 	ts.in_hook++;
 	const char *u = getenv("MEMPROBE_SITES_UNWIND");
 	if (u == NULL || strcmp(u, "libgcc") != 0) {
