@@ -574,3 +574,43 @@ func TestFragmentationHeaps(t *testing.T) {
 		t.Errorf("planted: holes thread's heap %+v, kept thread's %+v: want nothing in use, all free", holes, kept)
 	}
 }
+
+// TestReplayCuts: replay's cuts on made-up events at rate 1. A munmap
+// covering glibc's own mapped chunk (kindChunk: free ends it) leaves it;
+// a munmap off a page boundary or of no bytes cuts nothing (the kernel
+// refuses it); one range across two mappings shortens both; a new
+// mapping recorded over a sampled one ends what it covers.
+func TestReplayCuts(t *testing.T) {
+	pg := pageSize
+	const chunk, mapA, mapB = 0x100000, 0x200000, 0x300000
+	alloc := func(seq uint64, kind uint8, addr, size uint64) event {
+		return event{seq: seq, kind: kind, addr: addr, size: size, stack: 2 + uint64(kind)}
+	}
+	unmap := func(seq, addr, n uint64) event {
+		return event{seq: seq, free: true, flags: flagMunmap, addr: addr, size: n}
+	}
+	im := &image{rate: 1, events: []event{
+		alloc(1, kindChunk, chunk+16, 64*pg),
+		alloc(2, kindMmap, mapA, 16*pg),
+		alloc(3, kindMmap, mapA+16*pg, 16*pg), // right above mapA
+		unmap(4, chunk, 128*pg),               // glibc's chunk: not the program's to unmap
+		unmap(5, mapA+pg+1, pg),               // off a page: EINVAL
+		unmap(6, mapA, 0),                     // no bytes: EINVAL
+		unmap(7, mapA+12*pg, 8*pg-100),        // across both: 4 pages of each, the length rounded up
+		alloc(8, kindMmap, mapA+30*pg, 4*pg),  // over mapA+16's last 2 pages and beyond
+	}}
+	r := replay(im)
+	want := float64((64 + 12 + (16 - 4 - 2) + 4) * pg)
+	if r.exit != want || r.exitObj != 4 {
+		t.Errorf("exit %.0f bytes in %.0f blocks, want %.0f in 4", r.exit, r.exitObj, want)
+	}
+	if a := r.byStack[2+kindMmap]; a == nil || a.allocBytes != float64(36*pg) || a.allocObj != 3 || a.exitBytes != float64((12+10+4)*pg) {
+		t.Errorf("mappings' stack %+v: want 36 pages allocated in 3, 26 pages at exit", a)
+	}
+	// Planted, start-address matching misses the cut across both.
+	munmapStartOnly = true
+	defer func() { munmapStartOnly = false }()
+	if r := replay(im); r.exit != float64((64+16+14+4)*pg) {
+		t.Errorf("planted: exit %.0f, want %d", r.exit, (64+16+14+4)*pg)
+	}
+}
