@@ -79,10 +79,14 @@ type Site struct {
 	File     string `json:"file,omitempty"`
 	Line     int    `json:"line,omitempty"`
 	// Object is the executable or library the function is in.
-	Object    string `json:"object"`
-	Bytes     int64  `json:"bytes"`
-	Objects   int64  `json:"objects"`
-	Temporary int64  `json:"temporary,omitempty"`
+	Object string `json:"object"`
+	Bytes  int64  `json:"bytes"`
+	// BytesSE is one standard error of Bytes where it is a sampled
+	// estimate (0 where every block was recorded): two sites whose
+	// bytes differ by less than a few of it are tied.
+	BytesSE   int64 `json:"bytes_se,omitempty"`
+	Objects   int64 `json:"objects"`
+	Temporary int64 `json:"temporary,omitempty"`
 	// Stack are the frames, the site first (at most 8).
 	Stack []string `json:"stack"`
 }

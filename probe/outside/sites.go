@@ -214,10 +214,24 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 			e.line("%s: none", t.title)
 			continue
 		}
-		tb := table.New(t.title, table.Column{Name: "bytes", Kind: table.Bytes}, table.Column{Name: "blocks", Kind: table.Int},
-			table.Column{Name: "temporary", Kind: table.Int}, table.Column{Name: "site"})
+		sampled := false
 		for _, x := range t.rows {
-			tb.Add(x.Bytes, x.Objects, x.Temporary, site(x))
+			sampled = sampled || x.BytesSE > 0
+		}
+		cols := []table.Column{{Name: "bytes", Kind: table.Bytes}}
+		title := t.title
+		if sampled {
+			cols = append(cols, table.Column{Name: "± (1 s.e.)", Kind: table.Bytes})
+			title += " (sampled: ± one standard error; sites closer than about two of it are tied)"
+		}
+		cols = append(cols, table.Column{Name: "blocks", Kind: table.Int}, table.Column{Name: "temporary", Kind: table.Int}, table.Column{Name: "site"})
+		tb := table.New(title, cols...)
+		for _, x := range t.rows {
+			if sampled {
+				tb.Add(x.Bytes, x.BytesSE, x.Objects, x.Temporary, site(x))
+			} else {
+				tb.Add(x.Bytes, x.Objects, x.Temporary, site(x))
+			}
 		}
 		render(tb)
 	}

@@ -59,7 +59,14 @@ type acc struct {
 	peakObj, peakBytes   float64
 	exitObj, exitBytes   float64
 	tempObj              float64
+	// The variances of the bytes estimates: a block of s bytes sampled
+	// with chance p adds s²(1-p)/p² (Horvitz-Thompson's), 0 at rate 1.
+	allocVar, peakVar, exitVar float64
 }
+
+// variance is what a sample of o objects and b bytes (weight's) adds to
+// the variance of a bytes estimate: b²(1-p), p = 1/o.
+func variance(o, b float64) float64 { return b * b * (1 - 1/o) }
 
 // replayed is one image's events played in order.
 type replayed struct {
@@ -206,6 +213,7 @@ func replay(im *image) *replayed {
 			a := get(e.stack)
 			a.allocObj += o
 			a.allocBytes += b
+			a.allocVar += variance(o, b)
 			r.sampled++
 			inUse += b
 			inObj += o
@@ -299,6 +307,7 @@ func replay(im *image) *replayed {
 			a := get(stack)
 			a.exitObj += o
 			a.exitBytes += b
+			a.exitVar += variance(o, b)
 			switch {
 			case !mmap:
 				exitAsked += b
@@ -312,6 +321,7 @@ func replay(im *image) *replayed {
 				a := get(stack)
 				a.peakObj += o * sh
 				a.peakBytes += b * sh
+				a.peakVar += variance(o, b) * sh * sh
 				r.peakObj += o * sh
 				if mmap {
 					r.peak += b * sh
@@ -324,6 +334,7 @@ func replay(im *image) *replayed {
 			a := get(stack)
 			a.peakObj += o
 			a.peakBytes += b
+			a.peakVar += variance(o, b)
 		}
 	}
 	for i := range im.events {

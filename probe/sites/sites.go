@@ -26,6 +26,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -210,6 +211,9 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 			sa.acc.exitObj += a.exitObj
 			sa.acc.exitBytes += a.exitBytes
 			sa.acc.tempObj += a.tempObj
+			sa.acc.allocVar += a.allocVar
+			sa.acc.peakVar += a.peakVar
+			sa.acc.exitVar += a.exitVar
 		}
 		s.Processes = append(s.Processes, schema.SitesProcess{
 			PID: im.pid, PPID: im.ppid, Image: im.n, Executable: exe,
@@ -234,9 +238,9 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	s.ExitInUseBytes, s.ExitInUseObjects = round(head.exit), round(head.exitObj)
 	s.AllocObjects, s.AllocBytes, s.SampledObjects = int64(head.im.allocs), int64(head.im.allocBytes), head.sampled
 	s.TemporaryObjects = round(head.temp)
-	s.TopPeak = top(headSites, o.Top, func(a *acc) (float64, float64) { return a.peakBytes, a.peakObj }, false)
-	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64) { return a.exitBytes, a.exitObj }, false)
-	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64) { return a.allocBytes, a.allocObj }, true)
+	s.TopPeak = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }, false)
+	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.exitBytes, a.exitObj, a.exitVar }, false)
+	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.allocBytes, a.allocObj, a.allocVar }, true)
 	s.Fragmentation = fragmentation(head, o.Walks)
 	if o.OutDir != "" {
 		if s.Profiles, err = b.write(o.OutDir); err != nil {
@@ -264,12 +268,12 @@ func stackKey(n *named) string {
 	return b.String()
 }
 
-// top is the n largest sites by what value picks (bytes, then objects),
-// or by temporary blocks.
-func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj float64), temporary bool) []schema.Site {
+// top is the n largest sites by what value picks (bytes, then objects,
+// and the bytes' variance), or by temporary blocks.
+func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64), temporary bool) []schema.Site {
 	var keep []*siteAcc
 	for _, sa := range sites {
-		b, o := value(&sa.acc)
+		b, o, _ := value(&sa.acc)
 		if temporary && sa.acc.tempObj >= 0.5 || !temporary && (b >= 0.5 || o >= 0.5) {
 			keep = append(keep, sa)
 		}
@@ -278,7 +282,7 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj float64), tempora
 		if temporary {
 			return sa.acc.tempObj
 		}
-		b, _ := value(&sa.acc)
+		b, _, _ := value(&sa.acc)
 		return b
 	}
 	sort.Slice(keep, func(i, j int) bool {
@@ -293,8 +297,9 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj float64), tempora
 	out := make([]schema.Site, 0, len(keep))
 	for _, sa := range keep {
 		f := sa.named.siteFrame()
-		b, o := value(&sa.acc)
-		st := schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: []string{}}
+		b, o, v := value(&sa.acc)
+		st := schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), BytesSE: round(math.Sqrt(v)),
+			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: []string{}}
 		for _, fr := range sa.named.frames[min(sa.named.site, len(sa.named.frames)):] {
 			if len(st.Stack) == 8 {
 				break

@@ -276,6 +276,14 @@ func TestSampledEstimates(t *testing.T) {
 		t.Errorf("exit sites %+v: want leak", s.TopExit)
 	} else {
 		within("leak at exit", float64(x.Bytes), exit, 0.215)
+		// Its standard error, estimated from the samples, against the
+		// estimate's own: block·sqrt(4096·(1-p)/p) = 11.5 MiB; the
+		// estimated one moves by about 2 % with the count of samples.
+		p := -math.Expm1(-float64(block) / DefaultRate)
+		within("leak's standard error", float64(x.BytesSE), block*math.Sqrt(4096*(1-p)/p), 0.15)
+	}
+	if x := site(exact.TopExit, "leak"); x == nil || x.BytesSE != 0 {
+		t.Errorf("rate 1: exit sites %+v: want leak with no standard error", exact.TopExit)
 	}
 	// site_a holds 6144 of the peak's 11520 blocks: 53.3 %. Its sampled
 	// bytes over the counted peak have a standard error of
