@@ -1,0 +1,394 @@
+package sites
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+)
+
+// LiveReader reads the record files of a directory while the program
+// writes them (the live view of --sites): each Poll reads what the files
+// gained since the last one and keeps the sampled blocks in use, by
+// stack; Top names the largest sites.
+//
+// What it shows lags and is approximate where the final replay is not:
+//   - a thread's records reach the file when its buffer is written, at
+//     least once a second while the thread allocates or frees; a thread
+//     that stopped doing either shows its state at its last write;
+//   - the files hold each thread's records in order but not the threads'
+//     in seq order, so events are applied as read: a free read before
+//     its allocation waits (pending) for an allocation of its address
+//     with a smaller seq, and is dropped after pendingRounds polls (its
+//     allocation, read later, then stays in use);
+//   - an image that ended (exit, execve, or its process gone) holds
+//     nothing in use.
+//
+// A LiveReader is not safe for concurrent use.
+type LiveReader struct {
+	dir   string
+	round int
+	files map[string]*liveFile
+	// b names stacks: its symbolizer opens each ELF file once.
+	b *builder
+	// names are the stacks named, by file and hash; tries counts the
+	// namings left unkept (a frame outside every mapping read).
+	names map[stackKey]*named
+	tries map[stackKey]int
+	// NameBudget bounds the time one Top spends naming new stacks (the
+	// largest first); the rest are named by the next calls.
+	NameBudget time.Duration
+}
+
+// pendingRounds is how many polls a free waits for its allocation.
+const pendingRounds = 10
+
+type stackKey struct {
+	path string
+	hash uint64
+}
+
+// liveFile is one record file read so far.
+type liveFile struct {
+	path string
+	off  int64 // the bytes of whole records read
+	im   *image
+	// done: the image ended or the file cannot be read; nothing of it
+	// is in use.
+	done    bool
+	torn    string
+	blocks  map[uint64]liveBlock
+	pending map[uint64][]pendingFree
+	byStack map[uint64]*liveUse
+	// maps are the process's mappings, read from /proc at mapsRound.
+	maps      []mapping
+	mapsRound int
+}
+
+type liveBlock struct {
+	seq, size, stack uint64
+	kind             uint8
+}
+
+type pendingFree struct {
+	ev    event
+	round int
+}
+
+type liveUse struct{ bytes, objects float64 }
+
+// NewLiveReader reads the record files of dir (EnvDir).
+func NewLiveReader(dir string) *LiveReader {
+	return &LiveReader{dir: dir, files: map[string]*liveFile{}, b: &builder{sym: newSymbolizer(), libName: LibName},
+		names: map[stackKey]*named{}, tries: map[stackKey]int{}, NameBudget: 300 * time.Millisecond}
+}
+
+// Poll reads the records written since the last Poll. A record cut by
+// the end of what is written is read by a later Poll. Files that vanish
+// (the directory removed at the program's end) are left as they were;
+// the error names a file that cannot be read as records, which is then
+// left out.
+func (l *LiveReader) Poll() error {
+	l.round++
+	paths, err := filepath.Glob(filepath.Join(l.dir, "sites.*.bin"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range paths {
+		f := l.files[p]
+		if f == nil {
+			f = &liveFile{path: p, blocks: map[uint64]liveBlock{}, pending: map[uint64][]pendingFree{}, byStack: map[uint64]*liveUse{}}
+			l.files[p] = f
+		}
+		if f.done {
+			continue
+		}
+		if err := f.read(l.round); err != nil {
+			errs = append(errs, err)
+		}
+		if f.im != nil && !f.done && !alive(f.im.pid) {
+			f.end()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// alive says whether pid is a process.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// end drops an image's state: it holds nothing in use.
+func (f *liveFile) end() {
+	f.done = true
+	f.blocks, f.pending, f.byStack, f.maps = nil, nil, nil, nil
+}
+
+// read reads f's new whole records and applies their events.
+func (f *liveFile) read(round int) error {
+	fh, err := os.Open(f.path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	defer fh.Close()
+	if f.im == nil {
+		var h [headerLen]byte
+		if n, _ := io.ReadFull(fh, h[:]); n < headerLen {
+			return nil // the header is being written
+		}
+		im, err := parseHeader(f.path, h[:])
+		if err != nil {
+			f.torn = err.Error()
+			f.end()
+			return err
+		}
+		f.im, f.off = im, headerLen
+	}
+	if _, err := fh.Seek(f.off, io.SeekStart); err != nil {
+		return err
+	}
+	d := decoder{r: bufio.NewReaderSize(fh, 256<<10)}
+	var bad error
+	for {
+		err := d.next(f.im)
+		for i := range f.im.events {
+			f.apply(&f.im.events[i], round)
+		}
+		f.im.events = f.im.events[:0]
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+			break // a record cut here is whole next time
+		}
+		if err != nil {
+			bad = fmt.Errorf("reading %s at byte %d: %w", f.path, f.off+d.n, err)
+			break
+		}
+	}
+	f.off += d.n
+	f.im.maps = nil // written at exit, exec and dlclose: /proc is read instead
+	for a, ps := range f.pending {
+		keep := ps[:0]
+		for _, p := range ps {
+			if round-p.round < pendingRounds {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) == 0 {
+			delete(f.pending, a)
+		} else {
+			f.pending[a] = keep
+		}
+	}
+	if bad != nil {
+		f.torn = bad.Error()
+		f.end()
+		return bad
+	}
+	if f.im.ended {
+		f.end()
+	}
+	return nil
+}
+
+// apply plays one event. Allocations and frees are matched as replay
+// does (freed, and an allocation at a live block's address ends it),
+// with seq deciding which of two events at one address came first,
+// since they may be read in either order.
+func (f *liveFile) apply(e *event, round int) {
+	if !e.free {
+		// A free read earlier that came after this allocation: the
+		// block is gone already. The earliest such free is its.
+		best := -1
+		ps := f.pending[e.addr]
+		for i := range ps {
+			p := &ps[i].ev
+			if p.seq > e.seq && freed(p, e) && (best < 0 || p.seq < ps[best].ev.seq) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			ps = append(ps[:best], ps[best+1:]...)
+			if len(ps) == 0 {
+				delete(f.pending, e.addr)
+			} else {
+				f.pending[e.addr] = ps
+			}
+			return
+		}
+		if old, ok := f.blocks[e.addr]; ok {
+			if old.seq > e.seq {
+				return // a later block at this address was read first: this one ended before it
+			}
+			f.use(old, -1) // its free was not recorded
+		}
+		b := liveBlock{seq: e.seq, size: e.size, stack: e.stack, kind: e.kind}
+		f.blocks[e.addr] = b
+		f.use(b, 1)
+		return
+	}
+	if b, ok := f.blocks[e.addr]; ok && freed(e, &event{kind: b.kind}) {
+		if b.seq < e.seq {
+			delete(f.blocks, e.addr)
+			f.use(b, -1)
+		}
+		return // else the free of an earlier block at this address
+	}
+	f.pending[e.addr] = append(f.pending[e.addr], pendingFree{ev: *e, round: round})
+}
+
+// use adds a block's weight (sign 1) to its stack's, or takes it away.
+func (f *liveFile) use(b liveBlock, sign float64) {
+	o, by := weight(b.size, f.im.rate)
+	u := f.byStack[b.stack]
+	if u == nil {
+		u = &liveUse{}
+		f.byStack[b.stack] = u
+	}
+	u.bytes += sign * by
+	u.objects += sign * o
+	if u.objects < 0.5 && u.objects > -0.5 {
+		delete(f.byStack, b.stack)
+	}
+}
+
+// LiveTop is the sampled blocks in use of the images that have not
+// ended, as of their last records read.
+type LiveTop struct {
+	// Rate is the sampling rate in bytes (1: every block; 0 before any
+	// file was read).
+	Rate uint64
+	// Bytes and Objects are in use, scaled from the samples.
+	Bytes, Objects int64
+	// Sites is the number of named sites with blocks in use; Top the
+	// largest of them, by bytes.
+	Sites int
+	Top   []LiveSite
+	// Unnamed is the stacks with blocks in use not yet named (the
+	// naming budget ran out) and their bytes: not in Sites.
+	Unnamed      int
+	UnnamedBytes int64
+	// Processes is the images read that have not ended.
+	Processes int
+}
+
+// LiveSite is a site with blocks in use: the first frame that is not the
+// allocator's, as in the report's tables.
+type LiveSite struct {
+	Function, File string
+	Line           int
+	Bytes, Objects int64
+}
+
+// Top is the n sites with the most bytes in use, naming the stacks it
+// has not named yet (largest first, within NameBudget): the process's
+// maps are read from /proc, where the records have none until the end.
+func (l *LiveReader) Top(n int) LiveTop {
+	type stackUse struct {
+		f    *liveFile
+		hash uint64
+		use  liveUse
+	}
+	var t LiveTop
+	var all []stackUse
+	var bytes, objects float64
+	for _, f := range l.files {
+		if f.done || f.im == nil {
+			continue
+		}
+		t.Processes++
+		t.Rate = f.im.rate
+		for h, u := range f.byStack {
+			all = append(all, stackUse{f, h, *u})
+			bytes += u.bytes
+			objects += u.objects
+		}
+	}
+	t.Bytes, t.Objects = round(bytes), round(objects)
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].use.bytes != all[j].use.bytes {
+			return all[i].use.bytes > all[j].use.bytes
+		}
+		return all[i].hash < all[j].hash
+	})
+	type siteUse struct {
+		site LiveSite
+		b, o float64
+	}
+	bySite := map[string]*siteUse{}
+	start := time.Now()
+	for _, s := range all {
+		k := stackKey{s.f.path, s.hash}
+		nm := l.names[k]
+		if nm == nil && time.Since(start) < l.NameBudget {
+			nm = l.name(s.f, k)
+		}
+		if nm == nil {
+			t.Unnamed++
+			t.UnnamedBytes += round(s.use.bytes)
+			continue
+		}
+		fr := nm.siteFrame()
+		key := fr.fn + "\x00" + fr.file + "\x00" + fmt.Sprint(fr.line)
+		su := bySite[key]
+		if su == nil {
+			su = &siteUse{site: LiveSite{Function: fr.fn, File: fr.file, Line: fr.line}}
+			bySite[key] = su
+		}
+		su.b += s.use.bytes
+		su.o += s.use.objects
+	}
+	sites := make([]*siteUse, 0, len(bySite))
+	for _, su := range bySite {
+		if su.b >= 0.5 || su.o >= 0.5 {
+			sites = append(sites, su)
+		}
+	}
+	sort.Slice(sites, func(i, j int) bool {
+		if sites[i].b != sites[j].b {
+			return sites[i].b > sites[j].b
+		}
+		return sites[i].site.Function < sites[j].site.Function
+	})
+	t.Sites = len(sites)
+	for _, su := range sites[:min(n, len(sites))] {
+		s := su.site
+		s.Bytes, s.Objects = round(su.b), round(su.o)
+		t.Top = append(t.Top, s)
+	}
+	return t
+}
+
+// name names a stack of f from its process's maps, read again once a
+// round where a stack needs them. A stack with a frame outside every
+// mapping (code mapped after the read) is named again later, up to
+// three times.
+func (l *LiveReader) name(f *liveFile, k stackKey) *named {
+	if f.maps == nil || f.mapsRound != l.round {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", f.im.pid)); err == nil {
+			f.maps, f.mapsRound = parseMaps(string(b)), l.round
+		}
+	}
+	nm := l.b.name(f.maps, f.im.stacks[k.hash])
+	complete := true
+	for _, fr := range nm.frames {
+		if fr.m == nil {
+			complete = false
+		}
+	}
+	if complete || l.tries[k] >= 2 {
+		l.names[k] = nm
+		delete(l.tries, k)
+	} else {
+		l.tries[k]++
+	}
+	return nm
+}

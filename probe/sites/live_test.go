@@ -1,0 +1,283 @@
+package sites
+
+import (
+	"bufio"
+	"encoding/binary"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// liveSite is the site named fn in t, nil when absent.
+func liveSite(t LiveTop, fn string) *LiveSite {
+	for i := range t.Top {
+		if t.Top[i].Function == fn {
+			return &t.Top[i]
+		}
+	}
+	return nil
+}
+
+// TestLiveReaderRunning: testdata/live.c under the library at rate 1,
+// its records read while it waits on its stdin. At the first wait the
+// reader has first_site's 8 blocks of 100000 bytes exactly and nothing
+// of second_site; at the second, first_site's blocks freed and
+// second_site's 5 of 300000 bytes; once the program exited, nothing.
+// The file as it stood at the first wait, cut at each of its last 300
+// bytes and fed in two parts, gives the blocks of the whole: a record
+// cut by the end of what is written is read whole by the next Poll.
+func TestLiveReaderRunning(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(prog(t, "live.c"))
+	cmd.Env = Env(os.Environ(), lib(t), dir, 1)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	out := bufio.NewReader(outPipe)
+	wait := func(want string) {
+		t.Helper()
+		l, err := out.ReadString('\n')
+		if err != nil || strings.TrimSpace(l) != want {
+			t.Fatalf("waiting for %q from the program: %q, %v", want, l, err)
+		}
+	}
+	l := NewLiveReader(dir)
+	check := func(when, fn string, bytes, objects int64, gone string) {
+		t.Helper()
+		if err := l.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		top := l.Top(10)
+		t.Logf("%s: %+v", when, top)
+		if top.Rate != 1 || top.Processes != 1 || top.Unnamed != 0 {
+			t.Errorf("%s: rate %d, %d processes, %d stacks unnamed; want 1, 1, 0", when, top.Rate, top.Processes, top.Unnamed)
+		}
+		if s := liveSite(top, fn); s == nil || s.Bytes != bytes || s.Objects != objects {
+			t.Errorf("%s: %s in use %+v, want %d bytes in %d blocks; top %+v", when, fn, s, bytes, objects, top)
+		} else if !strings.HasSuffix(s.File, "live.c") || s.Line == 0 {
+			t.Errorf("%s: %s at %s:%d, want a line of live.c", when, fn, s.File, s.Line)
+		}
+		if s := liveSite(top, gone); s != nil {
+			t.Errorf("%s: %s in use %+v, want none", when, gone, s)
+		}
+		if top.Bytes < bytes {
+			t.Errorf("%s: %d bytes in use in all, under %s's %d", when, top.Bytes, fn, bytes)
+		}
+	}
+
+	wait("a")
+	check("first wait", "first_site", 8*100000, 8, "second_site")
+	paths, _ := filepath.Glob(filepath.Join(dir, "sites.*.bin"))
+	if len(paths) != 1 {
+		t.Fatalf("record files %q, want one", paths)
+	}
+	snap, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveCuts(t, filepath.Base(paths[0]), snap)
+
+	in.Write([]byte("\n"))
+	wait("b")
+	check("second wait", "second_site", 5*300000, 5, "first_site")
+
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	if top := l.Top(10); top.Processes != 0 || top.Bytes != 0 || len(top.Top) != 0 {
+		t.Errorf("after the exit: %+v, want nothing in use", top)
+	}
+}
+
+// liveCuts feeds snap (a record file as written so far) to readers in
+// two parts, cut at each of its last 300 bytes, and checks that each
+// ends with the blocks of a reader fed it whole. Its process must be
+// alive (a reader drops the images of dead ones).
+func liveCuts(t *testing.T, name string, snap []byte) {
+	t.Helper()
+	feed := func(parts ...[]byte) *liveFile {
+		dir := t.TempDir()
+		p := filepath.Join(dir, name)
+		l := NewLiveReader(dir)
+		var f *liveFile
+		for i, part := range parts {
+			fh, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fh.Write(part)
+			fh.Close()
+			if err := l.Poll(); err != nil {
+				t.Fatalf("part %d: %v", i, err)
+			}
+			f = l.files[p]
+		}
+		if f.torn != "" || f.done {
+			t.Fatalf("torn %q, done %v", f.torn, f.done)
+		}
+		return f
+	}
+	whole := feed(snap)
+	if len(whole.blocks) == 0 || whole.off != int64(len(snap)) {
+		t.Fatalf("the whole file: %d blocks, read to %d of %d bytes", len(whole.blocks), whole.off, len(snap))
+	}
+	inside := 0
+	for k := max(len(snap)-300, headerLen); k < len(snap); k++ {
+		f := feed(snap[:k])
+		if f.off < int64(k) {
+			inside++ // cut inside a record: left for the next Poll
+		}
+		if f.off > int64(k) {
+			t.Fatalf("cut at %d: read to %d", k, f.off)
+		}
+		dir := filepath.Dir(f.path)
+		l := NewLiveReader(dir)
+		l.files[f.path] = f
+		fh, _ := os.OpenFile(f.path, os.O_APPEND|os.O_WRONLY, 0)
+		fh.Write(snap[k:])
+		fh.Close()
+		if err := l.Poll(); err != nil {
+			t.Fatalf("cut at %d: %v", k, err)
+		}
+		if !maps.Equal(f.blocks, whole.blocks) || len(f.byStack) != len(whole.byStack) {
+			t.Fatalf("cut at %d: %d blocks in %d stacks, want %d in %d", k, len(f.blocks), len(f.byStack), len(whole.blocks), len(whole.byStack))
+		}
+		for h, u := range whole.byStack {
+			if g := f.byStack[h]; g == nil || *g != *u {
+				t.Fatalf("cut at %d: stack %x holds %+v, want %+v", k, h, g, u)
+			}
+		}
+	}
+	t.Logf("%d of %d cuts inside a record", inside, 300)
+	if inside == 0 {
+		t.Error("no cut fell inside a record")
+	}
+}
+
+// recs writes record files for the reader's tests.
+type recs struct{ b []byte }
+
+func newRecs(pid int, rate uint64) *recs {
+	r := &recs{b: []byte("MPSITES\n")}
+	r.b = binary.LittleEndian.AppendUint32(r.b, recordVersion)
+	r.b = binary.LittleEndian.AppendUint32(r.b, uint32(pid))
+	r.b = binary.LittleEndian.AppendUint32(r.b, 1)
+	r.b = binary.LittleEndian.AppendUint32(r.b, 0)
+	r.b = binary.LittleEndian.AppendUint64(r.b, rate)
+	r.b = binary.LittleEndian.AppendUint64(r.b, 0)
+	return r
+}
+
+func (r *recs) u64(vs ...uint64) {
+	for _, v := range vs {
+		r.b = binary.LittleEndian.AppendUint64(r.b, v)
+	}
+}
+
+func (r *recs) stack(hash uint64, pcs ...uint64) {
+	r.b = append(r.b, 'S', byte(len(pcs)))
+	r.u64(hash)
+	r.u64(pcs...)
+}
+
+func (r *recs) alloc(kind uint8, seq, addr, size, stack uint64) {
+	r.b = append(r.b, 'A', kind)
+	r.u64(seq, seq*10, addr, size, stack, 0, size)
+}
+
+func (r *recs) free(seq, addr uint64) {
+	r.b = append(r.b, 'F', 0)
+	r.u64(seq, seq*10, addr)
+}
+
+func (r *recs) munmap(seq, addr, n uint64) {
+	r.b = append(r.b, 'U', 0)
+	r.u64(seq, seq*10, addr, n)
+}
+
+// TestLiveReaderOrder: events read out of seq order (threads' buffers
+// written in any order), planted one by one. A free read before its
+// allocation ends it when it arrives; a free of an earlier block at an
+// address, read after a later block there, leaves the later one; an
+// allocation read after a later block at its address does not replace
+// it; a munmap does not end an allocator block; a free whose allocation
+// comes more than pendingRounds polls later is dropped, and the block
+// then stays in use (the documented approximation).
+func TestLiveReaderOrder(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sites.1.0.bin")
+	r := newRecs(os.Getpid(), 1)
+	r.stack(7, 0x1000)
+	r.stack(8, 0x2000)
+	r.free(5, 0xa0) // freed before its allocation is read
+	r.alloc(kindHeap, 3, 0xa0, 100, 7)
+	r.alloc(kindHeap, 10, 0xb0, 200, 8)
+	r.free(7, 0xb0)                   // the free of an earlier block at 0xb0
+	r.alloc(kindHeap, 6, 0xb0, 50, 7) // that earlier block, read last
+	r.alloc(kindHeap, 11, 0xc0, 300, 7)
+	r.munmap(12, 0xc0, 300) // not the allocator's block
+	r.free(20, 0xd0)        // its allocation comes too late
+	if err := os.WriteFile(p, r.b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := NewLiveReader(dir)
+	for range pendingRounds + 1 {
+		if err := l.Poll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := l.files[p]
+	want := map[uint64]uint64{0xb0: 200, 0xc0: 300}
+	got := map[uint64]uint64{}
+	for a, b := range f.blocks {
+		got[a] = b.size
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("blocks in use (address: size) %v, want %v", got, want)
+	}
+	if u := f.byStack[7]; u == nil || u.bytes != 300 || u.objects != 1 {
+		t.Errorf("stack 7: %+v, want 300 bytes in 1 block", u)
+	}
+	if len(f.pending) != 0 {
+		t.Errorf("pending frees %v after %d polls, want none", f.pending, pendingRounds)
+	}
+	r.b = r.b[:0]
+	r.alloc(kindHeap, 15, 0xd0, 400, 8)
+	fh, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	fh.Write(r.b)
+	fh.Close()
+	if err := l.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := f.blocks[0xd0]; !ok || b.size != 400 {
+		t.Errorf("a block whose free was dropped: %+v %v, want in use", b, ok)
+	}
+	// A record type no version writes: the file is left, one error.
+	fh, _ = os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	fh.Write([]byte{'Z', 0, 0})
+	fh.Close()
+	if err := l.Poll(); err == nil || !strings.Contains(err.Error(), "record type 0x5a") {
+		t.Errorf("a bad record: %v, want an error naming it", err)
+	}
+	if top := l.Top(5); top.Processes != 0 {
+		t.Errorf("a file with a bad record still counted: %+v", top)
+	}
+}
