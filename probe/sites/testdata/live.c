@@ -30,9 +30,13 @@ __attribute__((noinline)) void *second_site(void) {
 	return p;
 }
 
+// trigger is volatile: the compiler drops a malloc and free of a block
+// nothing reads.
+void *volatile trigger;
+
 // flushed waits past the library's second, frees trigger (its free
 // writes the thread's records), says what and waits for a line.
-static void flushed(void *trigger, const char *what) {
+static void flushed(const char *what) {
 	struct timespec ts = {1, 100000000};
 	nanosleep(&ts, NULL);
 	free(trigger);
@@ -44,15 +48,15 @@ static void flushed(void *trigger, const char *what) {
 
 int main(void) {
 	static void *first[FIRST_N], *second[SECOND_N];
-	void *trigger = malloc(16);
+	trigger = malloc(16);
 	for (int i = 0; i < FIRST_N; i++)
 		first[i] = first_site();
-	flushed(trigger, "a\n");
+	flushed("a\n");
 	trigger = malloc(16);
 	for (int i = 0; i < FIRST_N; i++)
 		free(first[i]);
 	for (int i = 0; i < SECOND_N; i++)
 		second[i] = second_site();
-	flushed(trigger, "b\n");
+	flushed("b\n");
 	return second[0] == NULL;
 }
