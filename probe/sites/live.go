@@ -22,10 +22,12 @@ import (
 //     least once a second while the thread allocates or frees; a thread
 //     that stopped doing either shows its state at its last write;
 //   - the files hold each thread's records in order but not the threads'
-//     in seq order, so events are applied as read: a free read before
-//     its allocation waits (pending) for an allocation of its address
-//     with a smaller seq, and is dropped after pendingRounds polls (its
-//     allocation, read later, then stays in use);
+//     in seq order, so events are applied as read, an address's state
+//     decided by seq: its latest allocation read is in use unless a free
+//     of its kind read has a larger seq (what the replay in seq order of
+//     the same records gives). An address with nothing in use is
+//     remembered for forgetRounds polls, for the allocations of its
+//     frees read before them; one read later than that stays in use;
 //   - an image that ended (exit, execve, or its process gone) holds
 //     nothing in use.
 //
@@ -45,8 +47,11 @@ type LiveReader struct {
 	NameBudget time.Duration
 }
 
-// pendingRounds is how many polls a free waits for its allocation.
-const pendingRounds = 10
+// forgetRounds is how many polls an address with nothing in use is
+// remembered after its last event: its frees wait that long for their
+// allocations (a thread writes its records at least once a second while
+// it records).
+const forgetRounds = 10
 
 type stackKey struct {
 	path string
@@ -62,9 +67,11 @@ type liveFile struct {
 	// is in use.
 	done    bool
 	torn    string
-	blocks  map[uint64]liveBlock
-	pending map[uint64][]pendingFree
+	addrs   map[uint64]addrState
 	byStack map[uint64]*liveUse
+	// dead are the addresses left with nothing in use at each poll, to
+	// forget forgetRounds polls later.
+	dead map[int][]uint64
 	// maps are the process's mappings, read from /proc at mapsRound.
 	maps      []mapping
 	mapsRound int
@@ -75,9 +82,25 @@ type liveBlock struct {
 	kind             uint8
 }
 
-type pendingFree struct {
-	ev    event
-	round int
+// addrState is an address's events read: its latest allocation, and
+// its latest free and munmap.
+type addrState struct {
+	alloc liveBlock
+	has   bool // alloc is set
+	live  bool // alloc is in use
+	// freeSeq is the seq + 1 of the latest free (0) and munmap (1)
+	// read; 0 for none.
+	freeSeq [2]uint64
+	round   int // the poll of the last event
+}
+
+// class is 1 for what a munmap ends (the program's mappings), else 0
+// (what a free ends): the rule of freed.
+func class(munmap bool) int {
+	if munmap {
+		return 1
+	}
+	return 0
 }
 
 type liveUse struct{ bytes, objects float64 }
@@ -103,7 +126,7 @@ func (l *LiveReader) Poll() error {
 	for _, p := range paths {
 		f := l.files[p]
 		if f == nil {
-			f = &liveFile{path: p, blocks: map[uint64]liveBlock{}, pending: map[uint64][]pendingFree{}, byStack: map[uint64]*liveUse{}}
+			f = &liveFile{path: p, addrs: map[uint64]addrState{}, byStack: map[uint64]*liveUse{}, dead: map[int][]uint64{}}
 			l.files[p] = f
 		}
 		if f.done {
@@ -128,7 +151,7 @@ func alive(pid int) bool {
 // end drops an image's state: it holds nothing in use.
 func (f *liveFile) end() {
 	f.done = true
-	f.blocks, f.pending, f.byStack, f.maps = nil, nil, nil, nil
+	f.addrs, f.byStack, f.dead, f.maps = nil, nil, nil, nil
 }
 
 // read reads f's new whole records and applies their events.
@@ -175,19 +198,13 @@ func (f *liveFile) read(round int) error {
 	}
 	f.off += d.n
 	f.im.maps = nil // written at exit, exec and dlclose: /proc is read instead
-	for a, ps := range f.pending {
-		keep := ps[:0]
-		for _, p := range ps {
-			if round-p.round < pendingRounds {
-				keep = append(keep, p)
-			}
-		}
-		if len(keep) == 0 {
-			delete(f.pending, a)
-		} else {
-			f.pending[a] = keep
+	old := round - forgetRounds
+	for _, a := range f.dead[old] {
+		if st, ok := f.addrs[a]; ok && !st.live && st.round <= old {
+			delete(f.addrs, a)
 		}
 	}
+	delete(f.dead, old)
 	if bad != nil {
 		f.torn = bad.Error()
 		f.end()
@@ -199,50 +216,39 @@ func (f *liveFile) read(round int) error {
 	return nil
 }
 
-// apply plays one event. Allocations and frees are matched as replay
-// does (freed, and an allocation at a live block's address ends it),
-// with seq deciding which of two events at one address came first,
-// since they may be read in either order.
+// apply plays one event on its address's state. Read in any order, the
+// events of an address leave it as the replay in seq order does: every
+// allocation ends the one before (replay's rule for a free not
+// recorded), so only the latest can be in use, and it is unless a free
+// that ends it (freed's rule) has a larger seq.
 func (f *liveFile) apply(e *event, round int) {
+	st, known := f.addrs[e.addr]
+	wasLive, last := st.live, st.round
 	if !e.free {
-		// A free read earlier that came after this allocation: the
-		// block is gone already. The earliest such free is its.
-		best := -1
-		ps := f.pending[e.addr]
-		for i := range ps {
-			p := &ps[i].ev
-			if p.seq > e.seq && freed(p, e) && (best < 0 || p.seq < ps[best].ev.seq) {
-				best = i
-			}
+		if st.has && e.seq < st.alloc.seq {
+			return // an older block, ended by the latest
 		}
-		if best >= 0 {
-			ps = append(ps[:best], ps[best+1:]...)
-			if len(ps) == 0 {
-				delete(f.pending, e.addr)
-			} else {
-				f.pending[e.addr] = ps
-			}
-			return
+		if st.live {
+			f.use(st.alloc, -1)
 		}
-		if old, ok := f.blocks[e.addr]; ok {
-			if old.seq > e.seq {
-				return // a later block at this address was read first: this one ended before it
-			}
-			f.use(old, -1) // its free was not recorded
+		st.alloc, st.has = liveBlock{seq: e.seq, size: e.size, stack: e.stack, kind: e.kind}, true
+		st.live = st.freeSeq[class(e.kind == kindMmap)] <= e.seq
+		if st.live {
+			f.use(st.alloc, 1)
 		}
-		b := liveBlock{seq: e.seq, size: e.size, stack: e.stack, kind: e.kind}
-		f.blocks[e.addr] = b
-		f.use(b, 1)
-		return
+	} else {
+		c := class(e.flags&flagMunmap != 0)
+		st.freeSeq[c] = max(st.freeSeq[c], e.seq+1)
+		if st.live && class(st.alloc.kind == kindMmap) == c && e.seq > st.alloc.seq {
+			st.live = false
+			f.use(st.alloc, -1)
+		}
 	}
-	if b, ok := f.blocks[e.addr]; ok && freed(e, &event{kind: b.kind}) {
-		if b.seq < e.seq {
-			delete(f.blocks, e.addr)
-			f.use(b, -1)
-		}
-		return // else the free of an earlier block at this address
+	st.round = round
+	f.addrs[e.addr] = st
+	if !st.live && (wasLive || !known || last != round) {
+		f.dead[round] = append(f.dead[round], e.addr) // once a poll
 	}
-	f.pending[e.addr] = append(f.pending[e.addr], pendingFree{ev: *e, round: round})
 }
 
 // use adds a block's weight (sign 1) to its stack's, or takes it away.

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"encoding/binary"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // liveSite is the site named fn in t, nil when absent.
@@ -107,6 +109,17 @@ func TestLiveReaderRunning(t *testing.T) {
 	}
 }
 
+// inUse is f's blocks in use, by address.
+func inUse(f *liveFile) map[uint64]liveBlock {
+	m := map[uint64]liveBlock{}
+	for a, st := range f.addrs {
+		if st.live {
+			m[a] = st.alloc
+		}
+	}
+	return m
+}
+
 // liveCuts feeds snap (a record file as written so far) to readers in
 // two parts, cut at each of its last 300 bytes, and checks that each
 // ends with the blocks of a reader fed it whole. Its process must be
@@ -136,8 +149,9 @@ func liveCuts(t *testing.T, name string, snap []byte) {
 		return f
 	}
 	whole := feed(snap)
-	if len(whole.blocks) == 0 || whole.off != int64(len(snap)) {
-		t.Fatalf("the whole file: %d blocks, read to %d of %d bytes", len(whole.blocks), whole.off, len(snap))
+	wholeUse := inUse(whole)
+	if len(wholeUse) == 0 || whole.off != int64(len(snap)) {
+		t.Fatalf("the whole file: %d blocks, read to %d of %d bytes", len(wholeUse), whole.off, len(snap))
 	}
 	inside := 0
 	for k := max(len(snap)-300, headerLen); k < len(snap); k++ {
@@ -157,8 +171,8 @@ func liveCuts(t *testing.T, name string, snap []byte) {
 		if err := l.Poll(); err != nil {
 			t.Fatalf("cut at %d: %v", k, err)
 		}
-		if !maps.Equal(f.blocks, whole.blocks) || len(f.byStack) != len(whole.byStack) {
-			t.Fatalf("cut at %d: %d blocks in %d stacks, want %d in %d", k, len(f.blocks), len(f.byStack), len(whole.blocks), len(whole.byStack))
+		if u := inUse(f); !maps.Equal(u, wholeUse) || len(f.byStack) != len(whole.byStack) {
+			t.Fatalf("cut at %d: %d blocks in %d stacks, want %d in %d", k, len(u), len(f.byStack), len(wholeUse), len(whole.byStack))
 		}
 		for h, u := range whole.byStack {
 			if g := f.byStack[h]; g == nil || *g != *u {
@@ -218,9 +232,11 @@ func (r *recs) munmap(seq, addr, n uint64) {
 // allocation ends it when it arrives; a free of an earlier block at an
 // address, read after a later block there, leaves the later one; an
 // allocation read after a later block at its address does not replace
-// it; a munmap does not end an allocator block; a free whose allocation
-// comes more than pendingRounds polls later is dropped, and the block
-// then stays in use (the documented approximation).
+// it; a later free read first ends the later block, not an older one
+// read before it; a munmap does not end an allocator block; an address
+// whose allocation comes more than forgetRounds polls after its free is
+// forgotten, and the block then stays in use (the documented
+// approximation).
 func TestLiveReaderOrder(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "sites.1.0.bin")
@@ -234,12 +250,16 @@ func TestLiveReaderOrder(t *testing.T) {
 	r.alloc(kindHeap, 6, 0xb0, 50, 7) // that earlier block, read last
 	r.alloc(kindHeap, 11, 0xc0, 300, 7)
 	r.munmap(12, 0xc0, 300) // not the allocator's block
-	r.free(20, 0xd0)        // its allocation comes too late
+	r.free(45, 0xe0)        // the free of the later block, read first
+	r.alloc(kindHeap, 30, 0xe0, 10, 8)
+	r.alloc(kindHeap, 40, 0xe0, 20, 8)
+	r.free(35, 0xe0) // the older block's
+	r.free(20, 0xd0) // its allocation comes too late
 	if err := os.WriteFile(p, r.b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	l := NewLiveReader(dir)
-	for range pendingRounds + 1 {
+	for range forgetRounds + 1 {
 		if err := l.Poll(); err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +267,7 @@ func TestLiveReaderOrder(t *testing.T) {
 	f := l.files[p]
 	want := map[uint64]uint64{0xb0: 200, 0xc0: 300}
 	got := map[uint64]uint64{}
-	for a, b := range f.blocks {
+	for a, b := range inUse(f) {
 		got[a] = b.size
 	}
 	if !maps.Equal(got, want) {
@@ -256,8 +276,8 @@ func TestLiveReaderOrder(t *testing.T) {
 	if u := f.byStack[7]; u == nil || u.bytes != 300 || u.objects != 1 {
 		t.Errorf("stack 7: %+v, want 300 bytes in 1 block", u)
 	}
-	if len(f.pending) != 0 {
-		t.Errorf("pending frees %v after %d polls, want none", f.pending, pendingRounds)
+	if len(f.addrs) != len(want) {
+		t.Errorf("%d addresses remembered after %d polls, want the %d in use", len(f.addrs), forgetRounds+1, len(want))
 	}
 	r.b = r.b[:0]
 	r.alloc(kindHeap, 15, 0xd0, 400, 8)
@@ -267,7 +287,7 @@ func TestLiveReaderOrder(t *testing.T) {
 	if err := l.Poll(); err != nil {
 		t.Fatal(err)
 	}
-	if b, ok := f.blocks[0xd0]; !ok || b.size != 400 {
+	if b, ok := inUse(f)[0xd0]; !ok || b.size != 400 {
 		t.Errorf("a block whose free was dropped: %+v %v, want in use", b, ok)
 	}
 	// A record type no version writes: the file is left, one error.
@@ -279,5 +299,87 @@ func TestLiveReaderOrder(t *testing.T) {
 	}
 	if top := l.Top(5); top.Processes != 0 {
 		t.Errorf("a file with a bad record still counted: %+v", top)
+	}
+}
+
+// TestLiveReaderMatchesReplay: testdata/handoff.c, whose blocks are
+// freed by other threads than the ones that made them (so frees are
+// often read before their allocations), read while it runs. At each
+// poll, the blocks in use the reader keeps, by stack, are those of the
+// whole-file replay (seq order) of the same bytes: exactly at rate 1,
+// within float rounding sampled.
+func TestLiveReaderMatchesReplay(t *testing.T) {
+	for _, rate := range []int64{1, 4096} {
+		dir := t.TempDir()
+		cmd := exec.Command(prog(t, "handoff.c"), "200")
+		cmd.Env = Env(os.Environ(), lib(t), dir, rate)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		l := NewLiveReader(dir)
+		snaps := t.TempDir()
+		compared, early := 0, 0
+		for running := true; running; {
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatal(err)
+				}
+				running = false
+			case <-time.After(150 * time.Millisecond):
+			}
+			if err := l.Poll(); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range l.files {
+				if f.done || f.im == nil {
+					continue
+				}
+				b, err := os.ReadFile(f.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(snaps, filepath.Base(f.path))
+				if err := os.WriteFile(p, b[:f.off], 0o644); err != nil {
+					t.Fatal(err)
+				}
+				im, err := readFile(p)
+				if err != nil || im.torn != "" {
+					t.Fatalf("the bytes read: %v %q", err, im.torn)
+				}
+				r := replay(im)
+				for h := range r.byStack {
+					if _, ok := f.byStack[h]; !ok && r.byStack[h].exitObj > 0 {
+						f.byStack[h] = &liveUse{} // compared below as none
+					}
+				}
+				for h, u := range f.byStack {
+					var wb, wo float64
+					if a := r.byStack[h]; a != nil {
+						wb, wo = a.exitBytes, a.exitObj
+					}
+					if math.Abs(u.bytes-wb) > 1e-9*wb+1e-6 || math.Abs(u.objects-wo) > 1e-9*wo+1e-6 {
+						t.Fatalf("rate %d, at byte %d of %s: stack %x holds %.3f bytes in %.3f blocks, the replay %.3f in %.3f",
+							rate, f.off, filepath.Base(f.path), h, u.bytes, u.objects, wb, wo)
+					}
+					if u.objects == 0 {
+						delete(f.byStack, h)
+					}
+				}
+				compared++
+				for _, st := range f.addrs {
+					if !st.has {
+						early++ // a free read before any allocation
+					}
+				}
+			}
+		}
+		t.Logf("rate %d: %d polls compared; over them, %d addresses with frees read before any allocation", rate, compared, early)
+		if compared == 0 {
+			t.Errorf("rate %d: no poll while the program ran", rate)
+		}
 	}
 }
