@@ -127,12 +127,12 @@ func TestLiveQuit(t *testing.T) {
 }
 
 // TestLiveFrameSites: the --sites section of the live view (golden), at
-// two widths, sampled and at rate 1, with stacks not named yet and a
-// file the reader could not read; before any record and once the
+// two widths, sampled and at rate 1, with stacks not named yet, records
+// not read yet and a file the reader could not read; before any record and once the
 // program's images ended it says so. Every line fits the width.
 func TestLiveFrameSites(t *testing.T) {
 	s := liveSample()
-	top := sites.LiveTop{Rate: 512 << 10, Bytes: 96 << 20, Objects: 1300, Sites: 3, Processes: 1, Unnamed: 2, UnnamedBytes: 1 << 20,
+	top := sites.LiveTop{Rate: 512 << 10, Bytes: 96 << 20, Objects: 1300, Sites: 3, Processes: 1, Unnamed: 2, UnnamedBytes: 1 << 20, BehindBytes: 40 << 20,
 		Top: []sites.LiveSite{
 			{Function: "alloc_batch", File: "/src/train/train.c", Line: 42, Bytes: 64 << 20, Objects: 64},
 			{Function: "Trainer::allocate_activations(Config const&, unsigned long)", File: "/src/train/trainer.cc", Line: 650, Bytes: 30 << 20, Objects: 1234},

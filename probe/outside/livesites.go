@@ -71,6 +71,9 @@ func renderLiveSites(w io.Writer, width int, t sites.LiveTop, err error) {
 	if t.Unnamed > 0 {
 		fmt.Fprintf(w, "  and %s in %d stacks not named yet\n", iec(t.UnnamedBytes), t.Unnamed)
 	}
+	if t.BehindBytes > 0 {
+		fmt.Fprintf(w, "  records not read yet: %s (the view is behind)\n", iec(t.BehindBytes))
+	}
 	if err != nil {
 		fmt.Fprintf(w, "sites: %v\n", err)
 	}

@@ -45,6 +45,12 @@ type LiveReader struct {
 	// NameBudget bounds the time one Top spends naming new stacks (the
 	// largest first); the rest are named by the next calls.
 	NameBudget time.Duration
+	// PollBytes bounds the records one Poll reads, so that a view that
+	// polls between frames keeps drawing them where the program writes
+	// records faster than they are read (rate 1); behind is what was
+	// left for the next Poll.
+	PollBytes int64
+	behind    int64
 }
 
 // forgetRounds is how many polls an address with nothing in use is
@@ -108,11 +114,12 @@ type liveUse struct{ bytes, objects float64 }
 // NewLiveReader reads the record files of dir (EnvDir).
 func NewLiveReader(dir string) *LiveReader {
 	return &LiveReader{dir: dir, files: map[string]*liveFile{}, b: &builder{sym: newSymbolizer(), libName: LibName},
-		names: map[stackKey]*named{}, tries: map[stackKey]int{}, NameBudget: 300 * time.Millisecond}
+		names: map[stackKey]*named{}, tries: map[stackKey]int{}, NameBudget: 300 * time.Millisecond, PollBytes: 32 << 20}
 }
 
-// Poll reads the records written since the last Poll. A record cut by
-// the end of what is written is read by a later Poll. Files that vanish
+// Poll reads the records written since the last Poll, up to PollBytes
+// of them. A record cut by the end of what is written is read by a later
+// Poll. Files that vanish
 // (the directory removed at the program's end) are left as they were;
 // the error names a file that cannot be read as records, which is then
 // left out.
@@ -123,6 +130,8 @@ func (l *LiveReader) Poll() error {
 		return err
 	}
 	var errs []error
+	budget := l.PollBytes
+	l.behind = 0
 	for _, p := range paths {
 		f := l.files[p]
 		if f == nil {
@@ -132,9 +141,12 @@ func (l *LiveReader) Poll() error {
 		if f.done {
 			continue
 		}
-		if err := f.read(l.round); err != nil {
+		n, behind, err := f.read(l.round, budget)
+		if err != nil {
 			errs = append(errs, err)
 		}
+		budget = max(budget-n, 0)
+		l.behind += behind
 		if f.im != nil && !f.done && !alive(f.im.pid) {
 			f.end()
 		}
@@ -154,35 +166,36 @@ func (f *liveFile) end() {
 	f.addrs, f.byStack, f.dead, f.maps = nil, nil, nil, nil
 }
 
-// read reads f's new whole records and applies their events.
-func (f *liveFile) read(round int) error {
+// read reads f's new whole records, up to budget bytes of them, and
+// applies their events: the bytes read, and those left to read.
+func (f *liveFile) read(round int, budget int64) (n, behind int64, err error) {
 	fh, err := os.Open(f.path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil
+			return 0, 0, nil
 		}
-		return err
+		return 0, 0, err
 	}
 	defer fh.Close()
 	if f.im == nil {
 		var h [headerLen]byte
-		if n, _ := io.ReadFull(fh, h[:]); n < headerLen {
-			return nil // the header is being written
+		if k, _ := io.ReadFull(fh, h[:]); k < headerLen {
+			return 0, 0, nil // the header is being written
 		}
 		im, err := parseHeader(f.path, h[:])
 		if err != nil {
 			f.torn = err.Error()
 			f.end()
-			return err
+			return 0, 0, err
 		}
 		f.im, f.off = im, headerLen
 	}
 	if _, err := fh.Seek(f.off, io.SeekStart); err != nil {
-		return err
+		return 0, 0, err
 	}
 	d := decoder{r: bufio.NewReaderSize(fh, 256<<10)}
 	var bad error
-	for {
+	for d.n < budget {
 		err := d.next(f.im)
 		for i := range f.im.events {
 			f.apply(&f.im.events[i], round)
@@ -197,6 +210,9 @@ func (f *liveFile) read(round int) error {
 		}
 	}
 	f.off += d.n
+	if fi, err := fh.Stat(); err == nil {
+		behind = max(fi.Size()-f.off, 0)
+	}
 	f.im.maps = nil // written at exit, exec and dlclose: /proc is read instead
 	old := round - forgetRounds
 	for _, a := range f.dead[old] {
@@ -208,12 +224,12 @@ func (f *liveFile) read(round int) error {
 	if bad != nil {
 		f.torn = bad.Error()
 		f.end()
-		return bad
+		return d.n, 0, bad
 	}
 	if f.im.ended {
 		f.end()
 	}
-	return nil
+	return d.n, behind, nil
 }
 
 // apply plays one event on its address's state. Read in any order, the
@@ -284,6 +300,9 @@ type LiveTop struct {
 	UnnamedBytes int64
 	// Processes is the images read that have not ended.
 	Processes int
+	// BehindBytes is the records written that the last Poll left to
+	// read (PollBytes).
+	BehindBytes int64
 }
 
 // LiveSite is a site with blocks in use: the first frame that is not the
@@ -303,7 +322,7 @@ func (l *LiveReader) Top(n int) LiveTop {
 		hash uint64
 		use  liveUse
 	}
-	var t LiveTop
+	t := LiveTop{BehindBytes: l.behind}
 	var all []stackUse
 	var bytes, objects float64
 	for _, f := range l.files {

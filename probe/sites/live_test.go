@@ -153,6 +153,27 @@ func liveCuts(t *testing.T, name string, snap []byte) {
 	if len(wholeUse) == 0 || whole.off != int64(len(snap)) {
 		t.Fatalf("the whole file: %d blocks, read to %d of %d bytes", len(wholeUse), whole.off, len(snap))
 	}
+	// Read 97 bytes a Poll: each ends at a record's end past them, the
+	// rest said to be behind, until the blocks are the whole's.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := NewLiveReader(dir)
+	l.PollBytes = 97
+	polls := 0
+	for ; polls == 0 || l.Top(0).BehindBytes > 0; polls++ {
+		if err := l.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		f := l.files[filepath.Join(dir, name)]
+		if behind := l.Top(0).BehindBytes; behind != int64(len(snap))-f.off {
+			t.Fatalf("poll %d: read to %d of %d bytes, %d said behind", polls, f.off, len(snap), behind)
+		}
+	}
+	if u := inUse(l.files[filepath.Join(dir, name)]); !maps.Equal(u, wholeUse) || polls < len(snap)/200 {
+		t.Errorf("97 bytes a poll: %d blocks after %d polls, want %d after at least %d", len(u), polls, len(wholeUse), len(snap)/200)
+	}
 	inside := 0
 	for k := max(len(snap)-300, headerLen); k < len(snap); k++ {
 		f := feed(snap[:k])
@@ -382,4 +403,48 @@ func TestLiveReaderMatchesReplay(t *testing.T) {
 			t.Errorf("rate %d: no poll while the program ran", rate)
 		}
 	}
+}
+
+// BenchmarkLiveReaderPoll: one Poll over the records of testdata/stress.c
+// at rate 1 (4 threads, 250000 allocations each), what a live view reads
+// when it catches up, beside the whole-file read and replay the report
+// makes of the same files. Bytes are the record files'.
+func BenchmarkLiveReaderPoll(b *testing.B) {
+	dir := b.TempDir()
+	cmd := exec.Command(prog(b, "stress.c"), "250000", "4")
+	cmd.Env = Env(os.Environ(), lib(b), dir, 1)
+	if err := cmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "sites.*.bin"))
+	var size int64
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	b.Run("live", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			l := NewLiveReader(dir)
+			l.PollBytes = math.MaxInt64
+			if err := l.Poll(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("replay", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			ims, err := readDir(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, im := range ims {
+				replay(im)
+			}
+		}
+	})
 }
