@@ -10,10 +10,11 @@
 // together (recordVersion).
 //
 // Costs: an allocation that is not sampled costs a thread-local counter
-// decrement and a store; a free at a sampling rate above 1 one lookup in
-// a lock-free hash set of the sampled addresses (at rate 1 every free is
-// recorded and matched by the probe). No lock and no system call on
-// either fast path.
+// decrement and the count of its usable size; a free reads the word
+// before the block (glibc's chunk size: the count, and the mark of a
+// sampled block, below). With another allocator a free looks in a filter
+// and a lock-free set of the sampled addresses; at rate 1 every free is
+// recorded. No lock and no system call on either fast path.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -101,12 +102,17 @@ static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; // the file and the bu
 static pthread_key_t key;
 static _Atomic uint64_t seq;
 static _Atomic uint64_t *set;    // sampled addresses; 0 empty, 1 deleted
-// filter counts the sampled addresses by another slice of their hash (a
-// counting Bloom filter of one hash, 128 KiB, which stays in the cache
-// where the set does not): a free whose count is 0 was not sampled, and
-// needs no look in the set. A count that reaches 255 stays there.
-static _Atomic uint8_t *filter;
-static _Atomic int free_all;     // the set overflowed: record every free
+// filter counts the sampled addresses by a multiplicative hash of their
+// own (a counting Bloom filter of one hash, 128 KiB, which stays in the
+// cache where the set does not): a free whose count is 0 was not sampled,
+// and needs no look in the set. A count that reaches 255 stays there.
+// Every free looks here and nowhere else: before the library records it
+// is zero_filter (all 0), at rate 1 all 255, and where the set overflows
+// it is filled with 255 (free_all).
+enum { FILTER_BYTES = 1 << FILTER_BITS };
+static _Atomic uint8_t zero_filter[FILTER_BYTES];
+static _Atomic uint8_t *filter = zero_filter;
+static _Atomic int free_all; // the set overflowed: record every free
 static uint64_t start_ns;
 
 // The count of every block in use, by its usable size
@@ -125,9 +131,8 @@ static _Atomic uint64_t peak_seq, peak_ns;
 static int (*unw_bt)(void **, int);
 
 // A thread's state: what the fast paths touch is here, in one cache line
-// of its static TLS, and nothing else of the library's but three
-// read-mostly globals (enabled, count, rate) and, on a free, one byte of
-// the filter. The counts go into the thread's buffer's totals record when
+// of its static TLS, and nothing else of the library's but read-mostly
+// globals (count, mark) and the word before the block. The counts go into the thread's buffer's totals record when
 // it is written.
 struct tstate {
 	int64_t left;                  // bytes until the next sample
@@ -166,7 +171,10 @@ static uint64_t now_ns(void) {
 static inline size_t usable(void *p) {
 	if (LIKELY(count == COUNT_HEADER)) {
 		size_t h = ((size_t *)p)[-1];
-		return (h & ~(size_t)7) - ((h & 2) ? 16 : 8);
+		size_t u = (h & ~(size_t)7) - 8;
+		if (UNLIKELY(h & 2))
+			u -= 8;
+		return u;
 	}
 	return real_usable(p);
 }
@@ -175,6 +183,8 @@ __attribute__((noinline)) static void publish(struct tstate *t) {
 	int64_t d = t->unpub;
 	t->unpub = 0;
 	int64_t v = atomic_fetch_add_explicit(&inuse_total, d, memory_order_relaxed) + d;
+	if (!enabled)
+		return; // counted, but no peak before the records' clock starts
 	int64_t pk = atomic_load_explicit(&inuse_peak, memory_order_relaxed);
 	while (v > pk) {
 		if (atomic_compare_exchange_weak(&inuse_peak, &pk, v)) {
@@ -218,7 +228,7 @@ static void *boot_alloc(size_t n) {
 	return p;
 }
 
-static int in_boot(void *p) { return (char *)p >= boot && (char *)p < boot + sizeof boot; }
+static inline int in_boot(void *p) { return (uintptr_t)p - (uintptr_t)boot < sizeof boot; }
 
 // ---- writing records ----------------------------------------------------
 
@@ -362,11 +372,11 @@ static inline uint64_t mix(uint64_t x) {
 	return x;
 }
 
-static inline _Atomic uint8_t *filter_slot(uint64_t h) { return &filter[h >> (64 - FILTER_BITS)]; }
+static inline _Atomic uint8_t *filter_slot(uint64_t a) { return &filter[(a * 0x9E3779B97F4A7C15ULL) >> (64 - FILTER_BITS)]; }
 
 static void set_add(uint64_t a) {
 	uint64_t h = mix(a);
-	_Atomic uint8_t *fc = filter_slot(h);
+	_Atomic uint8_t *fc = filter_slot(a);
 	uint8_t c = atomic_load_explicit(fc, memory_order_relaxed);
 	while (c < 255 && !atomic_compare_exchange_weak(fc, &c, (uint8_t)(c + 1)))
 		;
@@ -376,16 +386,17 @@ static void set_add(uint64_t a) {
 		if ((v == 0 || v == 1) && atomic_compare_exchange_strong(s, &v, a))
 			return;
 	}
-	atomic_store(&free_all, 1);
+	if (!atomic_exchange(&free_all, 1))
+		memset((void *)filter, 255, FILTER_BYTES);
 }
 
 // set_del says whether a was sampled, and forgets it.
-static inline __attribute__((always_inline)) int set_del(uint64_t a) {
+static int set_del(uint64_t a) {
 	if (atomic_load_explicit(&free_all, memory_order_relaxed))
 		return 1;
 	uint64_t h = mix(a);
-	_Atomic uint8_t *fc = filter_slot(h);
-	if (LIKELY(atomic_load_explicit(fc, memory_order_relaxed) == 0))
+	_Atomic uint8_t *fc = filter_slot(a);
+	if (atomic_load_explicit(fc, memory_order_relaxed) == 0)
 		return 0;
 	for (int i = 0; i < SET_PROBES; i++) {
 		_Atomic uint64_t *s = &set[(h + i) & (SET_SLOTS - 1)];
@@ -399,6 +410,60 @@ static inline __attribute__((always_inline)) int set_del(uint64_t a) {
 			return 1;
 		}
 	}
+	return 0;
+}
+
+// ---- marked blocks (glibc's allocator, rate above 1) ----------------------
+//
+// Where the allocator is glibc's and the rate is above 1, a sampled block
+// is allocated with a prefix of its own (16 bytes, or its alignment)
+// holding the allocator's pointer and MARK, just before the block. The
+// word before any other block is glibc's chunk size: a multiple of 16
+// with flags in its three low bits, so bit 3 is never set there, and is
+// in MARK. A free tells a sampled block by the word it reads for the
+// count anyway, with no table to look in; realloc and
+// malloc_usable_size are wrapped to see through the prefix.
+#define MARK 0x6d656d70726f62e8ULL
+enum { PREFIX = 16 };
+static int mark; // set at the start where it applies; never cleared (marked blocks live on)
+static size_t page = 4096;
+
+static inline int marked(void *p) { return (((size_t *)p)[-1] & 8) != 0; }
+static inline char *base(void *p) { return ((char **)p)[-2]; }
+
+// marked_usable is a marked block's usable size: its allocator block's
+// less the prefix.
+static size_t marked_usable(void *p) {
+	char *q = base(p);
+	return usable(q) - (size_t)((char *)p - q);
+}
+
+// marked_alloc allocates n bytes with the prefix: aligned to align where
+// that is above 16 (rounded up to a power of two, as glibc's memalign
+// does), zeroed if zero. NULL, with errno set, where the allocator fails.
+__attribute__((noinline)) static void *marked_alloc(size_t n, size_t align, int zero) {
+	size_t off = PREFIX, tot;
+	if (align > PREFIX)
+		off = (align & (align - 1)) ? (size_t)1 << (64 - __builtin_clzll(align - 1)) : align;
+	if (__builtin_add_overflow(n, off, &tot)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	char *q = off > PREFIX ? real_memalign(off, tot) : zero ? real_calloc(1, tot) : real_malloc(tot);
+	if (q == NULL)
+		return NULL;
+	char *p = q + off;
+	((char **)p)[-2] = q;
+	((uint64_t *)p)[-1] = MARK;
+	return p;
+}
+
+// usable_of is p's usable size for the count (0 where it cannot be read).
+static inline __attribute__((always_inline)) int64_t usable_of(void *p) {
+	if (LIKELY(count == COUNT_HEADER))
+		return (int64_t)(mark && marked(p) ? marked_usable(p) : usable(p));
+	if (count == COUNT_CALL)
+		return (int64_t)real_usable(p);
 	return 0;
 }
 
@@ -453,10 +518,14 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 		put64(b, h);
 		put(b, f.pc, 8 * (size_t)f.n);
 	}
-	if (rate > 1)
+	if (set != NULL)
 		set_add((uint64_t)(uintptr_t)p);
-	if (kind == KIND_HEAP && count == COUNT_HEADER && (((size_t *)p)[-1] & 2))
-		kind = KIND_CHUNK;
+	size_t u = n;
+	if (kind == KIND_HEAP && count != COUNT_NONE) {
+		u = (size_t)usable_of(p);
+		if (count == COUNT_HEADER && ((size_t *)(mark && marked(p) ? base(p) : (char *)p))[-1] & 2)
+			kind = KIND_CHUNK;
+	}
 	uint64_t t = now_ns();
 	put8(b, R_ALLOC);
 	put8(b, (uint8_t)kind);
@@ -466,7 +535,7 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	put64(b, n);
 	put64(b, h);
 	put64(b, (uint64_t)atomic_load_explicit(&inuse_total, memory_order_relaxed));
-	put64(b, kind == KIND_MMAP || count == COUNT_NONE ? n : usable(p));
+	put64(b, u);
 	flush_if_old(b, t);
 }
 
@@ -514,46 +583,109 @@ static inline struct tbuf *own_buf(void) {
 	return b;
 }
 
-// sample_alloc is the slow path of after_alloc: the thread's first
-// allocation (seed the generator, make the buffer, draw the first
-// interval and judge this one by it), and a sampled one.
-__attribute__((noinline)) static void sample_alloc(void *p, size_t n, int kind) {
-	if (UNLIKELY(own_buf() == NULL))
-		return;
-	if (rate > 1) {
-		if (UNLIKELY(ts.rng == 0)) {
-			ts.rng = (now_ns() ^ ((uint64_t)(uintptr_t)&ts << 16) ^ (uint64_t)syscall(SYS_gettid)) | 1;
-			ts.left = next_interval() - (int64_t)n;
-			if (ts.left > 0)
-				return;
-		}
-		ts.left = next_interval();
+// ---- counting and sampling ------------------------------------------------
+
+// count_add adds u usable bytes to the thread's count of the bytes in use.
+static inline __attribute__((always_inline)) void count_add(int64_t u) {
+	ts.unpub += u;
+	if (UNLIKELY(ts.unpub > PUBLISH || ts.unpub < -PUBLISH))
+		publish(&ts);
+}
+
+// draw is the slow path of sampled: the thread's first allocation (seed
+// the generator, make the buffer, draw the first interval and judge this
+// one by it), a sampled one, and every one while the library does not
+// record (before its start and after its end ts.left stays at or below 0).
+__attribute__((noinline)) static int draw(size_t n) {
+	if (!enabled || UNLIKELY(own_buf() == NULL))
+		return 0;
+	if (rate <= 1)
+		return 1;
+	if (UNLIKELY(ts.rng == 0)) {
+		ts.rng = (now_ns() ^ ((uint64_t)(uintptr_t)&ts << 16) ^ (uint64_t)syscall(SYS_gettid)) | 1;
+		ts.left = next_interval() - (int64_t)n;
+		if (ts.left > 0)
+			return 0;
 	}
+	ts.left = next_interval();
+	return 1;
+}
+
+// sampled says whether an allocation of n bytes is sampled. It is asked
+// before the allocation (a sampled block is marked as it is made), never
+// within the library (ts.in_hook).
+static inline __attribute__((always_inline)) int sampled(size_t n) {
+	ts.left -= (int64_t)n;
+	return UNLIKELY(ts.left <= 0) && draw(n);
+}
+
+__attribute__((noinline)) static void after_sampled(void *p, size_t n, int kind) {
+	if (kind == KIND_HEAP)
+		count_add(usable_of(p));
 	ts.in_hook++;
 	record_alloc(p, n, kind);
 	ts.in_hook--;
 }
 
-// after_alloc counts and perhaps samples a block the allocator returned.
-static inline __attribute__((always_inline)) void after_alloc(void *p, size_t n, int kind) {
-	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
+// after_alloc counts a block the allocator returned, and records it if
+// it was sampled (s). Not within the library. It counts whether or not
+// the library records: the count of the bytes in use includes the blocks
+// made before it started.
+static inline __attribute__((always_inline)) void after_alloc(void *p, size_t n, int kind, int s) {
+	if (UNLIKELY(p == NULL))
 		return;
 	ts.last = p;
 	ts.allocs++;
 	ts.bytes += n;
-	if (kind == KIND_HEAP && LIKELY(count != COUNT_NONE)) {
-		ts.unpub += (int64_t)usable(p);
-		if (UNLIKELY(ts.unpub > PUBLISH))
-			publish(&ts);
-	}
-	ts.left -= (int64_t)n;
-	if (UNLIKELY(ts.left <= 0))
-		sample_alloc(p, n, kind);
+	if (UNLIKELY(s))
+		after_sampled(p, n, kind);
+	else if (kind == KIND_HEAP)
+		count_add(LIKELY(count == COUNT_HEADER) ? (int64_t)usable(p) : usable_of(p)); // not marked
 }
 
-// before_free records the free of p if p was sampled (every free at rate 1).
+// alloc_sampled makes a sampled block of malloc (zero 0) or calloc
+// (zero 1), marked where blocks are, and records it.
+__attribute__((noinline)) static void *alloc_sampled(size_t n, size_t m, int zero) {
+	void *p = mark ? marked_alloc(n, 0, zero) : zero ? real_calloc(n, m) : real_malloc(n);
+	after_alloc(p, n, KIND_HEAP, 1);
+	return p;
+}
+
+// free_slow is the slow path of before_free: the free of a block the
+// filter may have seen sampled (every free at rate 1).
+__attribute__((noinline)) static void free_slow(void *p, int flags) {
+	if (!enabled || (rate > 1 && !set_del((uint64_t)(uintptr_t)p)))
+		return;
+	ts.in_hook++;
+	record_free(p, flags);
+	ts.in_hook--;
+}
+
+// free_marked frees a marked block: counts, records and frees its
+// allocator block.
+__attribute__((noinline)) static void free_marked(void *p) {
+	char *q = base(p);
+	if (!ts.in_hook) {
+		int flags = 0;
+		if (ts.last == p) {
+			flags = F_TEMPORARY;
+			ts.last = NULL;
+		}
+		ts.frees++;
+		count_add(-(int64_t)marked_usable(p));
+		if (enabled) {
+			ts.in_hook++;
+			record_free(p, flags);
+			ts.in_hook--;
+		}
+	}
+	real_free(q);
+}
+
+// before_free counts the free of p, and records it if p was sampled
+// (blocks that are not marked: another allocator's, or rate 1).
 static inline __attribute__((always_inline)) void before_free(void *p, int flags) {
-	if (UNLIKELY(p == NULL || !enabled || ts.in_hook))
+	if (UNLIKELY(ts.in_hook))
 		return;
 	if (ts.last == p) {
 		flags |= F_TEMPORARY;
@@ -561,19 +693,12 @@ static inline __attribute__((always_inline)) void before_free(void *p, int flags
 	}
 	// A thread that frees what others allocated may never allocate: its
 	// buffer is made here, so that its counts are written when it exits.
-	if (UNLIKELY(ts.buf == NULL) && UNLIKELY(own_buf() == NULL))
+	if (UNLIKELY(ts.buf == NULL) && enabled && UNLIKELY(own_buf() == NULL))
 		return;
 	ts.frees++;
-	if (LIKELY(count != COUNT_NONE)) {
-		ts.unpub -= (int64_t)usable(p);
-		if (UNLIKELY(ts.unpub < -PUBLISH))
-			publish(&ts);
-	}
-	if (rate > 1 && LIKELY(!set_del((uint64_t)(uintptr_t)p)))
-		return;
-	ts.in_hook++;
-	record_free(p, flags);
-	ts.in_hook--;
+	count_add(-usable_of(p));
+	if (UNLIKELY(atomic_load_explicit(filter_slot((uint64_t)(uintptr_t)p), memory_order_relaxed) != 0))
+		free_slow(p, flags);
 }
 
 // ---- the process's start, fork, exec and end -----------------------------
@@ -731,11 +856,24 @@ __attribute__((constructor(101))) static void init(void) {
 		if (end != r && v >= 1)
 			rate = v;
 	}
-	if (rate > 1) {
-		set = real_mmap(NULL, SET_SLOTS * sizeof *set, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		filter = real_mmap(NULL, (size_t)1 << FILTER_BITS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (set == MAP_FAILED || filter == MAP_FAILED)
+	long pg = sysconf(_SC_PAGESIZE);
+	if (pg > 0)
+		page = (size_t)pg;
+	if (count == COUNT_HEADER && rate > 1) {
+		mark = 1;
+	} else {
+		_Atomic uint8_t *f = real_mmap(NULL, FILTER_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (f == MAP_FAILED)
 			return;
+		if (rate > 1) {
+			_Atomic uint64_t *st = real_mmap(NULL, SET_SLOTS * sizeof *set, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			if (st == MAP_FAILED)
+				return;
+			set = st;
+		} else {
+			memset((void *)f, 255, FILTER_BYTES); // every free is recorded
+		}
+		filter = f;
 	}
 	ts.in_hook++;
 	const char *u = getenv("MEMPROBE_SITES_UNWIND");
@@ -763,8 +901,12 @@ EXPORT void *malloc(size_t n) {
 			return boot_alloc(n);
 		resolve();
 	}
+	if (UNLIKELY(ts.in_hook))
+		return real_malloc(n);
+	if (UNLIKELY(sampled(n)))
+		return alloc_sampled(n, 1, 0);
 	void *p = real_malloc(n);
-	after_alloc(p, n, KIND_HEAP);
+	after_alloc(p, n, KIND_HEAP, 0);
 	return p;
 }
 
@@ -774,8 +916,13 @@ EXPORT void *calloc(size_t n, size_t m) {
 			return boot_alloc(n * m); // zeroed: static
 		resolve();
 	}
+	size_t t;
+	if (UNLIKELY(ts.in_hook) || UNLIKELY(__builtin_mul_overflow(n, m, &t)))
+		return real_calloc(n, m);
+	if (UNLIKELY(sampled(t)))
+		return alloc_sampled(t, 1, 1);
 	void *p = real_calloc(n, m);
-	after_alloc(p, n * m, KIND_HEAP);
+	after_alloc(p, t, KIND_HEAP, 0);
 	return p;
 }
 
@@ -784,8 +931,38 @@ EXPORT void free(void *p) {
 		return;
 	if (UNLIKELY(!real_free))
 		resolve();
+	if (LIKELY(mark)) {
+		size_t h = ((size_t *)p)[-1];
+		if (UNLIKELY(h & 8)) {
+			free_marked(p);
+			return;
+		}
+		if (LIKELY(!ts.in_hook)) {
+			if (ts.last == p)
+				ts.last = NULL;
+			if (UNLIKELY(ts.buf == NULL) && enabled)
+				own_buf(); // a thread that only frees: its counts are written at its exit
+			ts.frees++;
+			count_add(-(int64_t)((h & ~(size_t)7) - ((h & 2) ? 16 : 8)));
+		}
+		real_free(p);
+		return;
+	}
 	before_free(p, 0);
 	real_free(p);
+}
+
+// realloc_moved is realloc of a block that is marked, or to a sampled
+// one: the allocator cannot resize across the prefix, so the block moves.
+__attribute__((noinline)) static void *realloc_moved(void *p, size_t n, int was, int s) {
+	size_t old = was ? marked_usable(p) : usable(p);
+	void *q = s ? marked_alloc(n, 0, 0) : real_malloc(n);
+	if (q == NULL)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	after_alloc(q, n, KIND_HEAP, s);
+	free(p);
+	return q;
 }
 
 EXPORT void *realloc(void *p, size_t n) {
@@ -800,16 +977,38 @@ EXPORT void *realloc(void *p, size_t n) {
 			memcpy(q, p, n < (size_t)(boot + sizeof boot - (char *)p) ? n : (size_t)(boot + sizeof boot - (char *)p));
 		return q;
 	}
-	if (p != NULL && n == 0) {
-		before_free(p, 0);
-		return real_realloc(p, n);
+	if (p == NULL)
+		return malloc(n);
+	if (n == 0) {
+		free(p);
+		return NULL;
 	}
-	// The old block is recorded freed before the call: once realloc
-	// returns, another thread may be given its address.
-	if (p != NULL)
-		before_free(p, 0);
+	if (UNLIKELY(ts.in_hook)) {
+		if (!(mark && marked(p)))
+			return real_realloc(p, n);
+		void *q = real_malloc(n);
+		if (q) {
+			size_t old = marked_usable(p);
+			memcpy(q, p, old < n ? old : n);
+			real_free(base(p));
+		}
+		return q;
+	}
+	int was = mark && marked(p);
+	int s = sampled(n);
+	if (UNLIKELY(was || (s && mark)))
+		return realloc_moved(p, n, was, s);
+	// The old block is counted (and recorded, if sampled) freed before
+	// the call: once realloc returns, another thread may be given its
+	// address. If the call fails, p is still the program's.
+	int64_t u = usable_of(p);
+	before_free(p, 0);
 	void *q = real_realloc(p, n);
-	after_alloc(q, n, KIND_HEAP);
+	if (q == NULL) {
+		count_add(u);
+		return NULL;
+	}
+	after_alloc(q, n, KIND_HEAP, s);
 	return q;
 }
 
@@ -824,45 +1023,82 @@ EXPORT void *reallocarray(void *p, size_t n, size_t m) {
 	return realloc(p, s);
 }
 
+EXPORT size_t malloc_usable_size(void *p) {
+	if (UNLIKELY(!real_usable))
+		resolve();
+	if (p == NULL || in_boot(p))
+		return 0;
+	if (mark && marked(p))
+		return marked_usable(p);
+	return real_usable(p);
+}
+
+// free_sized and free_aligned_sized (C23) free as free does: glibc's
+// would be given a marked block's pointer.
+EXPORT void free_sized(void *p, size_t n) {
+	(void)n;
+	free(p);
+}
+
+EXPORT void free_aligned_sized(void *p, size_t align, size_t n) {
+	(void)align;
+	(void)n;
+	free(p);
+}
+
 EXPORT int posix_memalign(void **out, size_t align, size_t n) {
 	if (UNLIKELY(!real_posix_memalign))
 		resolve();
+	if (UNLIKELY(ts.in_hook))
+		return real_posix_memalign(out, align, n);
+	int s = sampled(n);
+	if (UNLIKELY(s && mark) && align % sizeof(void *) == 0 && (align & (align - 1)) == 0) {
+		void *p = marked_alloc(n, align, 0);
+		if (p == NULL)
+			return ENOMEM;
+		*out = p;
+		after_alloc(p, n, KIND_HEAP, s);
+		return 0;
+	}
 	int r = real_posix_memalign(out, align, n);
 	if (r == 0)
-		after_alloc(*out, n, KIND_HEAP);
+		after_alloc(*out, n, KIND_HEAP, s && !mark);
 	return r;
 }
+
+// aligned is the memalign family: the allocator's call where the block is
+// not sampled (or a marked block cannot be made for this alignment).
+#define ALIGNED(call, align, n, markable)                                                                              \
+	if (UNLIKELY(ts.in_hook))                                                                                      \
+		return call;                                                                                           \
+	int s = sampled(n);                                                                                            \
+	void *p = UNLIKELY(s && mark) && (markable) ? marked_alloc(n, align, 0) : call;                               \
+	after_alloc(p, n, KIND_HEAP, s && (!mark || (markable)));                                                     \
+	return p
 
 EXPORT void *aligned_alloc(size_t align, size_t n) {
 	if (UNLIKELY(!real_aligned_alloc))
 		resolve();
-	void *p = real_aligned_alloc(align, n);
-	after_alloc(p, n, KIND_HEAP);
-	return p;
+	ALIGNED(real_aligned_alloc(align, n), align, n, align != 0 && (align & (align - 1)) == 0);
 }
 
 EXPORT void *memalign(size_t align, size_t n) {
 	if (UNLIKELY(!real_memalign))
 		resolve();
-	void *p = real_memalign(align, n);
-	after_alloc(p, n, KIND_HEAP);
-	return p;
+	ALIGNED(real_memalign(align, n), align, n, 1);
 }
 
 EXPORT void *valloc(size_t n) {
 	if (UNLIKELY(!real_valloc))
 		resolve();
-	void *p = real_valloc(n);
-	after_alloc(p, n, KIND_HEAP);
-	return p;
+	ALIGNED(real_valloc(n), page, n, 1);
 }
 
 EXPORT void *pvalloc(size_t n) {
 	if (UNLIKELY(!real_pvalloc))
 		resolve();
-	void *p = real_pvalloc(n);
-	after_alloc(p, n, KIND_HEAP);
-	return p;
+	size_t r = n ? (n + page - 1) & ~(page - 1) : page;
+	ALIGNED(real_pvalloc(n), page, r, r >= n);
 }
 
 // mmap and munmap: the program's own anonymous private mappings (the C
@@ -871,8 +1107,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int f, off_t off)
 	if (UNLIKELY(!real_mmap))
 		resolve();
 	void *p = real_mmap(addr, len, prot, flags, f, off);
-	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) && !(flags & MAP_FIXED))
-		after_alloc(p, len, KIND_MMAP);
+	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) && !(flags & MAP_FIXED) && !ts.in_hook)
+		after_alloc(p, len, KIND_MMAP, sampled(len));
 	return p;
 }
 
@@ -890,7 +1126,7 @@ EXPORT int munmap(void *addr, size_t len) {
 			ts.last = NULL;
 		}
 		ts.frees++;
-		if (rate > 1)
+		if (set != NULL)
 			set_del((uint64_t)(uintptr_t)addr);
 		ts.in_hook++;
 		record_unmap(addr, len, flags);
