@@ -2,7 +2,8 @@
 // in use while it waits on stdin, for exec --live --sites. It waits over
 // a second and frees a block first: the allocation-site library writes
 // a thread's records at least once a second while it records, so that
-// free writes them. Then it prints "ready". No stdio before: its
+// free writes them. Then it prints "ready" and reads its stdin to the
+// end, or with an argument waits for a signal. No stdio before: its
 // buffers would be blocks of their own.
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@ __attribute__((noinline)) void *planted_site(void) {
 	return p;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+	(void)argv;
 	trigger = malloc(16);
 	for (int i = 0; i < PLANTED_N; i++)
 		blocks[i] = planted_site();
@@ -32,6 +34,9 @@ int main(void) {
 	free(trigger);
 	if (write(1, "ready\n", 6) != 6)
 		return 1;
+	if (argc > 1)
+		for (;;)
+			pause();
 	char c;
 	while (read(0, &c, 1) == 1)
 		;
