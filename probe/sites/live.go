@@ -150,6 +150,18 @@ func (l *LiveReader) Poll() error {
 		if f.im != nil && !f.done && !alive(f.im.pid) {
 			f.end()
 		}
+		if f.done { // ended now: its stacks' names go too
+			for k := range l.names {
+				if k.path == p {
+					delete(l.names, k)
+				}
+			}
+			for k := range l.tries {
+				if k.path == p {
+					delete(l.tries, k)
+				}
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -27,7 +27,8 @@ func liveSite(t LiveTop, fn string) *LiveSite {
 // its records read while it waits on its stdin. At the first wait the
 // reader has first_site's 8 blocks of 100000 bytes exactly and nothing
 // of second_site; at the second, first_site's blocks freed and
-// second_site's 5 of 300000 bytes; once the program exited, nothing.
+// second_site's 5 of 300000 bytes; once the program exited, nothing
+// (and no stack's name kept).
 // The file as it stood at the first wait, cut at each of its last 300
 // bytes and fed in two parts, gives the blocks of the whole: a record
 // cut by the end of what is written is read whole by the next Poll.
@@ -104,8 +105,8 @@ func TestLiveReaderRunning(t *testing.T) {
 	if err := l.Poll(); err != nil {
 		t.Fatal(err)
 	}
-	if top := l.Top(10); top.Processes != 0 || top.Bytes != 0 || len(top.Top) != 0 {
-		t.Errorf("after the exit: %+v, want nothing in use", top)
+	if top := l.Top(10); top.Processes != 0 || top.Bytes != 0 || len(top.Top) != 0 || len(l.names) != 0 {
+		t.Errorf("after the exit: %+v and %d stacks named, want nothing in use and none kept", top, len(l.names))
 	}
 }
 
