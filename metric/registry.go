@@ -119,6 +119,12 @@ var registry = []Def{
 		}
 		return float64(r.Process.Sites.Fragmentation.FreeResidentBytes), true
 	}},
+	{Name: "process.sites.fragmentation.max_heap_free_resident_bytes", Unit: Bytes, Run: func(r *schema.Result) (float64, bool) {
+		if r.Process == nil || r.Process.Sites == nil || r.Process.Sites.Fragmentation == nil {
+			return 0, false
+		}
+		return float64(r.Process.Sites.Fragmentation.MaxHeapFreeResidentBytes), true
+	}},
 
 	// The trainer's counters: what each phase changes.
 	{Name: "counts.workers", Unit: Count, Run: counts(func(c *schema.Counts) int64 { return int64(c.Workers) })},

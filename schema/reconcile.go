@@ -15,6 +15,19 @@ type ReconciliationPart struct {
 	Note  string `json:"note"`
 }
 
+// MallocHeap is one of glibc's 64 MiB malloc heaps at a walk: an arena
+// other than the main one lives in one or more.
+type MallocHeap struct {
+	StartAddr uint64 `json:"start_addr"`
+	// ReadWriteBytes is the heap's read-write head (what its arena grew
+	// it to); ResidentBytes what of the heap is resident.
+	ReadWriteBytes int64 `json:"read_write_bytes"`
+	ResidentBytes  int64 `json:"resident_bytes"`
+	// ArenaAddr is its arena (heap_info.ar_ptr) where the heaps' headers
+	// were read (GlibcArenasExact); absent otherwise.
+	ArenaAddr uint64 `json:"arena_addr,omitempty"`
+}
+
 // MappingPiece is an address range of one mapping, or what is left of it.
 type MappingPiece struct {
 	Start         uint64 `json:"start"`
@@ -103,6 +116,10 @@ type Reconciliation struct {
 	// GlibcArenasExact says GlibcArenas comes from the heaps' headers
 	// (heap_info.ar_ptr), not from the estimate.
 	GlibcArenasExact bool `json:"glibc_arenas_exact,omitempty"`
+	// MallocHeaps are those heaps (c.malloc.arenas), one by one: what
+	// probe exec --sites splits into in use and free but resident by
+	// heap. Absent from the JSON where there are none.
+	MallocHeaps []MallocHeap `json:"malloc_heaps,omitempty"`
 	// GoArenaRSSBytes is resident in Go's heap arena mappings (smaps);
 	// GoMappedNotResidentBytes is what Go's classes count mapped (total −
 	// released) beyond what is resident in Go's arenas and the mappings

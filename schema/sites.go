@@ -120,9 +120,33 @@ type SitesFragmentation struct {
 	FreeResidentBytes  int64 `json:"free_resident_bytes"`
 	// FreeResidentPct is FreeResidentBytes / ArenaResidentBytes × 100.
 	FreeResidentPct float64 `json:"free_resident_pct"`
+	// MaxHeapFreeResidentBytes is the most free but resident bytes of
+	// one heap of Heaps: the worst heap's, to diff and gate on (heaps'
+	// addresses change from run to run).
+	MaxHeapFreeResidentBytes int64 `json:"max_heap_free_resident_bytes"`
 	// Arenas split the same by arena: "main" (brk) and "others" (every
 	// other arena's heaps together).
 	Arenas []SitesArena `json:"arenas"`
+	// Heaps split the same by heap: the brk heap (the main arena's)
+	// first, then each 64 MiB heap of the other arenas, most resident
+	// first (an arena that outgrew a heap has several). A block is in
+	// the heap its address falls in. Blocks in no heap the walk found
+	// count in Arenas' "others" only.
+	Heaps []SitesHeap `json:"heaps"`
+}
+
+// SitesHeap is one row of SitesFragmentation.Heaps.
+type SitesHeap struct {
+	// Heap is "[heap]" or the heap's start address (hex).
+	Heap string `json:"heap"`
+	// Arena is "main" for [heap]; for another heap its arena's address
+	// (heap_info.ar_ptr, hex) where the walk read the heaps' headers
+	// (exec's program, or attach as root), else "".
+	Arena             string  `json:"arena"`
+	ResidentBytes     int64   `json:"resident_bytes"`
+	InUseBytes        int64   `json:"in_use_bytes"`
+	FreeResidentBytes int64   `json:"free_resident_bytes"`
+	FreeResidentPct   float64 `json:"free_resident_pct"`
 }
 
 // SitesArena is one row of SitesFragmentation.Arenas.

@@ -150,7 +150,11 @@ func (s *Session) finishSites(p *schema.Process) {
 				arenas = part.Bytes
 			}
 		}
-		walks = append(walks, sites.Walk{At: w.at, AtMs: w.snap.TMs, MonoNs: r.startMono + uint64(w.snap.TMs*1e6), BrkBytes: brk, ArenasBytes: arenas})
+		var heaps []sites.WalkHeap
+		for _, h := range w.snap.Reconciliation.MallocHeaps {
+			heaps = append(heaps, sites.WalkHeap{Start: h.StartAddr, ResidentBytes: h.ResidentBytes, Arena: h.ArenaAddr})
+		}
+		walks = append(walks, sites.Walk{At: w.at, AtMs: w.snap.TMs, MonoNs: r.startMono + uint64(w.snap.TMs*1e6), BrkBytes: brk, ArenasBytes: arenas, Heaps: heaps})
 	}
 	res, warns, err := sites.Analyze(sites.Options{Dir: r.dir, OutDir: s.opts.OutDir, PID: s.pid, Walks: walks})
 	for _, w := range warns {
@@ -231,13 +235,44 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		render(tb)
 	}
 	if f := st.Fragmentation; f != nil {
-		tb := table.New(fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident = in use (sites) + free but resident", f.At, f.AtMs/1000),
-			table.Column{Name: "arena"}, table.Column{Name: "resident", Kind: table.Bytes}, table.Column{Name: "in use", Kind: table.Bytes}, table.Column{Name: "free but resident", Kind: table.Bytes})
-		for _, a := range f.Arenas {
-			tb.Add(a.Arena, a.ResidentBytes, a.InUseBytes, a.FreeResidentBytes)
-		}
-		tb.Add("all", f.ArenaResidentBytes, f.InUseBytes, f.FreeResidentBytes)
-		render(tb)
-		e.line("free but resident: %.1f %% of the arenas' resident bytes (fragmentation and the allocator's own)", f.FreeResidentPct)
+		renderFragmentation(e, render, f)
 	}
+}
+
+// fragmentationHeaps is how many heaps the report lists, the main
+// arena's first; the rest are summed in one row.
+const fragmentationHeaps = 8
+
+// renderFragmentation prints the arenas' split by heap: the brk heap,
+// the most resident of the others, the rest in one row, then all (a
+// result without heaps, from before they were split: by arena).
+func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.SitesFragmentation) {
+	title := fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident = in use (sites) + free but resident", f.At, f.AtMs/1000)
+	share := func(free, res int64) float64 {
+		if res <= 0 {
+			return 0
+		}
+		return 100 * float64(free) / float64(res)
+	}
+	cols := []table.Column{{Name: "heap"}, {Name: "arena"}, {Name: "resident", Kind: table.Bytes}, {Name: "in use", Kind: table.Bytes},
+		{Name: "free but resident", Kind: table.Bytes}, {Name: "free", Kind: table.Percent, Decimals: 1}}
+	tb := table.New(title, cols...)
+	if len(f.Heaps) == 0 {
+		for _, a := range f.Arenas {
+			tb.Add("", a.Arena, a.ResidentBytes, a.InUseBytes, a.FreeResidentBytes, share(a.FreeResidentBytes, a.ResidentBytes))
+		}
+	}
+	for _, h := range f.Heaps[:min(len(f.Heaps), fragmentationHeaps)] {
+		tb.Add(h.Heap, h.Arena, h.ResidentBytes, h.InUseBytes, h.FreeResidentBytes, h.FreeResidentPct)
+	}
+	if rest := f.Heaps[min(len(f.Heaps), fragmentationHeaps):]; len(rest) > 0 {
+		var res, use, free int64
+		for _, h := range rest {
+			res, use, free = res+h.ResidentBytes, use+h.InUseBytes, free+h.FreeResidentBytes
+		}
+		tb.Add(fmt.Sprintf("%d more heaps", len(rest)), "", res, use, free, share(free, res))
+	}
+	tb.Add("all", "", f.ArenaResidentBytes, f.InUseBytes, f.FreeResidentBytes, f.FreeResidentPct)
+	render(tb)
+	e.line("free but resident: %.1f %% of the arenas' resident bytes (fragmentation and the allocator's own); a block is in the heap its address falls in, a heap's arena is named where its header could be read", f.FreeResidentPct)
 }

@@ -2,6 +2,7 @@ package outside
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,51 @@ func TestExecSitesFragmentation(t *testing.T) {
 	}
 	if free["holes"] < 80 || free["top"] > 50 {
 		t.Errorf("free but resident: holes %.1f %%, top %.1f %%; want above 80 and below 50", free["holes"], free["top"])
+	}
+}
+
+// TestExecSitesFragmentationByHeap: fragment.c's arenas mode gives two
+// threads an arena each: one frees 15 of every 16 of its 40000 blocks of
+// 512 B, the other keeps its 10000. Split by heap, the first's heap is
+// mostly free but resident, the other's mostly in use; the brk heap
+// comes first. (All blocks put in the main arena, TestFragmentationHeaps
+// of probe/sites, reads both heaps as all free.)
+func TestExecSitesFragmentationByHeap(t *testing.T) {
+	sitesLib(t)
+	o := slowWalks
+	o.OutDir = t.TempDir()
+	o.Sites = SitesOptions{Enabled: true, Rate: 1}
+	h := execHeld(t, o, cleanEnv(), cprog(t, "fragment"), "arenas")
+	h.waitLine(t, "ready")
+	r := h.release(t)
+	st := r.Process.Sites
+	if st == nil || st.Fragmentation == nil {
+		t.Fatalf("no sites or no fragmentation; warnings %q", r.Warnings)
+	}
+	f := st.Fragmentation
+	for _, x := range f.Heaps {
+		t.Logf("heap %s arena %q: resident %d in use %d free %d (%.1f %%)", x.Heap, x.Arena, x.ResidentBytes, x.InUseBytes, x.FreeResidentBytes, x.FreeResidentPct)
+	}
+	if len(f.Heaps) < 3 || f.Heaps[0].Heap != "[heap]" || f.Heaps[0].Arena != "main" {
+		t.Fatalf("heaps %+v: want [heap] (main) first and the two threads' heaps", f.Heaps)
+	}
+	// The holes thread's heap is the most resident of the others (its
+	// 40000 blocks' pages stay: about 20 MB, against the kept thread's
+	// 5 MB); the kept thread's is the one holding its 10000 blocks.
+	holes := f.Heaps[1]
+	var kept *schema.SitesHeap
+	for i := 2; i < len(f.Heaps); i++ {
+		if f.Heaps[i].InUseBytes >= 10000*512 {
+			kept = &f.Heaps[i]
+		}
+	}
+	if holes.ResidentBytes < 15<<20 || holes.InUseBytes < 2500*512 || holes.InUseBytes > 2500*512+64<<10 || holes.FreeResidentPct < 80 {
+		t.Errorf("holes thread's heap %+v: want at least 15 MiB resident, 1280000 B in use, above 80 %% free", holes)
+	}
+	if kept == nil || kept.FreeResidentPct > 30 {
+		t.Errorf("kept thread's heap %+v: want one with 5120000 B in use, below 30 %% free", kept)
+	} else if holes.Arena != "" && kept.Arena != "" && holes.Arena == kept.Arena {
+		t.Errorf("both heaps in arena %s: want two arenas", holes.Arena)
 	}
 }
 
@@ -123,7 +169,22 @@ func TestRenderSitesGolden(t *testing.T) {
 		},
 		TopTemporary: []schema.Site{{Function: "fmt_row", File: "src/log.c", Line: 30, Object: "/opt/app", Bytes: 1 << 30, Objects: 2400000, Temporary: 2400000, Stack: []string{"fmt_row", "log_step", "main"}}},
 		Fragmentation: &schema.SitesFragmentation{At: "peak", AtMs: 1600, ArenaResidentBytes: 400 << 20, InUseBytes: 100 << 20, FreeResidentBytes: 300 << 20, FreeResidentPct: 75,
-			Arenas: []schema.SitesArena{{Arena: "main", ResidentBytes: 300 << 20, InUseBytes: 60 << 20, FreeResidentBytes: 240 << 20}, {Arena: "others", ResidentBytes: 100 << 20, InUseBytes: 40 << 20, FreeResidentBytes: 60 << 20}}},
+			Arenas: []schema.SitesArena{{Arena: "main", ResidentBytes: 300 << 20, InUseBytes: 60 << 20, FreeResidentBytes: 240 << 20}, {Arena: "others", ResidentBytes: 100 << 20, InUseBytes: 40 << 20, FreeResidentBytes: 60 << 20}},
+			Heaps:  []schema.SitesHeap{{Heap: "[heap]", Arena: "main", ResidentBytes: 300 << 20, InUseBytes: 60 << 20, FreeResidentBytes: 240 << 20, FreeResidentPct: 80}}},
+	}
+	// Ten heaps of 10 MiB of the other arenas (two heaps an arena), 40
+	// MiB in use; the last three are summed in one row.
+	for i := range 10 {
+		res, use := int64(10<<20), int64(4<<20)
+		switch i {
+		case 0:
+			use = 1 << 20
+		case 1:
+			use = 7 << 20
+		}
+		st.Fragmentation.Heaps = append(st.Fragmentation.Heaps, schema.SitesHeap{Heap: fmt.Sprintf("%#x", 0x7f0000000000+uint64(i)<<26),
+			Arena: fmt.Sprintf("%#x", 0x7f0000000030+uint64(i/2)<<27), ResidentBytes: res, InUseBytes: use, FreeResidentBytes: res - use,
+			FreeResidentPct: 100 * float64(res-use) / float64(res)})
 	}
 	for _, f := range []table.Format{table.Text, table.Markdown} {
 		var b bytes.Buffer

@@ -20,9 +20,13 @@ import (
 const glibcHeapFullSlack = 1 << 20
 
 // glibcHeap is one of glibc's malloc heaps: a HEAP_MAX_SIZE-aligned
-// reservation, rw bytes of it read-write from the bottom.
+// reservation, rw bytes of it read-write from the bottom, resident bytes
+// of it resident; arena is its heap_info.ar_ptr where the headers were
+// read (0 otherwise).
 type glibcHeap struct {
 	start, rw uint64
+	resident  int64
+	arena     uint64
 }
 
 // countArenas tells l.heaps' arenas apart: by the heaps' headers where
@@ -46,8 +50,8 @@ func (l *layout) countArenas(in *Input) {
 }
 
 // arenasByHeader reads each heap's heap_info.ar_ptr, its first word (glibc
-// malloc/arena.c: { mstate ar_ptr; heap_info *prev; ... }), and counts the
-// distinct arenas. An arena's malloc_state follows the heap_info of its
+// malloc/arena.c: { mstate ar_ptr; heap_info *prev; ... }), sets each
+// heap's arena and counts the distinct arenas. An arena's malloc_state follows the heap_info of its
 // first heap, so a plausible ar_ptr lies just past the start of a
 // 64 MiB-aligned heap; any other value, or a failed read, gives up.
 func arenasByHeader(in *Input, heaps []glibcHeap) (int, bool) {
@@ -55,8 +59,9 @@ func arenasByHeader(in *Input, heaps []glibcHeap) (int, bool) {
 		return 0, false
 	}
 	arenas := map[uint64]bool{}
+	ars := make([]uint64, len(heaps))
 	var b [8]byte
-	for _, h := range heaps {
+	for i, h := range heaps {
 		if err := in.ReadMemory(h.start, b[:]); err != nil {
 			return 0, false
 		}
@@ -65,6 +70,10 @@ func arenasByHeader(in *Input, heaps []glibcHeap) (int, bool) {
 			return 0, false
 		}
 		arenas[ar] = true
+		ars[i] = ar
+	}
+	for i := range heaps {
+		heaps[i].arena = ars[i]
 	}
 	return len(arenas), true
 }
@@ -118,8 +127,8 @@ func (l *layout) fullHeaps(in *Input) {
 		a := (v.Start + GlibcHeapMaxBytes - 1) / GlibcHeapMaxBytes * GlibcHeapMaxBytes
 		for ; a+GlibcHeapMaxBytes <= v.End; a += GlibcHeapMaxBytes {
 			if h, ok := readHeapHeader(in, a); ok && h.mprotectSize == GlibcHeapMaxBytes {
-				l.claimRange(in, a, a+GlibcHeapMaxBytes, clArenas)
-				l.heaps = append(l.heaps, glibcHeap{a, GlibcHeapMaxBytes})
+				res, _ := l.claimRange(in, a, a+GlibcHeapMaxBytes, clArenas)
+				l.heaps = append(l.heaps, glibcHeap{start: a, rw: GlibcHeapMaxBytes, resident: res})
 			}
 		}
 		if a >= v.End || i+1 == len(l.vmas) {
@@ -130,8 +139,8 @@ func (l *layout) fullHeaps(in *Input) {
 			continue
 		}
 		if h, ok := readHeapHeader(in, a); ok && h.mprotectSize == v.End-a {
-			l.claimRange(in, a, a+GlibcHeapMaxBytes, clArenas)
-			l.heaps = append(l.heaps, glibcHeap{a, v.End - a})
+			res, _ := l.claimRange(in, a, a+GlibcHeapMaxBytes, clArenas)
+			l.heaps = append(l.heaps, glibcHeap{start: a, rw: v.End - a, resident: res})
 		}
 	}
 }

@@ -243,7 +243,7 @@ func classify(in *Input) *layout {
 		case strings.HasPrefix(p, "[anon: glibc: malloc arena"):
 			v.owner = clArenas
 			if v.Perms[0] == 'r' {
-				l.heaps = append(l.heaps, glibcHeap{v.Start, v.SizeBytes})
+				l.heaps = append(l.heaps, glibcHeap{start: v.Start, rw: v.SizeBytes, resident: int64(v.RssBytes)})
 			}
 		case strings.HasPrefix(p, "[anon: glibc: malloc"):
 			v.owner = clMmap
@@ -422,8 +422,8 @@ func classify(in *Input) *layout {
 			!h.free() || !t.free() {
 			continue
 		}
-		if _, s := l.claimRange(in, h.Start, h.Start+GlibcHeapMaxBytes, clArenas); s > 0 {
-			l.heaps = append(l.heaps, glibcHeap{h.Start, h.SizeBytes})
+		if res, s := l.claimRange(in, h.Start, h.Start+GlibcHeapMaxBytes, clArenas); s > 0 {
+			l.heaps = append(l.heaps, glibcHeap{start: h.Start, rw: h.SizeBytes, resident: res})
 		}
 	}
 	// 8b. Heaps grown to the whole 64 MiB: no PROT_NONE tail, and the

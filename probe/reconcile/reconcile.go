@@ -211,6 +211,9 @@ type FileShare = schema.FileShare
 // it, field by field, as part of the result's format.
 type Reconciliation = schema.Reconciliation
 
+// MallocHeap is one of glibc's heaps of Reconciliation.MallocHeaps.
+type MallocHeap = schema.MallocHeap
+
 // Compute splits in's RSS and VSZ into parts (see the package comment).
 // It reads pagemap through in.Resident: call it right after gathering in.
 func Compute(in Input) Reconciliation {
@@ -432,6 +435,9 @@ func Compute(in Input) Reconciliation {
 		add(p.name, t.resident, t.reserved, t.count, p.note)
 	}
 	r.GlibcArenas, r.GlibcHeaps, r.GlibcArenasExact = l.arenas, len(l.heaps), l.arenasExact
+	for _, h := range l.heaps {
+		r.MallocHeaps = append(r.MallocHeaps, MallocHeap{StartAddr: h.start, ReadWriteBytes: int64(h.rw), ResidentBytes: h.resident, ArenaAddr: h.arena})
+	}
 
 	// Stacks and files, for the JSON.
 	for _, s := range l.stacks {

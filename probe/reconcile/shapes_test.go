@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -347,6 +348,16 @@ func TestArenasNotHeaps(t *testing.T) {
 	if !strings.Contains(p.Note, "3 heaps, 2 arenas (estimated") {
 		t.Errorf("note %q", p.Note)
 	}
+	// Each heap with its own resident bytes (exec --sites splits them),
+	// no arena without the headers.
+	want := []MallocHeap{
+		{StartAddr: 0x7fa964000000, ReadWriteBytes: 16*MiB + 72*KiB, ResidentBytes: 16*MiB + 72*KiB},
+		{StartAddr: 0x7fa96c000000, ReadWriteBytes: 64*MiB - 44*KiB, ResidentBytes: 64*MiB - 44*KiB},
+		{StartAddr: 0x7fa974000000, ReadWriteBytes: 132 * KiB, ResidentBytes: 16 * KiB},
+	}
+	if !slices.Equal(r.MallocHeaps, want) {
+		t.Errorf("heaps %+v, want %+v", r.MallocHeaps, want)
+	}
 }
 
 // TestArenasByHeader: with the process's memory readable, each heap's
@@ -369,8 +380,13 @@ func TestArenasByHeader(t *testing.T) {
 	if r.GlibcArenas != 1 || r.GlibcHeaps != 3 || !r.GlibcArenasExact || partsByName(r)["c.malloc.arenas"].Count != 1 {
 		t.Errorf("arenas %d, heaps %d, exact %v", r.GlibcArenas, r.GlibcHeaps, r.GlibcArenasExact)
 	}
+	for _, h := range r.MallocHeaps {
+		if h.ArenaAddr != arena {
+			t.Errorf("heap %+v: arena %#x, want %#x", h, h.ArenaAddr, arena)
+		}
+	}
 	in.ReadMemory = func(addr uint64, b []byte) error { return errors.New("EIO") }
-	if r := Compute(in); r.GlibcArenas != 2 || r.GlibcArenasExact {
+	if r := Compute(in); r.GlibcArenas != 2 || r.GlibcArenasExact || len(r.MallocHeaps) != 3 || r.MallocHeaps[0].ArenaAddr != 0 {
 		t.Errorf("unreadable: arenas %d, exact %v; want the estimate 2", r.GlibcArenas, r.GlibcArenasExact)
 	}
 	in.ReadMemory = func(addr uint64, b []byte) error { binary.NativeEndian.PutUint64(b, 0x1234); return nil }

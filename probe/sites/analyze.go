@@ -3,6 +3,7 @@ package sites
 import (
 	"cmp"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -78,19 +79,55 @@ type replayed struct {
 	// written).
 	source string
 	// freedBy[i] is the index of the event that freed events[i] (an
-	// allocation), or -1 while it lives.
-	freedBy  []int32
+	// allocation), or -1 while it lives; for a mapping, the first event
+	// that cut it (pieces says what was left).
+	freedBy []int32
+	// pieces are the sampled mappings and what munmaps left of them.
+	pieces   []piece
 	heapMaps []mapping // [heap], for the arena split
 }
 
-// freed says whether the free e ends the block l: a munmap ends only the
-// program's mapping, a free only the allocator's block.
-func freed(e, l *event) bool { return (e.flags&flagMunmap != 0) == (l.kind == kindMmap) }
+// piece is a sampled mapping of the program's, whole or what is left of
+// it after munmaps cut it: the bytes [start, end) of the mapping asked
+// for, live from the event from (its mmap, or the munmap that cut it) to
+// the event to (the munmap that ended or cut it; -1 while it lives).
+//
+// The model of a cut: the munmap frees the piece it overlaps and the
+// remaining head and tail go on as pieces of their own, with the
+// mapping's site and its sample's weight per byte (the chance of
+// sampling came from the mapping's whole size). A remaining piece counts
+// in the bytes and blocks in use (a middle cut leaves two blocks), never
+// in what was allocated, and its end is not a temporary block's.
+type piece struct {
+	alloc      int32 // the mapping's allocation event
+	start, end uint64
+	from, to   int32
+}
+
+// munmapStartOnly plants the matching of record version 1 (tests only):
+// a munmap ends the sampled mapping that starts at its address, all of
+// it, and nothing else.
+var munmapStartOnly = false
+
+// pageSize is the kernel's unit of munmap: lengths are rounded up to it.
+var pageSize = uint64(os.Getpagesize())
+
+// pieceWeight is what a piece stands for: its mapping's blocks and its
+// bytes at the mapping's weight per byte.
+func (r *replayed) pieceWeight(p *piece) (objects, bytes float64) {
+	a := &r.im.events[p.alloc]
+	o, b := weight(a.size, r.im.rate)
+	if n := p.end - p.start; n != a.size {
+		b = b / float64(a.size) * float64(n)
+	}
+	return o, b
+}
 
 // replay plays im's events in seq order: what each stack allocated, what
 // was in use at the peak of the in-use bytes and at the end, and the
-// temporary blocks. One pass with a map of the live blocks links each
-// allocation to its free; the views at a moment are then scans.
+// temporary blocks. One pass links each allocation to its free (a map of
+// the live heap blocks by address, a sorted list of the live mapping
+// pieces); the views at a moment are then scans.
 func replay(im *image) *replayed {
 	orderBySeq(im.events)
 	r := &replayed{im: im, byStack: map[uint64]*acc{}, freedBy: make([]int32, len(im.events))}
@@ -103,21 +140,69 @@ func replay(im *image) *replayed {
 		return a
 	}
 	live := map[uint64]int32{}
+	var maps []int32 // the live pieces, by start; they do not overlap
 	var inUse, inObj float64
+	// cut ends the live pieces that [lo, hi) overlaps at event i and
+	// starts what is left of each.
+	cut := func(i int32, lo, hi uint64, temporary bool) {
+		k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].end > lo })
+		m := k
+		var left []int32
+		for ; m < len(maps) && r.pieces[maps[m]].start < hi; m++ {
+			p := r.pieces[maps[m]]
+			r.pieces[maps[m]].to = i
+			if r.freedBy[p.alloc] < 0 {
+				r.freedBy[p.alloc] = i
+			}
+			o, b := r.pieceWeight(&p)
+			inUse -= b
+			inObj -= o
+			whole := lo <= p.start && hi >= p.end
+			if whole && temporary && p.from == p.alloc {
+				get(im.events[p.alloc].stack).tempObj += o
+				r.temp += o
+			}
+			if whole {
+				continue
+			}
+			for _, rest := range [2][2]uint64{{p.start, min(lo, p.end)}, {max(hi, p.start), p.end}} {
+				if rest[0] >= rest[1] {
+					continue
+				}
+				q := piece{alloc: p.alloc, start: rest[0], end: rest[1], from: i, to: -1}
+				o, b := r.pieceWeight(&q)
+				inUse += b
+				inObj += o
+				left = append(left, int32(len(r.pieces)))
+				r.pieces = append(r.pieces, q)
+			}
+		}
+		maps = slices.Replace(maps, k, m, left...)
+	}
 	for i := range im.events {
 		e := &im.events[i]
 		r.freedBy[i] = -1
 		if !e.free {
 			o, b := weight(e.size, im.rate)
-			if old, ok := live[e.addr]; ok {
-				// A free the library did not see (a block freed by
-				// an allocator call it does not wrap): end it here.
-				oo, ob := weight(im.events[old].size, im.rate)
-				inUse -= ob
-				inObj -= oo
-				r.freedBy[old] = int32(i)
+			if e.kind == kindMmap {
+				// The kernel gave the range to this mapping: a
+				// sampled one there was unmapped unseen (MAP_FIXED,
+				// mremap).
+				cut(int32(i), e.addr, pagesEnd(e.addr, e.size), false)
+				k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].start > e.addr })
+				maps = slices.Insert(maps, k, int32(len(r.pieces)))
+				r.pieces = append(r.pieces, piece{alloc: int32(i), start: e.addr, end: e.addr + e.size, from: int32(i), to: -1})
+			} else {
+				if old, ok := live[e.addr]; ok {
+					// A free the library did not see (a block freed by
+					// an allocator call it does not wrap): end it here.
+					oo, ob := weight(im.events[old].size, im.rate)
+					inUse -= ob
+					inObj -= oo
+					r.freedBy[old] = int32(i)
+				}
+				live[e.addr] = int32(i)
 			}
-			live[e.addr] = int32(i)
 			a := get(e.stack)
 			a.allocObj += o
 			a.allocBytes += b
@@ -129,8 +214,26 @@ func replay(im *image) *replayed {
 			}
 			continue
 		}
+		if e.flags&flagMunmap != 0 {
+			// The kernel unmaps whole pages from a page-aligned
+			// address; any other munmap fails (EINVAL) and unmaps
+			// nothing. glibc's own mapped chunks (kindChunk) are
+			// not the program's to unmap: free ends them.
+			switch {
+			case e.addr%pageSize != 0 || e.size == 0:
+			case munmapStartOnly:
+				k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].start >= e.addr })
+				if k < len(maps) && r.pieces[maps[k]].start == e.addr {
+					p := r.pieces[maps[k]]
+					cut(int32(i), p.start, p.end, e.flags&flagTemporary != 0)
+				}
+			default:
+				cut(int32(i), e.addr, pagesEnd(e.addr, e.size), e.flags&flagTemporary != 0)
+			}
+			continue
+		}
 		j, ok := live[e.addr]
-		if !ok || !freed(e, &im.events[j]) {
+		if !ok {
 			continue // not sampled, or made before the library started
 		}
 		delete(live, e.addr)
@@ -185,47 +288,54 @@ func replay(im *image) *replayed {
 	// their usable bytes, in use at the peak (averaged over the window)
 	// and at exit.
 	var peakAsked, peakUsable, exitAsked, exitUsable float64
-	for i := range im.events {
-		e := &im.events[i]
-		if e.free {
-			continue
-		}
-		o, b := weight(e.size, im.rate)
-		f := r.freedBy[i]
-		if f < 0 {
-			a := get(e.stack)
+	// view adds a block (a heap block, or a piece of a mapping) live
+	// from seq from until event f (-1: to the end) to the views at exit
+	// and at the peak.
+	view := func(stack uint64, mmap bool, o, b, usable float64, from uint64, f int32) {
+		end := ^uint64(0)
+		if f >= 0 {
+			end = im.events[f].seq
+		} else {
+			a := get(stack)
 			a.exitObj += o
 			a.exitBytes += b
-			if e.kind != kindMmap {
+			switch {
+			case !mmap:
 				exitAsked += b
-				exitUsable += o * float64(max(e.usable, e.size))
+				exitUsable += usable
+			case r.source == "counted":
+				r.exit += b
 			}
 		}
 		if len(window) > 0 {
-			end := ^uint64(0)
-			if f >= 0 {
-				end = im.events[f].seq
-			}
-			if sh := liveShare(e.seq, end); sh > 0 {
-				a := get(e.stack)
+			if sh := liveShare(from, end); sh > 0 {
+				a := get(stack)
 				a.peakObj += o * sh
 				a.peakBytes += b * sh
 				r.peakObj += o * sh
-				if e.kind == kindMmap {
+				if mmap {
 					r.peak += b * sh
 				} else {
 					peakAsked += b * sh
-					peakUsable += o * float64(max(e.usable, e.size)) * sh
+					peakUsable += usable * sh
 				}
 			}
-		} else if e.seq <= r.peakSeq && (f < 0 || im.events[f].seq > r.peakSeq) {
-			a := get(e.stack)
+		} else if from <= r.peakSeq && end > r.peakSeq {
+			a := get(stack)
 			a.peakObj += o
 			a.peakBytes += b
 		}
-		if f < 0 && r.source == "counted" && e.kind == kindMmap {
-			r.exit += b
+	}
+	for i := range im.events {
+		if e := &im.events[i]; !e.free && e.kind != kindMmap {
+			o, b := weight(e.size, im.rate)
+			view(e.stack, false, o, b, o*float64(max(e.usable, e.size)), e.seq, r.freedBy[i])
 		}
+	}
+	for k := range r.pieces {
+		p := &r.pieces[k]
+		o, b := r.pieceWeight(p)
+		view(im.events[p.alloc].stack, true, o, b, 0, im.events[p.from].seq, p.to)
 	}
 	if r.source == "counted" {
 		ratio := func(asked, usable float64) float64 {
@@ -247,10 +357,24 @@ func replay(im *image) *replayed {
 	return r
 }
 
+// pagesEnd is the end of n bytes from a rounded up to whole pages, as
+// the kernel maps and unmaps (the top of the address space where that
+// overflows).
+func pagesEnd(a, n uint64) uint64 {
+	end := (a + n + pageSize - 1) &^ (pageSize - 1)
+	if end < a || a+n < a {
+		return ^uint64(0)
+	}
+	return end
+}
+
 // heapInUseAt is the bytes of the C allocator's arena blocks in use at
 // tNs (since the image started): in the brk heap (main) and elsewhere
-// (the other arenas).
-func (r *replayed) heapInUseAt(tNs uint64) (main, others float64) {
+// (the other arenas); heaps, by the start of each 64 MiB heap the walk
+// found, gets those of the blocks in it. The heap_info at a heap's start
+// names its arena, but the records hold no memory to read it in: blocks
+// are grouped by heap.
+func (r *replayed) heapInUseAt(tNs uint64, heaps map[uint64]float64) (main, others float64) {
 	for i := range r.im.events {
 		e := &r.im.events[i]
 		if e.free || e.kind != kindHeap || e.tNs > tNs {
@@ -269,8 +393,11 @@ func (r *replayed) heapInUseAt(tNs uint64) (main, others float64) {
 		}
 		if inBrk {
 			main += b
-		} else {
-			others += b
+			continue
+		}
+		others += b
+		if _, ok := heaps[e.addr&^(heapMaxBytes-1)]; ok {
+			heaps[e.addr&^(heapMaxBytes-1)] += b
 		}
 	}
 	return main, others

@@ -27,10 +27,12 @@
 package sites
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -102,13 +104,29 @@ var ErrNoRecords = errors.New("no allocation records")
 
 // Walk is an smaps walk of the headline process to split its arenas at:
 // MonoNs is its CLOCK_MONOTONIC time, BrkBytes and ArenasBytes the
-// resident bytes of the brk heap and of the other arenas' heaps.
+// resident bytes of the brk heap and of the other arenas' heaps, Heaps
+// those heaps one by one.
 type Walk struct {
 	At                    string
 	AtMs                  float64
 	MonoNs                uint64
 	BrkBytes, ArenasBytes int64
+	Heaps                 []WalkHeap
 }
+
+// WalkHeap is one of glibc's 64 MiB heaps at a walk (reconcile's
+// MallocHeap): Arena is its heap_info.ar_ptr where the walk read it, 0
+// otherwise.
+type WalkHeap struct {
+	Start         uint64
+	ResidentBytes int64
+	Arena         uint64
+}
+
+// heapMaxBytes is glibc's HEAP_MAX_SIZE on 64-bit: an arena's heaps are
+// this size and aligned to it, so a block's heap is its address rounded
+// down to it.
+const heapMaxBytes = 64 << 20
 
 // Options are what Analyze reads and writes.
 type Options struct {
@@ -287,7 +305,11 @@ func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
 	if w == nil {
 		return nil
 	}
-	mainUse, othersUse := r.heapInUseAt(w.MonoNs - start)
+	heaps := map[uint64]float64{}
+	for _, h := range w.Heaps {
+		heaps[h.Start] = 0
+	}
+	mainUse, othersUse := r.heapInUseAt(w.MonoNs-start, heaps)
 	row := func(name string, res int64, use float64) schema.SitesArena {
 		u := min(round(use), res)
 		return schema.SitesArena{Arena: name, ResidentBytes: res, InUseBytes: u, FreeResidentBytes: res - u}
@@ -299,10 +321,37 @@ func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
 		f.InUseBytes += a.InUseBytes
 		f.FreeResidentBytes += a.FreeResidentBytes
 	}
-	if f.ArenaResidentBytes > 0 {
-		f.FreeResidentPct = 100 * float64(f.FreeResidentBytes) / float64(f.ArenaResidentBytes)
+	f.FreeResidentPct = pct(f.FreeResidentBytes, f.ArenaResidentBytes)
+	// By heap: the brk heap first, then the others, most resident first.
+	hrow := func(heap, arena string, res int64, use float64) schema.SitesHeap {
+		a := row("", res, use)
+		return schema.SitesHeap{Heap: heap, Arena: arena, ResidentBytes: res, InUseBytes: a.InUseBytes, FreeResidentBytes: a.FreeResidentBytes,
+			FreeResidentPct: pct(a.FreeResidentBytes, res)}
+	}
+	f.Heaps = []schema.SitesHeap{hrow("[heap]", "main", w.BrkBytes, mainUse)}
+	others := slices.Clone(w.Heaps)
+	slices.SortStableFunc(others, func(a, b WalkHeap) int {
+		return cmp.Or(cmp.Compare(b.ResidentBytes, a.ResidentBytes), cmp.Compare(a.Start, b.Start))
+	})
+	for _, h := range others {
+		arena := ""
+		if h.Arena != 0 {
+			arena = fmt.Sprintf("%#x", h.Arena)
+		}
+		f.Heaps = append(f.Heaps, hrow(fmt.Sprintf("%#x", h.Start), arena, h.ResidentBytes, heaps[h.Start]))
+	}
+	for _, h := range f.Heaps {
+		f.MaxHeapFreeResidentBytes = max(f.MaxHeapFreeResidentBytes, h.FreeResidentBytes)
 	}
 	return f
+}
+
+// pct is part / whole × 100; 0 for nothing.
+func pct(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return 100 * float64(part) / float64(whole)
 }
 
 // executablePath is the first file mapped in an image: its executable.

@@ -1,6 +1,8 @@
 package sites
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -382,6 +384,234 @@ func TestBusyExit(t *testing.T) {
 		if p.PID == pid && p.Ended != "exit" {
 			t.Errorf("pid %d ended %q, want exit", pid, p.Ended)
 		}
+	}
+}
+
+// TestMunmapCuts: testdata/munmap.c's mappings cut by munmaps at rate 1:
+// a munmap of a mapping's head and tail, of its middle, of all of it,
+// and one across two mappings each leave what the kernel left, at the
+// peak and at exit, per site; the alloc profile counts each mapping once
+// at its whole size. Planted, the matching of record version 1 (a munmap
+// ends the mapping that starts at its address, all of it) moves every
+// figure: aligned_site's head munmap ends it, the cuts of middle_site and
+// pair_site are missed.
+func TestMunmapCuts(t *testing.T) {
+	const MiB = 1 << 20
+	type want struct {
+		peak, exit                 int64
+		aligned, middle, pair      int64 // at the peak
+		alignedExit, pairExit      int64
+		pairExitBlocks, middleBlks int64
+		alignedTemp                int64
+	}
+	for _, tc := range []struct {
+		planted bool
+		want    want
+	}{
+		{false, want{53 * MiB, 17 * MiB, 4 * MiB, 4 * MiB, 13 * MiB, 4 * MiB, 13 * MiB, 2, 2, 0}},
+		{true, want{54 * MiB, 16 * MiB, 0, 6 * MiB, 16 * MiB, 0, 16 * MiB, 2, 1, 1}},
+	} {
+		munmapStartOnly = tc.planted
+		s, warns, _ := record(t, 1, prog(t, "munmap.c"))
+		munmapStartOnly = false
+		if len(warns) > 0 {
+			t.Errorf("warnings: %q", warns)
+		}
+		w := tc.want
+		got := func(sites []schema.Site, fn string) (int64, int64) {
+			if x := site(sites, fn); x != nil {
+				return x.Bytes, x.Objects
+			}
+			return 0, 0
+		}
+		ab, _ := got(s.TopPeak, "aligned_site")
+		mb, mo := got(s.TopPeak, "middle_site")
+		pb, _ := got(s.TopPeak, "pair_site")
+		kb, _ := got(s.TopPeak, "peak_site")
+		aeb, _ := got(s.TopExit, "aligned_site")
+		peb, peo := got(s.TopExit, "pair_site")
+		t.Logf("planted %v: peak %d exit %d; at the peak aligned %d middle %d (%d blocks) pair %d peak_site %d; at exit aligned %d pair %d (%d blocks)",
+			tc.planted, s.PeakInUseBytes, s.ExitInUseBytes, ab, mb, mo, pb, kb, aeb, peb, peo)
+		if s.PeakInUseBytes != w.peak || s.ExitInUseBytes != w.exit {
+			t.Errorf("planted %v: peak %d exit %d, want %d and %d", tc.planted, s.PeakInUseBytes, s.ExitInUseBytes, w.peak, w.exit)
+		}
+		if ab != w.aligned || mb != w.middle || mo != w.middleBlks || pb != w.pair || kb != 32*MiB {
+			t.Errorf("planted %v: at the peak aligned %d middle %d in %d blocks pair %d peak_site %d; want %d, %d in %d, %d, %d",
+				tc.planted, ab, mb, mo, pb, kb, w.aligned, w.middle, w.middleBlks, w.pair, 32*MiB)
+		}
+		if aeb != w.alignedExit || peb != w.pairExit || peo != w.pairExitBlocks {
+			t.Errorf("planted %v: at exit aligned %d pair %d in %d blocks; want %d, %d in %d", tc.planted, aeb, peb, peo, w.alignedExit, w.pairExit, w.pairExitBlocks)
+		}
+		if x := site(s.TopExit, "middle_site"); x != nil {
+			t.Errorf("planted %v: middle_site at exit %+v, want none (one munmap ended both pieces)", tc.planted, x)
+		}
+		// What was allocated: each mapping once, whole, cut or not.
+		for _, c := range []struct {
+			fn         string
+			bytes, obj int64
+		}{{"aligned_site", 8 * MiB, 1}, {"middle_site", 6 * MiB, 1}, {"pair_site", 16 * MiB, 2}, {"whole_site", 5 * MiB, 1}} {
+			if b, o := leafSum(t, s, schema.SitesAlloc, c.fn, 1), leafSum(t, s, schema.SitesAlloc, c.fn, 0); b != c.bytes || o != c.obj {
+				t.Errorf("planted %v: alloc profile %s %d bytes in %d, want %d in %d", tc.planted, c.fn, b, o, c.bytes, c.obj)
+			}
+		}
+		// The head munmap of aligned_site follows its mmap at once (the
+		// library flags it): a cut that leaves a piece is no temporary
+		// block; whole_site's is one.
+		var at, wt int64
+		if x := site(s.TopTemporary, "aligned_site"); x != nil {
+			at = x.Temporary
+		}
+		if x := site(s.TopTemporary, "whole_site"); x != nil {
+			wt = x.Temporary
+		}
+		if at != w.alignedTemp || wt != 1 {
+			t.Errorf("planted %v: temporary aligned_site %d whole_site %d, want %d and 1", tc.planted, at, wt, w.alignedTemp)
+		}
+	}
+}
+
+// TestMunmapSampled: testdata/munmap.c at the default rate. Each of its
+// mappings (5 MiB and more) is sampled with a chance p of at least
+// 1 - e^-10 and stands for its bytes × 1/p: the figures are within
+// e^-10/(1-e^-10) = 4.6e-5 of the exact ones (the chance that some
+// mapping goes unsampled and the test fails is below 1e-4 a run). The
+// pieces keep the whole mapping's weight per byte.
+func TestMunmapSampled(t *testing.T) {
+	const MiB = 1 << 20
+	s, _, _ := record(t, DefaultRate, prog(t, "munmap.c"))
+	tol := math.Exp(-10) / (1 - math.Exp(-10))
+	within := func(what string, got, want int64) {
+		t.Helper()
+		if d := float64(got)/float64(want) - 1; d < 0 || d > tol {
+			t.Errorf("%s: %d, want %d to %.0f", what, got, want, float64(want)*(1+tol))
+		}
+	}
+	within("peak in use", s.PeakInUseBytes, 53*MiB)
+	within("exit in use", s.ExitInUseBytes, 17*MiB)
+	for _, c := range []struct {
+		sites []schema.Site
+		fn    string
+		want  int64
+	}{{s.TopPeak, "middle_site", 4 * MiB}, {s.TopPeak, "pair_site", 13 * MiB}, {s.TopExit, "aligned_site", 4 * MiB}, {s.TopExit, "pair_site", 13 * MiB}} {
+		x := site(c.sites, c.fn)
+		if x == nil {
+			t.Errorf("%s: no %s in %+v", c.fn, c.fn, c.sites)
+			continue
+		}
+		within(c.fn, x.Bytes, c.want)
+	}
+}
+
+// TestFragmentationHeaps: probe/outside's fragment.c in its arenas mode
+// (two threads, an arena each: one frees 15 of every 16 of its 40000
+// blocks of 512 B, the other keeps its 10000) split at its end by heap,
+// with each heap's read-write bytes (from the maps written at exit) for
+// its resident ones: the holes thread's heap is mostly free, the other's
+// mostly in use. Planted, a maps record that names all memory [heap]
+// puts every block in the main arena: both heaps read all free.
+func TestFragmentationHeaps(t *testing.T) {
+	recs := t.TempDir()
+	cmd := exec.Command(prog(t, "../../outside/testdata/cprogs/fragment.c"), "arenas")
+	cmd.Env = Env(os.Environ(), lib(t), recs, 1)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fragment arenas: %v\n%s", err, out)
+	}
+	ims, err := readDir(recs)
+	if err != nil || len(ims) != 1 || len(ims[0].maps) == 0 {
+		t.Fatalf("records: %v, %d images", err, len(ims))
+	}
+	w := Walk{At: "end", MonoNs: ^uint64(0) >> 1}
+	for _, m := range parseMaps(ims[0].maps[len(ims[0].maps)-1]) {
+		switch {
+		case m.path == "[heap]":
+			w.BrkBytes += int64(m.end - m.start)
+		case m.path == "" && m.perms == "rw-p" && m.start%heapMaxBytes == 0:
+			w.Heaps = append(w.Heaps, WalkHeap{Start: m.start, ResidentBytes: int64(m.end - m.start)})
+			w.ArenasBytes += int64(m.end - m.start)
+		}
+	}
+	var worst int64
+	split := func() (holes, kept schema.SitesHeap) {
+		t.Helper()
+		s, _, err := Analyze(Options{Dir: recs, PID: cmd.Process.Pid, Walks: []Walk{w}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := s.Fragmentation
+		if f == nil || len(f.Heaps) != 3 || f.Heaps[0].Heap != "[heap]" {
+			t.Fatalf("fragmentation %+v: want [heap] and the two threads' heaps", f)
+		}
+		for _, h := range f.Heaps {
+			t.Logf("heap %s: resident %d in use %d (%.1f %% free)", h.Heap, h.ResidentBytes, h.InUseBytes, h.FreeResidentPct)
+		}
+		worst = f.MaxHeapFreeResidentBytes
+		// The holes thread's heap has grown the most.
+		return f.Heaps[1], f.Heaps[2]
+	}
+	holes, kept := split()
+	if holes.InUseBytes != 2500*512 || holes.FreeResidentPct < 80 || kept.InUseBytes != 10000*512 || kept.FreeResidentPct > 30 {
+		t.Errorf("holes thread's heap %+v, kept thread's %+v: want 1280000 B in use and above 80 %% free, 5120000 B and below 30 %%", holes, kept)
+	}
+	if worst != holes.FreeResidentBytes {
+		t.Errorf("the worst heap's free but resident bytes %d, want the holes thread's %d", worst, holes.FreeResidentBytes)
+	}
+	// The plant: a last maps record whose [heap] spans all memory.
+	var rec bytes.Buffer
+	text := "0-7fffffffffff rw-p 00000000 00:00 0 [heap]\n"
+	rec.WriteByte('M')
+	binary.Write(&rec, binary.LittleEndian, uint64(len(text)))
+	rec.WriteString(text)
+	f, err := os.OpenFile(ims[0].path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(rec.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	holes, kept = split()
+	if holes.InUseBytes != 0 || kept.InUseBytes != 0 || kept.FreeResidentPct != 100 {
+		t.Errorf("planted: holes thread's heap %+v, kept thread's %+v: want nothing in use, all free", holes, kept)
+	}
+}
+
+// TestReplayCuts: replay's cuts on made-up events at rate 1. A munmap
+// covering glibc's own mapped chunk (kindChunk: free ends it) leaves it;
+// a munmap off a page boundary or of no bytes cuts nothing (the kernel
+// refuses it); one range across two mappings shortens both; a new
+// mapping recorded over a sampled one ends what it covers.
+func TestReplayCuts(t *testing.T) {
+	pg := pageSize
+	const chunk, mapA, mapB = 0x100000, 0x200000, 0x300000
+	alloc := func(seq uint64, kind uint8, addr, size uint64) event {
+		return event{seq: seq, kind: kind, addr: addr, size: size, stack: 2 + uint64(kind)}
+	}
+	unmap := func(seq, addr, n uint64) event {
+		return event{seq: seq, free: true, flags: flagMunmap, addr: addr, size: n}
+	}
+	im := &image{rate: 1, events: []event{
+		alloc(1, kindChunk, chunk+16, 64*pg),
+		alloc(2, kindMmap, mapA, 16*pg),
+		alloc(3, kindMmap, mapA+16*pg, 16*pg), // right above mapA
+		unmap(4, chunk, 128*pg),               // glibc's chunk: not the program's to unmap
+		unmap(5, mapA+pg+1, pg),               // off a page: EINVAL
+		unmap(6, mapA, 0),                     // no bytes: EINVAL
+		unmap(7, mapA+12*pg, 8*pg-100),        // across both: 4 pages of each, the length rounded up
+		alloc(8, kindMmap, mapA+30*pg, 4*pg),  // over mapA+16's last 2 pages and beyond
+	}}
+	r := replay(im)
+	want := float64((64 + 12 + (16 - 4 - 2) + 4) * pg)
+	if r.exit != want || r.exitObj != 4 {
+		t.Errorf("exit %.0f bytes in %.0f blocks, want %.0f in 4", r.exit, r.exitObj, want)
+	}
+	if a := r.byStack[2+kindMmap]; a == nil || a.allocBytes != float64(36*pg) || a.allocObj != 3 || a.exitBytes != float64((12+10+4)*pg) {
+		t.Errorf("mappings' stack %+v: want 36 pages allocated in 3, 26 pages at exit", a)
+	}
+	// Planted, start-address matching misses the cut across both.
+	munmapStartOnly = true
+	defer func() { munmapStartOnly = false }()
+	if r := replay(im); r.exit != float64((64+16+14+4)*pg) {
+		t.Errorf("planted: exit %.0f, want %d", r.exit, (64+16+14+4)*pg)
 	}
 }
 

@@ -2,9 +2,10 @@
 // puts in LD_PRELOAD. It wraps the C allocator's entry points and the
 // program's own anonymous mmap/munmap, samples allocations by bytes
 // (a Poisson process of mean MEMPROBE_SITES_RATE bytes; 1 records every
-// allocation), unwinds the stack of each sampled one with libgcc's
-// unwinder, and writes binary records to MEMPROBE_SITES_DIR/sites.PID.N.bin,
-// one file per process image. Everything else (symbols, profiles, the
+// allocation), unwinds the stack of each sampled one (libunwind, else
+// libgcc's unwinder), and writes binary records to
+// MEMPROBE_SITES_DIR/sites.PID.N.bin, one file per process image.
+// Everything else (symbols, profiles, the
 // peak, the leaks) is done outside, by the probe (probe/sites). The record
 // format is described in probe/sites/records.go; both sides change
 // together (recordVersion).
