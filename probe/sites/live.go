@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 	"time"
@@ -22,12 +23,17 @@ import (
 //     least once a second while the thread allocates or frees; a thread
 //     that stopped doing either shows its state at its last write;
 //   - the files hold each thread's records in order but not the threads'
-//     in seq order, so events are applied as read, an address's state
-//     decided by seq: its latest allocation read is in use unless a free
-//     of its kind read has a larger seq (what the replay in seq order of
-//     the same records gives). An address with nothing in use is
-//     remembered for forgetRounds polls, for the allocations of its
-//     frees read before them; one read later than that stays in use;
+//     in seq order, so events are applied as read, their effect decided
+//     by seq, which gives what the replay in seq order of the same
+//     records does: an allocator block's address holds its latest
+//     allocation read unless a free read has a larger seq; each byte of
+//     the program's mappings is in the latest mapping read that covers
+//     it unless a munmap read covering it has a larger seq (a munmap
+//     cuts a mapping, as in the replay: what is left counts a block a
+//     piece). What holds nothing in use (an address freed, a range
+//     unmapped) is remembered for forgetRounds polls after its last
+//     event, for allocations written before the free but read after it;
+//     one read later than that stays in use;
 //   - an image that ended (exit, execve, or its process gone) holds
 //     nothing in use.
 //
@@ -71,9 +77,13 @@ type liveFile struct {
 	im   *image
 	// done: the image ended or the file cannot be read; nothing of it
 	// is in use.
-	done    bool
-	torn    string
+	done bool
+	torn string
+	// addrs are the allocator's blocks (kinds heap and chunk) by
+	// address; segs the program's mappings (kind mmap): the ranges of
+	// the address space that mmaps and munmaps covered, sorted, apart.
 	addrs   map[uint64]addrState
+	segs    []seg
 	byStack map[uint64]*liveUse
 	// dead are the addresses left with nothing in use at each poll, to
 	// forget forgetRounds polls later.
@@ -88,25 +98,32 @@ type liveBlock struct {
 	kind             uint8
 }
 
-// addrState is an address's events read: its latest allocation, and
-// its latest free and munmap.
+// addrState is an address's events read: its latest allocation and
+// its latest free.
 type addrState struct {
 	alloc liveBlock
 	has   bool // alloc is set
 	live  bool // alloc is in use
-	// freeSeq is the seq + 1 of the latest free (0) and munmap (1)
-	// read; 0 for none.
-	freeSeq [2]uint64
+	// freeSeq is the seq + 1 of the latest free read; 0 for none.
+	freeSeq uint64
 	round   int // the poll of the last event
 }
 
-// class is 1 for what a munmap ends (the program's mappings), else 0
-// (what a free ends): the rule of freed.
-func class(munmap bool) int {
-	if munmap {
-		return 1
-	}
-	return 0
+// seg is a range of the address space [lo, hi) that the event seq
+// covered last of those read: a mapping's bytes (m), or unmapped (m
+// nil, since round).
+type seg struct {
+	lo, hi, seq uint64
+	m           *liveMap
+	round       int
+}
+
+// liveMap is a sampled mapping of the program's: what is left of it
+// counts bytes at the mapping's weight per byte and a block a piece
+// (a run of its bytes), as the replay's pieces.
+type liveMap struct {
+	start, end, size, stack uint64
+	bytes, objects          float64 // what it counts now
 }
 
 type liveUse struct{ bytes, objects float64 }
@@ -135,7 +152,7 @@ func (l *LiveReader) Poll() error {
 	for _, p := range paths {
 		f := l.files[p]
 		if f == nil {
-			f = &liveFile{path: p, addrs: map[uint64]addrState{}, byStack: map[uint64]*liveUse{}, dead: map[int][]uint64{}}
+			f = newLiveFile(p)
 			l.files[p] = f
 		}
 		if f.done {
@@ -166,6 +183,10 @@ func (l *LiveReader) Poll() error {
 	return errors.Join(errs...)
 }
 
+func newLiveFile(path string) *liveFile {
+	return &liveFile{path: path, addrs: map[uint64]addrState{}, byStack: map[uint64]*liveUse{}, dead: map[int][]uint64{}}
+}
+
 // alive says whether pid is a process.
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
@@ -175,7 +196,7 @@ func alive(pid int) bool {
 // end drops an image's state: it holds nothing in use.
 func (f *liveFile) end() {
 	f.done = true
-	f.addrs, f.byStack, f.dead, f.maps = nil, nil, nil, nil
+	f.addrs, f.segs, f.byStack, f.dead, f.maps = nil, nil, nil, nil, nil
 }
 
 // read reads f's new whole records, up to budget bytes of them, and
@@ -233,6 +254,7 @@ func (f *liveFile) read(round int, budget int64) (n, behind int64, err error) {
 		}
 	}
 	delete(f.dead, old)
+	f.segs = slices.DeleteFunc(f.segs, func(s seg) bool { return s.m == nil && s.round <= old })
 	if bad != nil {
 		f.torn = bad.Error()
 		f.end()
@@ -244,12 +266,32 @@ func (f *liveFile) read(round int, budget int64) (n, behind int64, err error) {
 	return d.n, behind, nil
 }
 
-// apply plays one event on its address's state. Read in any order, the
-// events of an address leave it as the replay in seq order does: every
-// allocation ends the one before (replay's rule for a free not
-// recorded), so only the latest can be in use, and it is unless a free
-// that ends it (freed's rule) has a larger seq.
+// apply plays one event. Read in any order, the events leave the
+// blocks in use as the replay in seq order does. An allocator block:
+// every allocation ends the one before at its address (replay's rule
+// for a free not recorded), so only the latest can be in use, and it is
+// unless a free has a larger seq. A mapping: each byte is the latest
+// mmap's or munmap's that covers it.
 func (f *liveFile) apply(e *event, round int) {
+	switch {
+	case e.free && e.flags&flagMunmap != 0:
+		// The kernel unmaps whole pages from a page-aligned address;
+		// another munmap fails and unmaps nothing.
+		if e.addr%pageSize == 0 && e.size != 0 {
+			f.cover(e.addr, pagesEnd(e.addr, e.size), e.seq, nil, round)
+		}
+		return
+	case !e.free && e.kind == kindMmap:
+		end := e.addr + e.size
+		if end < e.addr {
+			return
+		}
+		f.cover(e.addr, end, e.seq, &liveMap{start: e.addr, end: end, size: e.size, stack: e.stack}, round)
+		if pe := pagesEnd(e.addr, e.size); pe > end {
+			f.cover(end, pe, e.seq, nil, round)
+		}
+		return
+	}
 	st, known := f.addrs[e.addr]
 	wasLive, last := st.live, st.round
 	if !e.free {
@@ -260,14 +302,13 @@ func (f *liveFile) apply(e *event, round int) {
 			f.use(st.alloc, -1)
 		}
 		st.alloc, st.has = liveBlock{seq: e.seq, size: e.size, stack: e.stack, kind: e.kind}, true
-		st.live = st.freeSeq[class(e.kind == kindMmap)] <= e.seq
+		st.live = st.freeSeq <= e.seq
 		if st.live {
 			f.use(st.alloc, 1)
 		}
 	} else {
-		c := class(e.flags&flagMunmap != 0)
-		st.freeSeq[c] = max(st.freeSeq[c], e.seq+1)
-		if st.live && class(st.alloc.kind == kindMmap) == c && e.seq > st.alloc.seq {
+		st.freeSeq = max(st.freeSeq, e.seq+1)
+		if st.live && e.seq > st.alloc.seq {
 			st.live = false
 			f.use(st.alloc, -1)
 		}
@@ -279,18 +320,111 @@ func (f *liveFile) apply(e *event, round int) {
 	}
 }
 
+// cover gives [lo, hi) to the event seq (m's bytes, or unmapped where m
+// is nil) wherever no later event read holds it, and recounts the
+// mappings that lost or gained bytes.
+func (f *liveFile) cover(lo, hi, seq uint64, m *liveMap, round int) {
+	i := sort.Search(len(f.segs), func(i int) bool { return f.segs[i].hi > lo })
+	j := i
+	for j < len(f.segs) && f.segs[j].lo < hi {
+		j++
+	}
+	var out []seg
+	put := func(s seg) {
+		if n := len(out); n > 0 && out[n-1].hi == s.lo && out[n-1].m == s.m && out[n-1].seq == s.seq {
+			out[n-1].hi = s.hi
+			return
+		}
+		out = append(out, s)
+	}
+	touched := map[*liveMap]bool{}
+	if m != nil {
+		touched[m] = true
+	}
+	mine := seg{seq: seq, m: m, round: round}
+	cur := lo
+	for _, s := range f.segs[i:j] {
+		if s.lo < lo {
+			head := s
+			head.hi = lo
+			put(head)
+		}
+		if s.lo > cur {
+			mine.lo, mine.hi = cur, s.lo
+			put(mine)
+		}
+		a, b := max(s.lo, lo), min(s.hi, hi)
+		if s.seq > seq {
+			kept := s
+			kept.lo, kept.hi = a, b
+			put(kept)
+		} else {
+			mine.lo, mine.hi = a, b
+			put(mine)
+			if s.m != nil {
+				touched[s.m] = true
+			}
+		}
+		cur = b
+		if s.hi > hi {
+			tail := s
+			tail.lo = hi
+			put(tail)
+		}
+	}
+	if cur < hi {
+		mine.lo, mine.hi = cur, hi
+		put(mine)
+	}
+	f.segs = slices.Replace(f.segs, i, j, out...)
+	for t := range touched {
+		f.recount(t)
+	}
+}
+
+// recount sets what m counts from the segments left of it.
+func (f *liveFile) recount(m *liveMap) {
+	i := sort.Search(len(f.segs), func(i int) bool { return f.segs[i].hi > m.start })
+	var n uint64
+	runs := 0
+	prev := -1
+	for ; i < len(f.segs) && f.segs[i].lo < m.end; i++ {
+		if s := f.segs[i]; s.m == m {
+			n += s.hi - s.lo
+			if prev < 0 || f.segs[prev].m != m || f.segs[prev].hi != s.lo {
+				runs++
+			}
+			prev = i
+		} else {
+			prev = -1
+		}
+	}
+	o, b := weight(m.size, f.im.rate)
+	bytes, objects := b/float64(m.size)*float64(n), o*float64(runs)
+	f.add(m.stack, bytes-m.bytes, objects-m.objects)
+	m.bytes, m.objects = bytes, objects
+}
+
 // use adds a block's weight (sign 1) to its stack's, or takes it away.
 func (f *liveFile) use(b liveBlock, sign float64) {
 	o, by := weight(b.size, f.im.rate)
-	u := f.byStack[b.stack]
+	f.add(b.stack, sign*by, sign*o)
+}
+
+// add adds bytes and objects to a stack's.
+func (f *liveFile) add(stack uint64, bytes, objects float64) {
+	if bytes == 0 && objects == 0 {
+		return
+	}
+	u := f.byStack[stack]
 	if u == nil {
 		u = &liveUse{}
-		f.byStack[b.stack] = u
+		f.byStack[stack] = u
 	}
-	u.bytes += sign * by
-	u.objects += sign * o
+	u.bytes += bytes
+	u.objects += objects
 	if u.objects < 0.5 && u.objects > -0.5 {
-		delete(f.byStack, b.stack)
+		delete(f.byStack, stack)
 	}
 }
 

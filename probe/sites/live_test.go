@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -448,4 +450,72 @@ func BenchmarkLiveReaderPoll(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestLiveReaderAnyOrder: the records of real programs, their events
+// applied in the file's order, reversed and shuffled, leave the blocks
+// in use of the replay in seq order, by stack: the allocator's blocks
+// (planted.c, handoff.c's frees by other threads, stress.c) and the
+// program's mappings cut by munmaps (munmap.c: heads, tails, middles,
+// a munmap across two mappings, pieces counted a block each), at rate 1
+// and sampled.
+func TestLiveReaderAnyOrder(t *testing.T) {
+	for _, c := range []struct {
+		prog string
+		args []string
+		rate int64
+	}{
+		{"munmap.c", nil, 1}, {"munmap.c", nil, DefaultRate}, {"planted.c", nil, 1},
+		{"handoff.c", []string{"20"}, 1}, {"handoff.c", []string{"20"}, 4096}, {"stress.c", []string{"20000", "2"}, 1},
+	} {
+		dir := t.TempDir()
+		cmd := exec.Command(prog(t, c.prog), c.args...)
+		cmd.Env = Env(os.Environ(), lib(t), dir, c.rate)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s: %v", c.prog, err)
+		}
+		ims, err := readDir(dir)
+		if err != nil || len(ims) != 1 {
+			t.Fatalf("%s: %d images, %v", c.prog, len(ims), err)
+		}
+		im := ims[0]
+		inFile := slices.Clone(im.events)
+		r := replay(im)
+		rng := rand.New(rand.NewPCG(1, uint64(c.rate)))
+		for _, order := range []string{"file", "reversed", "shuffled", "shuffled again"} {
+			ev := slices.Clone(inFile)
+			switch order {
+			case "reversed":
+				slices.Reverse(ev)
+			case "shuffled", "shuffled again":
+				rng.Shuffle(len(ev), func(i, j int) { ev[i], ev[j] = ev[j], ev[i] })
+			}
+			f := newLiveFile(im.path)
+			f.im = &image{rate: im.rate}
+			for i := range ev {
+				f.apply(&ev[i], 1)
+			}
+			var total float64
+			for h, a := range r.byStack {
+				u := f.byStack[h]
+				if u == nil {
+					u = &liveUse{}
+				}
+				if math.Abs(u.bytes-a.exitBytes) > 1e-9*a.exitBytes+1e-6 || math.Abs(u.objects-a.exitObj) > 1e-9*a.exitObj+1e-6 {
+					t.Errorf("%s at rate %d, %s: stack %x holds %.3f bytes in %.3f blocks, the replay %.3f in %.3f",
+						c.prog, c.rate, order, h, u.bytes, u.objects, a.exitBytes, a.exitObj)
+				}
+				total += u.bytes
+			}
+			for h, u := range f.byStack {
+				if r.byStack[h] == nil {
+					t.Errorf("%s at rate %d, %s: stack %x holds %+v, the replay has none", c.prog, c.rate, order, h, *u)
+				}
+			}
+			if order == "file" {
+				t.Logf("%s at rate %d: %d events, %.0f bytes in use at the end (the replay's exit %.0f)", c.prog, c.rate, len(ev), total, r.exit)
+			}
+		}
+	}
 }
