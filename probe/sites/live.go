@@ -46,8 +46,8 @@ type LiveReader struct {
 	b *builder
 	// names are the stacks named, by file and hash; tries counts the
 	// namings left unkept (a frame outside every mapping read).
-	names map[stackKey]*named
-	tries map[stackKey]int
+	names map[liveKey]*named
+	tries map[liveKey]int
 	// NameBudget bounds the time one Top spends naming new stacks (the
 	// largest first); the rest are named by the next calls.
 	NameBudget time.Duration
@@ -65,7 +65,7 @@ type LiveReader struct {
 // it records).
 const forgetRounds = 10
 
-type stackKey struct {
+type liveKey struct {
 	path string
 	hash uint64
 }
@@ -131,7 +131,7 @@ type liveUse struct{ bytes, objects float64 }
 // NewLiveReader reads the record files of dir (EnvDir).
 func NewLiveReader(dir string) *LiveReader {
 	return &LiveReader{dir: dir, files: map[string]*liveFile{}, b: &builder{sym: newSymbolizer(), libName: LibName},
-		names: map[stackKey]*named{}, tries: map[stackKey]int{}, NameBudget: 300 * time.Millisecond, PollBytes: 32 << 20}
+		names: map[liveKey]*named{}, tries: map[liveKey]int{}, NameBudget: 300 * time.Millisecond, PollBytes: 32 << 20}
 }
 
 // Poll reads the records written since the last Poll, up to PollBytes
@@ -497,7 +497,7 @@ func (l *LiveReader) Top(n int) LiveTop {
 	bySite := map[string]*siteUse{}
 	start := time.Now()
 	for _, s := range all {
-		k := stackKey{s.f.path, s.hash}
+		k := liveKey{s.f.path, s.hash}
 		nm := l.names[k]
 		if nm == nil && time.Since(start) < l.NameBudget {
 			nm = l.name(s.f, k)
@@ -542,7 +542,7 @@ func (l *LiveReader) Top(n int) LiveTop {
 // round where a stack needs them. A stack with a frame outside every
 // mapping (code mapped after the read) is named again later, up to
 // three times.
-func (l *LiveReader) name(f *liveFile, k stackKey) *named {
+func (l *LiveReader) name(f *liveFile, k liveKey) *named {
 	if f.maps == nil || f.mapsRound != l.round {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", f.im.pid)); err == nil {
 			f.maps, f.mapsRound = parseMaps(string(b)), l.round

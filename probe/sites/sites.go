@@ -201,6 +201,12 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 				sa = &siteAcc{named: n}
 				sites[key] = sa
 			}
+			// The stack a site shows is its heaviest (by bytes
+			// allocated, then by its frames' names), not the first
+			// the map gives, so that two runs show the same one.
+			if a.allocBytes > sa.heaviest || a.allocBytes == sa.heaviest && stackKey(n) < stackKey(sa.named) {
+				sa.named, sa.heaviest = n, a.allocBytes
+			}
 			sa.acc.allocObj += a.allocObj
 			sa.acc.allocBytes += a.allocBytes
 			sa.acc.peakObj += a.peakObj
@@ -244,10 +250,22 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	return s, warns, nil
 }
 
-// siteAcc is one site's figures, summed over its stacks.
+// siteAcc is one site's figures, summed over its stacks; named is the
+// stack it shows, the heaviest.
 type siteAcc struct {
-	named *named
-	acc   acc
+	named    *named
+	heaviest float64
+	acc      acc
+}
+
+// stackKey is a stack's frames' names, to order stacks of equal weight.
+func stackKey(n *named) string {
+	var b strings.Builder
+	for _, f := range n.frames {
+		b.WriteString(f.fn)
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // top is the n largest sites by what value picks (bytes, then objects),

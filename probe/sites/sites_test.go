@@ -641,3 +641,21 @@ func TestMarkedBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestSiteShowsHeaviestStack: testdata/callers.c reaches one site from two
+// callers, a light one (8 blocks) and a heavy one (24). The site's stack
+// in the report is the heavy caller's in every run; taken from the first
+// stack a map gives, it was either, run to run.
+func TestSiteShowsHeaviestStack(t *testing.T) {
+	p := prog(t, "callers.c")
+	for run := 0; run < 4; run++ {
+		s, _, _ := record(t, 1, p)
+		x := site(s.TopExit, "the_site")
+		if x == nil || x.Bytes != 32*64<<10 {
+			t.Fatalf("exit sites %+v: want the_site with 32 blocks of 64 KiB", s.TopExit)
+		}
+		if len(x.Stack) < 2 || x.Stack[1] != "heavy_caller" {
+			t.Errorf("run %d: the_site's stack %v, want heavy_caller's", run, x.Stack)
+		}
+	}
+}

@@ -85,12 +85,16 @@ type object struct {
 	buildID string
 	loads   []elf.ProgHeader
 	syms    []elf.Symbol // functions, by address
-	debug   string       // the separate debug file used, if any
+	// funcs are the functions' ranges from the unwind tables: the
+	// start a function no symbol names is named by.
+	funcs []fdeRange
+	debug string // the separate debug file used, if any
 	// dw is the DWARF (lines, inlined functions), read a program
 	// counter at a time from its compilation unit (a library's whole
 	// line table can be tens of millions of rows); nil without.
 	dw    *dwarf.Data
 	names map[dwarf.Offset]string // inlined.name's cache
+	cache map[uint64][]frame      // at's
 }
 
 func (s *symbolizer) object(path string) *object {
@@ -111,6 +115,7 @@ func (s *symbolizer) object(path string) *object {
 		}
 	}
 	o.buildID = buildID(f)
+	o.funcs = funcRanges(f)
 	o.addSymbols(f)
 	o.addDWARF(f)
 	// A separate debug file (Debian's -dbgsym packages) has the
@@ -199,13 +204,31 @@ func (o *object) vaddr(off uint64) (uint64, bool) {
 	return 0, false
 }
 
-// lookup names addr (an ELF address).
+// lookup names addr (an ELF address): the symbol that covers it, else
+// the start of the function that holds it by the unwind tables,
+// base+0xSTART (the ELF address objdump and addr2line take), so that
+// every call site in one nameless function is one name; "" where
+// neither knows it.
 func (o *object) lookup(addr uint64) (fn, file string, line int) {
+	fr, inFunc := funcAt(o.funcs, addr)
 	i := sort.Search(len(o.syms), func(i int) bool { return o.syms[i].Value > addr }) - 1
 	if i >= 0 {
 		s := o.syms[i]
-		if s.Size == 0 || addr < s.Value+s.Size {
+		// A symbol without a size (an assembler label, an import's
+		// PLT address) covers addr unless the unwind tables put addr
+		// in a function that starts after it.
+		if addr < s.Value+s.Size || s.Size == 0 && (!inFunc || fr.start <= s.Value) {
 			fn = demangle.Filter(s.Name)
+		}
+	}
+	if fn == "" && inFunc {
+		// The function the unwind tables put addr in: its symbol where
+		// one starts it (a size that stops short), else its start.
+		j := sort.Search(len(o.syms), func(j int) bool { return o.syms[j].Value >= fr.start })
+		if j < len(o.syms) && o.syms[j].Value == fr.start {
+			fn = demangle.Filter(o.syms[j].Name)
+		} else {
+			fn = fmt.Sprintf("%s+0x%x", filepath.Base(o.path), fr.start)
 		}
 	}
 	if o.dw != nil {
@@ -322,57 +345,59 @@ func (o *object) name(e *dwarf.Entry, hops int) string {
 	return n
 }
 
-// frames names pc (a return address) in maps: its function and, where
-// the DWARF says so, the functions inlined into it, innermost first.
+// frames names pc (a return address: the call is the byte before it)
+// in maps, sorted by start: its function and, where the DWARF says so,
+// the functions inlined into it, innermost first.
 func (s *symbolizer) frames(maps []mapping, pc uint64) []frame {
-	fr := s.frame(maps, pc)
-	if fr.m == nil || fr.objAddr == 0 {
-		return []frame{fr}
-	}
-	o := s.objs[fr.m.path]
-	if o == nil {
-		return []frame{fr}
-	}
-	in := o.inlined(fr.objAddr)
-	if len(in) == 0 {
-		return []frame{fr}
-	}
-	for i := range in {
-		in[i].obj, in[i].objAddr, in[i].m = fr.obj, fr.objAddr, fr.m
-	}
-	// The outermost keeps the symbol table's name where the DWARF has
-	// none for it.
-	if last := &in[len(in)-1]; last.fn == "??" {
-		last.fn = fr.fn
-	}
-	return in
-}
-
-// frame names pc (a return address: the call is the byte before it) in
-// the mappings maps, sorted by start.
-func (s *symbolizer) frame(maps []mapping, pc uint64) frame {
 	i := sort.Search(len(maps), func(i int) bool { return maps[i].end > pc })
 	if i == len(maps) || maps[i].start > pc {
-		return frame{fn: fmt.Sprintf("0x%x", pc)}
+		return []frame{{fn: fmt.Sprintf("0x%x", pc)}}
 	}
 	m := &maps[i]
-	fr := frame{m: m, obj: m.path}
 	if m.path == "" || strings.HasPrefix(m.path, "[") {
-		fr.fn = fmt.Sprintf("%s+0x%x", orAnon(m.path), pc-m.start)
-		return fr
+		return []frame{{fn: fmt.Sprintf("%s+0x%x", orAnon(m.path), pc-m.start), m: m, obj: m.path}}
 	}
 	o := s.object(m.path)
 	off := pc - 1 - m.start + m.offset
+	addr, objAddr := off, uint64(0) // the file offset where the ELF address is unknown
+	var named []frame
 	if o.err == nil {
 		if va, ok := o.vaddr(off); ok {
-			fr.objAddr = va
-			fr.fn, fr.file, fr.line = o.lookup(va)
+			addr, objAddr = va, va
+			named = o.at(va)
 		}
 	}
-	if fr.fn == "" {
-		fr.fn = fmt.Sprintf("%s+0x%x", filepath.Base(m.path), off)
+	out := make([]frame, max(len(named), 1))
+	copy(out, named)
+	for i := range out {
+		out[i].obj, out[i].objAddr, out[i].m = m.path, objAddr, m
 	}
-	return fr
+	if last := &out[len(out)-1]; last.fn == "" {
+		last.fn = fmt.Sprintf("%s+0x%x", filepath.Base(m.path), addr)
+	}
+	return out
+}
+
+// at is what the file says of addr (an ELF address), innermost first:
+// the DWARF's chain of inlined functions, the outermost named by the
+// symbol tables where the DWARF has no name for it ("" where neither
+// has). Kept per address: a stack's frames recur in many stacks.
+func (o *object) at(addr uint64) []frame {
+	if fs, ok := o.cache[addr]; ok {
+		return fs
+	}
+	fn, file, line := o.lookup(addr)
+	fs := o.inlined(addr)
+	if len(fs) == 0 {
+		fs = []frame{{fn: fn, file: file, line: line}}
+	} else if last := &fs[len(fs)-1]; last.fn == "??" {
+		last.fn = fn
+	}
+	if o.cache == nil {
+		o.cache = map[uint64][]frame{}
+	}
+	o.cache[addr] = fs
+	return fs
 }
 
 func orAnon(p string) string {

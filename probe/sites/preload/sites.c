@@ -138,11 +138,13 @@ static int (*unw_bt)(void **, int);
 struct tstate {
 	int64_t left;                  // bytes until the next sample
 	int64_t unpub;                 // usable bytes not yet in inuse_total
-	uint64_t allocs, bytes, frees; // since the last totals record
-	void *last;                    // the last block this thread allocated (temporaries)
+	uint64_t allocs, bytes, frees; // since the thread began
+	void *last;                    // the last sampled block this thread allocated,
+	uint64_t last_allocs;          // and allocs then: a temporary if freed while they agree
 	struct tbuf *buf;
 	int in_hook;
 	uint64_t rng;
+	uint64_t allocs_w, bytes_w, frees_w; // written in totals records
 } __attribute__((aligned(64)));
 static TLS struct tstate ts;
 
@@ -259,12 +261,13 @@ static void put64(struct tbuf *b, uint64_t v) { put(b, &v, 8); }
 // nothing: its records would be charged to the wrong pid.
 static void flush_locked(struct tbuf *b) {
 	struct tstate *t = b->owner;
-	if (t != NULL && (t->allocs || t->frees)) {
+	if (t != NULL && (t->allocs != t->allocs_w || t->frees != t->frees_w)) {
+		uint64_t a = t->allocs, by = t->bytes, f = t->frees;
 		put8(b, R_TOTALS);
-		put64(b, t->allocs);
-		put64(b, t->bytes);
-		put64(b, t->frees);
-		t->allocs = t->bytes = t->frees = 0;
+		put64(b, a - t->allocs_w);
+		put64(b, by - t->bytes_w);
+		put64(b, f - t->frees_w);
+		t->allocs_w = a, t->bytes_w = by, t->frees_w = f;
 	}
 	if (b->len > 0 && fd >= 0 && getpid() == file_pid)
 		write_all(b->data, b->len);
@@ -620,7 +623,18 @@ static inline __attribute__((always_inline)) int sampled(size_t n) {
 	return UNLIKELY(ts.left <= 0) && draw(n);
 }
 
+// temporary says whether the sampled block p is freed by the thread that
+// made it before that thread allocated again, and forgets it.
+static int temporary(void *p) {
+	if (ts.last != p)
+		return 0;
+	ts.last = NULL;
+	return ts.allocs == ts.last_allocs;
+}
+
 __attribute__((noinline)) static void after_sampled(void *p, size_t n, int kind) {
+	ts.last = p;
+	ts.last_allocs = ts.allocs;
 	if (kind == KIND_HEAP)
 		count_add(usable_of(p));
 	ts.in_hook++;
@@ -635,7 +649,6 @@ __attribute__((noinline)) static void after_sampled(void *p, size_t n, int kind)
 static inline __attribute__((always_inline)) void after_alloc(void *p, size_t n, int kind, int s) {
 	if (UNLIKELY(p == NULL))
 		return;
-	ts.last = p;
 	ts.allocs++;
 	ts.bytes += n;
 	if (UNLIKELY(s))
@@ -657,6 +670,8 @@ __attribute__((noinline)) static void *alloc_sampled(size_t n, size_t m, int zer
 __attribute__((noinline)) static void free_slow(void *p, int flags) {
 	if (!enabled || (rate > 1 && !set_del((uint64_t)(uintptr_t)p)))
 		return;
+	if (temporary(p))
+		flags |= F_TEMPORARY;
 	ts.in_hook++;
 	record_free(p, flags);
 	ts.in_hook--;
@@ -667,11 +682,7 @@ __attribute__((noinline)) static void free_slow(void *p, int flags) {
 __attribute__((noinline)) static void free_marked(void *p) {
 	char *q = base(p);
 	if (!ts.in_hook) {
-		int flags = 0;
-		if (ts.last == p) {
-			flags = F_TEMPORARY;
-			ts.last = NULL;
-		}
+		int flags = temporary(p) ? F_TEMPORARY : 0;
 		ts.frees++;
 		count_add(-(int64_t)marked_usable(p));
 		if (enabled) {
@@ -688,10 +699,6 @@ __attribute__((noinline)) static void free_marked(void *p) {
 static inline __attribute__((always_inline)) void before_free(void *p, int flags) {
 	if (UNLIKELY(ts.in_hook))
 		return;
-	if (ts.last == p) {
-		flags |= F_TEMPORARY;
-		ts.last = NULL;
-	}
 	// A thread that frees what others allocated may never allocate: its
 	// buffer is made here, so that its counts are written when it exits.
 	if (UNLIKELY(ts.buf == NULL) && enabled && UNLIKELY(own_buf() == NULL))
@@ -828,7 +835,7 @@ static void fork_child(void) {
 		if (b != ts.buf)
 			b->owner = NULL;
 	}
-	ts.allocs = ts.bytes = ts.frees = 0;
+	ts.allocs_w = ts.allocs, ts.bytes_w = ts.bytes, ts.frees_w = ts.frees;
 	publish(&ts);
 	// The child holds what the parent held: its count goes on from
 	// there, its peak starts again.
@@ -939,8 +946,6 @@ EXPORT void free(void *p) {
 			return;
 		}
 		if (LIKELY(!ts.in_hook)) {
-			if (ts.last == p)
-				ts.last = NULL;
 			if (UNLIKELY(ts.buf == NULL) && enabled)
 				own_buf(); // a thread that only frees: its counts are written at its exit
 			ts.frees++;
@@ -1122,10 +1127,8 @@ EXPORT int munmap(void *addr, size_t len) {
 		resolve();
 	if (enabled && !ts.in_hook && addr != NULL) {
 		int flags = F_MUNMAP;
-		if (ts.last == addr) {
+		if (temporary(addr))
 			flags |= F_TEMPORARY;
-			ts.last = NULL;
-		}
 		ts.frees++;
 		if (set != NULL)
 			set_del((uint64_t)(uintptr_t)addr);
