@@ -61,7 +61,7 @@ note. See docs/exec.md.`,
 				var quit context.CancelFunc
 				ctx, quit = context.WithCancel(ctx)
 				defer quit()
-				view = startLive(s, liveStdin, stderr, quit)
+				view = startLive(s, liveStdin, stderr, quit, nil)
 				defer view.stop()
 			}
 			r, err := s.Wait(ctx)

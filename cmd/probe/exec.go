@@ -47,7 +47,7 @@ func (f *outsideFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.format, "format", "text", "report format: text or markdown")
 	fs.StringVar(&f.pprof, "pprof", "", "a Go program's net/http/pprof heap URL (http://127.0.0.1:6060/debug/pprof/heap): fetched at the peak into --out-dir")
 	fs.BoolVar(&f.children, "children", false, "watch the process's descendants too: a table of each one's peak RSS, command and lifetime, the tree's summed RSS as the headline, the largest named in the diagnosis (read every interval, a fifth of it in the first second, within 2 % of wall time; those reaped between two reads are counted as missed)")
-	fs.BoolVar(&f.live, "live", false, "a live view on stderr, refreshed every second while the program runs: RSS and its parts, its growth rate, the last walk's largest parts (and with --children the tree); q quits (exec: sends the program SIGINT; attach: ends the watch); where stdin is a terminal it is read for q and exec's program gets /dev/null")
+	fs.BoolVar(&f.live, "live", false, "a live view on stderr, refreshed every second while the program runs: RSS and its parts, its growth rate, the last walk's largest parts (and with --children the tree, with exec --sites the top allocation sites in use); q quits (exec: sends the program SIGINT; attach: ends the watch); where stdin is a terminal it is read for q and exec's program gets /dev/null")
 	fs.BoolVar(&f.gpu, "gpu", true, "where NVML is (an NVIDIA driver), also read the process's GPU memory and its GPUs' utilization every 100 ms")
 }
 
@@ -223,7 +223,7 @@ docs/exec.md.`,
 			}
 			var view *liveView
 			if f.live {
-				view = startLive(s, liveStdin, stderr, func() { _ = s.Signal(os.Interrupt) })
+				view = startLive(s, liveStdin, stderr, func() { _ = s.Signal(os.Interrupt) }, s.SitesSection())
 				defer view.stop()
 			}
 			done := make(chan struct{})

@@ -37,8 +37,9 @@ type liveView struct {
 
 // startLive starts the view of s. onQuit is called (once, from the
 // view's goroutine) when the user quits: exec sends the program SIGINT,
-// attach ends the watch.
-func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func()) *liveView {
+// attach ends the watch. extra is drawn under the figures (exec --sites:
+// the top sites in use); nil for none.
+func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func(), extra outside.LiveSection) *liveView {
 	v := &liveView{done: make(chan struct{}), restore: func() {}, stopSig: func() {}}
 	var keys io.Reader
 	if liveKeys(in) {
@@ -72,7 +73,7 @@ func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func()) *l
 	v.cancel = cancel
 	go func() {
 		defer close(v.done)
-		if outside.Live(ctx, s, out, keys, time.Second, width, nil) == outside.LiveQuit {
+		if outside.Live(ctx, s, out, keys, time.Second, width, extra) == outside.LiveQuit {
 			// The terminal back at once: the program may take its time
 			// to end.
 			v.restore()

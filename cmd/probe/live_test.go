@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"memprobe/probe/sites/sitestest"
 )
 
 // openPTY opens a pseudo-terminal pair: the master (the user's side) and
@@ -111,5 +117,71 @@ func TestLivePTY(t *testing.T) {
 	check("attach q", stderr)
 	if !strings.Contains(stdout, "still running") {
 		t.Errorf("attach q: the report does not say the process runs on:\n%s", stdout)
+	}
+}
+
+// lockedBuf is a buffer that the probe writes to while the test reads it.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// TestLiveSitesExec: probe exec --live --sites draws the top sites in
+// use under the figures while the program runs: a program holding 12
+// blocks of 250000 bytes at planted_site (rate 1) until a signal is
+// named with its bytes before the test ends it.
+func TestLiveSitesExec(t *testing.T) {
+	sitestest.Lib(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not found")
+	}
+	bin := filepath.Join(t.TempDir(), "livesites")
+	src := filepath.Join("..", "..", "probe", "outside", "testdata", "cprogs", "livesites.c")
+	if out, err := exec.Command("gcc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	var stdout, stderr lockedBuf
+	done := make(chan error, 1)
+	go func() {
+		done <- run(&stdout, &stderr, []string{"exec", "--live", "--sites", "--sites-rate", "1", "--out-dir", t.TempDir(), "--", bin, "pause"})
+	}()
+	want := regexp.MustCompile(`2\.9 MiB +12  planted_site`)
+	pidRE := regexp.MustCompile(`\(pid (\d+)\)`)
+	pid := 0
+	// The program waits for a signal: it gets one however the test ends.
+	t.Cleanup(func() {
+		if pid > 0 {
+			syscall.Kill(pid, syscall.SIGTERM)
+			<-done
+		}
+	})
+	var frame string
+	for deadline := time.Now().Add(20 * time.Second); frame == ""; time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-done:
+			pid = 0
+			t.Fatalf("the probe ended before a frame named planted_site: %v\n%s", err, stderr.String())
+		default:
+		}
+		s := stderr.String()
+		if m := pidRE.FindStringSubmatch(s); m != nil && pid == 0 {
+			pid, _ = strconv.Atoi(m[1])
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no frame named planted_site:\n%s", s)
+		}
+		if want.MatchString(s) {
+			frame = s
+		}
+	}
+	if !strings.Contains(frame, "sites in use: 2.9 MiB in 1 site (every block, as of the last flush)") {
+		t.Errorf("the section's totals are missing:\n%s", frame)
 	}
 }

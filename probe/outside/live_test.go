@@ -3,6 +3,7 @@ package outside
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"memprobe/internal/golden"
+	"memprobe/probe/sites"
 )
 
 // liveSample is a fixed sample: a program growing, walked once.
@@ -121,5 +123,91 @@ func TestLiveQuit(t *testing.T) {
 	cancel()
 	if e := <-end; e != LiveDone {
 		t.Errorf("program ended: Live ended with %v, want LiveDone", e)
+	}
+}
+
+// TestLiveFrameSites: the --sites section of the live view (golden), at
+// two widths, sampled and at rate 1, with stacks not named yet, records
+// not read yet and a file the reader could not read; before any record and once the
+// program's images ended it says so. Every line fits the width.
+func TestLiveFrameSites(t *testing.T) {
+	s := liveSample()
+	top := sites.LiveTop{Rate: 512 << 10, Bytes: 96 << 20, Objects: 1300, Sites: 3, Processes: 1, Unnamed: 2, UnnamedBytes: 1 << 20, BehindBytes: 40 << 20,
+		Top: []sites.LiveSite{
+			{Function: "alloc_batch", File: "/src/train/train.c", Line: 42, Bytes: 64 << 20, Objects: 64},
+			{Function: "Trainer::allocate_activations(Config const&, unsigned long)", File: "/src/train/trainer.cc", Line: 650, Bytes: 30 << 20, Objects: 1234},
+			{Function: "load_tokens", Bytes: 1 << 20, Objects: 2},
+		}}
+	exact := sites.LiveTop{Rate: 1, Bytes: 800000, Objects: 8, Sites: 1, Processes: 1, Top: []sites.LiveSite{{Function: "first_site", File: "testdata/live.c", Line: 22, Bytes: 800000, Objects: 8}}}
+	section := func(t sites.LiveTop, err error) LiveSection {
+		return func(w io.Writer, width int) { renderLiveSites(w, width, t, err) }
+	}
+	var b bytes.Buffer
+	for _, c := range []struct {
+		name  string
+		width int
+		extra LiveSection
+	}{
+		{"80 sampled", 80, section(top, nil)},
+		{"40 sampled", 40, section(top, nil)},
+		{"80 rate 1, a file unreadable", 80, section(exact, errors.New("reading /tmp/r/sites.7.0.bin at byte 421: record type 0x5a at a place where a record starts"))},
+		{"80 no records yet", 80, section(sites.LiveTop{}, nil)},
+		{"80 ended", 80, section(sites.LiveTop{Rate: 1}, nil)},
+	} {
+		f := LiveFrame(s, c.width, c.extra)
+		for _, l := range strings.Split(strings.TrimSuffix(f, "\n"), "\n") {
+			if n := utf8.RuneCountInString(l); n > c.width {
+				t.Errorf("%s: a line of %d columns, over the width %d: %q", c.name, n, c.width, l)
+			}
+		}
+		f = f[strings.Index(f, "descendants"):]
+		fmt.Fprintf(&b, "== width %s\n%s", c.name, f)
+	}
+	golden.Check(t, "live_frame_sites.golden", b.Bytes())
+	for _, c := range []struct {
+		bytes int64
+		want  string
+	}{{64 << 20, "64 MiB in 3 sites"}, {3 << 30, "3 GiB in 3 sites"}} {
+		top.Bytes = c.bytes
+		if f := LiveFrame(s, 80, section(top, nil)); !strings.Contains(f, c.want) {
+			t.Errorf("%d bytes in use: the frame lacks %q:\n%s", c.bytes, c.want, f)
+		}
+	}
+}
+
+// TestLiveSites: the live view of an exec --sites run (rate 1) names the
+// planted site with its bytes in use (12 blocks of 250000 bytes) while
+// the program runs, held on its stdin, from the records it has written.
+func TestLiveSites(t *testing.T) {
+	sitesLib(t)
+	o := slowWalks
+	o.OutDir = t.TempDir()
+	o.Sites = SitesOptions{Enabled: true, Rate: 1}
+	h := execHeld(t, o, nil, cprog(t, "livesites"))
+	section := h.s.SitesSection()
+	if section == nil {
+		t.Fatal("no sites section with --sites")
+	}
+	h.waitLine(t, "ready")
+	var out syncBuf
+	ctx, cancel := context.WithCancel(context.Background())
+	end := make(chan LiveEnd, 1)
+	go func() { end <- Live(ctx, h.s, &out, nil, 10*time.Millisecond, width80, section) }()
+	want := fmt.Sprintf("%s %9s  planted_site", iec(12*250000), "12")
+	waitFor(t, "a frame naming planted_site", func() bool { return strings.Contains(out.String(), "planted_site") })
+	cancel()
+	<-end
+	frames := out.String()
+	last := frames[strings.LastIndex(frames, "\x1b[H"):]
+	if !strings.Contains(last, want) || !strings.Contains(last, "every block, as of the last flush") {
+		t.Errorf("the last frame lacks %q:\n%s", want, strings.ReplaceAll(last, "\x1b[K\r\n", "\n"))
+	}
+	r := h.release(t)
+	if st := r.Process.Sites; st == nil || len(st.TopExit) == 0 || st.TopExit[0].Function != "planted_site" {
+		t.Errorf("the report after the live view: sites %+v, want planted_site first at exit; warnings %q", st, r.Warnings)
+	}
+	var noSites Session
+	if noSites.SitesSection() != nil {
+		t.Error("a sites section without --sites")
 	}
 }

@@ -139,99 +139,23 @@ func readFile(path string) (*image, error) {
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, fmt.Errorf("reading %s: no header: %v", path, err)
 	}
-	if string(h[:8]) != "MPSITES\n" {
-		return nil, fmt.Errorf("reading %s: not a memprobe sites record file", path)
+	im, err := parseHeader(path, h[:])
+	if err != nil {
+		return nil, err
 	}
-	if v := binary.LittleEndian.Uint32(h[8:]); v != recordVersion {
-		return nil, fmt.Errorf("reading %s: record version %d, this probe reads %d (the library and the probe come from different builds)", path, v, recordVersion)
-	}
-	le := binary.LittleEndian
-	im := &image{path: path, pid: int(le.Uint32(h[12:])), ppid: int(le.Uint32(h[16:])), rate: le.Uint64(h[24:]), startNs: le.Uint64(h[32:]), stacks: map[uint64][]uint64{},
-		events: make([]event, 0, size/30)}
-	base := strings.TrimSuffix(filepath.Base(path), ".bin")
-	if i := strings.LastIndexByte(base, '.'); i >= 0 {
-		im.n, _ = strconv.Atoi(base[i+1:])
-	}
-	var buf [64 * 8]byte
-	read := func(n int) ([]byte, error) {
-		_, err := io.ReadFull(r, buf[:n])
-		return buf[:n], err
-	}
+	im.events = make([]event, 0, size/30)
+	d := decoder{r: r}
 	for {
-		t, err := r.ReadByte()
+		err := d.next(im)
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		var b []byte
-		switch t {
-		case 'S':
-			if b, err = read(9); err != nil {
-				break
-			}
-			n, hash := int(b[0]), le.Uint64(b[1:])
-			if b, err = read(8 * n); err != nil {
-				break
-			}
-			pcs := make([]uint64, n)
-			for i := range pcs {
-				pcs[i] = le.Uint64(b[8*i:])
-			}
-			im.stacks[hash] = pcs
-		case 'A':
-			if b, err = read(57); err != nil {
-				break
-			}
-			im.events = append(im.events, event{kind: b[0], seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]),
-				addr: le.Uint64(b[17:]), size: le.Uint64(b[25:]), stack: le.Uint64(b[33:]), count: int64(le.Uint64(b[41:])), usable: le.Uint64(b[49:])})
-		case 'F':
-			if b, err = read(25); err != nil {
-				break
-			}
-			im.events = append(im.events, event{free: true, flags: b[0], seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]), addr: le.Uint64(b[17:])})
-		case 'U':
-			if b, err = read(33); err != nil {
-				break
-			}
-			im.events = append(im.events, event{free: true, flags: b[0] | flagMunmap, seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]), addr: le.Uint64(b[17:]), size: le.Uint64(b[25:])})
-		case 'T':
-			if b, err = read(24); err != nil {
-				break
-			}
-			im.allocs += le.Uint64(b)
-			im.allocBytes += le.Uint64(b[8:])
-			im.frees += le.Uint64(b[16:])
-		case 'M':
-			if b, err = read(8); err != nil {
-				break
-			}
-			n := le.Uint64(b)
-			if n > 64<<20 {
-				err = fmt.Errorf("a maps record of %d bytes", n)
-				break
-			}
-			text := make([]byte, n)
-			if _, err = io.ReadFull(r, text); err == nil {
-				im.maps = append(im.maps, string(text))
-			}
-		case 'P':
-			if b, err = read(32); err != nil {
-				break
-			}
-			im.counted = true
-			im.countPeak, im.countSeq, im.countNs, im.countEnd = int64(le.Uint64(b)), le.Uint64(b[8:]), le.Uint64(b[16:]), int64(le.Uint64(b[24:]))
-		case 'E':
-			if b, err = read(17); err != nil {
-				break
-			}
-			im.ended, im.endHow, im.endNs = true, b[0], le.Uint64(b[9:])
-		default:
-			err = fmt.Errorf("record type %#x at a place where a record starts", t)
+		var rerr readError
+		if errors.As(err, &rerr) {
+			return nil, fmt.Errorf("reading %s: %w", path, rerr.err)
 		}
 		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
 				err = errors.New("the file ends inside a record")
 			}
 			im.torn = err.Error()
@@ -239,4 +163,135 @@ func readFile(path string) (*image, error) {
 		}
 	}
 	return im, nil
+}
+
+// parseHeader checks a file's header (headerLen bytes) and makes its
+// image, named after path (sites.PID.N.bin).
+func parseHeader(path string, h []byte) (*image, error) {
+	if string(h[:8]) != "MPSITES\n" {
+		return nil, fmt.Errorf("reading %s: not a memprobe sites record file", path)
+	}
+	le := binary.LittleEndian
+	if v := le.Uint32(h[8:]); v != recordVersion {
+		return nil, fmt.Errorf("reading %s: record version %d, this probe reads %d (the library and the probe come from different builds)", path, v, recordVersion)
+	}
+	im := &image{path: path, pid: int(le.Uint32(h[12:])), ppid: int(le.Uint32(h[16:])), rate: le.Uint64(h[24:]), startNs: le.Uint64(h[32:]), stacks: map[uint64][]uint64{}}
+	base := strings.TrimSuffix(filepath.Base(path), ".bin")
+	if i := strings.LastIndexByte(base, '.'); i >= 0 {
+		im.n, _ = strconv.Atoi(base[i+1:])
+	}
+	return im, nil
+}
+
+// readError is an error of the reader under a decoder, not of the
+// records.
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+
+// decoder reads the records after a file's header, one at a time, into
+// an image: the whole-file reader and the live one (LiveReader) share it.
+type decoder struct {
+	r *bufio.Reader
+	// n is the bytes of the whole records read so far.
+	n   int64
+	buf [64 * 8]byte
+}
+
+// next reads one record into im: a stack into im.stacks, an allocation
+// or a free appended to im.events, the rest into im's fields. It returns
+// io.EOF where no record starts (the end), an error wrapping
+// io.ErrUnexpectedEOF where the data ends inside one (what was read of
+// it is then not counted in n), a readError where the reader failed,
+// another error for a record it cannot read.
+func (d *decoder) next(im *image) error {
+	le := binary.LittleEndian
+	r := d.r
+	t, err := r.ReadByte()
+	if err == io.EOF {
+		return io.EOF
+	}
+	if err != nil {
+		return readError{err}
+	}
+	n := int64(1)
+	read := func(k int) ([]byte, error) {
+		_, err := io.ReadFull(r, d.buf[:k])
+		n += int64(k)
+		return d.buf[:k], err
+	}
+	var b []byte
+	switch t {
+	case 'S':
+		if b, err = read(9); err != nil {
+			break
+		}
+		k, hash := int(b[0]), le.Uint64(b[1:])
+		if b, err = read(8 * k); err != nil {
+			break
+		}
+		pcs := make([]uint64, k)
+		for i := range pcs {
+			pcs[i] = le.Uint64(b[8*i:])
+		}
+		im.stacks[hash] = pcs
+	case 'A':
+		if b, err = read(57); err != nil {
+			break
+		}
+		im.events = append(im.events, event{kind: b[0], seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]),
+			addr: le.Uint64(b[17:]), size: le.Uint64(b[25:]), stack: le.Uint64(b[33:]), count: int64(le.Uint64(b[41:])), usable: le.Uint64(b[49:])})
+	case 'F':
+		if b, err = read(25); err != nil {
+			break
+		}
+		im.events = append(im.events, event{free: true, flags: b[0], seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]), addr: le.Uint64(b[17:])})
+	case 'U':
+		if b, err = read(33); err != nil {
+			break
+		}
+		im.events = append(im.events, event{free: true, flags: b[0] | flagMunmap, seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]), addr: le.Uint64(b[17:]), size: le.Uint64(b[25:])})
+	case 'T':
+		if b, err = read(24); err != nil {
+			break
+		}
+		im.allocs += le.Uint64(b)
+		im.allocBytes += le.Uint64(b[8:])
+		im.frees += le.Uint64(b[16:])
+	case 'M':
+		if b, err = read(8); err != nil {
+			break
+		}
+		k := le.Uint64(b)
+		if k > 64<<20 {
+			err = fmt.Errorf("a maps record of %d bytes", k)
+			break
+		}
+		text := make([]byte, k)
+		if _, err = io.ReadFull(r, text); err == nil {
+			n += int64(k)
+			im.maps = append(im.maps, string(text))
+		}
+	case 'P':
+		if b, err = read(32); err != nil {
+			break
+		}
+		im.counted = true
+		im.countPeak, im.countSeq, im.countNs, im.countEnd = int64(le.Uint64(b)), le.Uint64(b[8:]), le.Uint64(b[16:]), int64(le.Uint64(b[24:]))
+	case 'E':
+		if b, err = read(17); err != nil {
+			break
+		}
+		im.ended, im.endHow, im.endNs = true, b[0], le.Uint64(b[9:])
+	default:
+		return fmt.Errorf("record type %#x at a place where a record starts", t)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("record %q: %w", t, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		return err
+	}
+	d.n += n
+	return nil
 }

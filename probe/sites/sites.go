@@ -18,6 +18,10 @@
 //  3. With the smaps walks of probe/outside, it splits glibc's arenas'
 //     resident bytes into in use and free but resident.
 //
+// While the program runs, LiveReader reads the same files as they grow
+// (exec --live --sites): the sampled blocks in use and the top sites, as
+// of each thread's last write.
+//
 // Figures are scaled from the samples as Go's heap profiler scales its
 // own; at rate 1 every allocation is recorded and they are exact.
 package sites
