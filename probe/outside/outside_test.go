@@ -215,9 +215,7 @@ func TestThreads63(t *testing.T) {
 	if !strings.Contains(tp["stacks"], "63 thread stacks reserve 504 MiB (VSZ)") && rec.PthreadStacks == 63 {
 		t.Errorf("stacks line %q", tp["stacks"])
 	}
-	if d := p.PeakAgreementPct; d == nil || *d < -2 || *d > 2 {
-		t.Errorf("VmHWM %d B against wait4's maxrss %d B: want within 2 %%", p.VmHWMBytes, p.RusageMaxRSSBytes)
-	}
+	peakAgrees(t, p)
 
 	// malloc's reservations move from run to run (which threads share
 	// the main arena, [heap], depends on timing: 3 to 30 MiB of brk), so
@@ -277,9 +275,7 @@ func TestGrowth(t *testing.T) {
 	if topics(p)["growth"] == "" {
 		t.Errorf("no growth line in the diagnosis: %v", p.Diagnosis)
 	}
-	if d := p.PeakAgreementPct; d == nil || *d < -2 || *d > 2 {
-		t.Errorf("VmHWM %d B against wait4's maxrss %d B: want within 2 %%", p.VmHWMBytes, p.RusageMaxRSSBytes)
-	}
+	peakAgrees(t, p)
 
 	ref, how := maxRSS(t, prog, "96", "2", "0", "0")
 	for _, c := range []struct {
@@ -629,4 +625,19 @@ func attachOnce(t *testing.T, pid int, o Options) *schema.Result {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// peakAgrees checks that VmHWM and wait4's maxrss agree within 2 %, unless
+// maxrss is the test process's own image (forkImage: the kernel charges
+// the parent's high-water mark to a child it forks; this test process
+// grows past 160 MiB under make test's load, above these programs).
+func peakAgrees(t *testing.T, p *schema.Process) {
+	t.Helper()
+	if forkImage(p) {
+		t.Logf("wait4's maxrss %d B is the test process's image, not the program's: VmHWM %d B not compared", p.RusageMaxRSSBytes, p.VmHWMBytes)
+		return
+	}
+	if d := p.PeakAgreementPct; d == nil || *d < -2 || *d > 2 {
+		t.Errorf("VmHWM %d B against wait4's maxrss %d B: want within 2 %%", p.VmHWMBytes, p.RusageMaxRSSBytes)
+	}
 }

@@ -543,36 +543,24 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	flush_if_old(b, t);
 }
 
-static void record_free(void *p, int flags) {
-	struct tbuf *b = thread_buf();
-	if (b == NULL)
-		return;
-	room(b, 26);
-	uint64_t t = now_ns();
-	put8(b, R_FREE);
-	put8(b, (uint8_t)flags);
-	put64(b, atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
-	put64(b, t - start_ns);
-	put64(b, (uint64_t)(uintptr_t)p);
-	flush_if_old(b, t);
-}
-
-// record_unmap records a munmap of the program's, whatever it unmaps (a
-// sampled mapping, a part of one, or none): the probe cuts the sampled
-// mappings it overlaps. A munmap is a system call: recording each costs
-// little beside it.
-static void record_unmap(void *p, size_t len, int flags) {
+// record_free records the free of a sampled block, or (F_MUNMAP) a
+// munmap of the program's of len bytes, whatever it unmaps (a sampled
+// mapping, a part of one, or none): the probe cuts the sampled mappings
+// it overlaps. A munmap is a system call: recording each costs little
+// beside it.
+static void record_free(void *p, int flags, size_t len) {
 	struct tbuf *b = thread_buf();
 	if (b == NULL)
 		return;
 	room(b, 34);
 	uint64_t t = now_ns();
-	put8(b, R_UNMAP);
+	put8(b, (flags & F_MUNMAP) ? R_UNMAP : R_FREE);
 	put8(b, (uint8_t)flags);
 	put64(b, atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
 	put64(b, t - start_ns);
 	put64(b, (uint64_t)(uintptr_t)p);
-	put64(b, len);
+	if (flags & F_MUNMAP)
+		put64(b, len);
 	flush_if_old(b, t);
 }
 
@@ -673,7 +661,7 @@ __attribute__((noinline)) static void free_slow(void *p, int flags) {
 	if (temporary(p))
 		flags |= F_TEMPORARY;
 	ts.in_hook++;
-	record_free(p, flags);
+	record_free(p, flags, 0);
 	ts.in_hook--;
 }
 
@@ -687,7 +675,7 @@ __attribute__((noinline)) static void free_marked(void *p) {
 		count_add(-(int64_t)marked_usable(p));
 		if (enabled) {
 			ts.in_hook++;
-			record_free(p, flags);
+			record_free(p, flags, 0);
 			ts.in_hook--;
 		}
 	}
@@ -1133,7 +1121,7 @@ EXPORT int munmap(void *addr, size_t len) {
 		if (set != NULL)
 			set_del((uint64_t)(uintptr_t)addr);
 		ts.in_hook++;
-		record_unmap(addr, len, flags);
+		record_free(addr, flags, len);
 		ts.in_hook--;
 	}
 	return real_munmap(addr, len);
