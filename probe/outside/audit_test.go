@@ -478,15 +478,8 @@ func TestVSZDriftWarning(t *testing.T) {
 // the report presented it as the peak ("peak RSS 200 KiB" of a 64 MiB
 // program). The peak is wait4's maxrss, and the report says so.
 func TestPeakOneSample(t *testing.T) {
-	s, err := Exec(ExecOptions{Options: Options{Interval: time.Hour, NoGPU: true}, Args: []string{cprog(t, "grow"), "64", "8", "0", "200"},
+	r := execWait(t, ExecOptions{Options: Options{Interval: time.Hour, NoGPU: true}, Args: []string{cprog(t, "grow"), "64", "8", "0", "200"},
 		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Wait(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := r.Process
 	if aliveSamples(r.Sampler.Timeline) > 1 {
 		t.Skipf("%d samples with a 1 h interval", aliveSamples(r.Sampler.Timeline))

@@ -2,7 +2,6 @@ package outside
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"math"
@@ -110,15 +109,8 @@ func TestWalkAtPeak(t *testing.T) {
 // execFaults runs testdata/cprogs/faults.c under Exec to its end.
 func execFaults(t *testing.T, pages, sleeps int) *schema.Process {
 	t.Helper()
-	s, err := Exec(ExecOptions{Options: slowWalks, Args: []string{cprog(t, "faults"), strconv.Itoa(pages), strconv.Itoa(sleeps)},
+	r := execWait(t, ExecOptions{Options: slowWalks, Args: []string{cprog(t, "faults"), strconv.Itoa(pages), strconv.Itoa(sleeps)},
 		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Wait(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	if p := r.Process; p.ExitCode == nil || *p.ExitCode != 0 {
 		t.Fatalf("faults %d %d exited with %v", pages, sleeps, p.ExitCode)
 	}
@@ -157,14 +149,7 @@ func TestCountersPlanted(t *testing.T) {
 	// time on any machine (about 0.4 s here); the program that only
 	// starts, a few ms. Not a timed assertion: CPU time, not wall time,
 	// and a margin of an order of magnitude.
-	s, err := Exec(ExecOptions{Options: slowWalks, Args: []string{cprog(t, "spin"), "100000000"}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Wait(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := execWait(t, ExecOptions{Options: slowWalks, Args: []string{cprog(t, "spin"), "100000000"}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
 	if u := r.Process.RusageUserMs; u < base.RusageUserMs+50 {
 		t.Errorf("exec: 100 million steps moved user time from %.1f ms to %.1f ms, want at least 50 ms more", base.RusageUserMs, u)
 	}
@@ -315,14 +300,7 @@ func TestAttachPeakBefore(t *testing.T) {
 func execChildren(t *testing.T, o Options, args ...string) *schema.Result {
 	t.Helper()
 	o.Children = true
-	s, err := Exec(ExecOptions{Options: o, Args: args, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Wait(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := execWait(t, ExecOptions{Options: o, Args: args, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
 	if c := r.Process.ExitCode; c == nil || *c != 0 {
 		t.Fatalf("%s exited with %v", args[0], c)
 	}
@@ -434,15 +412,8 @@ func TestMajorFaultsPlanted(t *testing.T) {
 		t.Skipf("%s is tmpfs: its pages are never read back from a disk, so no major faults to plant", dir)
 	}
 	run := func(pages int) *schema.Process {
-		s, err := Exec(ExecOptions{Options: slowWalks, Args: []string{cprog(t, "majfaults"), filepath.Join(dir, "f"), strconv.Itoa(pages)},
+		r := execWait(t, ExecOptions{Options: slowWalks, Args: []string{cprog(t, "majfaults"), filepath.Join(dir, "f"), strconv.Itoa(pages)},
 			Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: os.Stderr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := s.Wait(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
 		if c := r.Process.ExitCode; c == nil || *c != 0 {
 			t.Fatalf("majfaults %d exited with %v", pages, c)
 		}

@@ -572,15 +572,7 @@ func TestExecGPU(t *testing.T) {
 	script := fmt.Sprintf(`echo "$$ %d 0" > %s.tmp && mv %s.tmp %s && sleep 0.5`, 3<<20, procs, procs, procs)
 	run := func(o Options) *schema.Result {
 		t.Helper()
-		s, err := Exec(ExecOptions{Options: o, Args: []string{"/bin/sh", "-c", script}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := s.Wait(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return execWait(t, ExecOptions{Options: o, Args: []string{"/bin/sh", "-c", script}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
 	}
 	r := run(Options{})
 	g := r.Process.GPU
@@ -640,4 +632,18 @@ func peakAgrees(t *testing.T, p *schema.Process) {
 	if d := p.PeakAgreementPct; d == nil || *d < -2 || *d > 2 {
 		t.Errorf("VmHWM %d B against wait4's maxrss %d B: want within 2 %%", p.VmHWMBytes, p.RusageMaxRSSBytes)
 	}
+}
+
+// execWait runs o under Exec to its end: its result, or the test stops.
+func execWait(t testing.TB, o ExecOptions) *schema.Result {
+	t.Helper()
+	s, err := Exec(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

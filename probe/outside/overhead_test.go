@@ -1,7 +1,6 @@
 package outside
 
 import (
-	"context"
 	"flag"
 	"io"
 	"os"
@@ -47,14 +46,7 @@ func BenchmarkExecOverhead(b *testing.B) {
 	var probeCPU []float64
 	watched := func() (wall, user time.Duration) {
 		t0 := time.Now()
-		s, err := Exec(ExecOptions{Options: Options{Interval: *overheadInterval}, Args: []string{prog, arg}, Stdout: io.Discard})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := s.Wait(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
+		r := execWait(b, ExecOptions{Options: Options{Interval: *overheadInterval}, Args: []string{prog, arg}, Stdout: io.Discard})
 		probeCPU = append(probeCPU, r.Process.Overhead.ProbeCPUPct)
 		return time.Since(t0), time.Duration(r.Process.RusageUserMs * float64(time.Millisecond))
 	}
@@ -123,14 +115,7 @@ func BenchmarkSitesOverhead(b *testing.B) {
 		if withSites {
 			o.Sites = SitesOptions{Enabled: true, Rate: *sitesRate}
 		}
-		s, err := Exec(o)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := s.Wait(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
+		r := execWait(b, o)
 		p := r.Process
 		if withSites && (p.Sites == nil || p.Sites.AllocObjects == 0) {
 			b.Fatalf("no sites recorded: %+v", p.Sites)
