@@ -171,14 +171,16 @@ static uint64_t now_ns(void) {
 // the allocator is glibc's (its size less the header, two of them for a
 // mapped chunk: what malloc_usable_size computes, without the call and
 // its checks), else asked.
+static inline size_t usable_h(size_t h) {
+	size_t u = (h & ~(size_t)7) - 8;
+	if (UNLIKELY(h & 2))
+		u -= 8; // a mapped chunk: two header words
+	return u;
+}
+
 static inline size_t usable(void *p) {
-	if (LIKELY(count == COUNT_HEADER)) {
-		size_t h = ((size_t *)p)[-1];
-		size_t u = (h & ~(size_t)7) - 8;
-		if (UNLIKELY(h & 2))
-			u -= 8;
-		return u;
-	}
+	if (LIKELY(count == COUNT_HEADER))
+		return usable_h(((size_t *)p)[-1]);
 	return real_usable(p);
 }
 
@@ -937,7 +939,7 @@ EXPORT void free(void *p) {
 			if (UNLIKELY(ts.buf == NULL) && enabled)
 				own_buf(); // a thread that only frees: its counts are written at its exit
 			ts.frees++;
-			count_add(-(int64_t)((h & ~(size_t)7) - ((h & 2) ? 16 : 8)));
+			count_add(-(int64_t)usable_h(h));
 		}
 		real_free(p);
 		return;
