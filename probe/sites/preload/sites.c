@@ -10,12 +10,14 @@
 // format is described in probe/sites/records.go; both sides change
 // together (recordVersion).
 //
-// Costs: an allocation that is not sampled costs a thread-local counter
-// decrement and the count of its usable size; a free reads the word
-// before the block (glibc's chunk size: the count, and the mark of a
-// sampled block, below). With another allocator a free looks in a filter
-// and a lock-free set of the sampled addresses; at rate 1 every free is
-// recorded. No lock and no system call on either fast path.
+// Costs: with glibc's allocator and a rate above 1, an allocation that is
+// not sampled costs a thread-local decrement and the count of its chunk
+// header; a free reads that header (the count, and the mark of a sampled
+// block, below) and counts it: about 35 instructions a malloc+free pair,
+// no lock and no system call (scripts/sites-fastpath.sh). With another
+// allocator, or at rate 1, every call takes the general path: a free
+// looks in a filter and a lock-free set of the sampled addresses, or at
+// rate 1 is recorded.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -84,7 +86,9 @@ static int (*real_munmap)(void *, size_t);
 static int (*real_dlclose)(void *);
 
 // dlsym may allocate before the functions are known: those calls are
-// served from boot, a bump buffer whose blocks are never freed.
+// served from boot, a bump buffer whose blocks are never freed. The word
+// before each has bit 3 set, as a marked block's has (8: a size of 0):
+// free's fast path sends them to free_marked, which knows them.
 static char boot[BOOT_BYTES] __attribute__((aligned(64)));
 static size_t boot_used;
 static int resolving;
@@ -136,17 +140,50 @@ static int (*unw_bt)(void **, int);
 // globals (count, mark) and the word before the block. The counts go into the thread's buffer's totals record when
 // it is written.
 struct tstate {
-	int64_t left;                  // bytes until the next sample
-	int64_t unpub;                 // usable bytes not yet in inuse_total
-	uint64_t allocs, bytes, frees; // since the thread began
-	void *last;                    // the last sampled block this thread allocated,
-	uint64_t last_allocs;          // and allocs then: a temporary if freed while they agree
+	int64_t left;          // bytes until the next sample (at or below 0: every allocation asks draw)
+	int64_t unpub;         // counted bytes not yet in inuse_total; UNPUB_NEW before the first count
+	uint64_t allocs;       // since the thread began,
+	uint64_t frees;        // outside the library's own calls (hooks)
+	int64_t drawn;         // the bytes allocated are drawn - left (set_left)
+	void *last;            // the last sampled block this thread allocated,
+	uint64_t last_allocs;  // and allocs then: a temporary if freed while they agree
 	struct tbuf *buf;
 	int in_hook;
 	uint64_t rng;
+	int64_t gleft;         // where blocks are not marked, bytes until the next sample (left stays at or below 0)
 	uint64_t allocs_w, bytes_w, frees_w; // written in totals records
 } __attribute__((aligned(64)));
-static TLS struct tstate ts;
+// A new thread's unpub: its first count is out of range either way, and
+// publish sees it is the first (a thread that only frees gets its buffer
+// there, so that its counts are written when it exits).
+#define UNPUB_NEW (-(INT64_C(1) << 62))
+static TLS struct tstate ts = {.unpub = UNPUB_NEW};
+
+// set_left sets the bytes to the next sample, keeping the bytes
+// allocated (drawn - left) as they were.
+static inline void set_left(int64_t v) {
+	ts.drawn += v - ts.left;
+	ts.left = v;
+}
+
+// The library's own calls (unwinding, making a buffer, loading
+// libunwind) may allocate: within a hook those allocations are neither
+// sampled (draw) nor in the totals nor the count, nor do they move the
+// sampling, as if they had not been made. hook_enter saves what the fast
+// paths change, and hook_exit puts it back.
+struct hook {
+	int64_t left, unpub;
+	uint64_t allocs, frees;
+};
+static inline struct hook hook_enter(void) {
+	struct hook h = {ts.left, ts.unpub, ts.allocs, ts.frees};
+	ts.in_hook++;
+	return h;
+}
+static inline void hook_exit(struct hook h) {
+	ts.in_hook--;
+	ts.left = h.left, ts.unpub = h.unpub, ts.allocs = h.allocs, ts.frees = h.frees;
+}
 
 // A thread's buffer of records. Buffers are mmapped (never malloc'd),
 // listed in bufs, and reused after their thread exits. owner is the
@@ -184,10 +221,26 @@ static inline size_t usable(void *p) {
 	return real_usable(p);
 }
 
+// count_h is what the count takes for a block of glibc's whose header
+// word is h: its usable size, or for a chunk glibc mapped (bit 1, 128 KiB
+// and more) 8 bytes more, its second header word. Two instructions on
+// the fast paths where the exact figure takes five; every path counts a
+// block this way, so the 8 bytes go when the block does.
+static inline int64_t count_h(size_t h) { return (int64_t)(h & ~(size_t)7) - 8; }
+
+static struct tbuf *own_buf(void);
+
+// publish adds the thread's unpublished count to inuse_total and keeps
+// its peak.
 __attribute__((noinline)) static void publish(struct tstate *t) {
 	int64_t d = t->unpub;
 	t->unpub = 0;
+	int first = d < UNPUB_NEW / 2;
+	if (first)
+		d -= UNPUB_NEW;
 	int64_t v = atomic_fetch_add_explicit(&inuse_total, d, memory_order_relaxed) + d;
+	if (first && t == &ts && enabled)
+		own_buf();
 	if (!enabled)
 		return; // counted, but no peak before the records' clock starts
 	int64_t pk = atomic_load_explicit(&inuse_peak, memory_order_relaxed);
@@ -225,10 +278,13 @@ static void resolve(void) {
 }
 
 static void *boot_alloc(size_t n) {
-	n = (n + 15) & ~(size_t)15;
+	if (n > sizeof boot)
+		return NULL;
+	n = ((n + 15) & ~(size_t)15) + 16;
 	if (boot_used + n > sizeof boot)
 		return NULL;
-	void *p = boot + boot_used;
+	char *p = boot + boot_used + 16;
+	((size_t *)p)[-1] = 8;
 	boot_used += n;
 	return p;
 }
@@ -264,7 +320,7 @@ static void put64(struct tbuf *b, uint64_t v) { put(b, &v, 8); }
 static void flush_locked(struct tbuf *b) {
 	struct tstate *t = b->owner;
 	if (t != NULL && (t->allocs != t->allocs_w || t->frees != t->frees_w)) {
-		uint64_t a = t->allocs, by = t->bytes, f = t->frees;
+		uint64_t a = t->allocs, by = (uint64_t)(t->drawn - t->left), f = t->frees;
 		put8(b, R_TOTALS);
 		put64(b, a - t->allocs_w);
 		put64(b, by - t->bytes_w);
@@ -464,10 +520,24 @@ __attribute__((noinline)) static void *marked_alloc(size_t n, size_t align, int 
 	return p;
 }
 
-// usable_of is p's usable size for the count (0 where it cannot be read).
+// usable_of is p's usable size (0 where it cannot be read).
 static inline __attribute__((always_inline)) int64_t usable_of(void *p) {
 	if (LIKELY(count == COUNT_HEADER))
 		return (int64_t)(mark && marked(p) ? marked_usable(p) : usable(p));
+	if (count == COUNT_CALL)
+		return (int64_t)real_usable(p);
+	return 0;
+}
+
+// count_of is what the count takes for p: count_h of its header (a
+// marked block's allocator block's, less the prefix), or its usable size
+// where the allocator is not glibc's.
+static inline __attribute__((always_inline)) int64_t count_of(void *p) {
+	if (LIKELY(count == COUNT_HEADER)) {
+		if (mark && marked(p))
+			return count_h(((size_t *)base(p))[-1]) - (int64_t)((char *)p - base(p));
+		return count_h(((size_t *)p)[-1]);
+	}
 	if (count == COUNT_CALL)
 		return (int64_t)real_usable(p);
 	return 0;
@@ -570,44 +640,62 @@ static void record_free(void *p, int flags, size_t len) {
 static inline struct tbuf *own_buf(void) {
 	struct tbuf *b = ts.buf;
 	if (UNLIKELY(b == NULL)) {
-		ts.in_hook++;
+		struct hook h = hook_enter();
 		b = thread_buf();
-		ts.in_hook--;
+		hook_exit(h);
 	}
 	return b;
 }
 
 // ---- counting and sampling ------------------------------------------------
 
-// count_add adds u usable bytes to the thread's count of the bytes in use.
+// count_publish publishes the thread's count, where it is not within a
+// hook (there the count is put back at the hook's end).
+__attribute__((noinline)) static void count_publish(void) {
+	if (!ts.in_hook)
+		publish(&ts);
+}
+
+// count_add adds u bytes to the thread's count of the bytes in use.
 static inline __attribute__((always_inline)) void count_add(int64_t u) {
 	ts.unpub += u;
 	if (UNLIKELY(ts.unpub > PUBLISH || ts.unpub < -PUBLISH))
-		publish(&ts);
+		count_publish();
 }
 
 // draw is the slow path of sampled: the thread's first allocation (seed
 // the generator, make the buffer, draw the first interval and judge this
-// one by it), a sampled one, and every one while the library does not
-// record (before its start and after its end ts.left stays at or below 0).
+// one by it), a sampled one, and every one while ts.left stays at or
+// below 0: while the library does not record (before its start, after
+// its end, within a hook), and where blocks are not marked, where
+// ts.gleft keeps the schedule and every allocation comes here.
 __attribute__((noinline)) static int draw(size_t n) {
-	if (!enabled || UNLIKELY(own_buf() == NULL))
+	if (ts.in_hook || !enabled || UNLIKELY(own_buf() == NULL))
 		return 0;
 	if (rate <= 1)
 		return 1;
-	if (UNLIKELY(ts.rng == 0)) {
-		ts.rng = (now_ns() ^ ((uint64_t)(uintptr_t)&ts << 16) ^ (uint64_t)syscall(SYS_gettid)) | 1;
-		ts.left = next_interval() - (int64_t)n;
-		if (ts.left > 0)
+	if (!mark) {
+		ts.gleft -= (int64_t)n;
+		if (ts.gleft > 0)
 			return 0;
 	}
-	ts.left = next_interval();
-	return 1;
+	int64_t next = 0;
+	if (UNLIKELY(ts.rng == 0)) {
+		ts.rng = (now_ns() ^ ((uint64_t)(uintptr_t)&ts << 16) ^ (uint64_t)syscall(SYS_gettid)) | 1;
+		next = next_interval() - (int64_t)n;
+	}
+	int s = next <= 0;
+	if (s)
+		next = next_interval();
+	if (mark)
+		set_left(next);
+	else
+		ts.gleft = next;
+	return s;
 }
 
 // sampled says whether an allocation of n bytes is sampled. It is asked
-// before the allocation (a sampled block is marked as it is made), never
-// within the library (ts.in_hook).
+// before the allocation (a sampled block is marked as it is made).
 static inline __attribute__((always_inline)) int sampled(size_t n) {
 	ts.left -= (int64_t)n;
 	return UNLIKELY(ts.left <= 0) && draw(n);
@@ -626,25 +714,23 @@ __attribute__((noinline)) static void after_sampled(void *p, size_t n, int kind)
 	ts.last = p;
 	ts.last_allocs = ts.allocs;
 	if (kind == KIND_HEAP)
-		count_add(usable_of(p));
-	ts.in_hook++;
+		count_add(count_of(p));
+	struct hook h = hook_enter();
 	record_alloc(p, n, kind);
-	ts.in_hook--;
+	hook_exit(h);
 }
 
 // after_alloc counts a block the allocator returned, and records it if
-// it was sampled (s). Not within the library. It counts whether or not
-// the library records: the count of the bytes in use includes the blocks
-// made before it started.
+// it was sampled (s). It counts whether or not the library records: the
+// count of the bytes in use includes the blocks made before it started.
 static inline __attribute__((always_inline)) void after_alloc(void *p, size_t n, int kind, int s) {
 	if (UNLIKELY(p == NULL))
 		return;
 	ts.allocs++;
-	ts.bytes += n;
 	if (UNLIKELY(s))
 		after_sampled(p, n, kind);
 	else if (kind == KIND_HEAP)
-		count_add(LIKELY(count == COUNT_HEADER) ? (int64_t)usable(p) : usable_of(p)); // not marked
+		count_add(count_of(p));
 }
 
 // alloc_sampled makes a sampled block of malloc (zero 0) or calloc
@@ -658,43 +744,38 @@ __attribute__((noinline)) static void *alloc_sampled(size_t n, size_t m, int zer
 // free_slow is the slow path of before_free: the free of a block the
 // filter may have seen sampled (every free at rate 1).
 __attribute__((noinline)) static void free_slow(void *p, int flags) {
-	if (!enabled || (rate > 1 && !set_del((uint64_t)(uintptr_t)p)))
+	if (!enabled || ts.in_hook || (rate > 1 && !set_del((uint64_t)(uintptr_t)p)))
 		return;
 	if (temporary(p))
 		flags |= F_TEMPORARY;
-	ts.in_hook++;
+	struct hook h = hook_enter();
 	record_free(p, flags, 0);
-	ts.in_hook--;
+	hook_exit(h);
 }
 
-// free_marked frees a marked block: counts, records and frees its
-// allocator block.
+// free_marked frees a marked block (or a boot block: never freed):
+// counts, records and frees its allocator block.
 __attribute__((noinline)) static void free_marked(void *p) {
+	if (in_boot(p))
+		return;
 	char *q = base(p);
-	if (!ts.in_hook) {
+	ts.frees++;
+	count_add(-count_of(p));
+	if (enabled && !ts.in_hook) {
 		int flags = temporary(p) ? F_TEMPORARY : 0;
-		ts.frees++;
-		count_add(-(int64_t)marked_usable(p));
-		if (enabled) {
-			ts.in_hook++;
-			record_free(p, flags, 0);
-			ts.in_hook--;
-		}
+		struct hook h = hook_enter();
+		record_free(p, flags, 0);
+		hook_exit(h);
 	}
 	real_free(q);
 }
 
-// before_free counts the free of p, and records it if p was sampled
-// (blocks that are not marked: another allocator's, or rate 1).
+// before_free counts the free of p, and records it if p was sampled: the
+// general path (blocks that are not marked: another allocator's, rate 1,
+// realloc).
 static inline __attribute__((always_inline)) void before_free(void *p, int flags) {
-	if (UNLIKELY(ts.in_hook))
-		return;
-	// A thread that frees what others allocated may never allocate: its
-	// buffer is made here, so that its counts are written when it exits.
-	if (UNLIKELY(ts.buf == NULL) && enabled && UNLIKELY(own_buf() == NULL))
-		return;
 	ts.frees++;
-	count_add(-usable_of(p));
+	count_add(-count_of(p));
 	if (UNLIKELY(atomic_load_explicit(filter_slot((uint64_t)(uintptr_t)p), memory_order_relaxed) != 0))
 		free_slow(p, flags);
 }
@@ -825,7 +906,7 @@ static void fork_child(void) {
 		if (b != ts.buf)
 			b->owner = NULL;
 	}
-	ts.allocs_w = ts.allocs, ts.bytes_w = ts.bytes, ts.frees_w = ts.frees;
+	ts.allocs_w = ts.allocs, ts.bytes_w = (uint64_t)(ts.drawn - ts.left), ts.frees_w = ts.frees;
 	publish(&ts);
 	// The child holds what the parent held: its count goes on from
 	// there, its peak starts again.
@@ -873,7 +954,7 @@ __attribute__((constructor(101))) static void init(void) {
 		}
 		filter = f;
 	}
-	ts.in_hook++;
+	struct hook h = hook_enter();
 	const char *u = getenv("MEMPROBE_SITES_UNWIND");
 	if (u == NULL || strcmp(u, "libgcc") != 0) {
 		void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
@@ -884,7 +965,7 @@ __attribute__((constructor(101))) static void init(void) {
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(at_exit);
 	open_file();
-	ts.in_hook--;
+	hook_exit(h);
 	if (fd >= 0)
 		enabled = 1;
 }
@@ -893,58 +974,102 @@ __attribute__((destructor)) static void fini(void) { finish(END_EXIT); }
 
 // ---- the wrapped functions ----------------------------------------------
 
-EXPORT void *malloc(size_t n) {
+// The fast paths of malloc, calloc and free are taken where blocks are
+// marked (glibc's allocator, a rate above 1), ts.left is above 0 (the
+// library records, the thread has begun, this is not a sample) and the
+// block is not marked. Everything else goes to the general paths
+// (malloc_slow, calloc_slow, free_other, free_marked).
+
+__attribute__((noinline)) static void *malloc_slow(size_t n) {
 	if (UNLIKELY(!real_malloc)) {
 		if (resolving)
 			return boot_alloc(n);
 		resolve();
 	}
-	if (UNLIKELY(ts.in_hook))
-		return real_malloc(n);
-	if (UNLIKELY(sampled(n)))
+	if (UNLIKELY(draw(n)))
 		return alloc_sampled(n, 1, 0);
 	void *p = real_malloc(n);
 	after_alloc(p, n, KIND_HEAP, 0);
 	return p;
 }
 
-EXPORT void *calloc(size_t n, size_t m) {
+EXPORT void *malloc(size_t n) {
+	ts.left -= (int64_t)n;
+	if (UNLIKELY(ts.left <= 0))
+		return malloc_slow(n);
+	void *p = real_malloc(n);
+	if (LIKELY(p != NULL)) {
+		ts.allocs++;
+		ts.unpub += count_h(((size_t *)p)[-1]);
+		if (UNLIKELY(ts.unpub > PUBLISH))
+			count_publish();
+	}
+	return p;
+}
+
+__attribute__((noinline)) static void *calloc_slow(size_t n, size_t m) {
 	if (UNLIKELY(!real_calloc)) {
 		if (resolving)
-			return boot_alloc(n * m); // zeroed: static
+			return n > 0 && m > sizeof boot / n ? NULL : boot_alloc(n * m); // zeroed: static
 		resolve();
 	}
 	size_t t;
-	if (UNLIKELY(ts.in_hook) || UNLIKELY(__builtin_mul_overflow(n, m, &t)))
+	if (UNLIKELY(__builtin_mul_overflow(n, m, &t)))
 		return real_calloc(n, m);
-	if (UNLIKELY(sampled(t)))
+	if (UNLIKELY(draw(t)))
 		return alloc_sampled(t, 1, 1);
 	void *p = real_calloc(n, m);
 	after_alloc(p, t, KIND_HEAP, 0);
 	return p;
 }
 
-EXPORT void free(void *p) {
-	if (UNLIKELY(p == NULL || in_boot(p)))
+EXPORT void *calloc(size_t n, size_t m) {
+	size_t t;
+	if (UNLIKELY(__builtin_mul_overflow(n, m, &t)))
+		return calloc_slow(n, m);
+	ts.left -= (int64_t)t;
+	if (UNLIKELY(ts.left <= 0))
+		return calloc_slow(n, m);
+	void *p = real_calloc(n, m);
+	if (LIKELY(p != NULL)) {
+		ts.allocs++;
+		ts.unpub += count_h(((size_t *)p)[-1]);
+		if (UNLIKELY(ts.unpub > PUBLISH))
+			count_publish();
+	}
+	return p;
+}
+
+__attribute__((noinline)) static void free_other(void *p) {
+	if (p == NULL || in_boot(p))
 		return;
 	if (UNLIKELY(!real_free))
 		resolve();
-	if (LIKELY(mark)) {
-		size_t h = ((size_t *)p)[-1];
-		if (UNLIKELY(h & 8)) {
-			free_marked(p);
-			return;
-		}
-		if (LIKELY(!ts.in_hook)) {
-			if (UNLIKELY(ts.buf == NULL) && enabled)
-				own_buf(); // a thread that only frees: its counts are written at its exit
-			ts.frees++;
-			count_add(-(int64_t)usable_h(h));
-		}
-		real_free(p);
+	before_free(p, 0);
+	real_free(p);
+}
+
+__attribute__((noinline)) static void free_publish(void *p) {
+	count_publish();
+	real_free(p);
+}
+
+EXPORT void free(void *p) {
+	if (UNLIKELY(p == NULL) || UNLIKELY(!mark)) {
+		free_other(p);
 		return;
 	}
-	before_free(p, 0);
+	size_t h = ((size_t *)p)[-1];
+	if (UNLIKELY(h & 8)) {
+		free_marked(p);
+		return;
+	}
+	ts.frees++;
+	ts.unpub -= count_h(h);
+	if (UNLIKELY(ts.unpub < -PUBLISH)) {
+		free_publish(p);
+		return;
+	}
 	real_free(p);
 }
 
@@ -979,17 +1104,6 @@ EXPORT void *realloc(void *p, size_t n) {
 		free(p);
 		return NULL;
 	}
-	if (UNLIKELY(ts.in_hook)) {
-		if (!(mark && marked(p)))
-			return real_realloc(p, n);
-		void *q = real_malloc(n);
-		if (q) {
-			size_t old = marked_usable(p);
-			memcpy(q, p, old < n ? old : n);
-			real_free(base(p));
-		}
-		return q;
-	}
 	int was = mark && marked(p);
 	int s = sampled(n);
 	if (UNLIKELY(was || (s && mark)))
@@ -997,7 +1111,7 @@ EXPORT void *realloc(void *p, size_t n) {
 	// The old block is counted (and recorded, if sampled) freed before
 	// the call: once realloc returns, another thread may be given its
 	// address. If the call fails, p is still the program's.
-	int64_t u = usable_of(p);
+	int64_t u = count_of(p);
 	before_free(p, 0);
 	void *q = real_realloc(p, n);
 	if (q == NULL) {
@@ -1045,8 +1159,6 @@ EXPORT void free_aligned_sized(void *p, size_t align, size_t n) {
 EXPORT int posix_memalign(void **out, size_t align, size_t n) {
 	if (UNLIKELY(!real_posix_memalign))
 		resolve();
-	if (UNLIKELY(ts.in_hook))
-		return real_posix_memalign(out, align, n);
 	int s = sampled(n);
 	if (UNLIKELY(s && mark) && align % sizeof(void *) == 0 && (align & (align - 1)) == 0) {
 		void *p = marked_alloc(n, align, 0);
@@ -1065,8 +1177,6 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n) {
 // aligned is the memalign family: the allocator's call where the block is
 // not sampled (or a marked block cannot be made for this alignment).
 #define ALIGNED(call, align, n, markable)                                                                              \
-	if (UNLIKELY(ts.in_hook))                                                                                      \
-		return call;                                                                                           \
 	int s = sampled(n);                                                                                            \
 	void *p = UNLIKELY(s && mark) && (markable) ? marked_alloc(n, align, 0) : call;                               \
 	after_alloc(p, n, KIND_HEAP, s && (!mark || (markable)));                                                     \
@@ -1122,9 +1232,9 @@ EXPORT int munmap(void *addr, size_t len) {
 		ts.frees++;
 		if (set != NULL)
 			set_del((uint64_t)(uintptr_t)addr);
-		ts.in_hook++;
+		struct hook h = hook_enter();
 		record_free(addr, flags, len);
-		ts.in_hook--;
+		hook_exit(h);
 	}
 	return real_munmap(addr, len);
 }
