@@ -649,6 +649,24 @@ static inline struct tbuf *own_buf(void) {
 
 // ---- counting and sampling ------------------------------------------------
 
+// SUB_LE(x, v) subtracts v from the thread-local x and says whether x is
+// then at or below 0; ADD(x, v) adds. On x86-64 each is one instruction
+// on x in place (and its flags), where gcc writes a load, the change, a
+// store and a test: malloc's fast path is 18 instructions with them, 22
+// without. Elsewhere they are C.
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+#define SUB_LE(x, v)                                                                                                   \
+	({                                                                                                             \
+		int le_;                                                                                               \
+		__asm__("subq %2, %0" : "+m"(x), "=@ccle"(le_) : "er"((int64_t)(v)));                                  \
+		le_;                                                                                                   \
+	})
+#define ADD(x, v) __asm__("addq %1, %0" : "+m"(x) : "er"((int64_t)(v)))
+#else
+#define SUB_LE(x, v) (((x) -= (int64_t)(v)) <= 0)
+#define ADD(x, v) ((x) += (int64_t)(v))
+#endif
+
 // count_publish publishes the thread's count, where it is not within a
 // hook (there the count is put back at the hook's end).
 __attribute__((noinline)) static void count_publish(void) {
@@ -696,10 +714,7 @@ __attribute__((noinline)) static int draw(size_t n) {
 
 // sampled says whether an allocation of n bytes is sampled. It is asked
 // before the allocation (a sampled block is marked as it is made).
-static inline __attribute__((always_inline)) int sampled(size_t n) {
-	ts.left -= (int64_t)n;
-	return UNLIKELY(ts.left <= 0) && draw(n);
-}
+static inline __attribute__((always_inline)) int sampled(size_t n) { return UNLIKELY(SUB_LE(ts.left, n)) && draw(n); }
 
 // temporary says whether the sampled block p is freed by the thread that
 // made it before that thread allocated again, and forgets it.
@@ -994,13 +1009,12 @@ __attribute__((noinline)) static void *malloc_slow(size_t n) {
 }
 
 EXPORT void *malloc(size_t n) {
-	ts.left -= (int64_t)n;
-	if (UNLIKELY(ts.left <= 0))
+	if (UNLIKELY(SUB_LE(ts.left, n)))
 		return malloc_slow(n);
 	void *p = real_malloc(n);
 	if (LIKELY(p != NULL)) {
 		ts.allocs++;
-		ts.unpub += count_h(((size_t *)p)[-1]);
+		ADD(ts.unpub, count_h(((size_t *)p)[-1]));
 		if (UNLIKELY(ts.unpub > PUBLISH))
 			count_publish();
 	}
@@ -1027,13 +1041,12 @@ EXPORT void *calloc(size_t n, size_t m) {
 	size_t t;
 	if (UNLIKELY(__builtin_mul_overflow(n, m, &t)))
 		return calloc_slow(n, m);
-	ts.left -= (int64_t)t;
-	if (UNLIKELY(ts.left <= 0))
+	if (UNLIKELY(SUB_LE(ts.left, t)))
 		return calloc_slow(n, m);
 	void *p = real_calloc(n, m);
 	if (LIKELY(p != NULL)) {
 		ts.allocs++;
-		ts.unpub += count_h(((size_t *)p)[-1]);
+		ADD(ts.unpub, count_h(((size_t *)p)[-1]));
 		if (UNLIKELY(ts.unpub > PUBLISH))
 			count_publish();
 	}
@@ -1065,7 +1078,7 @@ EXPORT void free(void *p) {
 		return;
 	}
 	ts.frees++;
-	ts.unpub -= count_h(h);
+	ADD(ts.unpub, -count_h(h));
 	if (UNLIKELY(ts.unpub < -PUBLISH)) {
 		free_publish(p);
 		return;
