@@ -112,8 +112,23 @@ check() { # what ok
 measure() { # name env cmd...
 	local name=$1 e=$2
 	shift 2
+	# The program alone and at the default rate first, in pairs whose
+	# order alternates (alone first in odd rounds): the overhead goal
+	# compares these two, and a heaptrack run between them (12 s on the
+	# stress program, a gigabyte of trace) moved the next one by up to
+	# 15 % on a shared machine. Then rate 1 and heaptrack, interleaved.
+	local i
+	for i in $(seq "$RUNS"); do
+		if [ $((i % 2)) = 1 ]; then
+			run "$name" alone "$e" "$@"
+			run "$name" default "$e" "$@"
+		else
+			run "$name" default "$e" "$@"
+			run "$name" alone "$e" "$@"
+		fi
+	done
 	for _ in $(seq "$RUNS"); do
-		for label in alone default rate1 heaptrack; do
+		for label in rate1 heaptrack; do
 			run "$name" "$label" "$e" "$@"
 		done
 	done
@@ -144,6 +159,12 @@ measure() { # name env cmd...
 	awk -v a="$alone" -v d="$dwall" -v r="$r1wall" -v h="$htwall" 'BEGIN {printf "| against alone | 1.00 | %.2f | %.2f | %.2f |\n", d/a, r/a, h/a}'
 	printf "| wall, with the analysis (s) | | %.2f | %.2f | |\n" "$dtotal" "$r1total"
 	printf "| CPU, user + system (s) | %.2f | %.2f | %.2f | %.2f |\n" "$calone" "$cdef" "$cr1" "$cht"
+	# Each round's default run over its own alone run: the median of
+	# these ratios is less moved by the machine's drift between rounds.
+	local pwall pcpu
+	pwall=$(paste "$work/$name.alone" "$work/$name.default" | awk '{print $3/$1}' | median)
+	pcpu=$(paste "$work/$name.alone" "$work/$name.default" | awk '{print $8/$2}' | median)
+	printf "| default rate over alone, same round (median) | | %.3f wall, %.3f CPU | | |\n" "$pwall" "$pcpu"
 	printf "| peak in use (bytes) | | %.0f | %.0f | %.0f |\n" "$dpeak" "$r1peak" "$htpeak"
 	echo "| top site's share of the peak | | $(printf %.1f "$dshare") % | $(printf %.1f "$r1share") % ($top) | |"
 	echo
