@@ -110,7 +110,7 @@ static pid_t file_pid;
 static char dir[512];
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; // the file and the buffer list
 static pthread_key_t key;
-static _Atomic uint64_t seq;
+// seq orders the records of all threads; shared.seq below.
 static _Atomic uint64_t *set;    // sampled addresses; 0 empty, 1 deleted
 // filter counts the sampled addresses by a multiplicative hash of their
 // own (a counting Bloom filter of one hash, 128 KiB, which stays in the
@@ -133,18 +133,26 @@ static uint64_t start_ns;
 // largest value, at peak_seq. The sampled in-use estimate's maximum is
 // biased high (the largest of many noisy values); this count is not.
 enum { PUBLISH = 128 << 10 };
-static _Atomic int64_t inuse_total, inuse_peak;
-static _Atomic uint64_t peak_seq, peak_ns;
+// The figures every thread writes (publish, each record) are two cache
+// lines of their own (the pair a prefetcher fetches together), away from
+// the read-mostly globals the fast paths read (mark, the allocator's
+// functions).
+static struct {
+	_Atomic uint64_t seq;
+	_Atomic int64_t inuse_total, inuse_peak;
+	_Atomic uint64_t peak_seq, peak_ns;
+} __attribute__((aligned(128))) shared;
 // unw_backtrace of libunwind, where libunwind.so.8 opens and
 // MEMPROBE_SITES_UNWIND is not "libgcc": twice as fast as libgcc's
 // _Unwind_Backtrace here (docs/exec.md), which is the fallback.
 static int (*unw_bt)(void **, int);
 static uint64_t cache_mask = STACK_CACHE - 1; // STACK_CACHE_SAMPLED - 1 where the rate is above 1
 
-// A thread's state: what the fast paths touch is here, in one cache line
-// of its static TLS, and nothing else of the library's but read-mostly
-// globals (count, mark) and the word before the block. The counts go into the thread's buffer's totals record when
-// it is written.
+// A thread's state: what the fast paths touch (left, unpub, allocs,
+// frees) is here, in the first half of a cache line of its static TLS,
+// and nothing else of the library's but a read-mostly global (mark) and
+// the word before the block. The counts go into the thread's buffer's
+// totals record when it is written.
 struct tstate {
 	int64_t left;          // bytes until the next sample (at or below 0: every allocation asks draw)
 	int64_t unpub;         // counted bytes not yet in inuse_total; UNPUB_NEW before the first count
@@ -244,16 +252,16 @@ __attribute__((noinline)) static void publish(struct tstate *t) {
 	int first = d < UNPUB_NEW / 2;
 	if (first)
 		d -= UNPUB_NEW;
-	int64_t v = atomic_fetch_add_explicit(&inuse_total, d, memory_order_relaxed) + d;
+	int64_t v = atomic_fetch_add_explicit(&shared.inuse_total, d, memory_order_relaxed) + d;
 	if (first && t == &ts && enabled)
 		own_buf();
 	if (!enabled)
 		return; // counted, but no peak before the records' clock starts
-	int64_t pk = atomic_load_explicit(&inuse_peak, memory_order_relaxed);
+	int64_t pk = atomic_load_explicit(&shared.inuse_peak, memory_order_relaxed);
 	while (v > pk) {
-		if (atomic_compare_exchange_weak(&inuse_peak, &pk, v)) {
-			atomic_store_explicit(&peak_seq, atomic_load_explicit(&seq, memory_order_relaxed), memory_order_relaxed);
-			atomic_store_explicit(&peak_ns, now_ns() - start_ns, memory_order_relaxed);
+		if (atomic_compare_exchange_weak(&shared.inuse_peak, &pk, v)) {
+			atomic_store_explicit(&shared.peak_seq, atomic_load_explicit(&shared.seq, memory_order_relaxed), memory_order_relaxed);
+			atomic_store_explicit(&shared.peak_ns, now_ns() - start_ns, memory_order_relaxed);
 			break;
 		}
 	}
@@ -611,12 +619,12 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	uint64_t t = now_ns();
 	put8(b, R_ALLOC);
 	put8(b, (uint8_t)kind);
-	put64(b, atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
+	put64(b, atomic_fetch_add_explicit(&shared.seq, 1, memory_order_relaxed));
 	put64(b, t - start_ns);
 	put64(b, (uint64_t)(uintptr_t)p);
 	put64(b, n);
 	put64(b, h);
-	put64(b, (uint64_t)atomic_load_explicit(&inuse_total, memory_order_relaxed));
+	put64(b, (uint64_t)atomic_load_explicit(&shared.inuse_total, memory_order_relaxed));
 	put64(b, u);
 	flush_if_old(b, t);
 }
@@ -634,7 +642,7 @@ static void record_free(void *p, int flags, size_t len) {
 	uint64_t t = now_ns();
 	put8(b, (flags & F_MUNMAP) ? R_UNMAP : R_FREE);
 	put8(b, (uint8_t)flags);
-	put64(b, atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed));
+	put64(b, atomic_fetch_add_explicit(&shared.seq, 1, memory_order_relaxed));
 	put64(b, t - start_ns);
 	put64(b, (uint64_t)(uintptr_t)p);
 	if (flags & F_MUNMAP)
@@ -879,8 +887,8 @@ static void finish(int how) {
 		}
 		write_maps_locked();
 		unsigned char c[33];
-		int64_t pk = atomic_load(&inuse_peak), ex = atomic_load(&inuse_total);
-		uint64_t ps = atomic_load(&peak_seq), pn = atomic_load(&peak_ns);
+		int64_t pk = atomic_load(&shared.inuse_peak), ex = atomic_load(&shared.inuse_total);
+		uint64_t ps = atomic_load(&shared.peak_seq), pn = atomic_load(&shared.peak_ns);
 		c[0] = R_COUNT;
 		memcpy(c + 1, &pk, 8);
 		memcpy(c + 9, &ps, 8);
@@ -889,7 +897,7 @@ static void finish(int how) {
 		if (count != COUNT_NONE)
 			write_all(c, sizeof c);
 		unsigned char e[18];
-		uint64_t s = atomic_load(&seq);
+		uint64_t s = atomic_load(&shared.seq);
 		e[0] = R_END;
 		e[1] = (unsigned char)how;
 		memcpy(e + 2, &s, 8);
@@ -933,9 +941,9 @@ static void fork_child(void) {
 	publish(&ts);
 	// The child holds what the parent held: its count goes on from
 	// there, its peak starts again.
-	atomic_store(&inuse_peak, atomic_load(&inuse_total));
-	atomic_store(&peak_seq, atomic_load(&seq));
-	atomic_store(&peak_ns, 0);
+	atomic_store(&shared.inuse_peak, atomic_load(&shared.inuse_total));
+	atomic_store(&shared.peak_seq, atomic_load(&shared.seq));
+	atomic_store(&shared.peak_ns, 0);
 	if (fd >= 0)
 		close(fd);
 	fd = -1;
