@@ -1014,6 +1014,17 @@ __attribute__((destructor)) static void fini(void) { finish(END_EXIT); }
 // block is not marked. Everything else goes to the general paths
 // (malloc_slow, calloc_slow, free_other, free_marked).
 
+// count_new counts a block of the fast paths (glibc's, not marked).
+static inline __attribute__((always_inline)) void *count_new(void *p) {
+	if (LIKELY(p != NULL)) {
+		ts.allocs++;
+		ADD(ts.unpub, count_h(((size_t *)p)[-1]));
+		if (UNLIKELY(ts.unpub > PUBLISH))
+			count_publish();
+	}
+	return p;
+}
+
 __attribute__((noinline)) static void *malloc_slow(size_t n) {
 	if (UNLIKELY(!real_malloc)) {
 		if (resolving)
@@ -1030,14 +1041,7 @@ __attribute__((noinline)) static void *malloc_slow(size_t n) {
 EXPORT void *malloc(size_t n) {
 	if (UNLIKELY(SUB_LE(ts.left, n)))
 		return malloc_slow(n);
-	void *p = real_malloc(n);
-	if (LIKELY(p != NULL)) {
-		ts.allocs++;
-		ADD(ts.unpub, count_h(((size_t *)p)[-1]));
-		if (UNLIKELY(ts.unpub > PUBLISH))
-			count_publish();
-	}
-	return p;
+	return count_new(real_malloc(n));
 }
 
 __attribute__((noinline)) static void *calloc_slow(size_t n, size_t m) {
@@ -1062,14 +1066,7 @@ EXPORT void *calloc(size_t n, size_t m) {
 		return calloc_slow(n, m);
 	if (UNLIKELY(SUB_LE(ts.left, t)))
 		return calloc_slow(n, m);
-	void *p = real_calloc(n, m);
-	if (LIKELY(p != NULL)) {
-		ts.allocs++;
-		ADD(ts.unpub, count_h(((size_t *)p)[-1]));
-		if (UNLIKELY(ts.unpub > PUBLISH))
-			count_publish();
-	}
-	return p;
+	return count_new(real_calloc(n, m));
 }
 
 __attribute__((noinline)) static void free_other(void *p) {
