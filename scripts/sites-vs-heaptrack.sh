@@ -114,9 +114,9 @@ measure() { # name env cmd...
 	shift 2
 	# The program alone and at the default rate first, in pairs whose
 	# order alternates (alone first in odd rounds): the overhead goal
-	# compares these two, and a heaptrack run between them (12 s on the
-	# stress program, a gigabyte of trace) moved the next one by up to
-	# 15 % on a shared machine. Then rate 1 and heaptrack, interleaved.
+	# compares these two, measured close in time, with no heaptrack run
+	# between them (12 s on the stress program; its interpreter held 18
+	# GB on cc1). Then rate 1 and heaptrack, interleaved.
 	local i
 	for i in $(seq "$RUNS"); do
 		if [ $((i % 2)) = 1 ]; then
