@@ -775,11 +775,10 @@ static inline __attribute__((always_inline)) void *alloc_sampled(size_t n, size_
 
 // free_slow is the slow path of before_free: the free of a block the
 // filter may have seen sampled (every free at rate 1).
-__attribute__((noinline)) static void free_slow(void *p, int flags) {
+__attribute__((noinline)) static void free_slow(void *p) {
 	if (!enabled || ts.in_hook || (rate > 1 && !set_del((uint64_t)(uintptr_t)p)))
 		return;
-	if (temporary(p))
-		flags |= F_TEMPORARY;
+	int flags = temporary(p) ? F_TEMPORARY : 0;
 	struct hook h = hook_enter();
 	record_free(p, flags, 0);
 	hook_exit(h);
@@ -805,11 +804,11 @@ __attribute__((noinline)) static void free_marked(void *p) {
 // before_free counts the free of p, and records it if p was sampled: the
 // general path (blocks that are not marked: another allocator's, rate 1,
 // realloc).
-static inline __attribute__((always_inline)) void before_free(void *p, int flags) {
+static inline __attribute__((always_inline)) void before_free(void *p) {
 	ts.frees++;
 	count_add(-count_of(p));
 	if (UNLIKELY(atomic_load_explicit(filter_slot((uint64_t)(uintptr_t)p), memory_order_relaxed) != 0))
-		free_slow(p, flags);
+		free_slow(p);
 }
 
 // ---- the process's start, fork, exec and end -----------------------------
@@ -1074,7 +1073,7 @@ __attribute__((noinline)) static void free_other(void *p) {
 		return;
 	if (UNLIKELY(!real_free))
 		resolve();
-	before_free(p, 0);
+	before_free(p);
 	real_free(p);
 }
 
@@ -1141,7 +1140,7 @@ EXPORT void *realloc(void *p, size_t n) {
 	// the call: once realloc returns, another thread may be given its
 	// address. If the call fails, p is still the program's.
 	int64_t u = count_of(p);
-	before_free(p, 0);
+	before_free(p);
 	void *q = real_realloc(p, n);
 	if (q == NULL) {
 		count_add(u);
