@@ -3,11 +3,13 @@ package outside
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
@@ -201,5 +203,24 @@ func TestRenderSitesGolden(t *testing.T) {
 			t.Fatal(e.err)
 		}
 		golden.Check(t, "sites_"+string(f)+".golden", b.Bytes())
+	}
+}
+
+// TestMonoAt: CLOCK_MONOTONIC at a time.Time is read between two
+// readings of the clock taken around it, however late it is asked
+// (finishSites asks once the program has exited), here up to 50 ms
+// later, within 1 ms.
+// Read as monoNow() - time.Since(t) in one go, a goroutine preempted
+// between the two put it early by the wait: once in a CI run, a walk
+// taken after fragment.c's frees read as taken during them.
+func TestMonoAt(t *testing.T) {
+	for range 20 {
+		a := monoNow()
+		at := time.Now()
+		b := monoNow()
+		time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond)
+		if m := monoAt(at); m+1e6 < a || m > b+1e6 {
+			t.Fatalf("monoAt: %d, want within 1 ms of [%d, %d]", m, a, b)
+		}
 	}
 }
