@@ -714,3 +714,69 @@ func TestFreeOnlyThread(t *testing.T) {
 		t.Errorf("rate 1 TiB: exit %d (%s), want counted and within [%d, %d]", s.ExitInUseBytes, s.PeakSource, want, want*106/100)
 	}
 }
+
+// TestUnwindersAgree: the library's own unwinder (the rules of
+// .eh_frame, MEMPROBE_SITES_UNWIND=cfi: no fallback, a stack it cannot
+// walk is recorded empty) names every allocation's stack as libunwind
+// does (libgcc's unwinder where libunwind is missing), at rate 1, on
+// programs with frames by rbp (-fno-omit-frame-pointer, -O0) and by rsp
+// (-O2 -fomit-frame-pointer), C++, threads (glibc's pthread_create and
+// clone3), a library dlopened and closed, and a return address past its
+// function's end (noreturn.c).
+func TestUnwindersAgree(t *testing.T) {
+	plugin := filepath.Join(t.TempDir(), "libplugin.so")
+	if out, err := exec.Command("gcc", "-O2", "-g", "-shared", "-fPIC", "-o", plugin, filepath.Join("testdata", "plugin.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, argv := range [][]string{
+		{prog(t, "planted.c")},
+		{prog(t, "callers.c", "-O0")},
+		{prog(t, "callers.c", "-O2", "-fomit-frame-pointer")},
+		{prog(t, "cxx.cc", "-O2", "-fomit-frame-pointer")},
+		{prog(t, "stress.c", "-O2", "-fomit-frame-pointer"), "3000", "3"},
+		{prog(t, "dlopen.c", "-ldl"), plugin},
+		{prog(t, "noreturn.c", "-O2")},
+	} {
+		stacks := func(unwind string) map[string][2]int64 {
+			t.Setenv("MEMPROBE_SITES_UNWIND", unwind)
+			s, _, _ := record(t, 1, argv...)
+			out := map[string][2]int64{}
+			for _, pf := range s.Profiles {
+				if pf.Kind != schema.SitesAlloc {
+					continue
+				}
+				p, err := readProfile(pf.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, smp := range p.Sample {
+					var fns []string
+					for _, loc := range smp.Location {
+						for _, l := range loc.Line {
+							fns = append(fns, l.Function.Name)
+						}
+					}
+					k := strings.Join(fns, " < ")
+					v := out[k]
+					out[k] = [2]int64{v[0] + smp.Value[0], v[1] + smp.Value[1]}
+				}
+			}
+			return out
+		}
+		own, ref := stacks("cfi"), stacks("libunwind")
+		name := filepath.Base(argv[0])
+		if len(ref) == 0 {
+			t.Errorf("%s: no stacks by libunwind", name)
+		}
+		for k, v := range ref {
+			if own[k] != v {
+				t.Errorf("%s: stack %q: %v (objects, bytes) by the rules, %v by libunwind", name, k, own[k], v)
+			}
+		}
+		for k, v := range own {
+			if _, ok := ref[k]; !ok {
+				t.Errorf("%s: stack %q (%v) by the rules only", name, k, v)
+			}
+		}
+	}
+}
