@@ -7,7 +7,8 @@
 //     (make build) and put in the program's LD_PRELOAD by Env, wraps the
 //     C allocator and the program's anonymous mmap/munmap, samples
 //     allocations by bytes and unwinds the sampled ones in the program
-//     (libgcc's _Unwind_Backtrace), writing binary records, one file per
+//     (by .eh_frame's rules on x86-64, else libunwind or libgcc's
+//     unwinder), writing binary records, one file per
 //     process image, to a directory (records.go says the format).
 //  2. Analyze reads them, replays each image's events in order (the
 //     in-use bytes, their peak, the blocks at the peak and at exit, the
