@@ -3,16 +3,22 @@
 # program (probe/sites/testdata/stress.c), finer than
 # sites-vs-heaptrack.sh's 5 runs: many short runs (N allocations a
 # thread), each round every configuration once in a rotating order, the
-# library preloaded without the probe; for each configuration the mean
-# of each round's CPU (user + system) ratio to the same round's run
-# alone, ± one standard error, and the median. A machine whose speed
-# drifts moves every configuration of a round together; the ratio
-# within the round drops most of it. docs/exec.md quotes it.
+# library preloaded without the probe (but in probe and watch); for each
+# configuration the mean of each round's CPU (user + system) ratio to
+# the same round's run alone, ± one standard error, and the median; the
+# same of wall time. A machine whose speed drifts moves every
+# configuration of a round together; the ratio within the round drops
+# most of it. docs/exec.md quotes it.
 #   scripts/sites-overhead.sh                  (make build first)
 #   ROUNDS=100 N=500000 CONFIGS="default libunwind nosamples" scripts/sites-overhead.sh
 # Configurations: default (the default rate, the library's own
 # unwinder), libunwind and libgcc (the default rate, those unwinders),
-# nosamples (a rate of 10^14: the fast paths alone), rate=BYTES.
+# nosamples (a rate of 10^14: the fast paths alone), rate=BYTES; and
+# with the probe watching: probe (bin/probe exec --sites, the default
+# rate) and watch (bin/probe exec, no library), whose CPU is the
+# program's own (wait4, from the result) and not the probe's: on a
+# machine the program keeps busy, what the probe takes of it shows in
+# the wall column.
 set -euo pipefail
 ROUNDS=${ROUNDS:-80}
 N=${N:-500000}   # allocations a thread
@@ -24,16 +30,51 @@ lib=${LIB:-$here/bin/libmemprobe-sites.so}
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 2 ]] || { echo "sites-overhead: ROUNDS=$ROUNDS: want 2 or more" >&2; exit 2; }
 for c in $CONFIGS; do
 	case $c in
-	default | libunwind | libgcc | nosamples) ;;
+	default | libunwind | libgcc | nosamples | probe | watch) ;;
 	rate=*) [[ ${c#rate=} =~ ^[1-9][0-9]*$ ]] || { echo "sites-overhead: $c: want rate=BYTES, 1 or more" >&2; exit 2; } ;;
-	*) echo "sites-overhead: unknown configuration $c (default libunwind libgcc nosamples rate=BYTES)" >&2; exit 2 ;;
+	*) echo "sites-overhead: unknown configuration $c (default libunwind libgcc nosamples rate=BYTES probe watch)" >&2; exit 2 ;;
 	esac
 done
+probe=$(dirname "$lib")/probe
+case " $CONFIGS " in
+*" probe "* | *" watch "*) [ -x "$probe" ] || { echo "sites-overhead: $probe not found: run make build" >&2; exit 2; } ;;
+esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/sites-overhead.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 gcc -O2 -g -pthread -o "$work/stress" "$here/probe/sites/testdata/stress.c"
+# timed FILE CMD...: runs CMD, writes its user, system and wall seconds
+# to FILE, to the microsecond (/usr/bin/time's hundredths are 4 % of a
+# 0.25 s run).
+cat >"$work/timed.c" <<'EOF'
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	pid_t p = fork();
+	if (p == 0) {
+		execvp(argv[2], argv + 2);
+		_exit(127);
+	}
+	int st;
+	struct rusage ru;
+	if (p < 0 || wait4(p, &st, 0, &ru) < 0)
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	FILE *f = fopen(argv[1], "w");
+	if (f == NULL)
+		return 1;
+	fprintf(f, "%.6f %.6f %.6f\n", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+		(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
+	return fclose(f) != 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+}
+EOF
+gcc -O2 -o "$work/timed" "$work/timed.c"
 
-# one CONFIG: one run, its CPU seconds appended to $work/CONFIG.
+# one CONFIG: one run, its CPU and wall seconds appended to $work/CONFIG.
 one() {
 	local c=$1 rate=524288 unwind=
 	case $c in
@@ -42,13 +83,24 @@ one() {
 	rate=*) rate=${c#rate=} ;;
 	esac
 	rm -rf "$work/rec" && mkdir "$work/rec"
-	if [ "$c" = alone ]; then
-		/usr/bin/time -f "%U %S" -o "$work/time" "$work/stress" "$N" "$T" >/dev/null
-	else
+	case $c in
+	alone)
+		"$work/timed" "$work/time" "$work/stress" "$N" "$T" >/dev/null
+		;;
+	probe | watch)
+		local sites=()
+		[ "$c" = probe ] && sites=(--sites --out-dir "$work/out")
+		rm -rf "$work/r.json" "$work/out"
+		"$probe" exec "${sites[@]}" --json "$work/r.json" -- "$work/stress" "$N" "$T" >/dev/null 2>"$work/err" ||
+			{ echo "sites-overhead: $c: $(tail -1 "$work/err")" >&2; exit 1; }
+		jq -r '.process | "\(.rusage_user_ms / 1000) \(.rusage_system_ms / 1000) \(.duration_ms / 1000)"' "$work/r.json" >"$work/time"
+		;;
+	*)
 		MEMPROBE_SITES_UNWIND=$unwind MEMPROBE_SITES_DIR="$work/rec" MEMPROBE_SITES_RATE=$rate LD_PRELOAD=$lib \
-			/usr/bin/time -f "%U %S" -o "$work/time" "$work/stress" "$N" "$T" >/dev/null
-	fi
-	awk '{printf "%.3f\n", $1 + $2}' "$work/time" >>"$work/$c"
+			"$work/timed" "$work/time" "$work/stress" "$N" "$T" >/dev/null
+		;;
+	esac
+	awk '{printf "%.3f %.3f\n", $1 + $2, $3}' "$work/time" >>"$work/$c"
 }
 
 all=(alone $CONFIGS)
@@ -62,15 +114,21 @@ done
 
 echo "stress.c, $N allocations a thread, $T threads; $ROUNDS rounds; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores"
 echo
-echo "| configuration | CPU over alone, mean ± SE | median | CPU (s), mean |"
-echo "|---|---:|---:|---:|"
-awk '{s += $1} END {printf "| alone | 1 | 1 | %.3f |\n", s / NR}' "$work/alone"
-for c in $CONFIGS; do
-	paste "$work/alone" "$work/$c" | awk '{print $2 / $1, $2}' | sort -g | awk -v c="$c" '
-		{r[NR] = $1; s += $1; ss += $1 * $1; t += $2}
+echo "| configuration | CPU over alone, mean ± SE | median | wall over alone, mean ± SE | median | CPU (s), mean |"
+echo "|---|---:|---:|---:|---:|---:|"
+awk '{s += $1} END {printf "| alone | 1 | 1 | 1 | 1 | %.3f |\n", s / NR}' "$work/alone"
+# stats: the mean ± SE and the median of a column of ratios.
+stats() {
+	sort -g | awk '
+		{r[NR] = $1; s += $1; ss += $1 * $1}
 		END {
 			m = s / NR; se = sqrt((ss / NR - m * m) / (NR - 1))
 			med = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
-			printf "| %s | %.3f ± %.3f | %.3f | %.3f |\n", c, m, se, med, t / NR
+			printf "%.3f ± %.3f | %.3f", m, se, med
 		}'
+}
+for c in $CONFIGS; do
+	cpu=$(paste "$work/alone" "$work/$c" | awk '{print $3 / $1}' | stats)
+	wall=$(paste "$work/alone" "$work/$c" | awk '{print $4 / $2}' | stats)
+	echo "| $c | $cpu | $wall | $(awk '{s += $1} END {printf "%.3f", s / NR}' "$work/$c") |"
 done

@@ -24,7 +24,7 @@ import (
 //	        else the frees of sampled blocks)
 //	'U'     u8 flags, u64 seq, u64 t_ns, u64 addr, u64 len  every munmap
 //	        of the program's, at any rate
-//	'T'     u64 allocs, u64 bytes, u64 frees    a thread's counts since its last 'T'
+//	'T'     u64 allocs, u64 bytes               a thread's counts since its last 'T'
 //	'M'     u64 len, len bytes of /proc/self/maps
 //	'P'     i64 peak, u64 seq, u64 t_ns, i64 end  the count of every block in use by
 //	        its usable size: its peak (when), and its value at the end
@@ -32,7 +32,7 @@ import (
 //
 // Each thread writes whole records in chunks, so the file is ordered per
 // thread, not globally: seq orders the events of one image.
-const recordVersion = 2
+const recordVersion = 3
 
 const headerLen = 40
 
@@ -79,9 +79,9 @@ type image struct {
 	// maps are the /proc/self/maps texts written (at dlclose, exec and
 	// exit), oldest first.
 	maps []string
-	// allocs, allocBytes and frees are every allocation and free the
-	// library counted, sampled or not.
-	allocs, allocBytes, frees uint64
+	// allocs and allocBytes are every allocation the library counted,
+	// sampled or not, and the bytes asked for.
+	allocs, allocBytes uint64
 	// counted says the image wrote its count ('P'): countPeak bytes at
 	// countSeq (countNs), countEnd at the end.
 	counted           bool
@@ -252,12 +252,11 @@ func (d *decoder) next(im *image) error {
 		}
 		im.events = append(im.events, event{free: true, flags: b[0] | flagMunmap, seq: le.Uint64(b[1:]), tNs: le.Uint64(b[9:]), addr: le.Uint64(b[17:]), size: le.Uint64(b[25:])})
 	case 'T':
-		if b, err = read(24); err != nil {
+		if b, err = read(16); err != nil {
 			break
 		}
 		im.allocs += le.Uint64(b)
 		im.allocBytes += le.Uint64(b[8:])
-		im.frees += le.Uint64(b[16:])
 	case 'M':
 		if b, err = read(8); err != nil {
 			break

@@ -43,7 +43,7 @@
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
 enum {
-	RECORD_VERSION = 2,
+	RECORD_VERSION = 3,
 	MAX_FRAMES = 64,
 	BUF_BYTES = 64 << 10,
 	// Per thread, direct mapped: the hashes of the stacks already
@@ -156,16 +156,15 @@ enum { UNWIND_CFI, UNWIND_CFI_ONLY, UNWIND_LIBUNWIND, UNWIND_LIBGCC };
 static int unwinder = UNWIND_CFI;
 static uint64_t cache_mask = STACK_CACHE - 1; // STACK_CACHE_SAMPLED - 1 where the rate is above 1
 
-// A thread's state: what the fast paths touch (left, unpub, allocs,
-// frees) is here, in the first half of a cache line of its static TLS,
+// A thread's state: what the fast paths touch (left, unpub, allocs) is
+// here, in the first half of a cache line of its static TLS,
 // and nothing else of the library's but a read-mostly global (mark) and
 // the word before the block. The counts go into the thread's buffer's
 // totals record when it is written.
 struct tstate {
 	int64_t left;          // bytes until the next sample (at or below 0: every allocation asks draw)
 	int64_t unpub;         // counted bytes not yet in inuse_total; UNPUB_NEW before the first count
-	uint64_t allocs;       // since the thread began,
-	uint64_t frees;        // outside the library's own calls (hooks)
+	uint64_t allocs;       // since the thread began, outside the library's own calls (hooks)
 	int64_t drawn;         // the bytes allocated are drawn - left (set_left)
 	void *last;            // the last sampled block this thread allocated,
 	uint64_t last_allocs;  // and allocs then: a temporary if freed while they agree
@@ -173,7 +172,7 @@ struct tstate {
 	int in_hook;
 	uint64_t rng;
 	int64_t gleft;         // where blocks are not marked, bytes until the next sample (left stays at or below 0)
-	uint64_t allocs_w, bytes_w, frees_w; // written in totals records
+	uint64_t allocs_w, bytes_w; // written in totals records
 } __attribute__((aligned(64)));
 // A new thread's unpub: its first count is out of range either way, and
 // publish sees it is the first (a thread that only frees gets its buffer
@@ -195,16 +194,16 @@ static inline void set_left(int64_t v) {
 // paths change, and hook_exit puts it back.
 struct hook {
 	int64_t left, unpub;
-	uint64_t allocs, frees;
+	uint64_t allocs;
 };
 static inline struct hook hook_enter(void) {
-	struct hook h = {ts.left, ts.unpub, ts.allocs, ts.frees};
+	struct hook h = {ts.left, ts.unpub, ts.allocs};
 	ts.in_hook++;
 	return h;
 }
 static inline void hook_exit(struct hook h) {
 	ts.in_hook--;
-	ts.left = h.left, ts.unpub = h.unpub, ts.allocs = h.allocs, ts.frees = h.frees;
+	ts.left = h.left, ts.unpub = h.unpub, ts.allocs = h.allocs;
 }
 
 // A frame rule of cfi_backtrace's (below), for the return address ip
@@ -356,13 +355,12 @@ static void put64(struct tbuf *b, uint64_t v) { put(b, &v, 8); }
 // nothing: its records would be charged to the wrong pid.
 static void flush_locked(struct tbuf *b) {
 	struct tstate *t = b->owner;
-	if (t != NULL && (t->allocs != t->allocs_w || t->frees != t->frees_w)) {
-		uint64_t a = t->allocs, by = (uint64_t)(t->drawn - t->left), f = t->frees;
+	if (t != NULL && t->allocs != t->allocs_w) {
+		uint64_t a = t->allocs, by = (uint64_t)(t->drawn - t->left);
 		put8(b, R_TOTALS);
 		put64(b, a - t->allocs_w);
 		put64(b, by - t->bytes_w);
-		put64(b, f - t->frees_w);
-		t->allocs_w = a, t->bytes_w = by, t->frees_w = f;
+		t->allocs_w = a, t->bytes_w = by;
 	}
 	if (b->len > 0 && fd >= 0 && getpid() == file_pid)
 		write_all(b->data, b->len);
@@ -1149,7 +1147,6 @@ __attribute__((noinline)) static void free_marked(void *p) {
 	if (in_boot(p))
 		return;
 	char *q = base(p);
-	ts.frees++;
 	count_add(-count_of(p));
 	if (enabled && !ts.in_hook) {
 		int flags = temporary(p) ? F_TEMPORARY : 0;
@@ -1164,7 +1161,6 @@ __attribute__((noinline)) static void free_marked(void *p) {
 // general path (blocks that are not marked: another allocator's, rate 1,
 // realloc).
 static inline __attribute__((always_inline)) void before_free(void *p) {
-	ts.frees++;
 	count_add(-count_of(p));
 	if (UNLIKELY(atomic_load_explicit(filter_slot((uint64_t)(uintptr_t)p), memory_order_relaxed) != 0))
 		free_slow(p);
@@ -1296,7 +1292,7 @@ static void fork_child(void) {
 		if (b != ts.buf)
 			b->owner = NULL;
 	}
-	ts.allocs_w = ts.allocs, ts.bytes_w = (uint64_t)(ts.drawn - ts.left), ts.frees_w = ts.frees;
+	ts.allocs_w = ts.allocs, ts.bytes_w = (uint64_t)(ts.drawn - ts.left);
 	publish(&ts);
 	// The child holds what the parent held: its count goes on from
 	// there, its peak starts again.
@@ -1460,7 +1456,6 @@ EXPORT void free(void *p) {
 		free_marked(p);
 		return;
 	}
-	ts.frees++;
 	ADD(ts.unpub, -count_h(h));
 	if (UNLIKELY(ts.unpub < -PUBLISH)) {
 		free_publish(p);
@@ -1625,7 +1620,6 @@ EXPORT int munmap(void *addr, size_t len) {
 		int flags = F_MUNMAP;
 		if (temporary(addr))
 			flags |= F_TEMPORARY;
-		ts.frees++;
 		if (set != NULL)
 			set_del((uint64_t)(uintptr_t)addr);
 		struct hook h = hook_enter();
