@@ -156,14 +156,14 @@ enum { UNWIND_CFI, UNWIND_CFI_ONLY, UNWIND_LIBUNWIND, UNWIND_LIBGCC };
 static int unwinder = UNWIND_CFI;
 static uint64_t cache_mask = STACK_CACHE - 1; // STACK_CACHE_SAMPLED - 1 where the rate is above 1
 
-// A thread's state: what the fast paths touch (left, unpub, allocs) is
+// A thread's state: what the fast paths touch (left, over, allocs) is
 // here, in the first half of a cache line of its static TLS,
 // and nothing else of the library's but a read-mostly global (mark) and
 // the word before the block. The counts go into the thread's buffer's
 // totals record when it is written.
 struct tstate {
 	int64_t left;          // bytes until the next sample (at or below 0: every allocation asks draw)
-	int64_t unpub;         // counted bytes not yet in inuse_total; UNPUB_NEW before the first count
+	int64_t over;          // counted bytes not yet in inuse_total, less PUBLISH (UNPUB below)
 	uint64_t allocs;       // since the thread began, outside the library's own calls (hooks)
 	int64_t drawn;         // the bytes allocated are drawn - left (set_left)
 	void *last;            // the last sampled block this thread allocated,
@@ -174,11 +174,16 @@ struct tstate {
 	int64_t gleft;         // where blocks are not marked, bytes until the next sample (left stays at or below 0)
 	uint64_t allocs_w, bytes_w; // written in totals records
 } __attribute__((aligned(64)));
-// A new thread's unpub: its first count is out of range either way, and
-// publish sees it is the first (a thread that only frees gets its buffer
-// there, so that its counts are written when it exits).
+// UNPUB(t) is t's count not yet in inuse_total. It is kept less PUBLISH,
+// in over, so that malloc's bound is the sign of its add (ADD_GT0), one
+// instruction fewer than a compare; free's bound, over below
+// -2 PUBLISH, is a compare. A new thread's count starts at UNPUB_NEW:
+// its first count is out of range either way, and publish sees it is
+// the first (a thread that only frees gets its buffer there, so that its
+// counts are written when it exits).
+#define UNPUB(t) ((t)->over + PUBLISH)
 #define UNPUB_NEW (-(INT64_C(1) << 62))
-static TLS struct tstate ts = {.unpub = UNPUB_NEW};
+static TLS struct tstate ts = {.over = UNPUB_NEW - PUBLISH};
 
 // set_left sets the bytes to the next sample, keeping the bytes
 // allocated (drawn - left) as they were.
@@ -193,17 +198,17 @@ static inline void set_left(int64_t v) {
 // sampling, as if they had not been made. hook_enter saves what the fast
 // paths change, and hook_exit puts it back.
 struct hook {
-	int64_t left, unpub;
+	int64_t left, over;
 	uint64_t allocs;
 };
 static inline struct hook hook_enter(void) {
-	struct hook h = {ts.left, ts.unpub, ts.allocs};
+	struct hook h = {ts.left, ts.over, ts.allocs};
 	ts.in_hook++;
 	return h;
 }
 static inline void hook_exit(struct hook h) {
 	ts.in_hook--;
-	ts.left = h.left, ts.unpub = h.unpub, ts.allocs = h.allocs;
+	ts.left = h.left, ts.over = h.over, ts.allocs = h.allocs;
 }
 
 // A frame rule of cfi_backtrace's (below), for the return address ip
@@ -269,8 +274,8 @@ static struct tbuf *own_buf(void);
 // publish adds the thread's unpublished count to inuse_total and keeps
 // its peak.
 __attribute__((noinline)) static void publish(struct tstate *t) {
-	int64_t d = t->unpub;
-	t->unpub = 0;
+	int64_t d = UNPUB(t);
+	t->over = -PUBLISH;
 	int first = d < UNPUB_NEW / 2;
 	if (first)
 		d -= UNPUB_NEW;
@@ -523,6 +528,10 @@ static int set_del(uint64_t a) {
 #define MARK 0x6d656d70726f62e8ULL
 enum { PREFIX = 16 };
 static int mark; // set at the start where it applies; never cleared (marked blocks live on)
+// free_below is UINTPTR_MAX where mark is set, else 0: free takes its
+// fast path where p - 1 is below it, one compare for a p that is not
+// NULL and blocks that are marked.
+static uintptr_t free_below;
 static size_t page = 4096;
 
 static inline int marked(void *p) { return (((size_t *)p)[-1] & 8) != 0; }
@@ -1022,10 +1031,11 @@ static inline struct tbuf *own_buf(void) {
 // ---- counting and sampling ------------------------------------------------
 
 // SUB_LE(x, v) subtracts v from the thread-local x and says whether x is
-// then at or below 0; ADD(x, v) adds. On x86-64 each is one instruction
-// on x in place (and its flags), where gcc writes a load, the change, a
-// store and a test: malloc's fast path is 18 instructions with them, 22
-// without. Elsewhere they are C.
+// then at or below 0; ADD_GT0(x, v) adds and says whether x is then
+// above 0; ADD(x, v) adds. On x86-64 each is one instruction on x in
+// place (and its flags), where gcc writes a load, the change, a store and
+// a test: malloc's fast path is 17 instructions with them, 22 without.
+// Elsewhere they are C.
 #if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
 #define SUB_LE(x, v)                                                                                                   \
 	({                                                                                                             \
@@ -1033,9 +1043,16 @@ static inline struct tbuf *own_buf(void) {
 		__asm__("subq %2, %0" : "+m"(x), "=@ccle"(le_) : "er"((int64_t)(v)));                                  \
 		le_;                                                                                                   \
 	})
+#define ADD_GT0(x, v)                                                                                                  \
+	({                                                                                                             \
+		int gt_;                                                                                               \
+		__asm__("addq %2, %0" : "+m"(x), "=@ccg"(gt_) : "er"((int64_t)(v)));                                   \
+		gt_;                                                                                                   \
+	})
 #define ADD(x, v) __asm__("addq %1, %0" : "+m"(x) : "er"((int64_t)(v)))
 #else
 #define SUB_LE(x, v) (((x) -= (int64_t)(v)) <= 0)
+#define ADD_GT0(x, v) (((x) += (int64_t)(v)) > 0)
 #define ADD(x, v) ((x) += (int64_t)(v))
 #endif
 
@@ -1048,8 +1065,8 @@ __attribute__((noinline)) static void count_publish(void) {
 
 // count_add adds u bytes to the thread's count of the bytes in use.
 static inline __attribute__((always_inline)) void count_add(int64_t u) {
-	ts.unpub += u;
-	if (UNLIKELY(ts.unpub > PUBLISH || ts.unpub < -PUBLISH))
+	ts.over += u;
+	if (UNLIKELY(ts.over > 0 || ts.over < -2 * PUBLISH))
 		count_publish();
 }
 
@@ -1328,6 +1345,7 @@ __attribute__((constructor(101))) static void init(void) {
 		cache_mask = STACK_CACHE_SAMPLED - 1;
 	if (count == COUNT_HEADER && rate > 1) {
 		mark = 1;
+		free_below = UINTPTR_MAX;
 	} else {
 		_Atomic uint8_t *f = real_mmap(NULL, FILTER_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (f == MAP_FAILED)
@@ -1381,8 +1399,7 @@ __attribute__((destructor)) static void fini(void) { finish(END_EXIT); }
 static inline __attribute__((always_inline)) void *count_new(void *p) {
 	if (LIKELY(p != NULL)) {
 		ts.allocs++;
-		ADD(ts.unpub, count_h(((size_t *)p)[-1]));
-		if (UNLIKELY(ts.unpub > PUBLISH))
+		if (UNLIKELY(ADD_GT0(ts.over, count_h(((size_t *)p)[-1]))))
 			count_publish();
 	}
 	return p;
@@ -1447,7 +1464,7 @@ __attribute__((noinline)) static void free_publish(void *p) {
 }
 
 EXPORT void free(void *p) {
-	if (UNLIKELY(p == NULL) || UNLIKELY(!mark)) {
+	if (UNLIKELY((uintptr_t)p - 1 >= free_below)) {
 		free_other(p);
 		return;
 	}
@@ -1456,8 +1473,8 @@ EXPORT void free(void *p) {
 		free_marked(p);
 		return;
 	}
-	ADD(ts.unpub, -count_h(h));
-	if (UNLIKELY(ts.unpub < -PUBLISH)) {
+	ADD(ts.over, -count_h(h));
+	if (UNLIKELY(ts.over < -2 * PUBLISH)) {
 		free_publish(p);
 		return;
 	}
