@@ -690,6 +690,30 @@ func TestPeakWithMappings(t *testing.T) {
 	}
 }
 
+// TestPeakWithLateMappings: testdata/latemap.c's heap peaks at 8 MiB and
+// is freed before its mappings of 32 MiB are made. At the default rate
+// the peak is where the count and the mappings' estimate together are
+// largest: taken at the count's own peak it read 8261632 B, below the
+// 32 MiB in use at exit.
+func TestPeakWithLateMappings(t *testing.T) {
+	p := prog(t, "latemap.c")
+	exact, _, _ := record(t, 1, p)
+	const want = 32 << 20
+	if exact.PeakInUseBytes != want {
+		t.Fatalf("rate 1: peak %d, want %d", exact.PeakInUseBytes, want)
+	}
+	for run := 0; run < 3; run++ {
+		s, _, _ := record(t, DefaultRate, p)
+		t.Logf("default rate: peak %d (%s) at %.1f ms, exit %d", s.PeakInUseBytes, s.PeakSource, s.PeakAtMs, s.ExitInUseBytes)
+		if s.PeakSource != "counted" || math.Abs(float64(s.PeakInUseBytes)/want-1) > 0.05 {
+			t.Errorf("default rate: peak %d (%s), want counted and %d ± 5 %%", s.PeakInUseBytes, s.PeakSource, want)
+		}
+		if s.PeakInUseBytes < s.ExitInUseBytes {
+			t.Errorf("default rate: peak %d below the %d in use at exit", s.PeakInUseBytes, s.ExitInUseBytes)
+		}
+	}
+}
+
 // TestFreeOnlyThread: testdata/freeonly.c's thread frees 1000 blocks and
 // exits, allocating nothing, at a rate (1 TiB) where no block is
 // sampled: a sampled block's free would give the thread a buffer (as
