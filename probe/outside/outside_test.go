@@ -248,6 +248,16 @@ func TestThreads63(t *testing.T) {
 				t.Logf("%s: reserved %d B in %d with 1 MiB stacks only", q.Name, q.ReservedBytes, q.Count)
 			}
 		}
+		t.Logf("peak walk at %.0f ms (RSS %d B), end walk at %.0f ms (RSS %d B); 1 MiB: %.0f ms, %.0f ms", p.AtPeak.TMs, p.AtPeak.Reconciliation.RSSBytes, p.End.TMs, p.End.Reconciliation.RSSBytes, small.Process.AtPeak.TMs, small.Process.End.TMs)
+		for _, c := range []struct {
+			stack string
+			r     reconcile.Reconciliation
+		}{{"8 MiB", rec}, {"1 MiB", sr}} {
+			t.Logf("%s stacks: VSZ %d B, smaps Size %d B, unexplained reserved %d B (%s)", c.stack, c.r.VSZBytes, c.r.SmapsSizeBytes, c.r.UnexplainedReservedBytes, c.r.UnexplainedNote)
+			for _, m := range c.r.UnexplainedMappings {
+				t.Logf("  unexplained %#x-%#x %s %s: reserved %d B, resident %d B %s", m.Start, m.End, m.Perms, m.Path, m.ReservedBytes, m.ResidentBytes, m.Note)
+			}
+		}
 	}
 	if dRSS > 5<<20 || dRSS < -5<<20 {
 		t.Errorf("RSS changed by %d B with 1 MiB stacks, want under 5 MiB", dRSS)
