@@ -239,7 +239,8 @@ func (s *Session) walkWanted(rss uint64) bool {
 }
 
 // Walk takes a full walk now: it becomes the end view, and the peak view
-// if its RSS is the highest walked. It fails when the process has exited.
+// if its RSS is the highest walked or equals it. It fails when the
+// process has exited.
 // Exec and Attach take walks on their own; Walk is for a caller that
 // knows a moment matters (a test, before it lets the program go on).
 func (s *Session) Walk() error { return s.walk(true) }
