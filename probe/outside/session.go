@@ -239,8 +239,8 @@ func (s *Session) walkWanted(rss uint64) bool {
 }
 
 // Walk takes a full walk now: it becomes the end view, and the peak view
-// if its RSS is the highest walked or equals it. It fails when the
-// process has exited.
+// if its parts saw the most resident memory walked, or as much (seenRSS).
+// It fails when the process has exited.
 // Exec and Attach take walks on their own; Walk is for a caller that
 // knows a moment matters (a test, before it lets the program go on).
 func (s *Session) Walk() error { return s.walk(true) }
@@ -275,12 +275,20 @@ func (s *Session) walk(regular bool) error {
 	s.lastRSS = uint64(snap.Reconciliation.RSSBytes)
 	s.hwm = max(s.hwm, snap.VmHWMBytes)
 	s.end, s.endRaw = snap, raw
-	// At an RSS equal to the peak's, the later walk: an earlier one taken
-	// while memory still moved read its parts (smaps) before the move and
-	// its RSS (status, after smaps) after it, and under load the walk a
-	// program's first tick starts can span its whole start
-	// (TestThreads63 read 45 of 63 thread stacks there).
-	newPeak := s.peak == nil || snap.Reconciliation.RSSBytes >= s.peak.Reconciliation.RSSBytes
+	// The peak view is the walk whose parts saw the most resident memory
+	// (seenRSS: Σ smaps Rss, not status's VmRSS, which the kernel batches
+	// per CPU). At equal figures, one whose reads agree (VmSize equal to
+	// Σ smaps Size) over one taken while mappings came or went, then the
+	// later. A walk can straddle a moment the memory moved: the loop's
+	// walk at a program's start read 45 of 63 thread stacks in
+	// TestThreads63 under load, and one begun as the program was let go
+	// read smaps whole and status mid-exit (VmRSS 56 MiB below smaps);
+	// both had been taken as the peak. One whose address space shrank
+	// while it read (status, read after smaps, below smaps: shrank) is no
+	// peak: memory was going away, and smaps, read in pieces as mappings
+	// went, may list one twice; it is the peak only until a walk that
+	// did not shrink.
+	newPeak := s.peak == nil || betterPeak(&snap.Reconciliation, &s.peak.Reconciliation)
 	if newPeak {
 		s.peak, s.peakRaw = snap, raw
 	}
@@ -507,4 +515,38 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// betterPeak says whether walk w, taken after the peak view's, replaces
+// it (walk says why).
+func betterPeak(w, peak *schema.Reconciliation) bool {
+	if shrank(w) {
+		return false
+	}
+	a, b := seenRSS(w), seenRSS(peak)
+	return shrank(peak) || a > b || a == b && (readsAgree(w) || !readsAgree(peak))
+}
+
+// shrank says whether a walk's status, read after smaps, saw a smaller
+// address space than smaps listed, or less resident memory by more than
+// the kernel's per-CPU batching of VmRSS can lag (4 MiB, or 2 %): a
+// process that exits frees its pages before its mappings.
+func shrank(r *schema.Reconciliation) bool {
+	if r.SmapsSizeBytes == 0 {
+		return false
+	}
+	return r.VSZBytes < r.SmapsSizeBytes || r.RSSBytes+max(4<<20, r.SmapsRSSBytes/50) < r.SmapsRSSBytes
+}
+
+// readsAgree says whether a walk's status and smaps reads saw the same
+// mappings: no mapping came or went between them.
+func readsAgree(r *schema.Reconciliation) bool { return r.VSZBytes == r.SmapsSizeBytes }
+
+// seenRSS is the resident memory a walk's parts saw: Σ smaps Rss, or
+// status's VmRSS where smaps gave none.
+func seenRSS(r *schema.Reconciliation) int64 {
+	if r.SmapsRSSBytes > 0 {
+		return r.SmapsRSSBytes
+	}
+	return r.RSSBytes
 }
