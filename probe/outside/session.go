@@ -239,8 +239,7 @@ func (s *Session) walkWanted(rss uint64) bool {
 }
 
 // Walk takes a full walk now: it becomes the end view, and the peak view
-// if its parts saw the most resident memory walked, or as much (seenRSS).
-// It fails when the process has exited.
+// where betterPeak says so. It fails when the process has exited.
 // Exec and Attach take walks on their own; Walk is for a caller that
 // knows a moment matters (a test, before it lets the program go on).
 func (s *Session) Walk() error { return s.walk(true) }
