@@ -484,6 +484,12 @@ func TestPeakOneSample(t *testing.T) {
 	if aliveSamples(r.Sampler.Timeline) > 1 {
 		t.Skipf("%d samples with a 1 h interval", aliveSamples(r.Sampler.Timeline))
 	}
+	// Linux carries the test process's own peak across the exec: after
+	// other tests (go test -count=2) it can pass the program's, and the
+	// report then rightly says "at most" (the second half's case).
+	if p.ProbeVmHWMAtStartBytes >= p.RusageMaxRSSBytes {
+		t.Skipf("the test process's own peak, %d B, is not below wait4's maxrss %d B", p.ProbeVmHWMAtStartBytes, p.RusageMaxRSSBytes)
+	}
 	if r.PeakRSSBytes < 64<<20 || r.PeakRSSBytes != p.RusageMaxRSSBytes {
 		t.Errorf("peak_rss_bytes %d B, wait4's maxrss %d B: want the latter, at least 64 MiB", r.PeakRSSBytes, p.RusageMaxRSSBytes)
 	}
