@@ -274,19 +274,6 @@ func (s *Session) walk(regular bool) error {
 	s.lastRSS = uint64(snap.Reconciliation.RSSBytes)
 	s.hwm = max(s.hwm, snap.VmHWMBytes)
 	s.end, s.endRaw = snap, raw
-	// The peak view is the walk whose parts saw the most resident memory
-	// (seenRSS: Σ smaps Rss, not status's VmRSS, which the kernel batches
-	// per CPU). At equal figures, one whose reads agree (VmSize equal to
-	// Σ smaps Size) over one taken while mappings came or went, then the
-	// later. A walk can straddle a moment the memory moved: the loop's
-	// walk at a program's start read 45 of 63 thread stacks in
-	// TestThreads63 under load, and one begun as the program was let go
-	// read smaps whole and status mid-exit (VmRSS 56 MiB below smaps);
-	// both had been taken as the peak. One whose address space shrank
-	// while it read (status, read after smaps, below smaps: shrank) is no
-	// peak: memory was going away, and smaps, read in pieces as mappings
-	// went, may list one twice; it is the peak only until a walk that
-	// did not shrink.
 	newPeak := s.peak == nil || betterPeak(&snap.Reconciliation, &s.peak.Reconciliation)
 	if newPeak {
 		s.peak, s.peakRaw = snap, raw
@@ -517,7 +504,14 @@ func selfCPU() time.Duration {
 }
 
 // betterPeak says whether walk w, taken after the peak view's, replaces
-// it (walk says why).
+// it: w's parts saw more resident memory (seenRSS: Σ smaps Rss, not
+// status's VmRSS, which the kernel batches per CPU), or as much and its
+// reads agree or the peak's do not, or the peak shrank. A walk can
+// straddle a moment its memory moved: one taken at a program's start
+// reads some of its stacks, and one taken as it exits reads smaps whole
+// and status after the pages went (TestThreads63 under load). One that
+// shrank is no peak, and a peak that shrank gives way to any walk that
+// did not.
 func betterPeak(w, peak *schema.Reconciliation) bool {
 	if shrank(w) {
 		return false

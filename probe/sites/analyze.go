@@ -270,8 +270,8 @@ func replay(im *image) *replayed {
 	}
 	r.exit, r.exitObj = inUse, inObj
 	// window are the sampled allocations made while the count (with the
-	// mappings' estimate) was within 1 % of its peak: the peak profile is the blocks sampled in
-	// use, averaged over those moments. A plateau (the peak held while
+	// mappings' estimate) was within 1 % of its peak: the peak profile is
+	// the blocks sampled in use, averaged over those moments. A plateau (the peak held while
 	// blocks come and go) gives many moments and an estimate of each
 	// site's share far better than one moment's; a sharp peak, few.
 	var window []uint64
@@ -286,9 +286,8 @@ func replay(im *image) *replayed {
 	// mappings are not in the count: their estimate is added, and the
 	// peak is the moment where the two together are largest, the
 	// count's own peak or a sampled allocation's (its record holds the
-	// count then). A cc1 whose GC mapped most of its pages after its
-	// heap peaked read 19.9 MB at the heap's peak, below its 22.2 MB at
-	// exit; rate 1 read 24.3 MB.
+	// count then): a program may map most of its memory after its heap
+	// peaked (cc1's GC; TestPeakWithLateMappings).
 	r.source = "replay"
 	var heapPeak float64 // the count at the peak
 	if im.rate > 1 {
