@@ -320,10 +320,14 @@ type Overhead struct {
 	// (--children; 0 without).
 	ChildrenCostMs float64 `json:"children_cost_ms"`
 	// ProbeCPUMs is the probe's own CPU time (getrusage, user + system)
-	// while watching; ProbeCPUPct that over the watched wall time: the
-	// share of one core the probe took.
+	// while watching, until the program exited (attach: until the end
+	// walk); ProbeCPUPct that over the watched wall time: the share of
+	// one core the probe took from the program's machine while it ran.
 	ProbeCPUMs  float64 `json:"probe_cpu_ms"`
 	ProbeCPUPct float64 `json:"probe_cpu_pct"`
+	// AnalysisCPUMs is the probe's CPU time after the watch: reading and
+	// symbolizing --sites' records, writing profiles and raw walks.
+	AnalysisCPUMs float64 `json:"analysis_cpu_ms"`
 }
 
 // trainOnly are the result fields (JSON names) that only a training job

@@ -170,7 +170,7 @@ func TestRenderGolden(t *testing.T) {
 		PeakAgreementPct: &pct, AtPeak: s, End: s, Walks: 3, Children: []schema.Child{}, Files: []string{},
 		RusageSource: rusageWait4, RusageUserMs: 38500, RusageSystemMs: 1250, RusageMinorFaults: 12345, RusageMajorFaults: 7,
 		RusageVoluntaryContextSwitches: 420, RusageInvoluntaryContextSwitches: 96,
-		Overhead: schema.Overhead{SamplerCostMs: 120, WalkCostMs: 7.5, ProbeCPUMs: 150, ProbeCPUPct: 0.375},
+		Overhead: schema.Overhead{SamplerCostMs: 120, WalkCostMs: 7.5, ProbeCPUMs: 150, ProbeCPUPct: 0.375, AnalysisCPUMs: 42.5},
 	}
 	util, ownSM, ownMem := 12.5, 8.0, 3.0
 	p.GPU = &schema.ProcessGPU{IntervalMs: 100, Samples: 400, PeakBytes: 1536 << 20, FinalBytes: 1024 << 20, MeanUtilPct: &util,

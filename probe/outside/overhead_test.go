@@ -153,3 +153,30 @@ func median(v []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// TestProbeCPUWhileWatching plants CPU in the analysis after the watch,
+// 800 ms of it: probe_cpu_ms, the probe's cost to the program while it
+// ran, must not take it in, and analysis_cpu_ms must. Before the two were
+// told apart, probe_cpu_ms held the analysis of --sites' records: 255 ms
+// "over 1.50 s (16.97 % of one core)" on the stress program, of which
+// about 80 ms was spent while it ran.
+func TestProbeCPUWhileWatching(t *testing.T) {
+	const burn = 800 * time.Millisecond
+	testHookAfterWatch = func() {
+		for c0 := selfCPU(); selfCPU()-c0 < burn; {
+		}
+	}
+	defer func() { testHookAfterWatch = nil }()
+	r := execWait(t, ExecOptions{Args: []string{"sleep", "0.2"}, Stdout: io.Discard})
+	o := r.Process.Overhead
+	t.Logf("probe_cpu_ms %.1f (%.2f %%), analysis_cpu_ms %.1f", o.ProbeCPUMs, o.ProbeCPUPct, o.AnalysisCPUMs)
+	if o.AnalysisCPUMs < ms64(burn) {
+		t.Errorf("analysis_cpu_ms %.1f: below the %v planted after the watch", o.AnalysisCPUMs, burn)
+	}
+	if o.ProbeCPUMs >= ms64(burn) {
+		t.Errorf("probe_cpu_ms %.1f: holds the %v planted after the watch", o.ProbeCPUMs, burn)
+	}
+	if o.ProbeCPUMs <= 0 || o.ProbeCPUPct <= 0 {
+		t.Errorf("probe_cpu_ms %.1f, probe_cpu_pct %.2f: watching 0.2 s took no CPU", o.ProbeCPUMs, o.ProbeCPUPct)
+	}
+}

@@ -168,8 +168,8 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	if p.ChildrenWatched {
 		kids = fmt.Sprintf("; reading the descendants %.1f ms", o.ChildrenCostMs)
 	}
-	e.line("sampler %.1f ms reading /proc over %d samples; %d smaps walks %.1f ms%s; the probe's CPU %.1f ms over %.2f s (%.2f %% of one core)",
-		o.SamplerCostMs, tl.Samples, p.Walks, o.WalkCostMs, kids, o.ProbeCPUMs, p.DurationMs/1000, o.ProbeCPUPct)
+	e.line("sampler %.1f ms reading /proc over %d samples; %d smaps walks %.1f ms%s; the probe's CPU while the program ran %.1f ms over %.2f s (%.2f %% of one core), after it %.1f ms",
+		o.SamplerCostMs, tl.Samples, p.Walks, o.WalkCostMs, kids, o.ProbeCPUMs, p.DurationMs/1000, o.ProbeCPUPct, o.AnalysisCPUMs)
 	for _, f := range p.Files {
 		e.line("wrote %s", f)
 	}

@@ -41,6 +41,13 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		p.GPU = s.gpu.stop()
 	}
 	end := time.Now()
+	// The watch is over: what the probe takes from here on (the sites'
+	// records read and symbolized, profiles and raw walks written) no
+	// longer competes with the program.
+	watched := selfCPU() - s.cpu0
+	if testHookAfterWatch != nil {
+		testHookAfterWatch()
+	}
 	p.DurationMs = ms64(end.Sub(s.start))
 
 	s.mu.Lock()
@@ -72,10 +79,10 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		// reads: the tree peaked at least as high.
 		p.TreePeakRSSBytes = max(p.TreePeakRSSBytes, p.Timeline.PeakRSSBytes)
 	}
-	cpu := selfCPU() - s.cpu0
 	p.Overhead = schema.Overhead{
 		SamplerCostMs: samp.CostMs, WalkCostMs: ms64(s.walkCost), ChildrenCostMs: ms64(kidsCost),
-		ProbeCPUMs: ms64(cpu), ProbeCPUPct: 100 * float64(cpu) / float64(max(end.Sub(s.start), 1)),
+		ProbeCPUMs: ms64(watched), ProbeCPUPct: 100 * float64(watched) / float64(max(end.Sub(s.start), 1)),
+		AnalysisCPUMs: ms64(selfCPU() - s.cpu0 - watched),
 	}
 	for f := range s.files {
 		p.Files = append(p.Files, f)

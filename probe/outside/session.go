@@ -494,6 +494,11 @@ func cmdline(fs procfs.FS, pid int) []string {
 	return out
 }
 
+// testHookAfterWatch, where a test sets it, runs in Wait after the watch
+// ends and before the analysis that follows it: CPU it takes is the
+// analysis's, not the watch's.
+var testHookAfterWatch func()
+
 // selfCPU is the probe's own CPU time so far (user + system).
 func selfCPU() time.Duration {
 	var ru syscall.Rusage
