@@ -92,8 +92,8 @@ run() {
 		t0=$(now)
 		env "$e" "$PROBE" exec --sites --sites-rate "$rate" --out-dir "$d" --json "$d.json" -- "$@" >/dev/null 2>"$d.err"
 		t1=$(now)
-		jq -r --arg t0 "$t0" --arg t1 "$t1" '.process as $p | $p.sites as $s |
-			"\($p.duration_ms/1000) \(($t1|tonumber)-($t0|tonumber)) \($s.peak_in_use_bytes) \(if ($s.top_peak|length) > 0 then $s.top_peak[0].bytes/$s.peak_in_use_bytes*100 else 0 end) \($s.top_peak[0].function // "-" | gsub(" "; "")) \(($p.rusage_user_ms+$p.rusage_system_ms)/1000)"' \
+		jq -r --arg t0 "$t0" --arg t1 "$t1" --argjson ncpu "$(nproc)" '.process as $p | $p.sites as $s |
+			"\($p.duration_ms/1000) \(($t1|tonumber)-($t0|tonumber)) \($s.peak_in_use_bytes) \(if ($s.top_peak|length) > 0 then $s.top_peak[0].bytes/$s.peak_in_use_bytes*100 else 0 end) \($s.top_peak[0].function // "-" | gsub(" "; "")) \(($p.rusage_user_ms+$p.rusage_system_ms)/1000) \($p.overhead.probe_cpu_ms/$p.duration_ms*100/$ncpu)"' \
 			"$d.json" >>"$work/$name.$label"
 		;;
 	heaptrack)
@@ -142,7 +142,7 @@ measure() { # name env cmd...
 		paste <(tail -n "$RUNS" "$work/$name.alone") <(tail -n "$RUNS" "$work/$name.default") >"$work/trial"
 		echo "$(awk '{print $1}' "$work/trial" | median) $(awk '{print $3}' "$work/trial" | median)" \
 			"$(awk '{print $2}' "$work/trial" | median) $(awk '{print $8}' "$work/trial" | median)" \
-			"$(awk '{print $3/$1}' "$work/trial" | median)" >>"$work/$name.trials"
+			"$(awk '{print $3/$1}' "$work/trial" | median)" "$(awk '{print $9}' "$work/trial" | median)" >>"$work/$name.trials"
 	done
 	for _ in $(seq "$RUNS"); do
 		for label in rate1 heaptrack; do
@@ -185,7 +185,7 @@ measure() { # name env cmd...
 	printf "| peak in use (bytes) | | %.0f | %.0f | %.0f |\n" "$dpeak" "$r1peak" "$htpeak"
 	echo "| top site's share of the peak | | $(printf %.1f "$dshare") % | $(printf %.1f "$r1share") % ($top) | |"
 	echo
-	echo "Each run (default: program s, total s, peak B, top share %, top site, CPU s):"
+	echo "Each run (default: program s, total s, peak B, top share %, top site, CPU s, the probe's CPU while the program ran as % of the machine's $(nproc) cores):"
 	echo
 	sed 's/^/    /' "$work/$name.default"
 	echo
@@ -221,9 +221,9 @@ measure() { # name env cmd...
 			echo
 			echo "Each trial ($RUNS interleaved pairs; medians):"
 			echo
-			echo "| trial | wall alone (s) | wall default (s) | wall ratio | CPU ratio | same round, wall | at most 10 % |"
-			echo "|---:|---:|---:|---:|---:|---:|---|"
-			awk '{printf "| %d | %.3f | %.3f | %.3f | %.3f | %.3f | %s |\n", NR, $1, $2, $2/$1, $4/$3, $5, ($2 <= 1.10*$1) ? "yes" : "no"}' "$work/$name.trials"
+			echo "| trial | wall alone (s) | wall default (s) | wall ratio | CPU ratio | same round, wall | the probe's watch, % of the machine | at most 10 % |"
+			echo "|---:|---:|---:|---:|---:|---:|---:|---|"
+			awk '{printf "| %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %s |\n", NR, $1, $2, $2/$1, $4/$3, $5, $6, ($2 <= 1.10*$1) ? "yes" : "no"}' "$work/$name.trials"
 			echo
 			local held
 			held=$(awk '$2 <= 1.10*$1' "$work/$name.trials" | wc -l)
