@@ -714,6 +714,32 @@ func TestPeakWithLateMappings(t *testing.T) {
 	}
 }
 
+// TestSmallHeapPeak: testdata/smallheap.c holds 64000 bytes to its exit,
+// less than a thread's count moves by before it is published. The
+// count's peak within the run is then the thread's first publish, its
+// first block; the end, where every thread's count is published, is a
+// moment of the run too, and the peak is at least what is in use there.
+// Before the end was taken as a candidate the peak read 4008 bytes
+// against 64128 at exit, and bash and env under `probe exec --sites`
+// showed peaks of 24 B beside tens of KiB at exit.
+func TestSmallHeapPeak(t *testing.T) {
+	p := prog(t, "smallheap.c")
+	exact, _, _ := record(t, 1, p)
+	if exact.PeakInUseBytes < 64000 || exact.PeakInUseBytes > 64000+1024 {
+		t.Fatalf("rate 1: peak %d, want 64000 and at most 1024 more", exact.PeakInUseBytes)
+	}
+	for run := 0; run < 3; run++ {
+		s, _, _ := record(t, DefaultRate, p)
+		t.Logf("default rate: peak %d (%s) at %.1f ms, exit %d", s.PeakInUseBytes, s.PeakSource, s.PeakAtMs, s.ExitInUseBytes)
+		if s.PeakInUseBytes < s.ExitInUseBytes {
+			t.Errorf("default rate: peak %d below the %d in use at exit", s.PeakInUseBytes, s.ExitInUseBytes)
+		}
+		if math.Abs(float64(s.PeakInUseBytes)/float64(exact.PeakInUseBytes)-1) > 0.05 {
+			t.Errorf("default rate: peak %d, want rate 1's %d ± 5 %%", s.PeakInUseBytes, exact.PeakInUseBytes)
+		}
+	}
+}
+
 // TestFreeOnlyThread: testdata/freeonly.c's thread frees 1000 blocks and
 // exits, allocating nothing, at a rate (1 TiB) where no block is
 // sampled: a sampled block's free would give the thread a buffer (as
