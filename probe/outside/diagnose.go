@@ -282,6 +282,19 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 	if b := part("c.malloc.brk"); share(b.Bytes) >= 10 {
 		add("heap", "brk_resident_bytes", float64(b.Bytes), "the main malloc heap ([heap]) holds %s resident, %.0f %% of RSS", iec(b.Bytes), share(b.Bytes))
 	}
+	if m := part("c.malloc.mmap"); share(m.Bytes) >= 10 {
+		text := fmt.Sprintf("%d large malloc blocks reserve %s and hold %s resident", m.Count, iec(m.ReservedBytes), iec(m.Bytes))
+		if m.Count == 1 {
+			text = fmt.Sprintf("1 large malloc block reserves %s and holds %s resident", iec(m.ReservedBytes), iec(m.Bytes))
+		}
+		who := "--sites names who allocated them"
+		if p.Sites != nil {
+			who = "the sites below name who allocated them"
+		}
+		add("large", "malloc_mmap_resident_bytes", float64(m.Bytes),
+			"%s, %.0f %% of RSS: glibc maps a block of 128 KiB and more on its own, outside its heaps; %s",
+			text, share(m.Bytes), who)
+	}
 
 	// A Go program.
 	if p.Go != nil {
@@ -299,7 +312,7 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 			where = fmt.Sprintf(" (the largest: %#x-%#x, %s resident)", m.Start, m.End, iec(m.ResidentBytes))
 		}
 		add("unexplained", "unexplained_bytes", float64(u),
-			"%s resident (%.0f %% of RSS) is in anonymous mappings no source names%s: large malloc blocks (glibc mmaps blocks over 128 KiB), or another allocator's or runtime's heap",
+			"%s resident (%.0f %% of RSS) is in anonymous mappings no source names%s: another allocator's or runtime's heap, or glibc's large blocks where their headers could not be read",
 			iec(u), share(u), where)
 	}
 

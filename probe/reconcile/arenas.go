@@ -166,3 +166,48 @@ func plural(n int, what string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }
+
+// mmappedChunks claims glibc's large blocks (c.malloc.mmap): malloc serves
+// a block of M_MMAP_THRESHOLD (128 KiB, raised as large blocks are freed)
+// and more with an anonymous mapping of its own, and the chunk's header is
+// its first 16 bytes: prev_size 0, then the chunk's size, the mapping's,
+// a multiple of the page, with IS_MMAPPED (2) and no other flag
+// (malloc/malloc.c sysmalloc_mmap). The kernel merges neighbouring
+// mappings, so one mapping may hold several chunks, each right after the
+// last; those it holds from its start are claimed, and what follows the
+// last stays unexplained. A block memalign placed inside a larger mapping
+// is found by the header glibc wrote at the mapping's start before it
+// cut the aligned block out (malloc/malloc.c _int_memalign). Needs
+// in.ReadMemory; glibc 2.41+ names these mappings where the kernel keeps
+// names (classify, by name).
+func (l *layout) mmappedChunks(in *Input) {
+	if in.ReadMemory == nil {
+		return
+	}
+	const page = 4096
+	var b [16]byte
+	for i := range l.vmas {
+		v := &l.vmas[i]
+		if !v.anon() || v.Perms != "rw-p" || !v.free() || v.RssBytes == 0 {
+			continue
+		}
+		var n int
+		for a := v.Start; a < v.End; {
+			if in.ReadMemory(a, b[:]) != nil {
+				break
+			}
+			prev, head := binary.NativeEndian.Uint64(b[:8]), binary.NativeEndian.Uint64(b[8:])
+			size := head &^ 7
+			if prev != 0 || head&7 != 2 || size == 0 || size%page != 0 || size > v.End-a {
+				break
+			}
+			l.claimRange(in, a, a+size, clMmap)
+			n++
+			a += size
+		}
+		if n > 0 {
+			v.chunks = true
+			l.tally(clMmap).count += n
+		}
+	}
+}

@@ -66,6 +66,8 @@ type vma struct {
 	procfs.Mapping
 	owner string
 	subs  []sub
+	// chunks says that mmappedChunks claimed it, and counted its chunks.
+	chunks bool
 }
 
 type sub struct {
@@ -436,6 +438,9 @@ func classify(in *Input) *layout {
 	// heaps.
 	l.countArenas(in)
 	l.tally(clArenas).count = l.arenas
+	// 9. glibc's large blocks, each in a mapping of its own (mmapped
+	// chunks), by their headers (mmappedChunks).
+	l.mmappedChunks(in)
 
 	// Tally the claims; what is left of each mapping is reserved address
 	// space (nothing resident, or PROT_NONE) or a candidate.
@@ -465,8 +470,8 @@ func classify(in *Input) *layout {
 			t := l.tally(v.owner)
 			t.resident += int64(v.RssBytes)
 			t.reserved += int64(v.SizeBytes)
-			if v.owner != clThreads && v.owner != clWorkers && v.owner != clArenas && v.owner != clBSS {
-				t.count++ // stacks, arenas and .bss are counted as they are found
+			if v.owner != clThreads && v.owner != clWorkers && v.owner != clArenas && v.owner != clBSS && !v.chunks {
+				t.count++ // stacks, arenas, .bss and chunks by header are counted as they are found
 			}
 			continue
 		}

@@ -51,6 +51,11 @@
 //     outgrows a heap opens another, so heaps are grouped into arenas: by
 //     their headers' arena pointer (Input.ReadMemory), or else by taking
 //     a full heap as followed by another of its arena.
+//  9. glibc's large blocks (c.malloc.mmap), a mapping each: an anonymous
+//     read-write mapping whose first 16 bytes are an mmapped chunk's
+//     header (prev_size 0, then a page-multiple size with IS_MMAPPED
+//     alone), and the chunks after it where the kernel merged
+//     neighbours, through Input.ReadMemory.
 //
 // A range inside a mapping (a stack the kernel merged with its neighbour)
 // is measured with pagemap. What is left of each mapping is either
@@ -415,7 +420,7 @@ func Compute(in Input) Reconciliation {
 		{clThreads, stacksNote},
 		{clBrk, "[heap]: glibc's main malloc arena (brk)"},
 		{clArenas, l.arenasNote()},
-		{clMmap, "glibc malloc's mmapped chunks (named by glibc)"},
+		{clMmap, "glibc malloc's large blocks, a mapping each (mmapped chunks: by their headers, or named by glibc 2.41+)"},
 		{clRace, "race detector shadow memory"},
 		{clBSS, "anonymous mapping above a file's data: the binary's and libraries' .bss"},
 		{clFile, "file pages: binary text, shared libraries, mapped files (clean)"},

@@ -453,6 +453,75 @@ func TestFullHeaps(t *testing.T) {
 	}
 }
 
+// chunkMemory is a ReadMemory serving 16-byte words pairs (prev_size,
+// size and flags) at the given addresses, and failing elsewhere.
+func chunkMemory(headers map[uint64][2]uint64) func(addr uint64, b []byte) error {
+	return func(addr uint64, b []byte) error {
+		h, ok := headers[addr]
+		if !ok {
+			return errors.New("unmapped")
+		}
+		var w [16]byte
+		binary.NativeEndian.PutUint64(w[:], h[0])
+		binary.NativeEndian.PutUint64(w[8:], h[1])
+		copy(b, w[:])
+		return nil
+	}
+}
+
+// TestMmappedChunks: glibc's large blocks are claimed by their headers
+// (prev_size 0, a page-multiple size with IS_MMAPPED alone), three of
+// them merged by the kernel into one mapping with a mapping of the
+// program's own after them, which stays unexplained. Mappings whose first
+// words only look like a header stay unexplained: a size beyond the
+// mapping, PREV_INUSE set, a prev_size, a size not of whole pages. And
+// without ReadMemory nothing is claimed by shape.
+func TestMmappedChunks(t *testing.T) {
+	const merged = 0x7f0000000000
+	const (
+		tooBig   = 0x7f1000000000
+		inUse    = 0x7f2000000000
+		prevSize = 0x7f3000000000
+		odd      = 0x7f4000000000
+	)
+	in := space(
+		mk(merged, 3*MiB+192*KiB, "rw-p", "", 3*MiB+192*KiB),
+		mk(tooBig, 4*MiB, "rw-p", "", 4*MiB),
+		mk(inUse, 1*MiB, "rw-p", "", 1*MiB),
+		mk(prevSize, 1*MiB, "rw-p", "", 1*MiB),
+		mk(odd, 1*MiB, "rw-p", "", 1*MiB),
+	)
+	in.Resident = pagemap([2]uint64{merged, merged + 3*MiB + 192*KiB}, [2]uint64{tooBig, tooBig + 4*MiB},
+		[2]uint64{inUse, inUse + MiB}, [2]uint64{prevSize, prevSize + MiB}, [2]uint64{odd, odd + MiB})
+	in.ReadMemory = chunkMemory(map[uint64][2]uint64{
+		merged:                   {0, 1*MiB | 2},
+		merged + 1*MiB:           {0, 2*MiB | 2},
+		merged + 3*MiB:           {0, 128*KiB | 2},
+		merged + 3*MiB + 128*KiB: {0x6f6f6f6f, 0x6f6f6f6f}, // the program's own
+		tooBig:                   {0, 8*MiB | 2},
+		inUse:                    {0, 1*MiB | 3},
+		prevSize:                 {16, 1*MiB | 2},
+		odd:                      {0, (1*MiB - 16) | 2},
+	})
+	r := Compute(in)
+	checkSums(t, r)
+	p := partsByName(r)["c.malloc.mmap"]
+	if p.Count != 3 || p.Bytes != 3*MiB+128*KiB || p.ReservedBytes != 3*MiB+128*KiB {
+		t.Errorf("c.malloc.mmap %+v; want 3 blocks, 3 MiB + 128 KiB resident and reserved", p)
+	}
+	if want := int64(64*KiB + 7*MiB); r.UnexplainedBytes != want || len(r.UnexplainedMappings) != 5 {
+		t.Errorf("unexplained %d B in %d pieces (%+v); want %d B in 5: the merged mapping's tail and the four lookalikes",
+			r.UnexplainedBytes, len(r.UnexplainedMappings), r.UnexplainedMappings, want)
+	}
+
+	in.ReadMemory = nil
+	r = Compute(in)
+	checkSums(t, r)
+	if p := partsByName(r)["c.malloc.mmap"]; p.Count != 0 || r.UnexplainedBytes != int64(10*MiB+192*KiB) {
+		t.Errorf("without ReadMemory: c.malloc.mmap %+v, unexplained %d B; want none, all of it", p, r.UnexplainedBytes)
+	}
+}
+
 // TestOpenUnder: a mapped file is opened under the process's root; where
 // that root may not be read, as this process sees the path.
 func TestOpenUnder(t *testing.T) {
