@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -196,6 +197,18 @@ func (s *Session) finishSites(p *schema.Process) {
 	}
 }
 
+// largestImage is the process image of st with the most in use at its
+// peak where that is not the headline's program, else nil.
+func largestImage(st *schema.Sites) *schema.SitesProcess {
+	var big *schema.SitesProcess
+	for i := range st.Processes {
+		if pr := &st.Processes[i]; pr.PeakInUseBytes > st.PeakInUseBytes && (big == nil || pr.PeakInUseBytes > big.PeakInUseBytes) {
+			big = pr
+		}
+	}
+	return big
+}
+
 // renderSites prints the sites section of the report.
 func renderSites(e *errWriter, heading func(string), render func(*table.Table), st *schema.Sites) {
 	if st == nil {
@@ -214,9 +227,25 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		source = ", the largest sampled estimate: biased high"
 	}
 	n := func(v int64) string { return table.GroupDigits(fmt.Sprint(v)) }
-	e.line("allocated %s blocks, %s in all; in use at the peak %s in %s blocks (at %.3f s%s); at exit %s in %s blocks; %s temporary blocks (freed before their thread allocated again)",
-		n(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), n(st.PeakInUseObjects), st.PeakAtMs/1000, source,
-		iec(st.ExitInUseBytes), n(st.ExitInUseObjects), n(st.TemporaryObjects))
+	// The library counts bytes, not blocks: the blocks in use are the
+	// samples' estimate, and none may have been sampled.
+	blocks := func(b, o int64) (in, none string) {
+		if o == 0 && b > 0 {
+			return "", "none of its blocks sampled"
+		}
+		return " in " + n(o) + " blocks", ""
+	}
+	peakIn, peakNone := blocks(st.PeakInUseBytes, st.PeakInUseObjects)
+	if peakNone != "" {
+		source += "; " + peakNone
+	}
+	exitIn, exitNone := blocks(st.ExitInUseBytes, st.ExitInUseObjects)
+	if exitNone != "" {
+		exitIn = " (" + exitNone + ")"
+	}
+	e.line("allocated %s blocks, %s in all; in use at the peak %s%s (at %.3f s%s); at exit %s%s; %s temporary blocks (freed before their thread allocated again)",
+		n(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), peakIn, st.PeakAtMs/1000, source,
+		iec(st.ExitInUseBytes), exitIn, n(st.TemporaryObjects))
 	site := func(x schema.Site) string {
 		s := x.Function
 		if x.File != "" {
@@ -269,6 +298,18 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 			tb.Add(pr.PID, pr.PPID, pr.Image, pr.Executable, pr.PeakInUseBytes, pr.ExitInUseBytes, pr.AllocObjects, pr.Ended)
 		}
 		render(tb)
+		// The headline and its sites are the program's; a driver (gcc,
+		// a launcher) may leave the memory to a child.
+		if big := largestImage(st); big != nil {
+			peak := "sites-peak.pb.gz"
+			for _, f := range st.Profiles {
+				if f.Kind == schema.SitesPeak {
+					peak = f.Path
+				}
+			}
+			e.line("the most in use at a peak was in %s (pid %d): %s, against the program's %s; its sites: go tool pprof -top -tagfocus=pid=%d %s",
+				filepath.Base(big.Executable), big.PID, iec(big.PeakInUseBytes), iec(st.PeakInUseBytes), big.PID, peak)
+		}
 	}
 	if f := st.Fragmentation; f != nil {
 		renderFragmentation(e, render, f)

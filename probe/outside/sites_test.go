@@ -206,6 +206,39 @@ func TestRenderSitesGolden(t *testing.T) {
 	}
 }
 
+// TestRenderSitesDriver: g++ under --sites at the default rate. The
+// headline is the driver's, 169 KiB in use of which no block was
+// sampled, so the blocks in use are unknown, not "0 blocks" (as the
+// report said); and the memory is its child cc1plus's, 70 MiB, which the
+// report now names with the pprof command that lists its sites (it was
+// only a row of the images' table, under "in use at the peak: none").
+func TestRenderSitesDriver(t *testing.T) {
+	st := &schema.Sites{RateBytes: 524288, PID: 16314, PeakInUseBytes: 173056, PeakAtMs: 793, PeakSource: "counted",
+		ExitInUseBytes: 173056, AllocObjects: 261, AllocBytes: 191898,
+		Profiles: []schema.SitesProfile{{Kind: schema.SitesPeak, Path: "gx/sites-peak.pb.gz"}},
+		Processes: []schema.SitesProcess{
+			{PID: 16314, PPID: 16304, Executable: "/usr/bin/x86_64-linux-gnu-g++-12", PeakInUseBytes: 173056, ExitInUseBytes: 173056, AllocObjects: 261, Ended: "exit"},
+			{PID: 16315, PPID: 16314, Executable: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", PeakInUseBytes: 70 << 20, ExitInUseBytes: 67 << 20, AllocObjects: 697431, Ended: "exit"},
+			{PID: 16319, PPID: 16314, Executable: "/usr/bin/x86_64-linux-gnu-as", PeakInUseBytes: 414 << 10, ExitInUseBytes: 29 << 10, AllocObjects: 819, Ended: "exit"},
+		},
+	}
+	var b bytes.Buffer
+	e := &errWriter{w: &b}
+	renderSites(e, func(s string) { e.printf("\n%s\n", s) }, func(tb *table.Table) { e.block(); tb.Render(&b, table.Text) }, st)
+	out := b.String()
+	for _, want := range []string{
+		"in use at the peak 169 KiB (at 0.793 s, every block counted; none of its blocks sampled); at exit 169 KiB (none of its blocks sampled)",
+		"the most in use at a peak was in cc1plus (pid 16315): 70 MiB, against the program's 169 KiB; its sites: go tool pprof -top -tagfocus=pid=16315 gx/sites-peak.pb.gz",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "in 0 blocks") {
+		t.Errorf("report says 0 blocks of bytes in use:\n%s", out)
+	}
+}
+
 // TestMonoAt: CLOCK_MONOTONIC at a time.Time is read between two
 // readings of the clock taken around it, however late it is asked
 // (finishSites asks once the program has exited), here up to 50 ms
