@@ -90,6 +90,9 @@ type Reconciliation struct {
 	// UnexplainedMappings are the resident anonymous ranges no source
 	// claimed, largest first (at most 8, then one line for the rest).
 	UnexplainedMappings []MappingPiece `json:"unexplained_mappings"`
+	// UnexplainedAll is every one of those ranges, not written: for a
+	// join made in the process that walked (exec --sites).
+	UnexplainedAll []MappingPiece `json:"-"`
 	// ThreadStacks lists every pthread stack found (not the main one).
 	ThreadStacks []ThreadStack `json:"thread_stacks"`
 	// PthreadStacks is len(ThreadStacks); ThreadStack*Bytes sum them:

@@ -63,6 +63,49 @@ type Sites struct {
 	// Fragmentation joins the in-use bytes with glibc's arenas as the
 	// smaps walks saw them; null without a walk or arenas.
 	Fragmentation *SitesFragmentation `json:"fragmentation"`
+	// Unexplained joins the program's own mappings, as the records hold
+	// them, with the anonymous memory a walk left unexplained; null
+	// without a walk that left some.
+	Unexplained *SitesUnexplained `json:"unexplained"`
+}
+
+// SitesUnexplained is the unexplained resident memory of a walk (the
+// reconciliation's anonymous mappings no source claimed) and what of it
+// lies in mappings the program made itself (mmap, wrapped by the
+// library): every one at rate 1; above, the sampled ones scaled as the
+// other sites' figures are (a mapping of L bytes is sampled with
+// probability 1 − e^(−L/rate), 86 % at 1 MiB and the default rate, and
+// stands for the inverse of it). glibc's own mappings (arenas, thread
+// stacks, large blocks) are made inside glibc and never recorded.
+type SitesUnexplained struct {
+	// At is "peak" or "end": the walk; AtMs when, since the watch began.
+	At   string  `json:"at"`
+	AtMs float64 `json:"at_ms"`
+	// UnexplainedBytes is the walk's resident bytes in anonymous mappings
+	// no source claimed; MappedBytes those of them in the program's own
+	// mappings (at most UnexplainedBytes). Estimated says some mapping covered
+	// only part of one the walk saw (the kernel merges neighbours): its
+	// resident bytes were shared out by address.
+	UnexplainedBytes int64 `json:"unexplained_bytes"`
+	MappedBytes      int64 `json:"mapped_bytes"`
+	Estimated        bool  `json:"estimated"`
+	// Sites are the sites that made those mappings, most resident first.
+	Sites []SitesMapping `json:"sites"`
+}
+
+// SitesMapping is one site's mappings in the unexplained memory of a walk.
+type SitesMapping struct {
+	Function string   `json:"function"`
+	File     string   `json:"file,omitempty"`
+	Line     int      `json:"line,omitempty"`
+	Stack    []string `json:"stack"`
+	// Mappings counts the recorded mappings (or what munmap left of
+	// them) that lie in unexplained memory; ReservedBytes is their bytes
+	// there, ResidentBytes the resident bytes of the walk's mappings they
+	// cover.
+	Mappings      int   `json:"mappings"`
+	ReservedBytes int64 `json:"reserved_bytes"`
+	ResidentBytes int64 `json:"resident_bytes"`
 }
 
 // SitesProfile is one pprof file of Sites.

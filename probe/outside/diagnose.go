@@ -311,9 +311,13 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 			m := r.UnexplainedMappings[0]
 			where = fmt.Sprintf(" (the largest: %#x-%#x, %s resident)", m.Start, m.End, iec(m.ResidentBytes))
 		}
+		why := "another allocator's or runtime's heap, or glibc's large blocks where their headers could not be read"
+		if su := sitesUnexplained(p); su != nil && len(su.Sites) > 0 {
+			why = fmt.Sprintf("--sites finds %s of it (%.0f %%) in mappings the program made itself, the most by %s (%s)",
+				iec(su.MappedBytes), 100*float64(su.MappedBytes)/float64(max(su.UnexplainedBytes, 1)), su.Sites[0].Function, iec(su.Sites[0].ResidentBytes))
+		}
 		add("unexplained", "unexplained_bytes", float64(u),
-			"%s resident (%.0f %% of RSS) is in anonymous mappings no source names%s: another allocator's or runtime's heap, or glibc's large blocks where their headers could not be read",
-			iec(u), share(u), where)
+			"%s resident (%.0f %% of RSS) is in anonymous mappings no source names%s: %s", iec(u), share(u), where, why)
 	}
 
 	if g := part("gpu.driver"); g.Count > 0 {
@@ -427,4 +431,13 @@ func seconds(ms float64) string {
 		return fmt.Sprintf("%.2f s", ms/1000)
 	}
 	return fmt.Sprintf("%.0f s", ms/1000)
+}
+
+// sitesUnexplained is --sites' join with the unexplained memory of the
+// walk the breakdown is of (the peak walk), else nil.
+func sitesUnexplained(p *schema.Process) *schema.SitesUnexplained {
+	if p.Sites == nil || p.Sites.Unexplained == nil || p.AtPeak == nil || p.Sites.Unexplained.At != "peak" || p.Sites.Unexplained.AtMs != p.AtPeak.TMs {
+		return nil
+	}
+	return p.Sites.Unexplained
 }

@@ -177,7 +177,12 @@ func (s *Session) finishSites(p *schema.Process) {
 		for _, h := range w.snap.Reconciliation.MallocHeaps {
 			heaps = append(heaps, sites.WalkHeap{Start: h.StartAddr, ResidentBytes: h.ResidentBytes, Arena: h.ArenaAddr})
 		}
-		walks = append(walks, sites.Walk{At: w.at, AtMs: w.snap.TMs, MonoNs: r.startMono + uint64(w.snap.TMs*1e6), BrkBytes: brk, ArenasBytes: arenas, Heaps: heaps})
+		var unexplained []sites.WalkRange
+		for _, u := range w.snap.Reconciliation.UnexplainedAll {
+			unexplained = append(unexplained, sites.WalkRange{Start: u.Start, End: u.End, ResidentBytes: u.ResidentBytes})
+		}
+		walks = append(walks, sites.Walk{At: w.at, AtMs: w.snap.TMs, MonoNs: r.startMono + uint64(w.snap.TMs*1e6), BrkBytes: brk, ArenasBytes: arenas,
+			Heaps: heaps, Unexplained: unexplained})
 	}
 	res, warns, err := sites.Analyze(sites.Options{Dir: r.dir, OutDir: s.opts.OutDir, PID: s.pid, Walks: walks})
 	for _, w := range warns {
@@ -314,6 +319,52 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 	if f := st.Fragmentation; f != nil {
 		renderFragmentation(e, render, f)
 	}
+	if u := st.Unexplained; u != nil && u.UnexplainedBytes > 0 {
+		renderUnexplained(e, render, u, st.Exact)
+	}
+}
+
+// renderUnexplained prints what of a walk's unexplained memory lies in
+// mappings the program made itself, by site.
+func renderUnexplained(e *errWriter, render func(*table.Table), u *schema.SitesUnexplained, exact bool) {
+	lead := fmt.Sprintf("unexplained at the %s walk (%.2f s): %s resident in anonymous mappings no source claims", u.At, u.AtMs/1000, iec(u.UnexplainedBytes))
+	if len(u.Sites) == 0 {
+		e.line("%s; none of it in a mapping the program made itself that the records hold", lead)
+		return
+	}
+	how := ""
+	if !exact {
+		how = ", scaled from the sampled ones"
+	}
+	if u.Estimated {
+		how += "; where one covers part of a mapping the walk saw, its resident bytes are shared out by address"
+	}
+	e.line("%s; %s of it (%.0f %%) in mappings the program made itself (mmap), by the site that made them%s",
+		lead, iec(u.MappedBytes), pct(u.MappedBytes, u.UnexplainedBytes), how)
+	tb := table.New("the program's own mappings in it, by site", table.Column{Name: "resident", Kind: table.Bytes}, table.Column{Name: "mapped", Kind: table.Bytes},
+		table.Column{Name: "mappings", Kind: table.Int}, table.Column{Name: "site"})
+	for i, m := range u.Sites {
+		if i == 8 {
+			break
+		}
+		site := m.Function
+		if m.File != "" {
+			site += fmt.Sprintf(" (%s:%d)", m.File, m.Line)
+		}
+		if len(m.Stack) > 1 {
+			site += " ← " + strings.Join(m.Stack[1:min(len(m.Stack), 4)], " ← ")
+		}
+		tb.Add(m.ResidentBytes, m.ReservedBytes, m.Mappings, site)
+	}
+	render(tb)
+}
+
+// pct is part / whole × 100; 0 for nothing.
+func pct(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return 100 * float64(part) / float64(whole)
 }
 
 // fragmentationHeaps is how many heaps the report lists, the main

@@ -465,6 +465,7 @@ func Compute(in Input) Reconciliation {
 	slices.SortStableFunc(rest, func(a, b Piece) int {
 		return cmp.Or(cmp.Compare(b.ResidentBytes, a.ResidentBytes), cmp.Compare(a.Start, b.Start))
 	})
+	r.UnexplainedAll = rest
 	var restSum int64
 	for i, p := range rest {
 		restSum += p.ResidentBytes

@@ -114,6 +114,15 @@ type Walk struct {
 	MonoNs                uint64
 	BrkBytes, ArenasBytes int64
 	Heaps                 []WalkHeap
+	// Unexplained are the anonymous ranges the walk's reconciliation
+	// left unexplained, each with its resident bytes.
+	Unexplained []WalkRange
+}
+
+// WalkRange is an address range of a walk and its resident bytes.
+type WalkRange struct {
+	Start, End    uint64
+	ResidentBytes int64
 }
 
 // WalkHeap is one of glibc's 64 MiB heaps at a walk (reconcile's
@@ -166,6 +175,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	b := newBuilder(LibName, ims[0].rate)
 	var head *replayed
 	var headSites []*siteAcc
+	var headMaps []mapping
 	for _, im := range ims {
 		r := replay(im)
 		ended := "unflushed"
@@ -228,7 +238,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 		// The headline is the program's last image (images are sorted
 		// by pid and number), else the first one recorded.
 		if head == nil || im.pid == o.PID {
-			head = r
+			head, headMaps = r, maps
 			headSites = headSites[:0]
 			for _, sa := range sites {
 				headSites = append(headSites, sa)
@@ -247,6 +257,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.exitBytes, a.exitObj, a.exitVar }, false)
 	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.allocBytes, a.allocObj, a.allocVar }, true)
 	s.Fragmentation = fragmentation(head, o.Walks)
+	s.Unexplained = unexplained(b, head, headMaps, o.Walks)
 	if o.OutDir != "" {
 		if s.Profiles, err = b.write(o.OutDir); err != nil {
 			return nil, warns, fmt.Errorf("writing the sites profiles: %w", err)
@@ -368,6 +379,82 @@ func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
 		f.MaxHeapFreeResidentBytes = max(f.MaxHeapFreeResidentBytes, h.FreeResidentBytes)
 	}
 	return f
+}
+
+// unexplained joins the program's own mappings that the records hold,
+// live at the peak walk (else the end walk) of the image's life, with
+// the anonymous ranges that walk left unexplained: what each site mapped
+// there, and the resident bytes of the ranges it covers, shared out by
+// address where it covers part of one.
+func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.SitesUnexplained {
+	start := r.im.startNs
+	var w *Walk
+	for i := range walks {
+		if walks[i].MonoNs >= start && len(walks[i].Unexplained) > 0 && (w == nil || walks[i].At == "peak") {
+			w = &walks[i]
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	t := w.MonoNs - start
+	u := &schema.SitesUnexplained{At: w.At, AtMs: w.AtMs, Sites: []schema.SitesMapping{}}
+	for _, g := range w.Unexplained {
+		u.UnexplainedBytes += g.ResidentBytes
+	}
+	bySite := map[string]*schema.SitesMapping{}
+	acc := map[string][3]float64{} // mappings, bytes mapped, resident: scaled
+	for k := range r.pieces {
+		p := &r.pieces[k]
+		if r.im.events[p.from].tNs > t || p.to >= 0 && r.im.events[p.to].tNs <= t {
+			continue
+		}
+		var over uint64
+		var res float64
+		for _, g := range w.Unexplained {
+			lo, hi := max(p.start, g.Start), min(p.end, g.End)
+			if lo >= hi {
+				continue
+			}
+			over += hi - lo
+			res += float64(g.ResidentBytes) * float64(hi-lo) / float64(g.End-g.Start)
+			if hi-lo < g.End-g.Start {
+				u.Estimated = true
+			}
+		}
+		if over == 0 {
+			continue
+		}
+		// A mapping of L bytes stands for 1/(1 − e^(−L/rate)) of them.
+		wt, _ := weight(r.im.events[p.alloc].size, r.im.rate)
+		n := b.name(maps, r.im.stacks[r.im.events[p.alloc].stack])
+		f := n.siteFrame()
+		key := f.fn + "\x00" + f.file + "\x00" + fmt.Sprint(f.line)
+		m := bySite[key]
+		if m == nil {
+			m = &schema.SitesMapping{Function: f.fn, File: f.file, Line: f.line, Stack: []string{}}
+			for _, fr := range n.frames[min(n.site, len(n.frames)):] {
+				if len(m.Stack) == 8 {
+					break
+				}
+				m.Stack = append(m.Stack, fr.fn)
+			}
+			bySite[key] = m
+		}
+		acc[key] = [3]float64{acc[key][0] + wt, acc[key][1] + wt*float64(over), acc[key][2] + wt*res}
+	}
+	for key, m := range bySite {
+		a := acc[key]
+		m.Mappings, m.ReservedBytes, m.ResidentBytes = int(round(a[0])), round(a[1]), round(a[2])
+		u.MappedBytes += m.ResidentBytes
+		u.Sites = append(u.Sites, *m)
+	}
+	// Scaled, the sampled estimate may pass what was there.
+	u.MappedBytes = min(u.MappedBytes, u.UnexplainedBytes)
+	slices.SortFunc(u.Sites, func(a, b schema.SitesMapping) int {
+		return cmp.Or(cmp.Compare(b.ResidentBytes, a.ResidentBytes), strings.Compare(a.Function, b.Function))
+	})
+	return u
 }
 
 // pct is part / whole × 100; 0 for nothing.

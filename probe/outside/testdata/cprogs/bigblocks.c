@@ -12,6 +12,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+// map_block is the site of the program's own mappings.
+__attribute__((noinline)) static char *map_block(size_t size) {
+	char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	__asm__ volatile("" ::: "memory");
+	return p == MAP_FAILED ? NULL : p;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3 || atoi(argv[1]) <= 0 || atol(argv[2]) <= 0) {
 		fprintf(stderr, "usage: bigblocks N MIB [memalign|mmap]\n");
@@ -26,7 +33,7 @@ int main(int argc, char **argv) {
 			if (posix_memalign((void **)&p, 1 << 20, size) != 0)
 				return 1;
 		} else if (strcmp(how, "mmap") == 0) {
-			if ((p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+			if ((p = map_block(size)) == NULL)
 				return 1;
 		} else if ((p = malloc(size)) == NULL) {
 			return 1;
