@@ -64,9 +64,11 @@ const (
 	DefaultInterval   = 10 * time.Millisecond
 	MinInterval       = time.Millisecond
 	DefaultSmapsEvery = 10
-	// DefaultStatusEvery: status on every sample. A sample then costs
-	// about 9 µs, against 3 with status every tenth (BenchmarkSample):
-	// 0.09 % of one core at the default 10 ms. It is what gives every
+	// DefaultStatusEvery: status on every sample. A sample's reads then
+	// take about 9 to 13 µs in a loop, against 3 with status every tenth
+	// (BenchmarkSample); in a watch, with cold caches, 70 to 90 µs, and
+	// waking the probe for it costs several times that (docs/exec.md,
+	// Cost). It is what gives every
 	// point VmHWM, RssAnon/RssFile/RssShmem and the thread count of the
 	// same moment as its RSS, and their peaks every sample's value.
 	DefaultStatusEvery = 1
