@@ -202,6 +202,19 @@ func (s *Session) finishSites(p *schema.Process) {
 	}
 }
 
+// siteLine is a site as the report's tables show it: its function, file
+// and line, and three of its callers.
+func siteLine(fn, file string, line int, stack []string) string {
+	s := fn
+	if file != "" {
+		s += fmt.Sprintf(" (%s:%d)", file, line)
+	}
+	if len(stack) > 1 {
+		s += " ← " + strings.Join(stack[1:min(len(stack), 4)], " ← ")
+	}
+	return s
+}
+
 // largestImage is the process image of st with the most in use at its
 // peak where that is not the headline's program, else nil.
 func largestImage(st *schema.Sites) *schema.SitesProcess {
@@ -251,16 +264,7 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 	e.line("allocated %s blocks, %s in all; in use at the peak %s%s (at %.3f s%s); at exit %s%s; %s temporary blocks (freed before their thread allocated again)",
 		n(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), peakIn, st.PeakAtMs/1000, source,
 		iec(st.ExitInUseBytes), exitIn, n(st.TemporaryObjects))
-	site := func(x schema.Site) string {
-		s := x.Function
-		if x.File != "" {
-			s += fmt.Sprintf(" (%s:%d)", x.File, x.Line)
-		}
-		if len(x.Stack) > 1 {
-			s += " ← " + strings.Join(x.Stack[1:min(len(x.Stack), 4)], " ← ")
-		}
-		return s
-	}
+	site := func(x schema.Site) string { return siteLine(x.Function, x.File, x.Line, x.Stack) }
 	for _, t := range []struct {
 		title string
 		rows  []schema.Site
@@ -347,14 +351,7 @@ func renderUnexplained(e *errWriter, render func(*table.Table), u *schema.SitesU
 		if i == 8 {
 			break
 		}
-		site := m.Function
-		if m.File != "" {
-			site += fmt.Sprintf(" (%s:%d)", m.File, m.Line)
-		}
-		if len(m.Stack) > 1 {
-			site += " ← " + strings.Join(m.Stack[1:min(len(m.Stack), 4)], " ← ")
-		}
-		tb.Add(m.ResidentBytes, m.ReservedBytes, m.Mappings, site)
+		tb.Add(m.ResidentBytes, m.ReservedBytes, m.Mappings, siteLine(m.Function, m.File, m.Line, m.Stack))
 	}
 	render(tb)
 }

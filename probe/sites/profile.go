@@ -27,6 +27,19 @@ type named struct {
 	site   int // index in frames; len(frames) when every frame is the allocator's
 }
 
+// siteStack is the stack a report shows: the site's frame and up to
+// seven of its callers.
+func (n *named) siteStack() []string {
+	st := []string{}
+	for _, fr := range n.frames[min(n.site, len(n.frames)):] {
+		if len(st) == 8 {
+			break
+		}
+		st = append(st, fr.fn)
+	}
+	return st
+}
+
 func (n *named) siteFrame() frame {
 	if n.site < len(n.frames) {
 		return n.frames[n.site]

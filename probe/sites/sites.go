@@ -314,15 +314,8 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64
 	for _, sa := range keep {
 		f := sa.named.siteFrame()
 		b, o, v := value(&sa.acc)
-		st := schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), BytesSE: round(math.Sqrt(v)),
-			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: []string{}}
-		for _, fr := range sa.named.frames[min(sa.named.site, len(sa.named.frames)):] {
-			if len(st.Stack) == 8 {
-				break
-			}
-			st.Stack = append(st.Stack, fr.fn)
-		}
-		out = append(out, st)
+		out = append(out, schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), BytesSE: round(math.Sqrt(v)),
+			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: sa.named.siteStack()})
 	}
 	return out
 }
@@ -432,13 +425,7 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 		key := f.fn + "\x00" + f.file + "\x00" + fmt.Sprint(f.line)
 		m := bySite[key]
 		if m == nil {
-			m = &schema.SitesMapping{Function: f.fn, File: f.file, Line: f.line, Stack: []string{}}
-			for _, fr := range n.frames[min(n.site, len(n.frames)):] {
-				if len(m.Stack) == 8 {
-					break
-				}
-				m.Stack = append(m.Stack, fr.fn)
-			}
+			m = &schema.SitesMapping{Function: f.fn, File: f.file, Line: f.line, Stack: n.siteStack()}
 			bySite[key] = m
 		}
 		acc[key] = [3]float64{acc[key][0] + wt, acc[key][1] + wt*float64(over), acc[key][2] + wt*res}
