@@ -161,7 +161,12 @@ type SitesFragmentation struct {
 	// the watch began.
 	At   string  `json:"at"`
 	AtMs float64 `json:"at_ms"`
-	// ArenaResidentBytes = InUseBytes + FreeResidentBytes.
+	// InUseBytes are the program's blocks in the arenas at the walk's
+	// moment (from the sites); FreeResidentBytes is ArenaResidentBytes
+	// less them, by heap, where that is positive. Blocks whose pages were
+	// never written are in use and not resident, so a heap's in use may
+	// pass its resident bytes; its free but resident bytes, 0 then, are
+	// at least that.
 	ArenaResidentBytes int64 `json:"arena_resident_bytes"`
 	InUseBytes         int64 `json:"in_use_bytes"`
 	FreeResidentBytes  int64 `json:"free_resident_bytes"`

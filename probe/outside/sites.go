@@ -372,7 +372,7 @@ const fragmentationHeaps = 8
 // the most resident of the others, the rest in one row, then all (a
 // result without heaps, from before they were split: by arena).
 func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.SitesFragmentation) {
-	title := fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident = in use (sites) + free but resident", f.At, f.AtMs/1000)
+	title := fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident, in use (sites), free but resident", f.At, f.AtMs/1000)
 	share := func(free, res int64) float64 {
 		if res <= 0 {
 			return 0
@@ -399,5 +399,15 @@ func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.Site
 	}
 	tb.Add("all", "", f.ArenaResidentBytes, f.InUseBytes, f.FreeResidentBytes, f.FreeResidentPct)
 	render(tb)
+	var over, beyond int64
+	for _, h := range f.Heaps {
+		if h.InUseBytes > h.ResidentBytes {
+			over, beyond = over+1, beyond+h.InUseBytes-h.ResidentBytes
+		}
+	}
+	if over > 0 {
+		e.line("in use passes resident in %d heaps, by %s: blocks whose pages were never written (malloc'd and not touched, or calloc'd from fresh pages); their free but resident bytes read 0 and are at least that",
+			over, iec(beyond))
+	}
 	e.line("free but resident: %.1f %% of the arenas' resident bytes (fragmentation and the allocator's own); a block is in the heap its address falls in, a heap's arena is named where its header could be read", f.FreeResidentPct)
 }

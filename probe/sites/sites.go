@@ -338,9 +338,11 @@ func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
 		heaps[h.Start] = 0
 	}
 	mainUse, othersUse := r.heapInUseAt(w.MonoNs-start, heaps)
+	// Blocks whose pages were never written are in use and not resident:
+	// in use may pass resident, and free but resident is then at least 0.
 	row := func(name string, res int64, use float64) schema.SitesArena {
-		u := min(round(use), res)
-		return schema.SitesArena{Arena: name, ResidentBytes: res, InUseBytes: u, FreeResidentBytes: res - u}
+		u := round(use)
+		return schema.SitesArena{Arena: name, ResidentBytes: res, InUseBytes: u, FreeResidentBytes: max(res-u, 0)}
 	}
 	f := &schema.SitesFragmentation{At: w.At, AtMs: w.AtMs,
 		Arenas: []schema.SitesArena{row("main", w.BrkBytes, mainUse), row("others", w.ArenasBytes, othersUse)}}

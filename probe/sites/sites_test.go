@@ -564,6 +564,21 @@ func TestFragmentationHeaps(t *testing.T) {
 	if worst != holes.FreeResidentBytes {
 		t.Errorf("the worst heap's free but resident bytes %d, want the holes thread's %d", worst, holes.FreeResidentBytes)
 	}
+	// A walk that saw less of the kept thread's heap resident than its
+	// blocks in use (pages never written): in use stays the sites'
+	// figure, free but resident 0. (It read the resident bytes as in
+	// use: 1 MiB of the 5120000 B.)
+	heaps := slices.Clone(w.Heaps)
+	for i := range w.Heaps {
+		if fmt.Sprintf("%#x", w.Heaps[i].Start) == kept.Heap {
+			w.Heaps[i].ResidentBytes = 1 << 20
+		}
+	}
+	_, kept1 := split()
+	if kept1.InUseBytes != 10000*512 || kept1.FreeResidentBytes != 0 || kept1.ResidentBytes != 1<<20 {
+		t.Errorf("kept thread's heap with 1 MiB resident: %+v; want 5120000 B in use, 0 free but resident", kept1)
+	}
+	w.Heaps = heaps
 	// The plant: a last maps record whose [heap] spans all memory.
 	var rec bytes.Buffer
 	text := "0-7fffffffffff rw-p 00000000 00:00 0 [heap]\n"
