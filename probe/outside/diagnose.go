@@ -312,6 +312,9 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 			where = fmt.Sprintf(" (the largest: %#x-%#x, %s resident)", m.Start, m.End, iec(m.ResidentBytes))
 		}
 		why := "another allocator's or runtime's heap, or glibc's large blocks where their headers could not be read"
+		if p.Sites == nil {
+			why += "; probe exec --sites names who mapped them"
+		}
 		if su := sitesUnexplained(p); su != nil && len(su.Sites) > 0 {
 			why = fmt.Sprintf("--sites finds %s of it (%.0f %%) in mappings the program made itself, the most by %s (%s)",
 				iec(su.MappedBytes), 100*float64(su.MappedBytes)/float64(max(su.UnexplainedBytes, 1)), su.Sites[0].Function, iec(su.Sites[0].ResidentBytes))
