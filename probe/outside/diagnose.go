@@ -282,6 +282,11 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 	if b := part("c.malloc.brk"); share(b.Bytes) >= 10 {
 		add("heap", "brk_resident_bytes", float64(b.Bytes), "the main malloc heap ([heap]) holds %s resident, %.0f %% of RSS", iec(b.Bytes), share(b.Bytes))
 	}
+	if py := part("python.obmalloc"); share(py.Bytes) >= 10 {
+		add("python", "python_obmalloc_resident_bytes", float64(py.Bytes),
+			"CPython's small-object allocator holds %s resident in %d pools, %.0f %% of RSS: Python's objects of up to 512 bytes (dicts, ints, short strings, frames); tracemalloc names the lines that made them",
+			iec(py.Bytes), py.Count, share(py.Bytes))
+	}
 	if m := part("c.malloc.mmap"); share(m.Bytes) >= 10 {
 		text := fmt.Sprintf("%d large malloc blocks reserve %s and hold %s resident", m.Count, iec(m.ReservedBytes), iec(m.Bytes))
 		if m.Count == 1 {

@@ -721,3 +721,53 @@ func TestLargeBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonPools: a Python program holding 300,000 small dicts keeps
+// them in CPython's own allocator's pools, in arenas it maps itself: 86 %
+// of RSS unexplained before (135.6 MiB of a like program's 156.6 MiB),
+// claimed as python.obmalloc now. With PYTHONMALLOC=malloc the same
+// objects are glibc's (c.malloc.brk), and no pool is found.
+func TestPythonPools(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	if out, err := exec.Command(py, "-c", "import sys; sys.exit(sys.version_info < (3, 8))").CombinedOutput(); err != nil {
+		t.Skipf("python3 before 3.8 (another pool layout): %v %s", err, out)
+	}
+	const script = "import sys\nrows = [{'id': i, 'name': str(i) * 3} for i in range(300000)]\nprint('ready', flush=True)\nsys.stdin.read()\n"
+	for _, alloc := range []string{"", "malloc"} {
+		var env []string
+		for _, kv := range cleanEnv() {
+			if !strings.HasPrefix(kv, "PYTHONMALLOC=") {
+				env = append(env, kv)
+			}
+		}
+		if alloc != "" {
+			env = append(env, "PYTHONMALLOC="+alloc)
+		}
+		h := execHeld(t, slowWalks, env, py, "-c", script)
+		h.waitLine(t, "ready")
+		r := h.release(t)
+		rec := r.Process.AtPeak.Reconciliation
+		var pools schema.ReconciliationPart
+		for _, p := range rec.Parts {
+			if p.Name == "python.obmalloc" {
+				pools = p
+			}
+		}
+		t.Logf("PYTHONMALLOC=%q: python.obmalloc %d pools, %d B resident; unexplained %d B of RSS %d B", alloc, pools.Count, pools.Bytes, rec.UnexplainedBytes, rec.RSSBytes)
+		if alloc == "malloc" {
+			if pools.Count != 0 {
+				t.Errorf("PYTHONMALLOC=malloc: python.obmalloc %+v, want none", pools)
+			}
+			continue
+		}
+		if pools.Bytes < 40<<20 || rec.UnexplainedBytes*20 > rec.RSSBytes {
+			t.Errorf("python.obmalloc %+v, unexplained %d B of %d B: want at least 40 MiB of pools and under 5 %% unexplained\n%s", pools, rec.UnexplainedBytes, rec.RSSBytes, render(t, r))
+		}
+		if f := finding(r.Process, "python"); f == nil || f.Metric != "python_obmalloc_resident_bytes" || f.Value != float64(pools.Bytes) {
+			t.Errorf("diagnosis: %+v; want a python line with the pools' %d B", f, pools.Bytes)
+		}
+	}
+}

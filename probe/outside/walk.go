@@ -76,6 +76,8 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	readMem, closeMem := reconcile.OpenMem(w.fs.Path(w.pid, "mem"))
+	defer closeMem()
 	in := reconcile.Input{
 		Status: st, StatusBefore: before, Mappings: ms, ThreadSPs: sps, ThreadStackBytes: stackDefault,
 		Resident: func(lo, hi uint64) (int64, error) { return w.fs.ResidentBytes(w.pid, lo, hi, w.page) },
@@ -84,7 +86,7 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 		// glibc heaps' arena pointers (exact arenas where ptrace access
 		// allows: a child of the probe, or root).
 		OpenFile:   reconcile.OpenUnder(w.fs.Path(w.pid, "root")),
-		ReadMemory: reconcile.MemReader(w.fs.Path(w.pid, "mem")),
+		ReadMemory: readMem,
 	}
 	rec := reconcile.Compute(in)
 	snap = &schema.Snapshot{

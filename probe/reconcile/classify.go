@@ -31,6 +31,7 @@ const (
 	clKernel    = "kernel"
 	clGPU       = "gpu.driver" // mappings of GPU driver devices
 	clReserved  = "anon.reserved"
+	clPyMalloc  = "python.obmalloc" // CPython's small-object allocator's arenas
 )
 
 // GoHeapArenaBytes is the size of Go's heap arenas on linux/amd64
@@ -66,8 +67,9 @@ type vma struct {
 	procfs.Mapping
 	owner string
 	subs  []sub
-	// chunks says that mmappedChunks claimed it, and counted its chunks.
-	chunks bool
+	// chunks says that mmappedChunks claimed it, and counted its chunks;
+	// pools, that pythonPools did, and counted its pools.
+	chunks, pools bool
 }
 
 type sub struct {
@@ -441,6 +443,9 @@ func classify(in *Input) *layout {
 	// 9. glibc's large blocks, each in a mapping of its own (mmapped
 	// chunks), by their headers (mmappedChunks).
 	l.mmappedChunks(in)
+	// 10. CPython's small-object allocator, by its pools' headers
+	// (pythonPools).
+	l.pythonPools(in)
 
 	// Tally the claims; what is left of each mapping is reserved address
 	// space (nothing resident, or PROT_NONE) or a candidate.
@@ -470,7 +475,7 @@ func classify(in *Input) *layout {
 			t := l.tally(v.owner)
 			t.resident += int64(v.RssBytes)
 			t.reserved += int64(v.SizeBytes)
-			if v.owner != clThreads && v.owner != clWorkers && v.owner != clArenas && v.owner != clBSS && !v.chunks {
+			if v.owner != clThreads && v.owner != clWorkers && v.owner != clArenas && v.owner != clBSS && !v.chunks && !v.pools {
 				t.count++ // stacks, arenas, .bss and chunks by header are counted as they are found
 			}
 			continue

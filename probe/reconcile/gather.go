@@ -79,10 +79,31 @@ func goAddrs() []uint64 {
 	}
 }
 
+// OpenMem is an Input.ReadMemory that reads a process's memory through
+// its /proc/<pid>/mem (path), opened once, and the function that closes
+// it: for a walk of another process, whose rules read a header per glibc
+// heap, large block and Python pool (thousands: each open of the file
+// checks ptrace access). Where it cannot be opened, every read fails
+// with that error.
+func OpenMem(path string) (read func(addr uint64, b []byte) error, closeMem func()) {
+	f, err := os.Open(path)
+	if err != nil {
+		return func(uint64, []byte) error { return err }, func() {}
+	}
+	return func(addr uint64, b []byte) error {
+		if addr > math.MaxInt64 {
+			return fmt.Errorf("reading %s: address %#x out of range", path, addr)
+		}
+		_, err := f.ReadAt(b, int64(addr))
+		return err
+	}, func() { f.Close() }
+}
+
 // MemReader is an Input.ReadMemory that reads a process's memory through
 // its /proc/<pid>/mem (path): for this process always allowed, for another
-// with ptrace access (a parent of its child, or root). Reads are few (a
-// word per glibc heap), so each opens the file.
+// with ptrace access (a parent of its child, or root). Each read opens the
+// file, so that an Input can be kept; a walk of another process uses
+// OpenMem.
 func MemReader(path string) func(addr uint64, b []byte) error {
 	return func(addr uint64, b []byte) error {
 		if addr > math.MaxInt64 {

@@ -56,6 +56,9 @@
 //     header (prev_size 0, then a page-multiple size with IS_MMAPPED
 //     alone), and the chunks after it where the kernel merged
 //     neighbours, through Input.ReadMemory.
+//  10. CPython's small-object allocator (python.obmalloc): runs of 16 KiB
+//     pools in anonymous read-write mappings whose headers hold
+//     obmalloc's invariants (pythonPools), through Input.ReadMemory.
 //
 // A range inside a mapping (a stack the kernel merged with its neighbour)
 // is measured with pagemap. What is left of each mapping is either
@@ -421,6 +424,7 @@ func Compute(in Input) Reconciliation {
 		{clBrk, "[heap]: glibc's main malloc arena (brk)"},
 		{clArenas, l.arenasNote()},
 		{clMmap, "glibc malloc's large blocks, a mapping each (mmapped chunks: by their headers, or named by glibc 2.41+)"},
+		{clPyMalloc, "CPython's small-object allocator (obmalloc): its pools (16 KiB, 4 KiB before 3.10), by their headers"},
 		{clRace, "race detector shadow memory"},
 		{clBSS, "anonymous mapping above a file's data: the binary's and libraries' .bss"},
 		{clFile, "file pages: binary text, shared libraries, mapped files (clean)"},
@@ -431,7 +435,7 @@ func Compute(in Input) Reconciliation {
 		{clReserved, "anonymous address space with nothing resident, or PROT_NONE: Go's page-allocator index, untouched mappings"},
 	} {
 		t := l.tallies[p.name]
-		if t == nil && (p.name == clMmap || p.name == clGPU || p.name == clRace && !in.Race) {
+		if t == nil && (p.name == clMmap || p.name == clPyMalloc || p.name == clGPU || p.name == clRace && !in.Race) {
 			continue
 		}
 		if t == nil {
