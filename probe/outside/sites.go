@@ -1,12 +1,15 @@
 package outside
 
 import (
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,6 +218,46 @@ func siteLine(fn, file string, line int, stack []string) string {
 	return s
 }
 
+// shownImages are the process images the report lists one by one: all of
+// them up to maxImages, else the program's own and the largest by peak in
+// use up to that many.
+func shownImages(st *schema.Sites) []bool {
+	shown := make([]bool, len(st.Processes))
+	if len(st.Processes) <= maxImages {
+		for i := range shown {
+			shown[i] = true
+		}
+		return shown
+	}
+	order := make([]int, len(st.Processes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(st.Processes[b].PeakInUseBytes, st.Processes[a].PeakInUseBytes)
+	})
+	n := 0
+	for i, pr := range st.Processes {
+		if pr.PID == st.PID && n < maxImages {
+			shown[i] = true
+			n++
+		}
+	}
+	for _, i := range order {
+		if n == maxImages {
+			break
+		}
+		if !shown[i] {
+			shown[i] = true
+			n++
+		}
+	}
+	return shown
+}
+
+// maxImages is how many process images the report lists one by one.
+const maxImages = 10
+
 // largestImage is the process image of st with the most in use at its
 // peak where that is not the headline's program, else nil.
 func largestImage(st *schema.Sites) *schema.SitesProcess {
@@ -280,6 +323,12 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		}
 		cols := []table.Column{{Name: "bytes", Kind: table.Bytes}}
 		title := t.title
+		if t.temp {
+			// Sorted by temporary blocks; bytes and blocks are all the
+			// site allocated, temporary or not.
+			cols[0].Name = "allocated"
+			title += " (allocated: all the site allocated)"
+		}
 		if sampled {
 			cols = append(cols, table.Column{Name: "± (1 s.e.)", Kind: table.Bytes})
 			title += " (sampled: ± one standard error; sites closer than about two of it are tied)"
@@ -303,8 +352,26 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 			table.Column{Name: "pid"}, table.Column{Name: "parent"}, table.Column{Name: "image"},
 			table.Column{Name: "executable"}, table.Column{Name: "peak in use", Kind: table.Bytes}, table.Column{Name: "at exit", Kind: table.Bytes},
 			table.Column{Name: "allocations", Kind: table.Int}, table.Column{Name: "ended"})
-		for _, pr := range st.Processes {
+		shown := shownImages(st)
+		var more []schema.SitesProcess
+		for i, pr := range st.Processes {
+			if !shown[i] {
+				more = append(more, pr)
+				continue
+			}
 			tb.Add(pr.PID, pr.PPID, pr.Image, pr.Executable, pr.PeakInUseBytes, pr.ExitInUseBytes, pr.AllocObjects, pr.Ended)
+		}
+		if len(more) > 0 {
+			// A launcher's shells (pyenv's shims: bash and env execs a
+			// dozen deep) would fill the table: the smallest are summed.
+			var top, exit, allocs int64
+			names := map[string]bool{}
+			for _, pr := range more {
+				top, exit, allocs = max(top, pr.PeakInUseBytes), exit+pr.ExitInUseBytes, allocs+pr.AllocObjects
+				names[filepath.Base(pr.Executable)] = true
+			}
+			tb.Add("", "", "", fmt.Sprintf("%d more (%s): the largest peak, the sums", len(more), strings.Join(slices.Sorted(maps.Keys(names)), ", ")),
+				top, exit, allocs, "")
 		}
 		render(tb)
 		// The headline and its sites are the program's; a driver (gcc,

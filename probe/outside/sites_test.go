@@ -280,6 +280,30 @@ func TestRenderSitesDriver(t *testing.T) {
 	}
 }
 
+// TestRenderSitesManyImages: pyenv's python3 is a shell shim that execs
+// env and bash a dozen deep and forks more: 76 images, of which the
+// report listed every one. It lists ten, the program's own first and
+// then the largest, and sums the rest in one row.
+func TestRenderSitesManyImages(t *testing.T) {
+	st := &schema.Sites{RateBytes: 524288, PID: 100, PeakInUseBytes: 119 << 20, PeakSource: "counted"}
+	for i := range 3 {
+		st.Processes = append(st.Processes, schema.SitesProcess{PID: 100, Image: i, Executable: "/usr/bin/env", PeakInUseBytes: 13 << 10, AllocObjects: 201, Ended: "execve"})
+	}
+	st.Processes = append(st.Processes, schema.SitesProcess{PID: 100, Image: 3, Executable: "/usr/bin/python3.11", PeakInUseBytes: 119 << 20, AllocObjects: 3875, Ended: "exit"})
+	for i := range 20 {
+		st.Processes = append(st.Processes, schema.SitesProcess{PID: 200 + i, PPID: 100, Executable: "/usr/bin/bash", PeakInUseBytes: int64(80+i) << 10, ExitInUseBytes: 1 << 10, AllocObjects: 100, Ended: "exit"})
+	}
+	var b bytes.Buffer
+	e := &errWriter{w: &b}
+	renderSites(e, func(s string) { e.printf("\n%s\n", s) }, func(tb *table.Table) { e.block(); tb.Render(&b, table.Text) }, st)
+	out := b.String()
+	rows := strings.Count(out, "/usr/bin/")
+	if rows != 10 || !strings.Contains(out, "python3.11") || !strings.Contains(out, "14 more (bash): the largest peak, the sums") ||
+		!strings.Contains(out, "99 KiB") || strings.Contains(out, "80.0 KiB") {
+		t.Errorf("want 10 images (the program's 4, then the 6 largest bashes: 99 to 94 KiB) and 14 more summed:\n%s", out)
+	}
+}
+
 // TestMonoAt: CLOCK_MONOTONIC at a time.Time is read between two
 // readings of the clock taken around it, however late it is asked
 // (finishSites asks once the program has exited), here up to 50 ms
