@@ -388,7 +388,7 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		}
 	}
 	if f := st.Fragmentation; f != nil {
-		renderFragmentation(e, render, f)
+		renderFragmentation(e, render, f, st.Exact)
 	}
 	if u := st.Unexplained; u != nil && u.UnexplainedBytes > 0 {
 		renderUnexplained(e, render, u, st.Exact)
@@ -438,7 +438,7 @@ const fragmentationHeaps = 8
 // renderFragmentation prints the arenas' split by heap: the brk heap,
 // the most resident of the others, the rest in one row, then all (a
 // result without heaps, from before they were split: by arena).
-func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.SitesFragmentation) {
+func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.SitesFragmentation, exact bool) {
 	title := fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident, in use (sites), free but resident", f.At, f.AtMs/1000)
 	share := func(free, res int64) float64 {
 		if res <= 0 {
@@ -473,8 +473,17 @@ func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.Site
 		}
 	}
 	if over > 0 {
-		e.line("in use passes resident in %d heaps, by %s: blocks whose pages were never written (malloc'd and not touched, or calloc'd from fresh pages); their free but resident bytes read 0 and are at least that",
-			over, iec(beyond))
+		// Sampled, a heap's in use is an estimate: a few samples a heap
+		// (1 MiB a thread at 512 KiB) put it well above or below.
+		why := "blocks whose pages were never written (malloc'd and not touched, or calloc'd from fresh pages)"
+		if !exact {
+			why = "the sampled estimate of a heap's blocks (a few samples a heap put it well above or below), or " + why
+		}
+		heaps := fmt.Sprintf("%d heaps", over)
+		if over == 1 {
+			heaps = "1 heap"
+		}
+		e.line("in use passes resident in %s, by %s: %s; their free but resident bytes read 0 and are at least that", heaps, iec(beyond), why)
 	}
 	e.line("free but resident: %.1f %% of the arenas' resident bytes (fragmentation and the allocator's own); a block is in the heap its address falls in, a heap's arena is named where its header could be read", f.FreeResidentPct)
 }

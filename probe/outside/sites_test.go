@@ -224,10 +224,12 @@ func TestRenderSitesGolden(t *testing.T) {
 			use = 1 << 20
 		case 1:
 			use = 7 << 20
+		case 2:
+			use = 12 << 20 // more than resident: sampled, or pages never written
 		}
 		st.Fragmentation.Heaps = append(st.Fragmentation.Heaps, schema.SitesHeap{Heap: fmt.Sprintf("%#x", 0x7f0000000000+uint64(i)<<26),
-			Arena: fmt.Sprintf("%#x", 0x7f0000000030+uint64(i/2)<<27), ResidentBytes: res, InUseBytes: use, FreeResidentBytes: res - use,
-			FreeResidentPct: 100 * float64(res-use) / float64(res)})
+			Arena: fmt.Sprintf("%#x", 0x7f0000000030+uint64(i/2)<<27), ResidentBytes: res, InUseBytes: use, FreeResidentBytes: max(res-use, 0),
+			FreeResidentPct: 100 * float64(max(res-use, 0)) / float64(res)})
 	}
 	for _, f := range []table.Format{table.Text, table.Markdown} {
 		var b bytes.Buffer
