@@ -17,10 +17,13 @@ import "encoding/binary"
 //	nextoffset     uint32                     the first block never used
 //	maxnextoffset  uint32                     the pool's size − the block size
 const (
-	pythonPoolHeader   = 48
-	pythonSizeClasses  = 32 // 512 bytes in steps of 16
-	pythonScanMaxPools = 1 << 16
+	pythonPoolHeader  = 48
+	pythonSizeClasses = 32 // 512 bytes in steps of 16
 )
+
+// pythonScanMaxPools is the most pool headers a walk reads: 2 GiB of 16
+// KiB pools, about 170 ms of reads here (a variable for a test).
+var pythonScanMaxPools = 1 << 17
 
 // pythonPoolSizes are the pool sizes of CPython's versions, newest first.
 var pythonPoolSizes = [2]uint64{16 << 10, 4 << 10}
@@ -49,7 +52,7 @@ func pythonPool(a, pool uint64, h []byte) bool {
 // first pool is none is passed over, and at most pythonScanMaxPools
 // headers are read a walk (1.3 µs each here through /proc/PID/mem), so
 // that a process with gigabytes of other anonymous memory is not read
-// through. Needs in.ReadMemory.
+// through; past that, a warning says what was left. Needs in.ReadMemory.
 func (l *layout) pythonPools(in *Input) {
 	if in.ReadMemory == nil {
 		return
@@ -79,7 +82,12 @@ func (l *layout) pythonPools(in *Input) {
 				l.tally(clPyMalloc).count += int((hi - lo) / pool)
 			}
 		}
-		for a := first; a+pool <= v.End && reads < pythonScanMaxPools; a += pool {
+		for a := first; a+pool <= v.End; a += pool {
+			if reads == pythonScanMaxPools {
+				claim()
+				l.warn("python.obmalloc: %d pool headers read, the most a walk reads: the pools from %#x on are left unexplained", reads, a)
+				return
+			}
 			reads++
 			if in.ReadMemory(a, h[:]) != nil || !pythonPool(a, pool, h[:]) {
 				continue

@@ -596,6 +596,16 @@ func TestPythonPools(t *testing.T) {
 		t.Errorf("unexplained %d B (%+v); want %d: the virgin pool, the arena's last 16 KiB and the three lookalikes", r.UnexplainedBytes, r.UnexplainedMappings, want)
 	}
 
+	// At most so many headers a walk: the rest unexplained, and said.
+	defer func(n int) { pythonScanMaxPools = n }(pythonScanMaxPools)
+	pythonScanMaxPools = 3
+	r = Compute(in)
+	checkSums(t, r)
+	if p := partsByName(r)["python.obmalloc"]; p.Count != 3 || !strings.Contains(strings.Join(r.Warnings, "\n"), "3 pool headers read") {
+		t.Errorf("reading at most 3 headers: python.obmalloc %+v, warnings %q; want 3 pools and a warning", p, r.Warnings)
+	}
+	pythonScanMaxPools = 1 << 17
+
 	in.ReadMemory = nil
 	r = Compute(in)
 	checkSums(t, r)
