@@ -3,6 +3,7 @@ package reconcile
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 )
 
 // glibcHeapFullSlack: a heap whose read-write part has grown to within this
@@ -184,7 +185,7 @@ func (l *layout) mmappedChunks(in *Input) {
 	if in.ReadMemory == nil {
 		return
 	}
-	const page = 4096
+	page := uint64(os.Getpagesize())
 	var b [16]byte
 	for i := range l.vmas {
 		v := &l.vmas[i]

@@ -33,7 +33,7 @@ var pythonPoolSizes = [2]uint64{16 << 10, 4 << 10}
 // size less its size class's, and the other fields fit in the pool. A
 // freed pool keeps its header and is the allocator's still.
 func pythonPool(a, pool uint64, h []byte) bool {
-	le := binary.LittleEndian
+	le := binary.NativeEndian
 	count, free := le.Uint32(h[0:]), le.Uint64(h[8:])
 	szidx, next, maxNext := le.Uint32(h[36:]), le.Uint32(h[40:]), le.Uint32(h[44:])
 	if szidx >= pythonSizeClasses {
