@@ -76,7 +76,7 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	readMem, closeMem := reconcile.OpenMem(w.fs.Path(w.pid, "mem"))
+	readMem, closeMem, memErr := reconcile.OpenMem(w.fs.Path(w.pid, "mem"))
 	defer closeMem()
 	in := reconcile.Input{
 		Status: st, StatusBefore: before, Mappings: ms, ThreadSPs: sps, ThreadStackBytes: stackDefault,
@@ -89,6 +89,9 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 		ReadMemory: readMem,
 	}
 	rec := reconcile.Compute(in)
+	if memErr != nil {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("the process's memory could not be read (%v): glibc's large blocks and CPython's pools are not found by their headers, and the arenas are counted by an estimate; reading it needs ptrace access (its parent, root, or kernel.yama.ptrace_scope 0)", memErr))
+	}
 	snap = &schema.Snapshot{
 		Threads: st.Threads, VmHWMBytes: st.VmHWMBytes, ThreadStackDefaultBytes: stackDefault,
 		CPUs: w.cpus, GlibcArenaLimit: 8 * w.cpus, MallocArenaMax: arenaMax,

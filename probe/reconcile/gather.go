@@ -83,12 +83,12 @@ func goAddrs() []uint64 {
 // its /proc/<pid>/mem (path), opened once, and the function that closes
 // it: for a walk of another process, whose rules read a header per glibc
 // heap, large block and Python pool (thousands: each open of the file
-// checks ptrace access). Where it cannot be opened, every read fails
-// with that error.
-func OpenMem(path string) (read func(addr uint64, b []byte) error, closeMem func()) {
+// checks ptrace access). Where it cannot be opened, err says why and
+// every read fails with it.
+func OpenMem(path string) (read func(addr uint64, b []byte) error, closeMem func(), err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return func(uint64, []byte) error { return err }, func() {}
+		return func(uint64, []byte) error { return err }, func() {}, err
 	}
 	return func(addr uint64, b []byte) error {
 		if addr > math.MaxInt64 {
@@ -96,7 +96,7 @@ func OpenMem(path string) (read func(addr uint64, b []byte) error, closeMem func
 		}
 		_, err := f.ReadAt(b, int64(addr))
 		return err
-	}, func() { f.Close() }
+	}, func() { f.Close() }, nil
 }
 
 // MemReader is an Input.ReadMemory that reads a process's memory through
