@@ -322,7 +322,7 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 		}
 		if su := sitesUnexplained(p); su != nil && len(su.Sites) > 0 {
 			why = fmt.Sprintf("--sites finds %s of it (%.0f %%) in mappings the program made itself, the most by %s (%s)",
-				iec(su.MappedBytes), 100*float64(su.MappedBytes)/float64(max(su.UnexplainedBytes, 1)), su.Sites[0].Function, iec(su.Sites[0].ResidentBytes))
+				iec(su.MappedBytes), pct(su.MappedBytes, su.UnexplainedBytes), su.Sites[0].Function, iec(su.Sites[0].ResidentBytes))
 		}
 		add("unexplained", "unexplained_bytes", float64(u),
 			"%s resident (%.0f %% of RSS) is in anonymous mappings no source names%s: %s", iec(u), share(u), where, why)

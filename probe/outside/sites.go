@@ -440,18 +440,12 @@ const fragmentationHeaps = 8
 // result without heaps, from before they were split: by arena).
 func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.SitesFragmentation, exact bool) {
 	title := fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident, in use (sites), free but resident", f.At, f.AtMs/1000)
-	share := func(free, res int64) float64 {
-		if res <= 0 {
-			return 0
-		}
-		return 100 * float64(free) / float64(res)
-	}
 	cols := []table.Column{{Name: "heap"}, {Name: "arena"}, {Name: "resident", Kind: table.Bytes}, {Name: "in use", Kind: table.Bytes},
 		{Name: "free but resident", Kind: table.Bytes}, {Name: "free", Kind: table.Percent, Decimals: 1}}
 	tb := table.New(title, cols...)
 	if len(f.Heaps) == 0 {
 		for _, a := range f.Arenas {
-			tb.Add("", a.Arena, a.ResidentBytes, a.InUseBytes, a.FreeResidentBytes, share(a.FreeResidentBytes, a.ResidentBytes))
+			tb.Add("", a.Arena, a.ResidentBytes, a.InUseBytes, a.FreeResidentBytes, pct(a.FreeResidentBytes, a.ResidentBytes))
 		}
 	}
 	for _, h := range f.Heaps[:min(len(f.Heaps), fragmentationHeaps)] {
@@ -462,7 +456,7 @@ func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.Site
 		for _, h := range rest {
 			res, use, free = res+h.ResidentBytes, use+h.InUseBytes, free+h.FreeResidentBytes
 		}
-		tb.Add(fmt.Sprintf("%d more heaps", len(rest)), "", res, use, free, share(free, res))
+		tb.Add(fmt.Sprintf("%d more heaps", len(rest)), "", res, use, free, pct(free, res))
 	}
 	tb.Add("all", "", f.ArenaResidentBytes, f.InUseBytes, f.FreeResidentBytes, f.FreeResidentPct)
 	render(tb)

@@ -207,7 +207,7 @@ func (l *layout) mmappedChunks(in *Input) {
 			a += size
 		}
 		if n > 0 {
-			v.chunks = true
+			v.counted = true
 			l.tally(clMmap).count += n
 		}
 	}

@@ -67,9 +67,9 @@ type vma struct {
 	procfs.Mapping
 	owner string
 	subs  []sub
-	// chunks says that mmappedChunks claimed it, and counted its chunks;
-	// pools, that pythonPools did, and counted its pools.
-	chunks, pools bool
+	// counted says that the rule that claimed it counted what it holds
+	// (mmappedChunks its chunks, pythonPools its pools).
+	counted bool
 }
 
 type sub struct {
@@ -475,8 +475,8 @@ func classify(in *Input) *layout {
 			t := l.tally(v.owner)
 			t.resident += int64(v.RssBytes)
 			t.reserved += int64(v.SizeBytes)
-			if v.owner != clThreads && v.owner != clWorkers && v.owner != clArenas && v.owner != clBSS && !v.chunks && !v.pools {
-				t.count++ // stacks, arenas, .bss and chunks by header are counted as they are found
+			if v.owner != clThreads && v.owner != clWorkers && v.owner != clArenas && v.owner != clBSS && !v.counted {
+				t.count++ // stacks, arenas, .bss and what a rule counted are counted as they are found
 			}
 			continue
 		}

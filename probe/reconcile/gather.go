@@ -106,16 +106,12 @@ func OpenMem(path string) (read func(addr uint64, b []byte) error, closeMem func
 // OpenMem.
 func MemReader(path string) func(addr uint64, b []byte) error {
 	return func(addr uint64, b []byte) error {
-		if addr > math.MaxInt64 {
-			return fmt.Errorf("reading %s: address %#x out of range", path, addr)
-		}
-		f, err := os.Open(path)
+		read, closeMem, err := OpenMem(path)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		_, err = f.ReadAt(b, int64(addr))
-		return err
+		defer closeMem()
+		return read(addr, b)
 	}
 }
 

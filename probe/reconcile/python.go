@@ -99,6 +99,6 @@ func (l *layout) pythonPools(in *Input) {
 			hi = a + pool
 		}
 		claim()
-		v.pools = true
+		v.counted = true
 	}
 }

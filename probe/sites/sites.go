@@ -207,7 +207,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 			n := b.name(maps, im.stacks[h])
 			b.add(im.pid, n, a)
 			f := n.siteFrame()
-			key := f.fn + "\x00" + f.file + "\x00" + fmt.Sprint(f.line)
+			key := f.key()
 			sa := sites[key]
 			if sa == nil {
 				sa = &siteAcc{named: n}
@@ -424,7 +424,7 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 		wt, _ := weight(r.im.events[p.alloc].size, r.im.rate)
 		n := b.name(maps, r.im.stacks[r.im.events[p.alloc].stack])
 		f := n.siteFrame()
-		key := f.fn + "\x00" + f.file + "\x00" + fmt.Sprint(f.line)
+		key := f.key()
 		m := bySite[key]
 		if m == nil {
 			m = &schema.SitesMapping{Function: f.fn, File: f.file, Line: f.line, Stack: n.siteStack()}

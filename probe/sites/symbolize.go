@@ -65,6 +65,9 @@ type frame struct {
 	m       *mapping
 }
 
+// key tells sites apart: a function at a file and line.
+func (f frame) key() string { return f.fn + "\x00" + f.file + "\x00" + fmt.Sprint(f.line) }
+
 // symbolizer names program counters from an image's maps and the ELF
 // files they map. Files are opened once and shared by every image.
 type symbolizer struct {
