@@ -1,10 +1,13 @@
 package procfs
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -57,31 +60,64 @@ func TestOpenMissing(t *testing.T) {
 }
 
 // TestFileReaderGrows reads a file larger than the initial buffer, then the
-// same file after it shrank: the reader returns exactly the current content.
+// same file after it shrank: the reader returns exactly the current content,
+// by os.File's reads and by raw system calls (status and statm's).
 func TestFileReaderGrows(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "7"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, raw := range []bool{false, true} {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "7"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "7", "status")
+		big := strings.Repeat("Foo:\t1 kB\n", 1000) // 10,000 bytes > 4096
+		if err := os.WriteFile(p, []byte(big), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewFS(dir).openFile(7, "status", raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if r.raw != (raw && rawReads) {
+			t.Errorf("raw %v: reader's raw is %v", raw, r.raw)
+		}
+		b, err := r.Read()
+		if err != nil || string(b) != big {
+			t.Fatalf("raw %v: read %d bytes, %v; want %d", raw, len(b), err, len(big))
+		}
+		if err := os.WriteFile(p, []byte("Name:\tx\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err = r.Read(); err != nil || string(b) != "Name:\tx\n" {
+			t.Errorf("raw %v: after shrink: %q, %v", raw, b, err)
+		}
 	}
-	p := filepath.Join(dir, "7", "status")
-	big := strings.Repeat("Foo:\t1 kB\n", 1000) // 10,000 bytes > 4096
-	if err := os.WriteFile(p, []byte(big), 0o644); err != nil {
-		t.Fatal(err)
+}
+
+// TestRawReadExited: a raw read of a reaped process's status fails with
+// ESRCH, as os.File's does; the sampler tells an exit by it.
+func TestRawReadExited(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs /proc")
 	}
-	r, err := NewFS(dir).OpenFile(7, "status")
+	cmd := exec.Command("sleep", "10")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	r, err := FS{}.OpenStatus(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	b, err := r.Read()
-	if err != nil || string(b) != big {
-		t.Fatalf("read %d bytes, %v; want %d", len(b), err, len(big))
+	var s Status
+	if err := r.Read(&s); err != nil || s.VmRSSBytes == 0 {
+		t.Fatalf("live: %+v, %v", s, err)
 	}
-	if err := os.WriteFile(p, []byte("Name:\tx\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if b, err = r.Read(); err != nil || string(b) != "Name:\tx\n" {
-		t.Errorf("after shrink: %q, %v", b, err)
+	cmd.Process.Kill()
+	cmd.Wait()
+	err = r.Read(&s)
+	if !errors.Is(err, syscall.ESRCH) || !strings.Contains(err.Error(), "status") {
+		t.Errorf("after the exit: %v, want ESRCH naming status", err)
 	}
 }
 

@@ -55,7 +55,7 @@ type StatmReader struct {
 
 // OpenStatm opens <root>/<pid>/statm for repeated reads.
 func (fs FS) OpenStatm(pid int) (*StatmReader, error) {
-	r, err := fs.OpenFile(pid, "statm")
+	r, err := fs.openFile(pid, "statm", true)
 	if err != nil {
 		return nil, fmt.Errorf("reading statm: %w", err)
 	}
