@@ -23,7 +23,8 @@ type Sites struct {
 	PID int `json:"pid"`
 	// PeakInUseBytes is the most bytes allocated and not yet freed at
 	// one moment (C allocator blocks and the program's own anonymous
-	// mmaps), PeakAtMs when, in milliseconds since the image started.
+	// mmaps; not its PROT_NONE ones, address space reserved, where only
+	// what it maps read-write over them counts), PeakAtMs when, in milliseconds since the image started.
 	// PeakSource says how it was had: "replay" (rate 1: every block, the
 	// bytes asked for), "counted" (above rate 1: the library's count of
 	// every block by its usable size, at most 128 KiB a thread behind,

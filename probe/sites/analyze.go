@@ -111,6 +111,10 @@ type piece struct {
 	from, to   int32
 }
 
+// reservesInUse plants the reading before record version 4 (tests
+// only): a PROT_NONE mapping in use, as any other.
+var reservesInUse = false
+
 // munmapStartOnly plants the matching of record version 1 (tests only):
 // a munmap ends the sampled mapping that starts at its address, all of
 // it, and nothing else.
@@ -121,8 +125,13 @@ var pageSize = uint64(os.Getpagesize())
 
 // pieceWeight is what a piece stands for: its mapping's blocks and its
 // bytes at the mapping's weight per byte.
+//
+// A reservation's piece stands for nothing: it holds no memory.
 func (r *replayed) pieceWeight(p *piece) (objects, bytes float64) {
 	a := &r.im.events[p.alloc]
+	if a.kind == kindReserve {
+		return 0, 0
+	}
 	o, b := weight(a.size, r.im.rate)
 	if n := p.end - p.start; n != a.size {
 		b = b / float64(a.size) * float64(n)
@@ -137,6 +146,13 @@ func (r *replayed) pieceWeight(p *piece) (objects, bytes float64) {
 // pieces); the views at a moment are then scans.
 func replay(im *image) *replayed {
 	orderBySeq(im.events)
+	if reservesInUse {
+		for i := range im.events {
+			if im.events[i].kind == kindReserve {
+				im.events[i].kind = kindMmap
+			}
+		}
+	}
 	r := &replayed{im: im, byStack: map[uint64]*acc{}, freedBy: make([]int32, len(im.events))}
 	get := func(h uint64) *acc {
 		a := r.byStack[h]
@@ -170,7 +186,7 @@ func replay(im *image) *replayed {
 			inObj -= o
 			mapIn -= b
 			whole := lo <= p.start && hi >= p.end
-			if whole && temporary && p.from == p.alloc {
+			if whole && temporary && p.from == p.alloc && o > 0 {
 				get(im.events[p.alloc].stack).tempObj += o
 				r.temp += o
 			}
@@ -200,14 +216,20 @@ func replay(im *image) *replayed {
 		r.freedBy[i] = -1
 		if !e.free {
 			o, b := weight(e.size, im.rate)
-			if e.kind == kindMmap {
+			if mappingKind(e.kind) {
 				// The kernel gave the range to this mapping: a
-				// sampled one there was unmapped unseen (MAP_FIXED,
-				// mremap).
+				// sampled one there was unmapped (MAP_FIXED) or
+				// moved (mremap, unseen).
 				cut(int32(i), e.addr, pagesEnd(e.addr, e.size), false)
 				k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].start > e.addr })
 				maps = slices.Insert(maps, k, int32(len(r.pieces)))
 				r.pieces = append(r.pieces, piece{alloc: int32(i), start: e.addr, end: e.addr + e.size, from: int32(i), to: -1})
+				if e.kind == kindReserve {
+					// Address space: a piece for the unexplained
+					// join, no allocation, nothing in use.
+					r.sampled++
+					continue
+				}
 				mapIn += b
 			} else {
 				if old, ok := live[e.addr]; ok {
@@ -382,7 +404,7 @@ func replay(im *image) *replayed {
 		}
 	}
 	for i := range im.events {
-		if e := &im.events[i]; !e.free && e.kind != kindMmap {
+		if e := &im.events[i]; !e.free && !mappingKind(e.kind) {
 			o, b := weight(e.size, im.rate)
 			view(e.stack, false, o, b, o*float64(max(e.usable, e.size)), e.seq, r.freedBy[i])
 		}
@@ -390,6 +412,9 @@ func replay(im *image) *replayed {
 	for k := range r.pieces {
 		p := &r.pieces[k]
 		o, b := r.pieceWeight(p)
+		if o == 0 {
+			continue // a reservation
+		}
 		view(im.events[p.alloc].stack, true, o, b, 0, im.events[p.from].seq, p.to)
 	}
 	if r.source == "counted" {

@@ -281,12 +281,16 @@ func (f *liveFile) apply(e *event, round int) {
 			f.cover(e.addr, pagesEnd(e.addr, e.size), e.seq, nil, round)
 		}
 		return
-	case !e.free && e.kind == kindMmap:
+	case !e.free && mappingKind(e.kind):
 		end := e.addr + e.size
 		if end < e.addr {
 			return
 		}
-		f.cover(e.addr, end, e.seq, &liveMap{start: e.addr, end: end, size: e.size, stack: e.stack}, round)
+		var m *liveMap // a reservation ends what it covers and holds nothing
+		if e.kind == kindMmap {
+			m = &liveMap{start: e.addr, end: end, size: e.size, stack: e.stack}
+		}
+		f.cover(e.addr, end, e.seq, m, round)
 		if pe := pagesEnd(e.addr, e.size); pe > end {
 			f.cover(end, pe, e.seq, nil, round)
 		}

@@ -23,7 +23,8 @@ import (
 //	'F'     u8 flags, u64 seq, u64 t_ns, u64 addr  (every free at rate 1;
 //	        else the frees of sampled blocks)
 //	'U'     u8 flags, u64 seq, u64 t_ns, u64 addr, u64 len  every munmap
-//	        of the program's, at any rate
+//	        of the program's, at any rate, and every MAP_FIXED mmap not
+//	        recorded as an 'A' (it replaced what was there)
 //	'T'     u64 allocs, u64 bytes               a thread's counts since its last 'T'
 //	'M'     u64 len, len bytes of /proc/self/maps
 //	'P'     i64 peak, u64 seq, u64 t_ns, i64 end  the count of every block in use by
@@ -32,7 +33,7 @@ import (
 //
 // Each thread writes whole records in chunks, so the file is ordered per
 // thread, not globally: seq orders the events of one image.
-const recordVersion = 3
+const recordVersion = 4
 
 const headerLen = 40
 
@@ -41,7 +42,16 @@ const (
 	kindHeap  = 0 // a block of the C allocator, in its arenas
 	kindMmap  = 1 // the program's own anonymous mmap
 	kindChunk = 2 // a block glibc served with a mapping of its own
+	// kindReserve is a mapping of the program's with no access
+	// (PROT_NONE): address space, not memory. It is no allocation and
+	// holds nothing in use; pages made accessible in it later are
+	// resident there, which the unexplained join tells by its site.
+	kindReserve = 3
 )
+
+// mapping says whether an allocation of kind k is a mapping of the
+// program's: a piece of address space that munmap cuts.
+func mappingKind(k uint8) bool { return k == kindMmap || k == kindReserve }
 
 // Flags of a free.
 const (

@@ -43,7 +43,7 @@
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
 enum {
-	RECORD_VERSION = 3,
+	RECORD_VERSION = 4,
 	MAX_FRAMES = 64,
 	BUF_BYTES = 64 << 10,
 	// Per thread, direct mapped: the hashes of the stacks already
@@ -71,8 +71,10 @@ enum {
 	R_COUNT = 'P',
 };
 // KIND_CHUNK is a block glibc's malloc served with a mapping of its own
-// (IS_MMAPPED in its chunk header): outside the arenas.
-enum { KIND_HEAP = 0, KIND_MMAP = 1, KIND_CHUNK = 2 };
+// (IS_MMAPPED in its chunk header): outside the arenas. KIND_RESERVE is
+// a mapping of the program's with no access (PROT_NONE): address space
+// kept for later, as the JVM and V8 reserve their heaps, not memory.
+enum { KIND_HEAP = 0, KIND_MMAP = 1, KIND_CHUNK = 2, KIND_RESERVE = 3 };
 enum { F_TEMPORARY = 1, F_MUNMAP = 2 };
 enum { END_EXIT = 0, END_EXEC = 1 };
 
@@ -1623,14 +1625,43 @@ EXPORT void *pvalloc(size_t n) {
 	ALIGNED(real_pvalloc(n), page, r, r >= n);
 }
 
+// record_unmap records that [addr, addr+len) of the program's mappings
+// is gone (munmap, or a MAP_FIXED mapping over it).
+static void record_unmap(void *addr, size_t len, int flags) {
+	if (set != NULL)
+		set_del((uint64_t)(uintptr_t)addr);
+	struct hook h = hook_enter();
+	record_free(addr, flags | F_MUNMAP, len);
+	hook_exit(h);
+}
+
 // mmap and munmap: the program's own anonymous private mappings (the C
-// allocator calls the kernel through glibc's internal entry, not these).
+// allocator calls the kernel through glibc's internal entry, not these),
+// a PROT_NONE one as a reservation. A MAP_FIXED mapping replaces what
+// was there: where it is not itself recorded, its range is recorded as
+// unmapped (a JVM or V8 giving back part of its heap maps PROT_NONE over
+// it; committing maps read-write over its reservation).
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int f, off_t off) {
 	if (UNLIKELY(!real_mmap))
 		resolve();
 	void *p = real_mmap(addr, len, prot, flags, f, off);
-	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) && !(flags & MAP_FIXED) && !ts.in_hook)
-		after_alloc(p, len, KIND_MMAP, sampled(len));
+	if (p == MAP_FAILED || ts.in_hook)
+		return p;
+	int s = 0;
+	if ((flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE)) {
+		s = sampled(len);
+		if (prot != PROT_NONE) {
+			after_alloc(p, len, KIND_MMAP, s);
+		} else {
+			// Address space, no allocation: out of the totals
+			// (sampled moved the bytes allocated by len).
+			ts.drawn -= (int64_t)len;
+			if (s)
+				after_sampled(p, len, KIND_RESERVE);
+		}
+	}
+	if ((flags & MAP_FIXED) && !s && enabled)
+		record_unmap(p, len, 0);
 	return p;
 }
 
@@ -1641,16 +1672,8 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int f, off_t of
 EXPORT int munmap(void *addr, size_t len) {
 	if (UNLIKELY(!real_munmap))
 		resolve();
-	if (enabled && !ts.in_hook && addr != NULL) {
-		int flags = F_MUNMAP;
-		if (temporary(addr))
-			flags |= F_TEMPORARY;
-		if (set != NULL)
-			set_del((uint64_t)(uintptr_t)addr);
-		struct hook h = hook_enter();
-		record_free(addr, flags, len);
-		hook_exit(h);
-	}
+	if (enabled && !ts.in_hook && addr != NULL)
+		record_unmap(addr, len, temporary(addr) ? F_TEMPORARY : 0);
 	return real_munmap(addr, len);
 }
 
