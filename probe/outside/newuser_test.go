@@ -106,6 +106,44 @@ func TestWalkAtPeak(t *testing.T) {
 	t.Logf("planted: %s", f.Text)
 }
 
+// TestWalkBudgetIsCPU: the walks' budgets are of their CPU. A walk made
+// to wait 300 ms (as one waits for a CPU on a loaded machine: node on 2
+// cores, 3.0 ms of CPU over 13.6 ms) puts the next walk at a new high
+// off by its CPU over 5 %, tens of milliseconds; planted, by its wall
+// time, 6 s and more, and node's breakdown was of 123 MiB against a
+// 373 MiB peak.
+func TestWalkBudgetIsCPU(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		walkBudgetByWall = planted
+		h := execHeld(t, Options{SmapsEvery: time.Hour}, nil, cprog(t, "peak"), "16", "16")
+		h.waitLine(t, "ready")
+		waitFor(t, "the first walk", func() bool { h.s.mu.Lock(); defer h.s.mu.Unlock(); return h.s.walks >= 1 })
+		testHookInWalk = func() { time.Sleep(300 * time.Millisecond) }
+		err := h.s.Walk()
+		testHookInWalk = nil
+		after := time.Now()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.s.mu.Lock()
+		wait := h.s.nextHigh.Sub(after)
+		h.s.mu.Unlock()
+		io.WriteString(h.stdin, "grow\n")
+		h.waitLine(t, "peak")
+		io.WriteString(h.stdin, "free\n")
+		h.waitLine(t, "freed")
+		h.release(t)
+		walkBudgetByWall = false
+		t.Logf("planted %v: the next walk at a new high waits %v", planted, wait)
+		if !planted && wait > 3*time.Second {
+			t.Errorf("after a walk of 300 ms spent waiting, the next at a new high waits %v: want its CPU over 5 %% (under 3 s)", wait)
+		}
+		if planted && wait < 5*time.Second {
+			t.Errorf("planted (the wall time's budget): the next walk at a new high waits %v, want 6 s or more", wait)
+		}
+	}
+}
+
 // execFaults runs testdata/cprogs/faults.c under Exec to its end.
 func execFaults(t *testing.T, pages, sleeps int) *schema.Process {
 	t.Helper()

@@ -14,8 +14,9 @@ import (
 const (
 	DefaultInterval   = sampler.DefaultInterval
 	DefaultSmapsEvery = time.Second
-	// walkBudget caps the share of wall time spent in full smaps walks:
-	// after a walk that took d, the next waits at least d/walkBudget.
+	// walkBudget caps the CPU of full smaps walks as a share of wall
+	// time: after a walk that took d of CPU, the next waits at least
+	// d/walkBudget.
 	walkBudget = 0.01
 	// highWalkRise and highWalkBudget are the rule of the walks at new
 	// highs (Options.SmapsEvery).
@@ -38,8 +39,8 @@ type Options struct {
 	// A new high more than 10 % (and 1 MiB) above the highest RSS walked
 	// is walked sooner, without waiting for SmapsEvery, and so is one 1 %
 	// above it once RSS stops rising (no higher than at the loop's tick
-	// before: a peak or a plateau): as soon as the last walk's cost d has
-	// been followed by 20 d (these walks take at most 5 % of wall time).
+	// before: a peak or a plateau): as soon as the last walk's CPU d has
+	// been followed by 20 d (these walks take at most 5 % of one CPU).
 	// Those at 10 % are few (24 from 100 MiB to 1 GiB, costing about 10
 	// times the last one); the budget bounds the others. The breakdown is
 	// then taken near the peak even of a program that peaks and frees it

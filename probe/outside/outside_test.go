@@ -795,7 +795,7 @@ func TestMemoryUnreadable(t *testing.T) {
 		}
 	}
 	h.release(t)
-	snap, _, err := newWalker(procfs.NewFS(root), h.s.pid, false).walk()
+	snap, _, _, err := newWalker(procfs.NewFS(root), h.s.pid, false).walk()
 	if err != nil {
 		t.Fatal(err)
 	}

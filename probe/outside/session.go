@@ -250,7 +250,7 @@ func (s *Session) Walk() error { return s.walk(true) }
 func (s *Session) walk(regular bool) error {
 	t0 := time.Now()
 	t := t0.Sub(s.start)
-	snap, raw, err := s.walker.walk()
+	snap, raw, cpu, err := s.walker.walk()
 	if err != nil {
 		return fmt.Errorf("walking pid %d: %w", s.pid, err)
 	}
@@ -260,8 +260,12 @@ func (s *Session) walk(regular bool) error {
 		s.lastAlive = t0
 	}
 	s.walks++
-	d := time.Duration(snap.WalkMs * float64(time.Millisecond))
-	s.walkCost += d
+	wall := time.Duration(snap.WalkMs * float64(time.Millisecond))
+	s.walkCost += wall
+	d := max(cpu, time.Millisecond) // the budgets are of the walks' CPU
+	if walkBudgetByWall {
+		d = wall
+	}
 	now := time.Now()
 	if regular {
 		s.nextWalk = now.Add(max(s.opts.SmapsEvery, time.Duration(float64(d)/walkBudget)))
@@ -285,8 +289,8 @@ func (s *Session) walk(regular bool) error {
 	s.mu.Unlock()
 	if s.opts.Progress != nil {
 		r := snap.Reconciliation
-		fmt.Fprintf(s.opts.Progress, "probe: walk %d at %.1f s: RSS %s, VSZ %s, %d threads, %d stacks, %d arenas (%.1f ms)\n",
-			s.walks, t.Seconds(), iec(r.RSSBytes), iec(r.VSZBytes), snap.Threads, r.PthreadStacks, r.GlibcArenas, snap.WalkMs)
+		fmt.Fprintf(s.opts.Progress, "probe: walk %d at %.1f s: RSS %s, VSZ %s, %d threads, %d stacks, %d arenas (%.1f ms, %.1f ms of CPU)\n",
+			s.walks, t.Seconds(), iec(r.RSSBytes), iec(r.VSZBytes), snap.Threads, r.PthreadStacks, r.GlibcArenas, snap.WalkMs, ms64(cpu))
 	}
 	if fetch {
 		s.fetchHeap()
@@ -493,6 +497,9 @@ func cmdline(fs procfs.FS, pid int) []string {
 	}
 	return out
 }
+
+// walkBudgetByWall plants the budgets of a walk's wall time (tests only).
+var walkBudgetByWall = false
 
 // testHookAfterWatch, where a test sets it, runs in Wait after the watch
 // ends and before the analysis that follows it: CPU it takes is the

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"memprobe/probe/procfs"
 	"memprobe/probe/reconcile"
 	"memprobe/schema"
@@ -50,9 +52,17 @@ func (w *walker) refresh(isGo bool) {
 	w.stackDefault, w.arenaMax, w.isGo = stack, arenaMax, isGo
 }
 
-// walk reads the process now and reconciles it. raw is the smaps text.
-func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
+// walk reads the process now and reconciles it. raw is the smaps text;
+// cpu what the walk took of the CPU (the kernel's page walks for smaps
+// most of it), which is what it costs the program: under load its wall
+// time is mostly waiting for a CPU, often three to five times as long
+// (node on 2 cores: 3.0 ms of CPU over 13.6 ms, 30.9 over 90.2).
+func (w *walker) walk() (snap *schema.Snapshot, raw []byte, cpu time.Duration, err error) {
 	t0 := time.Now()
+	runtime.LockOSThread() // the thread's CPU clock is the walk's
+	defer runtime.UnlockOSThread()
+	c0 := threadCPU()
+	defer func() { cpu = threadCPU() - c0 }()
 	w.mu.Lock()
 	stackDefault, arenaMax, isGo := w.stackDefault, w.arenaMax, w.isGo
 	w.mu.Unlock()
@@ -62,19 +72,22 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 	path := w.fs.Path(w.pid, "smaps")
 	raw, err = os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading smaps: %w", err)
+		return nil, nil, 0, fmt.Errorf("reading smaps: %w", err)
+	}
+	if testHookInWalk != nil {
+		testHookInWalk()
 	}
 	ms, err := procfs.ParseSmaps(raw, path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if len(ms) == 0 {
-		return nil, nil, fmt.Errorf("reading smaps: %s is empty (the process is exiting)", path)
+		return nil, nil, 0, fmt.Errorf("reading smaps: %s is empty (the process is exiting)", path)
 	}
 	sps := threadSPs(w.fs, w.pid)
 	st, err := w.fs.ReadStatus(w.pid)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	readMem, closeMem, memErr := reconcile.OpenMem(w.fs.Path(w.pid, "mem"))
 	defer closeMem()
@@ -105,7 +118,19 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, err error) {
 	snap.GPUMappings = outsideParts(&rec, ms, isGo)
 	snap.Reconciliation = rec
 	snap.WalkMs = ms64(time.Since(t0))
-	return snap, raw, nil
+	return snap, raw, 0, nil
+}
+
+// testHookInWalk, where a test sets it, runs in a walk after smaps is read.
+var testHookInWalk func()
+
+// threadCPU is the calling thread's CPU time.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 // Parts that only the inside view can fill: Go's runtime/metrics classes
