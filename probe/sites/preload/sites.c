@@ -1405,12 +1405,20 @@ __attribute__((destructor)) static void fini(void) { finish(END_EXIT); }
 // block is not marked. Everything else goes to the general paths
 // (malloc_slow, calloc_slow, free_other, free_marked).
 
+// publish_ret publishes the thread's count and returns p: a tail call
+// from the fast paths, which then keep no frame across it (two
+// instructions fewer a call: the stack pointer's moves).
+__attribute__((noinline)) static void *publish_ret(void *p) {
+	count_publish();
+	return p;
+}
+
 // count_new counts a block of the fast paths (glibc's, not marked).
 static inline __attribute__((always_inline)) void *count_new(void *p) {
 	if (LIKELY(p != NULL)) {
 		ts.allocs++;
 		if (UNLIKELY(ADD_GT0(ts.over, count_h(((size_t *)p)[-1]))))
-			count_publish();
+			return publish_ret(p);
 	}
 	return p;
 }
