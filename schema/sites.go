@@ -37,6 +37,11 @@ type Sites struct {
 	PeakInUseObjects int64   `json:"peak_in_use_objects"`
 	PeakAtMs         float64 `json:"peak_at_ms"`
 	PeakSource       string  `json:"peak_source"`
+	// PeakMappedBytes is the part of PeakInUseBytes in the program's own
+	// mappings: where it is most of it, an allocator or runtime of the
+	// program's (the JVM's heap, V8's, a jemalloc linked in) makes its
+	// objects inside them, which the library does not see one by one.
+	PeakMappedBytes int64 `json:"peak_mapped_bytes"`
 	// ExitInUseBytes is what was still allocated at exit: leaks, or
 	// memory the program left to the kernel to reclaim.
 	ExitInUseBytes   int64 `json:"exit_in_use_bytes"`
@@ -133,6 +138,9 @@ type Site struct {
 	Temporary int64 `json:"temporary,omitempty"`
 	// Stack are the frames, the site first (at most 8).
 	Stack []string `json:"stack"`
+	// Mapped says the site made mappings of the program's own (mmap),
+	// not (only) blocks of the C allocator.
+	Mapped bool `json:"mapped,omitempty"`
 }
 
 // SitesProcess is one recorded process image.

@@ -114,6 +114,27 @@ func TestDiagnoseGrowthKinds(t *testing.T) {
 	}
 }
 
+// TestDiagnoseSitesMapped: where the program's own mappings are most of
+// what --sites saw in use at its peak (rustc's jemalloc, a JVM), the
+// diagnosis says the sites name who mapped, with the largest mapped
+// site; where they are less than half (planted: 40 %), nothing.
+func TestDiagnoseSitesMapped(t *testing.T) {
+	for _, c := range []struct {
+		mapped int64
+		want   bool
+	}{{97 << 20, true}, {40 << 20, false}} {
+		p := &schema.Process{Sites: &schema.Sites{PeakInUseBytes: 100 << 20, PeakMappedBytes: c.mapped, TopPeak: []schema.Site{
+			{Function: "heap_site", Bytes: 3 << 20}, {Function: "pages_map", Bytes: c.mapped, Mapped: true}}}}
+		f := finding(&schema.Process{Diagnosis: diagnose(p, facts{aliveSamples: -1, releasedByMs: -1})}, "sites-mapped")
+		switch {
+		case c.want && (f == nil || !strings.Contains(f.Text, "97 MiB of the 100 MiB in use at the sites' peak (97 %) are mappings the program made itself, the most by pages_map") || f.Value != float64(c.mapped)):
+			t.Errorf("97 %% mapped: finding %+v", f)
+		case !c.want && f != nil:
+			t.Errorf("40 %% mapped: finding %+v, want none", f)
+		}
+	}
+}
+
 // TestKeptSamplerWarnings: a process that exited ends every timeline with
 // the sampler's reads failing, which says nothing; a sampler that stopped
 // while the process lived on (seen alive after its last sample) cut the

@@ -97,6 +97,9 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 		diagnoseWalk(p, p.AtPeak, add)
 	}
 
+	if st := p.Sites; st != nil {
+		diagnoseSites(st, add)
+	}
 	if g := p.GPU; g != nil {
 		diagnoseGPU(g, add)
 	}
@@ -431,6 +434,26 @@ func diagnoseGPU(g *schema.ProcessGPU, add func(topic, metric string, value floa
 		return
 	}
 	add("gpu", "gpu_util_pct", u, "the GPUs it used were busy %.0f %% of the time on average (NVML, device-wide)", u)
+}
+
+// diagnoseSites says where --sites saw mostly mappings: the program (or
+// a runtime in it) makes its objects in memory it maps itself, and the
+// sites name who mapped, not who allocated each object (rustc's
+// jemalloc: 44 MiB in pages_map; the JVM's heap, V8's).
+func diagnoseSites(st *schema.Sites, add func(topic, metric string, value float64, format string, args ...any)) {
+	m := st.PeakMappedBytes
+	if m < 1<<20 || 2*m <= st.PeakInUseBytes {
+		return
+	}
+	by := ""
+	for _, s := range st.TopPeak {
+		if s.Mapped {
+			by = ", the most by " + s.Function
+			break
+		}
+	}
+	add("sites-mapped", "sites_peak_mapped_bytes", float64(m), "%s of the %s in use at the sites' peak (%.0f %%) are mappings the program made itself%s: an allocator or runtime of its own (a JVM's heap, V8's, a jemalloc linked in) makes its objects in them, which --sites does not see one by one",
+		iec(m), iec(st.PeakInUseBytes), pct(m, st.PeakInUseBytes), by)
 }
 
 // seconds formats milliseconds as seconds: "0.05 s", "40 s".

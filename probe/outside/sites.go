@@ -307,7 +307,12 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 	e.line("allocated %s blocks, %s in all; in use at the peak %s%s (at %.3f s%s); at exit %s%s; %s temporary blocks (freed before their thread allocated again)",
 		n(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), peakIn, st.PeakAtMs/1000, source,
 		iec(st.ExitInUseBytes), exitIn, n(st.TemporaryObjects))
-	site := func(x schema.Site) string { return siteLine(x.Function, x.File, x.Line, x.Stack) }
+	site := func(x schema.Site) string {
+		if x.Mapped {
+			return "[mmap] " + siteLine(x.Function, x.File, x.Line, x.Stack)
+		}
+		return siteLine(x.Function, x.File, x.Line, x.Stack)
+	}
 	for _, t := range []struct {
 		title string
 		rows  []schema.Site

@@ -59,6 +59,7 @@ type acc struct {
 	peakObj, peakBytes   float64
 	exitObj, exitBytes   float64
 	tempObj              float64
+	mapped               bool // the stack made a mapping of the program's own
 	// The variances of the bytes estimates: a block of s bytes sampled
 	// with chance p adds s²(1-p)/p² (Horvitz-Thompson's), 0 at rate 1.
 	allocVar, peakVar, exitVar float64
@@ -73,13 +74,15 @@ type replayed struct {
 	im      *image
 	byStack map[uint64]*acc
 	peak    float64 // in-use bytes at the peak
-	peakObj float64
-	peakSeq uint64
-	peakNs  uint64
-	exit    float64
-	exitObj float64
-	temp    float64
-	sampled int64
+	// peakMapped is the part of peak in the program's own mappings.
+	peakMapped float64
+	peakObj    float64
+	peakSeq    uint64
+	peakNs     uint64
+	exit       float64
+	exitObj    float64
+	temp       float64
+	sampled    int64
 	// source says where peak and exit come from: "replay" (rate 1:
 	// every block), "counted" (the library's count of every block's
 	// usable size) or "sampled" (the estimate, where no count was
@@ -243,6 +246,7 @@ func replay(im *image) *replayed {
 				live[e.addr] = int32(i)
 			}
 			a := get(e.stack)
+			a.mapped = a.mapped || e.kind == kindMmap
 			a.allocObj += o
 			a.allocBytes += b
 			a.allocVar += variance(o, b)
@@ -250,7 +254,7 @@ func replay(im *image) *replayed {
 			inUse += b
 			inObj += o
 			if inUse > r.peak {
-				r.peak, r.peakObj, r.peakSeq, r.peakNs = inUse, inObj, e.seq, e.tNs
+				r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = inUse, mapIn, inObj, e.seq, e.tNs
 			}
 			continue
 		}
@@ -329,7 +333,7 @@ func replay(im *image) *replayed {
 					}
 				}
 			}
-			r.peak, r.peakObj, r.exit = 0, 0, 0
+			r.peak, r.peakMapped, r.peakObj, r.exit = 0, 0, 0, 0
 			for i := range im.events {
 				if e := &im.events[i]; !e.free && float64(e.count)+mapAt[i] >= 0.99*best {
 					window = append(window, e.seq)
@@ -377,6 +381,7 @@ func replay(im *image) *replayed {
 				r.peakObj += o * sh
 				if mmap {
 					r.peak += b * sh
+					r.peakMapped += b * sh
 				} else {
 					peakAsked += b * sh
 					peakUsable += usable * sh
@@ -396,6 +401,7 @@ func replay(im *image) *replayed {
 				r.peakObj += o
 				if mmap {
 					r.peak += b
+					r.peakMapped += b
 				} else {
 					peakAsked += b
 					peakUsable += usable

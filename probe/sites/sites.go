@@ -226,6 +226,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 			sa.acc.exitObj += a.exitObj
 			sa.acc.exitBytes += a.exitBytes
 			sa.acc.tempObj += a.tempObj
+			sa.acc.mapped = sa.acc.mapped || a.mapped
 			sa.acc.allocVar += a.allocVar
 			sa.acc.peakVar += a.peakVar
 			sa.acc.exitVar += a.exitVar
@@ -250,6 +251,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	}
 	s.PID, s.PeakSource = head.im.pid, head.source
 	s.PeakInUseBytes, s.PeakInUseObjects, s.PeakAtMs = round(head.peak), round(head.peakObj), float64(head.peakNs)/1e6
+	s.PeakMappedBytes = min(round(head.peakMapped), s.PeakInUseBytes)
 	s.ExitInUseBytes, s.ExitInUseObjects = round(head.exit), round(head.exitObj)
 	s.AllocObjects, s.AllocBytes, s.SampledObjects = int64(head.im.allocs), int64(head.im.allocBytes), head.sampled
 	s.TemporaryObjects = round(head.temp)
@@ -315,7 +317,7 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64
 		f := sa.named.siteFrame()
 		b, o, v := value(&sa.acc)
 		out = append(out, schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), BytesSE: round(math.Sqrt(v)),
-			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: sa.named.siteStack()})
+			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: sa.named.siteStack(), Mapped: sa.acc.mapped})
 	}
 	return out
 }

@@ -156,8 +156,11 @@ func TestPlantedExact(t *testing.T) {
 		if x := site(s.TopExit, "peak_site"); x != nil {
 			t.Errorf("exit: peak_site %+v, want none (freed)", x)
 		}
-		if x := site(s.TopPeak, "peak_site"); x == nil || x.Bytes != peak || x.Objects != 64 {
-			t.Errorf("peak: peak_site %+v, want %d bytes in 64 blocks", x, peak)
+		if x := site(s.TopPeak, "peak_site"); x == nil || x.Bytes != peak || x.Objects != 64 || x.Mapped {
+			t.Errorf("peak: peak_site %+v, want %d bytes in 64 blocks, not mapped", x, peak)
+		}
+		if s.PeakMappedBytes != 0 {
+			t.Errorf("%d bytes of the peak mapped, want none (malloc only)", s.PeakMappedBytes)
 		}
 		if x := site(s.TopTemporary, "temp_site"); x == nil || x.Temporary != 5000 || x.Bytes != 5000*200 {
 			t.Errorf("temporary: temp_site %+v, want 5000 temporary of 1000000 bytes", x)
@@ -693,14 +696,17 @@ func TestPeakWithMappings(t *testing.T) {
 	p := prog(t, "mappeak.c")
 	exact, _, _ := record(t, 1, p)
 	const want = 32<<20 + 256*4096
-	if exact.PeakInUseBytes != want {
-		t.Fatalf("rate 1: peak %d, want %d", exact.PeakInUseBytes, want)
+	if exact.PeakInUseBytes != want || exact.PeakMappedBytes != 32<<20 {
+		t.Fatalf("rate 1: peak %d, %d of it mapped; want %d, %d", exact.PeakInUseBytes, exact.PeakMappedBytes, want, 32<<20)
 	}
 	for run := 0; run < 3; run++ {
 		s, _, _ := record(t, DefaultRate, p)
-		t.Logf("default rate: peak %d (%s) against %d", s.PeakInUseBytes, s.PeakSource, want)
+		t.Logf("default rate: peak %d (%s), %d of it mapped, against %d", s.PeakInUseBytes, s.PeakSource, s.PeakMappedBytes, want)
 		if math.Abs(float64(s.PeakInUseBytes)/want-1) > 0.05 {
 			t.Errorf("default rate: peak %d (%s), want %d ± 5 %%", s.PeakInUseBytes, s.PeakSource, want)
+		}
+		if math.Abs(float64(s.PeakMappedBytes)/(32<<20)-1) > 0.05 {
+			t.Errorf("default rate: %d of the peak mapped, want 32 MiB ± 5 %%", s.PeakMappedBytes)
 		}
 	}
 }
@@ -886,8 +892,11 @@ func TestReservations(t *testing.T) {
 		if tc.planted {
 			continue
 		}
-		if x := site(s.TopPeak, "commit_site"); x == nil || off(x.Bytes, 16*MiB) {
-			t.Errorf("rate %d: commit_site at the peak %+v, want 16 MiB", tc.rate, x)
+		if x := site(s.TopPeak, "commit_site"); x == nil || off(x.Bytes, 16*MiB) || !x.Mapped {
+			t.Errorf("rate %d: commit_site at the peak %+v, want 16 MiB, mapped", tc.rate, x)
+		}
+		if off(s.PeakMappedBytes, 16*MiB) {
+			t.Errorf("rate %d: %d bytes of the peak mapped, want all 16 MiB", tc.rate, s.PeakMappedBytes)
 		}
 		if x := site(s.TopExit, "commit_site"); x == nil || off(x.Bytes, 8*MiB) {
 			t.Errorf("rate %d: commit_site at exit %+v, want 8 MiB", tc.rate, x)
