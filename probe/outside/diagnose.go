@@ -452,7 +452,7 @@ func diagnoseSites(st *schema.Sites, add func(topic, metric string, value float6
 			break
 		}
 	}
-	add("sites-mapped", "sites_peak_mapped_bytes", float64(m), "%s of the %s in use at the sites' peak (%.0f %%) are mappings the program made itself%s: an allocator or runtime of its own (a JVM's heap, V8's, a jemalloc linked in) makes its objects in them, which --sites does not see one by one",
+	add("sites-mapped", "sites_peak_mapped_bytes", float64(m), "%s of the %s in use at the sites' peak (%.0f %%) are mappings the program made itself%s: an allocator or runtime of its own (CPython's obmalloc arenas, a JVM's heap, V8's, a jemalloc linked in) makes its objects in them, which --sites does not see one by one",
 		iec(m), iec(st.PeakInUseBytes), pct(m, st.PeakInUseBytes), by)
 }
 
