@@ -396,8 +396,10 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 	}
 	t := w.MonoNs - start
 	u := &schema.SitesUnexplained{At: w.At, AtMs: w.AtMs, Sites: []schema.SitesMapping{}}
+	var span int64 // the unexplained ranges' bytes, resident or not
 	for _, g := range w.Unexplained {
 		u.UnexplainedBytes += g.ResidentBytes
+		span += int64(g.End - g.Start)
 	}
 	bySite := map[string]*schema.SitesMapping{}
 	acc := map[string][3]float64{} // mappings, bytes mapped, resident: scaled
@@ -440,7 +442,7 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 		// Scaled, a site's estimate may pass what was there (node's
 		// V8 pages, 256 KiB, each sampled with chance 0.39: 215.4 MiB
 		// of 204.3): no more than all of it.
-		m.ResidentBytes = min(m.ResidentBytes, u.UnexplainedBytes)
+		m.ResidentBytes, m.ReservedBytes = min(m.ResidentBytes, u.UnexplainedBytes), min(m.ReservedBytes, span)
 		u.MappedBytes += m.ResidentBytes
 		u.Sites = append(u.Sites, *m)
 	}

@@ -930,7 +930,7 @@ func TestUnexplainedSiteBounded(t *testing.T) {
 	if u == nil || len(u.Sites) != 1 {
 		t.Fatalf("join %+v: want one site", u)
 	}
-	if s := u.Sites[0]; s.ResidentBytes != size || u.MappedBytes != size {
+	if s := u.Sites[0]; s.ResidentBytes != size || s.ReservedBytes != size || u.MappedBytes != size {
 		t.Errorf("site %+v, mapped %d: want %d resident, all of the range", s, u.MappedBytes, size)
 	}
 }
