@@ -118,6 +118,11 @@ type piece struct {
 // only): a PROT_NONE mapping in use, as any other.
 var reservesInUse = false
 
+// protectIsMapping plants an mprotect to access read as a new mapping
+// (tests only): a change of access, as a JIT's code pages flip, is then
+// an allocation, and ends what it covers.
+var protectIsMapping = false
+
 // munmapStartOnly plants the matching of record version 1 (tests only):
 // a munmap ends the sampled mapping that starts at its address, all of
 // it, and nothing else.
@@ -132,8 +137,11 @@ var pageSize = uint64(os.Getpagesize())
 // A reservation's piece stands for nothing: it holds no memory.
 func (r *replayed) pieceWeight(p *piece) (objects, bytes float64) {
 	a := &r.im.events[p.alloc]
-	if a.kind == kindReserve {
+	if reserveKind(a.kind) {
 		return 0, 0
+	}
+	if a.kind == kindProtect {
+		return 1, float64(p.end - p.start) // the part it committed
 	}
 	o, b := weight(a.size, r.im.rate)
 	if n := p.end - p.start; n != a.size {
@@ -149,11 +157,10 @@ func (r *replayed) pieceWeight(p *piece) (objects, bytes float64) {
 // pieces); the views at a moment are then scans.
 func replay(im *image) *replayed {
 	orderBySeq(im.events)
-	if reservesInUse {
-		for i := range im.events {
-			if im.events[i].kind == kindReserve {
-				im.events[i].kind = kindMmap
-			}
+	for i := range im.events {
+		switch k := &im.events[i].kind; {
+		case reservesInUse && *k == kindReserve, protectIsMapping && *k == kindProtect:
+			*k = kindMmap
 		}
 	}
 	r := &replayed{im: im, byStack: map[uint64]*acc{}, freedBy: make([]int32, len(im.events))}
@@ -211,6 +218,30 @@ func replay(im *image) *replayed {
 		}
 		maps = slices.Replace(maps, k, m, left...)
 	}
+	// insert starts piece q.
+	insert := func(q piece) {
+		k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].start > q.start })
+		maps = slices.Insert(maps, k, int32(len(r.pieces)))
+		r.pieces = append(r.pieces, q)
+	}
+	// commit makes what of the reservations [lo, hi) covers pieces of
+	// event i's: the bytes and pieces committed.
+	var spans [][2]uint64
+	commit := func(i int32, lo, hi uint64) (bytes float64, n int) {
+		spans = spans[:0]
+		k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].end > lo })
+		for ; k < len(maps) && r.pieces[maps[k]].start < hi; k++ {
+			if p := &r.pieces[maps[k]]; reserveKind(im.events[p.alloc].kind) {
+				spans = append(spans, [2]uint64{max(lo, p.start), min(hi, p.end)})
+			}
+		}
+		for _, sp := range spans {
+			cut(i, sp[0], sp[1], false)
+			insert(piece{alloc: i, start: sp[0], end: sp[1], from: i, to: -1})
+			bytes += float64(sp[1] - sp[0])
+		}
+		return bytes, len(spans)
+	}
 	for i := range im.events {
 		if i > 0 {
 			mapAt[i-1] = mapIn
@@ -218,16 +249,40 @@ func replay(im *image) *replayed {
 		e := &im.events[i]
 		r.freedBy[i] = -1
 		if !e.free {
-			o, b := weight(e.size, im.rate)
+			o, b := im.weightOf(e)
+			if e.kind == kindProtect {
+				// A commit where it covers a reservation; elsewhere a
+				// change of access (V8's code pages, writable, then
+				// executable), nothing in use that was not.
+				c, n := commit(int32(i), e.addr, pagesEnd(e.addr, e.size))
+				if n == 0 {
+					continue
+				}
+				a := get(e.stack)
+				a.mapped = true
+				a.allocObj += float64(n)
+				a.allocBytes += c
+				r.sampled++
+				inUse += c
+				inObj += float64(n)
+				mapIn += c
+				if inUse > r.peak {
+					r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = inUse, mapIn, inObj, e.seq, e.tNs
+				}
+				continue
+			}
 			if mappingKind(e.kind) {
 				// The kernel gave the range to this mapping: a
 				// sampled one there was unmapped (MAP_FIXED) or
-				// moved (mremap, unseen).
+				// moved (mremap, unseen). An mprotect to none ends
+				// what it covers and leaves a reservation.
+				end := e.addr + e.size
+				if e.kind == kindUnprotect {
+					end = pagesEnd(e.addr, e.size)
+				}
 				cut(int32(i), e.addr, pagesEnd(e.addr, e.size), false)
-				k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].start > e.addr })
-				maps = slices.Insert(maps, k, int32(len(r.pieces)))
-				r.pieces = append(r.pieces, piece{alloc: int32(i), start: e.addr, end: e.addr + e.size, from: int32(i), to: -1})
-				if e.kind == kindReserve {
+				insert(piece{alloc: int32(i), start: e.addr, end: end, from: int32(i), to: -1})
+				if reserveKind(e.kind) {
 					// Address space: a piece for the unexplained
 					// join, no allocation, nothing in use.
 					r.sampled++
@@ -410,7 +465,7 @@ func replay(im *image) *replayed {
 		}
 	}
 	for i := range im.events {
-		if e := &im.events[i]; !e.free && !mappingKind(e.kind) {
+		if e := &im.events[i]; !e.free && heapKind(e.kind) {
 			o, b := weight(e.size, im.rate)
 			view(e.stack, false, o, b, o*float64(max(e.usable, e.size)), e.seq, r.freedBy[i])
 		}

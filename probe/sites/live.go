@@ -281,12 +281,14 @@ func (f *liveFile) apply(e *event, round int) {
 			f.cover(e.addr, pagesEnd(e.addr, e.size), e.seq, nil, round)
 		}
 		return
+	case !e.free && e.kind == kindProtect:
+		return
 	case !e.free && mappingKind(e.kind):
 		end := e.addr + e.size
 		if end < e.addr {
 			return
 		}
-		var m *liveMap // a reservation ends what it covers and holds nothing
+		var m *liveMap // a reservation ends what it covers and holds nothing (V8's commits by mprotect are not followed live)
 		if e.kind == kindMmap {
 			m = &liveMap{start: e.addr, end: end, size: e.size, stack: e.stack}
 		}

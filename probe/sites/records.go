@@ -22,6 +22,8 @@ import (
 //	        u64 usable (the block's usable size)
 //	'F'     u8 flags, u64 seq, u64 t_ns, u64 addr  (every free at rate 1;
 //	        else the frees of sampled blocks)
+//	        (kind: 0 heap, 1 mmap, 2 glibc's mapped chunk, 3 a PROT_NONE
+//	        mmap, 4 and 5 an mprotect to access and to none, every one)
 //	'U'     u8 flags, u64 seq, u64 t_ns, u64 addr, u64 len  every munmap
 //	        of the program's, at any rate, and every MAP_FIXED mmap not
 //	        recorded as an 'A' (it replaced what was there)
@@ -47,11 +49,34 @@ const (
 	// holds nothing in use; pages made accessible in it later are
 	// resident there, which the unexplained join tells by its site.
 	kindReserve = 3
+	// kindProtect and kindUnprotect are the program's mprotect calls,
+	// every one: to access (what of a reservation it covers is committed,
+	// as V8 commits its heap; elsewhere a change of access, nothing more)
+	// and to none (back to a reservation).
+	kindProtect   = 4
+	kindUnprotect = 5
 )
 
-// mapping says whether an allocation of kind k is a mapping of the
-// program's: a piece of address space that munmap cuts.
-func mappingKind(k uint8) bool { return k == kindMmap || k == kindReserve }
+// mappingKind says whether an allocation of kind k is a mapping of the
+// program's: a piece of address space that munmap cuts, which ends what
+// it covers.
+func mappingKind(k uint8) bool { return k == kindMmap || k == kindReserve || k == kindUnprotect }
+
+// reserveKind says whether a mapping of kind k is address space only.
+func reserveKind(k uint8) bool { return k == kindReserve || k == kindUnprotect }
+
+// heapKind says whether an allocation of kind k is a block of the C
+// allocator.
+func heapKind(k uint8) bool { return k == kindHeap || k == kindChunk }
+
+// weightOf is what the allocation e stands for: weight's scaling of a
+// sampled one; itself for an mprotect, every one of which is recorded.
+func (im *image) weightOf(e *event) (objects, bytes float64) {
+	if e.kind == kindProtect || e.kind == kindUnprotect {
+		return 1, float64(e.size)
+	}
+	return weight(e.size, im.rate)
+}
 
 // Flags of a free.
 const (

@@ -425,7 +425,7 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 			continue
 		}
 		// A mapping of L bytes stands for 1/(1 − e^(−L/rate)) of them.
-		wt, _ := weight(r.im.events[p.alloc].size, r.im.rate)
+		wt, _ := r.im.weightOf(&r.im.events[p.alloc])
 		n := b.name(maps, r.im.stacks[r.im.events[p.alloc].stack])
 		f := n.siteFrame()
 		key := f.key()

@@ -74,7 +74,10 @@ enum {
 // (IS_MMAPPED in its chunk header): outside the arenas. KIND_RESERVE is
 // a mapping of the program's with no access (PROT_NONE): address space
 // kept for later, as the JVM and V8 reserve their heaps, not memory.
-enum { KIND_HEAP = 0, KIND_MMAP = 1, KIND_CHUNK = 2, KIND_RESERVE = 3 };
+// KIND_PROTECT and KIND_UNPROTECT are the program's mprotect calls, every
+// one (not sampled): to access (what of a reservation they cover is
+// committed: V8's heap) and to none (back to a reservation).
+enum { KIND_HEAP = 0, KIND_MMAP = 1, KIND_CHUNK = 2, KIND_RESERVE = 3, KIND_PROTECT = 4, KIND_UNPROTECT = 5 };
 enum { F_TEMPORARY = 1, F_MUNMAP = 2 };
 enum { END_EXIT = 0, END_EXEC = 1 };
 
@@ -92,6 +95,7 @@ static void *(*real_reallocarray)(void *, size_t, size_t);
 static size_t (*real_usable)(void *);
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
+static int (*real_mprotect)(void *, size_t, int);
 static int (*real_dlclose)(void *);
 
 // dlsym may allocate before the functions are known: those calls are
@@ -311,6 +315,7 @@ static void resolve(void) {
 	real_usable = dlsym(RTLD_NEXT, "malloc_usable_size");
 	real_mmap = dlsym(RTLD_NEXT, "mmap");
 	real_munmap = dlsym(RTLD_NEXT, "munmap");
+	real_mprotect = dlsym(RTLD_NEXT, "mprotect");
 	real_dlclose = dlsym(RTLD_NEXT, "dlclose");
 	Dl_info info;
 	if (real_malloc && dladdr((void *)real_malloc, &info) && info.dli_fname && strstr(info.dli_fname, "/libc.so"))
@@ -977,7 +982,7 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 		put64(b, h);
 		put(b, f.pc, 8 * (size_t)f.n);
 	}
-	if (set != NULL)
+	if (set != NULL && kind < KIND_PROTECT)
 		set_add((uint64_t)(uintptr_t)p);
 	size_t u = n;
 	if (kind == KIND_HEAP && count != COUNT_NONE) {
@@ -1683,6 +1688,23 @@ EXPORT int munmap(void *addr, size_t len) {
 	if (enabled && !ts.in_hook && addr != NULL)
 		record_unmap(addr, len, temporary(addr) ? F_TEMPORARY : 0);
 	return real_munmap(addr, len);
+}
+
+// mprotect: every call of the program's that changes a range's access
+// is recorded, with its stack (a system call each: V8 commits its heap's
+// pages in its reservations this way, and flips its code pages between
+// writable and executable). The probe tells a commit from a flip by what
+// it has recorded of the range.
+EXPORT int mprotect(void *addr, size_t len, int prot) {
+	if (UNLIKELY(!real_mprotect))
+		resolve();
+	int r = real_mprotect(addr, len, prot);
+	if (r == 0 && len > 0 && enabled && !ts.in_hook) {
+		struct hook h = hook_enter();
+		record_alloc(addr, len, prot == PROT_NONE ? KIND_UNPROTECT : KIND_PROTECT);
+		hook_exit(h);
+	}
+	return r;
 }
 
 // The exec family: the new image loads this library again (LD_PRELOAD is
