@@ -1,6 +1,6 @@
 // libmemprobe-sites: the allocation-site recorder that `probe exec --sites`
 // puts in LD_PRELOAD. It wraps the C allocator's entry points and the
-// program's own anonymous mmap/munmap, samples allocations by bytes
+// program's own mmap, munmap and mprotect, samples allocations by bytes
 // (a Poisson process of mean MEMPROBE_SITES_RATE bytes; 1 records every
 // allocation), unwinds the stack of each sampled one (on x86-64 by the
 // rules of .eh_frame, which it caches; else libunwind, else libgcc's
@@ -14,7 +14,7 @@
 // Costs: with glibc's allocator and a rate above 1, an allocation that is
 // not sampled costs a thread-local decrement and the count of its chunk
 // header; a free reads that header (the count, and the mark of a sampled
-// block, below) and counts it: about 35 instructions a malloc+free pair,
+// block, below) and counts it: about 33 instructions a malloc+free pair,
 // no lock and no system call (scripts/sites-fastpath.sh). With another
 // allocator, or at rate 1, every call takes the general path: a free
 // looks in a filter and a lock-free set of the sampled addresses, or at
