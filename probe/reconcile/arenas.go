@@ -79,6 +79,19 @@ func arenasByHeader(in *Input, heaps []glibcHeap) (int, bool) {
 	return len(arenas), true
 }
 
+// notHeap says whether the memory at a (64 MiB-aligned) can be read and
+// holds no heap_info: its first word is no plausible ar_ptr. A heap glibc
+// made always has one. A Go arena has a heap's shape (Go reserves 64 MiB
+// arenas aligned to their size and maps them read-write from the bottom),
+// and one that no Input.GoAddrs pointed into was read as a glibc heap.
+func notHeap(in *Input, a uint64) bool {
+	var b [8]byte
+	if in.ReadMemory == nil || in.ReadMemory(a, b[:]) != nil {
+		return false
+	}
+	return !plausibleArena(binary.NativeEndian.Uint64(b[:]))
+}
+
 // plausibleArena says whether ar can be a heap_info.ar_ptr: an arena's
 // malloc_state follows the heap_info of its first heap, so it lies just
 // past the start of a 64 MiB-aligned heap.

@@ -423,7 +423,7 @@ func classify(in *Input) *layout {
 		h, t := &l.vmas[i-1], &l.vmas[i]
 		if !h.anon() || !t.anon() || h.Perms != "rw-p" || t.Perms != "---p" || h.End != t.Start ||
 			h.Start%GlibcHeapMaxBytes != 0 || h.End-h.Start >= GlibcHeapMaxBytes || t.End != h.Start+GlibcHeapMaxBytes ||
-			!h.free() || !t.free() {
+			!h.free() || !t.free() || notHeap(in, h.Start) {
 			continue
 		}
 		if res, s := l.claimRange(in, h.Start, h.Start+GlibcHeapMaxBytes, clArenas); s > 0 {
