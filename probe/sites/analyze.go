@@ -83,6 +83,7 @@ type replayed struct {
 	exitObj    float64
 	temp       float64
 	sampled    int64
+	commits    int64 // ranges committed by mprotect: blocks the library does not count
 	// source says where peak and exit come from: "replay" (rate 1:
 	// every block), "counted" (the library's count of every block's
 	// usable size) or "sampled" (the estimate, where no count was
@@ -258,6 +259,7 @@ func replay(im *image) *replayed {
 				if n == 0 {
 					continue
 				}
+				r.commits += int64(n)
 				a := get(e.stack)
 				a.mapped = true
 				a.allocObj += float64(n)
