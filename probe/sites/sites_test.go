@@ -1015,3 +1015,34 @@ func TestObjectsBounded(t *testing.T) {
 		t.Errorf("blocks in use at the peak %d, at exit %d, allocated %d: want the 958 allocated at most", s.PeakInUseObjects, s.ExitInUseObjects, s.AllocObjects)
 	}
 }
+
+// TestPeakNotBelowExit: each thread publishes its count when it has
+// moved by 128 KiB, so the count a sample records lags by up to that a
+// thread, and the count's own peak within the run can be below the end's,
+// where every thread has published (a JVM's 20 threads: 438.7 MiB at the
+// peak, 439.7 at exit). The end is a moment of the run: here the count
+// peaked at 1 MiB within the run and reads 2 MiB at the end, with 4 MiB
+// mapped, and the peak read 4 MiB (the mapping's moment) against 6 at
+// exit.
+func TestPeakNotBelowExit(t *testing.T) {
+	dir := t.TempDir()
+	r := newRecs(4343, DefaultRate)
+	r.stack(7, 0x1000)
+	r.alloc(kindHeap, 1, 0xa0, 100, 7)
+	r.alloc(kindMmap, 2, 0x7f0000000000, 4<<20, 7)
+	r.b = append(r.b, 'P')
+	r.u64(1<<20, 1, 10, 2<<20)
+	r.b = append(r.b, 'E', 0)
+	r.u64(3, 30000) // ended at 30 µs
+	if err := os.WriteFile(filepath.Join(dir, "sites.4343.0.bin"), r.b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := Analyze(Options{Dir: dir, PID: 4343})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peak %d (%s) at %.3f ms, exit %d", s.PeakInUseBytes, s.PeakSource, s.PeakAtMs, s.ExitInUseBytes)
+	if s.PeakSource != "counted" || s.PeakInUseBytes < s.ExitInUseBytes || s.PeakAtMs != 0.03 {
+		t.Errorf("peak %d (%s) at %g ms, %d in use at exit: want the end's, at 0.03 ms", s.PeakInUseBytes, s.PeakSource, s.PeakAtMs, s.ExitInUseBytes)
+	}
+}
