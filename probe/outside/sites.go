@@ -308,10 +308,11 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		n(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), peakIn, st.PeakAtMs/1000, source,
 		iec(st.ExitInUseBytes), exitIn, n(st.TemporaryObjects))
 	site := func(x schema.Site) string {
+		s := siteLine(x.Function, x.File, x.Line, x.Stack)
 		if x.Mapped {
-			return "[mmap] " + siteLine(x.Function, x.File, x.Line, x.Stack)
+			s = "[mmap] " + s
 		}
-		return siteLine(x.Function, x.File, x.Line, x.Stack)
+		return s
 	}
 	for _, t := range []struct {
 		title string

@@ -141,10 +141,7 @@ func (r *replayed) pieceWeight(p *piece) (objects, bytes float64) {
 	if reserveKind(a.kind) {
 		return 0, 0
 	}
-	if a.kind == kindProtect {
-		return 1, float64(p.end - p.start) // the part it committed
-	}
-	o, b := weight(a.size, r.im.rate)
+	o, b := r.im.weightOf(a)
 	if n := p.end - p.start; n != a.size {
 		b = b / float64(a.size) * float64(n)
 	}
@@ -219,6 +216,13 @@ func replay(im *image) *replayed {
 		}
 		maps = slices.Replace(maps, k, m, left...)
 	}
+	// raise makes the moment of event e the peak where in use is
+	// highest so far.
+	raise := func(e *event) {
+		if inUse > r.peak {
+			r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = inUse, mapIn, inObj, e.seq, e.tNs
+		}
+	}
 	// insert starts piece q.
 	insert := func(q piece) {
 		k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].start > q.start })
@@ -268,9 +272,7 @@ func replay(im *image) *replayed {
 				inUse += c
 				inObj += float64(n)
 				mapIn += c
-				if inUse > r.peak {
-					r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = inUse, mapIn, inObj, e.seq, e.tNs
-				}
+				raise(e)
 				continue
 			}
 			if mappingKind(e.kind) {
@@ -310,9 +312,7 @@ func replay(im *image) *replayed {
 			r.sampled++
 			inUse += b
 			inObj += o
-			if inUse > r.peak {
-				r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = inUse, mapIn, inObj, e.seq, e.tNs
-			}
+			raise(e)
 			continue
 		}
 		if e.flags&flagMunmap != 0 {
