@@ -99,6 +99,36 @@ func TestExecSitesUnexplained(t *testing.T) {
 	}
 }
 
+// TestExecSitesOwnBuffers: the allocation-site library's own mappings in
+// the program (a buffer for each thread that allocates; at rate 1 the
+// filter too) are claimed by the headers it writes as probe.sites, not
+// left unexplained: six threads that each malloc 1 MiB have at least
+// seven. (TestSitesOwnBuffers of probe/reconcile plants a buffer between
+// two of glibc's large blocks.)
+func TestExecSitesOwnBuffers(t *testing.T) {
+	sitesLib(t)
+	o := slowWalks
+	o.OutDir = t.TempDir()
+	o.Sites = SitesOptions{Enabled: true, Rate: 1}
+	h := execHeld(t, o, cleanEnv(), cprog(t, "threads"), "6", "1", "1024", "stdin")
+	h.waitLine(t, "ready")
+	r := h.release(t)
+	rec := r.Process.AtPeak.Reconciliation
+	var own schema.ReconciliationPart
+	for _, p := range rec.Parts {
+		if p.Name == "probe.sites" {
+			own = p
+		}
+	}
+	t.Logf("probe.sites %+v; unexplained %d B of RSS %d B: %+v", own, rec.UnexplainedBytes, rec.RSSBytes, rec.UnexplainedMappings)
+	if own.Count < 7 || own.Bytes < 7*4096 || own.ReservedBytes < 7*100<<10 {
+		t.Errorf("probe.sites %+v: want at least 7 mappings (6 threads' buffers of over 100 KiB, the filter), a page of each resident\n%s", own, render(t, r))
+	}
+	if rec.UnexplainedBytes > 256<<10 {
+		t.Errorf("unexplained %d B: want under 256 KiB\n%s", rec.UnexplainedBytes, render(t, r))
+	}
+}
+
 // TestExecSitesFragmentationByHeap: fragment.c's arenas mode gives two
 // threads an arena each: one frees 15 of every 16 of its 40000 blocks of
 // 512 B, the other keeps its 10000. Split by heap, the first's heap is

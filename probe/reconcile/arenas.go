@@ -194,6 +194,12 @@ func plural(n int, what string) string {
 // cut the aligned block out (malloc/malloc.c _int_memalign). Needs
 // in.ReadMemory; glibc 2.41+ names these mappings where the kernel keeps
 // names (classify, by name).
+//
+// The allocation-site library's own mappings (probe.sites: probe exec
+// --sites) are claimed the same way, by the header each begins with
+// (SitesOwnMagic, then its length), and the chain goes on after them. A
+// mapping claimed from its start (by .bss) is read from where that claim
+// ends.
 func (l *layout) mmappedChunks(in *Input) {
 	if in.ReadMemory == nil {
 		return
@@ -202,26 +208,60 @@ func (l *layout) mmappedChunks(in *Input) {
 	var b [16]byte
 	for i := range l.vmas {
 		v := &l.vmas[i]
-		if !v.anon() || v.Perms != "rw-p" || !v.free() || v.RssBytes == 0 {
+		if !v.anon() || v.Perms != "rw-p" || v.owner != "" || v.RssBytes == 0 {
 			continue
 		}
-		var n int
-		for a := v.Start; a < v.End; {
+		var chunks, own int
+		for a := claimedHead(v, page); a < v.End; {
 			if in.ReadMemory(a, b[:]) != nil {
 				break
 			}
 			prev, head := binary.NativeEndian.Uint64(b[:8]), binary.NativeEndian.Uint64(b[8:])
-			size := head &^ 7
-			if prev != 0 || head&7 != 2 || size == 0 || size%page != 0 || size > v.End-a {
+			size, class := head&^7, clMmap
+			if prev == SitesOwnMagic {
+				size, class = head, clSitesOwn
+			} else if prev != 0 || head&7 != 2 {
 				break
 			}
-			l.claimRange(in, a, a+size, clMmap)
-			n++
+			if size == 0 || size%page != 0 || size > v.End-a {
+				break
+			}
+			l.claimRange(in, a, a+size, class)
+			if class == clMmap {
+				chunks++
+			} else {
+				own++
+			}
 			a += size
 		}
-		if n > 0 {
-			v.counted = true
-			l.tally(clMmap).count += n
+		if chunks > 0 {
+			l.tally(clMmap).count += chunks
 		}
+		if own > 0 {
+			l.tally(clSitesOwn).count += own
+		}
+		v.counted = v.counted || chunks+own > 0
 	}
 }
+
+// claimedHead is where the claims on v from its start end, rounded up to
+// a page: v.Start where nothing is claimed there. A mapping the kernel
+// merged with what lies below it (a library's .bss) holds the chain
+// after that.
+func claimedHead(v *vma, page uint64) uint64 {
+	end := v.Start
+	for more := true; more; {
+		more = false
+		for _, s := range v.subs {
+			if s.lo <= end && s.hi > end {
+				end, more = s.hi, true
+			}
+		}
+	}
+	return (end + page - 1) &^ (page - 1)
+}
+
+// SitesOwnMagic begins every mapping the allocation-site library
+// (probe/sites/preload, OWN_MAGIC) makes for itself, followed by the
+// mapping's length: "SITESOWN" in little-endian bytes.
+const SitesOwnMagic = 0x4e574f5345544953

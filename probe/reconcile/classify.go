@@ -32,6 +32,7 @@ const (
 	clGPU       = "gpu.driver" // mappings of GPU driver devices
 	clReserved  = "anon.reserved"
 	clPyMalloc  = "python.obmalloc" // CPython's small-object allocator's arenas
+	clSitesOwn  = "probe.sites"     // the allocation-site library's own buffers, in the program
 )
 
 // GoHeapArenaBytes is the size of Go's heap arenas on linux/amd64

@@ -55,7 +55,9 @@
 //     read-write mapping whose first 16 bytes are an mmapped chunk's
 //     header (prev_size 0, then a page-multiple size with IS_MMAPPED
 //     alone), and the chunks after it where the kernel merged
-//     neighbours, through Input.ReadMemory.
+//     neighbours, through Input.ReadMemory; the allocation-site
+//     library's own buffers (probe.sites) by the header each begins with,
+//     among them or alone.
 //  10. CPython's small-object allocator (python.obmalloc): runs of 16 KiB
 //     pools in anonymous read-write mappings whose headers hold
 //     obmalloc's invariants (pythonPools), through Input.ReadMemory.
@@ -425,6 +427,7 @@ func Compute(in Input) Reconciliation {
 		{clArenas, l.arenasNote()},
 		{clMmap, "glibc malloc's large blocks, a mapping each (mmapped chunks: by their headers, or named by glibc 2.41+)"},
 		{clPyMalloc, "CPython's small-object allocator (obmalloc): its pools (16 KiB, 4 KiB before 3.10), by their headers"},
+		{clSitesOwn, "memprobe's allocation-site library (--sites): its buffers in the program, by their headers: the probe's own cost"},
 		{clRace, "race detector shadow memory"},
 		{clBSS, "anonymous mapping above a file's data: the binary's and libraries' .bss"},
 		{clFile, "file pages: binary text, shared libraries, mapped files (clean)"},
@@ -435,7 +438,7 @@ func Compute(in Input) Reconciliation {
 		{clReserved, "anonymous address space with nothing resident, or PROT_NONE: Go's page-allocator index, untouched mappings"},
 	} {
 		t := l.tallies[p.name]
-		if t == nil && (p.name == clMmap || p.name == clPyMalloc || p.name == clGPU || p.name == clRace && !in.Race) {
+		if t == nil && (p.name == clMmap || p.name == clPyMalloc || p.name == clSitesOwn || p.name == clGPU || p.name == clRace && !in.Race) {
 			continue
 		}
 		if t == nil {

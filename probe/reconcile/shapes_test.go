@@ -527,6 +527,60 @@ func TestMmappedChunks(t *testing.T) {
 	}
 }
 
+// TestSitesOwnBuffers: the allocation-site library's own mappings are
+// claimed by their headers (SitesOwnMagic, the length) as probe.sites,
+// alone or where the kernel merged one between two of glibc's large
+// blocks, whose chain then goes on past it. A length not of whole pages,
+// or beyond the mapping, is no header. Planted: the buffer as the
+// library wrote it before it had headers (its list pointers first): the
+// chain stops at it, and the block after it is unexplained.
+func TestSitesOwnBuffers(t *testing.T) {
+	const (
+		merged = 0x7f0000000000 // 1 MiB chunk, 128 KiB buffer, 2 MiB chunk
+		alone  = 0x7f1000000000 // a buffer of 132 KiB
+		odd    = 0x7f2000000000
+		long   = 0x7f3000000000
+	)
+	in := space(
+		mk(merged, 3*MiB+128*KiB, "rw-p", "", 3*MiB+128*KiB),
+		mk(alone, 132*KiB, "rw-p", "", 132*KiB),
+		mk(odd, 1*MiB, "rw-p", "", 1*MiB),
+		mk(long, 1*MiB, "rw-p", "", 1*MiB),
+	)
+	in.Resident = pagemap([2]uint64{merged, merged + 3*MiB + 128*KiB}, [2]uint64{alone, alone + 132*KiB},
+		[2]uint64{odd, odd + MiB}, [2]uint64{long, long + MiB})
+	headers := map[uint64][2]uint64{
+		merged:                   {0, 1*MiB | 2},
+		merged + 1*MiB:           {SitesOwnMagic, 128 * KiB},
+		merged + 1*MiB + 128*KiB: {0, 2*MiB | 2},
+		alone:                    {SitesOwnMagic, 132 * KiB},
+		odd:                      {SitesOwnMagic, 1*MiB - 16},
+		long:                     {SitesOwnMagic, 2 * MiB},
+	}
+	in.ReadMemory = chunkMemory(headers)
+	r := Compute(in)
+	checkSums(t, r)
+	parts := partsByName(r)
+	if p := parts["probe.sites"]; p.Count != 2 || p.Bytes != 260*KiB {
+		t.Errorf("probe.sites %+v; want 2 buffers, 260 KiB resident", p)
+	}
+	if p := parts["c.malloc.mmap"]; p.Count != 2 || p.Bytes != 3*MiB {
+		t.Errorf("c.malloc.mmap %+v; want 2 blocks, 3 MiB: the chain goes on past the buffer", p)
+	}
+	if want := int64(2 * MiB); r.UnexplainedBytes != want {
+		t.Errorf("unexplained %d B (%+v); want %d: the two lookalikes", r.UnexplainedBytes, r.UnexplainedMappings, want)
+	}
+
+	headers[merged+1*MiB] = [2]uint64{0x7f0000200000, 0x7f00003ff640} // next, owner
+	delete(headers, alone)
+	r = Compute(in)
+	checkSums(t, r)
+	if p := partsByName(r)["c.malloc.mmap"]; p.Count != 1 || r.UnexplainedBytes != int64(4*MiB+260*KiB) {
+		t.Errorf("buffers without headers: c.malloc.mmap %+v, unexplained %d B; want 1 block, the buffers, the block after and the lookalikes unexplained",
+			p, r.UnexplainedBytes)
+	}
+}
+
 // pyPool is a CPython pool header (pythonPool's fields) for a pool at a of
 // pool bytes holding blocks of size class szidx.
 func pyPool(a, pool uint64, szidx uint32) []byte {

@@ -112,6 +112,7 @@ enum { COUNT_NONE, COUNT_HEADER, COUNT_CALL };
 static int count;
 
 static uint64_t rate = 512 << 10; // MEMPROBE_SITES_RATE
+static size_t page = 4096;
 static int enabled;               // recording: after init, before the end
 static int fd = -1;
 static pid_t file_pid;
@@ -403,6 +404,35 @@ static void flush_if_old(struct tbuf *b, uint64_t t) {
 	}
 }
 
+// ---- the library's own mappings ------------------------------------------
+//
+// Each mapping the library makes for itself begins with OWN_MAGIC and
+// its length: the probe's walks (probe/reconcile, sitesOwnMagic) read
+// that header to claim the library's memory as its own (probe.sites),
+// and step over it where the kernel merged it with glibc's large blocks,
+// whose headers they follow from one to the next. Unmarked, a buffer
+// merged in front of a chunk left that chunk and all after it
+// unexplained: 28.9 MiB of xz's 284.8 MiB.
+#define OWN_MAGIC 0x4e574f5345544953ULL // "SITESOWN"
+enum { OWN_HEAD = 16 };
+
+// own_map maps n bytes, read-write and zeroed (flags added to
+// MAP_PRIVATE | MAP_ANONYMOUS), after the header; NULL where mmap fails.
+static void *own_map(size_t n, int flags) {
+	size_t len = (n + OWN_HEAD + page - 1) & ~(page - 1);
+	uint64_t *h = real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+	if (h == MAP_FAILED)
+		return NULL;
+	h[0] = OWN_MAGIC;
+	h[1] = len;
+	return (char *)h + OWN_HEAD;
+}
+
+static void own_unmap(void *p) {
+	uint64_t *h = (uint64_t *)((char *)p - OWN_HEAD);
+	real_munmap(h, h[1]);
+}
+
 static void thread_exit(void *p) {
 	struct tbuf *b = p;
 	ts.in_hook++;
@@ -427,8 +457,8 @@ static struct tbuf *thread_buf(void) {
 			break;
 		}
 	if (b == NULL) {
-		b = real_mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (b == MAP_FAILED) {
+		b = own_map(sizeof *b, 0);
+		if (b == NULL) {
 			pthread_mutex_unlock(&wlock);
 			return NULL;
 		}
@@ -539,7 +569,6 @@ static int mark; // set at the start where it applies; never cleared (marked blo
 // fast path where p - 1 is below it, one compare for a p that is not
 // NULL and blocks that are marked.
 static uintptr_t free_below;
-static size_t page = 4096;
 
 static inline int marked(void *p) { return (((size_t *)p)[-1] & 8) != 0; }
 static inline char *base(void *p) { return ((char **)p)[-2]; }
@@ -1199,8 +1228,8 @@ static void write_maps_locked(void) {
 	// The maps are read whole before the record is written: its length
 	// comes first. A process with more than 4 MiB of maps lines is cut.
 	size_t cap = 4 << 20, len = 0;
-	char *t = real_mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t == MAP_FAILED) {
+	char *t = own_map(cap, 0);
+	if (t == NULL) {
 		close(m);
 		return;
 	}
@@ -1223,7 +1252,7 @@ static void write_maps_locked(void) {
 		write_all(h, 9);
 		write_all(t, len);
 	}
-	real_munmap(t, cap);
+	own_unmap(t);
 }
 
 static void open_file(void) {
@@ -1362,12 +1391,12 @@ __attribute__((constructor(101))) static void init(void) {
 		mark = 1;
 		free_below = UINTPTR_MAX;
 	} else {
-		_Atomic uint8_t *f = real_mmap(NULL, FILTER_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (f == MAP_FAILED)
+		_Atomic uint8_t *f = own_map(FILTER_BYTES, 0);
+		if (f == NULL)
 			return;
 		if (rate > 1) {
-			_Atomic uint64_t *st = real_mmap(NULL, SET_SLOTS * sizeof *set, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-			if (st == MAP_FAILED)
+			_Atomic uint64_t *st = own_map(SET_SLOTS * sizeof *set, MAP_NORESERVE);
+			if (st == NULL)
 				return;
 			set = st;
 		} else {
