@@ -581,6 +581,41 @@ func TestSitesOwnBuffers(t *testing.T) {
 	}
 }
 
+// TestSitesOwnAfterBSS: where the kernel merged a library's .bss with
+// what was mapped right above it, the chain of headers is read from the
+// page after the .bss: a buffer of the library's, then one of glibc's
+// large blocks. Without ReadMemory both stay unexplained.
+func TestSitesOwnAfterBSS(t *testing.T) {
+	const lib = 0x7f1000000000
+	in := space(
+		mk(lib, 4*KiB, "r--p", "/usr/lib/libx.so", 4*KiB),
+		mk(lib+4*KiB, 4*KiB, "r-xp", "/usr/lib/libx.so", 4*KiB),
+		mk(lib+8*KiB, 4*KiB, "rw-p", "/usr/lib/libx.so", 4*KiB),
+		mk(lib+12*KiB, 12*KiB+1*MiB, "rw-p", "", 12*KiB+1*MiB),
+	)
+	in.OpenFile = files(map[string][]byte{
+		"/usr/lib/libx.so": elfFile(elf.ET_DYN,
+			load(elf.PF_R, 0, 0, 0x800, 0x800),
+			load(elf.PF_R|elf.PF_X, 0x1000, 0x1000, 0x900, 0x900),
+			load(elf.PF_R|elf.PF_W, 0x2000, 0x2000, 0xa00, 0x3010)), // .bss to 0x6000
+	})
+	in.Resident = pagemap([2]uint64{lib + 12*KiB, lib + 24*KiB + 1*MiB})
+	in.ReadMemory = chunkMemory(map[uint64][2]uint64{
+		lib + 24*KiB:           {SitesOwnMagic, 128 * KiB},
+		lib + 24*KiB + 128*KiB: {0, 896*KiB | 2},
+	})
+	r := Compute(in)
+	checkSums(t, r)
+	parts := partsByName(r)
+	if p, c := parts["probe.sites"], parts["c.malloc.mmap"]; p.Bytes != 128*KiB || p.Count != 1 || c.Bytes != 896*KiB || c.Count != 1 || r.UnexplainedBytes != 0 {
+		t.Errorf("probe.sites %+v, c.malloc.mmap %+v, unexplained %d B; want the buffer's 128 KiB, the block's 896 KiB, none", p, c, r.UnexplainedBytes)
+	}
+	in.ReadMemory = nil
+	if r := Compute(in); r.UnexplainedBytes != 1*MiB {
+		t.Errorf("without ReadMemory: unexplained %d B; want 1 MiB", r.UnexplainedBytes)
+	}
+}
+
 // pyPool is a CPython pool header (pythonPool's fields) for a pool at a of
 // pool bytes holding blocks of size class szidx.
 func pyPool(a, pool uint64, szidx uint32) []byte {
