@@ -136,8 +136,15 @@ type Site struct {
 	BytesSE   int64 `json:"bytes_se,omitempty"`
 	Objects   int64 `json:"objects"`
 	Temporary int64 `json:"temporary,omitempty"`
-	// Stack are the frames, the site first (at most 8).
+	// Stack are the frames, the site first (at most 8): of the site's
+	// stacks, the one with the most of the list's figure (bytes in use
+	// for top_peak and top_exit, temporary blocks for top_temporary).
 	Stack []string `json:"stack"`
+	// Stacks is how many of the site's stacks have some of that figure,
+	// where more than one (an allocation wrapper's site has many), and
+	// StackSharePct the part of it Stack has.
+	Stacks        int     `json:"stacks,omitempty"`
+	StackSharePct float64 `json:"stack_share_pct,omitempty"`
 	// Mapped says the site made mappings of the program's own (mmap),
 	// not (only) blocks of the C allocator.
 	Mapped bool `json:"mapped,omitempty"`

@@ -312,6 +312,9 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		if x.Mapped {
 			s = "[mmap] " + s
 		}
+		if x.Stacks > 1 {
+			s += fmt.Sprintf(" (the heaviest of %d stacks: %.0f %%)", x.Stacks, x.StackSharePct)
+		}
 		return s
 	}
 	for _, t := range []struct {

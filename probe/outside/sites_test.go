@@ -228,6 +228,7 @@ func TestRenderSitesGolden(t *testing.T) {
 		TopPeak: []schema.Site{
 			{Function: "load_batch", File: "src/data.c", Line: 88, Object: "/opt/app", Bytes: 256 << 20, Objects: 64, Stack: []string{"load_batch", "train_step", "main", "__libc_start_main"}},
 			{Function: "shapes::Grid<double>::Grid(unsigned long)", Object: "/opt/app", Bytes: 44 << 20, Objects: 119936, Stack: []string{"shapes::Grid<double>::Grid(unsigned long)"}},
+			{Function: "xmalloc", File: "src/util.c", Line: 20, Object: "/opt/app", Bytes: 40 << 20, Objects: 5000, Stack: []string{"xmalloc", "parse_row", "load_file", "main"}, Stacks: 12, StackSharePct: 38.2},
 		},
 		TopExit: []schema.Site{{Function: "cache_put", File: "src/cache.c", Line: 12, Object: "/opt/app", Bytes: 12 << 20, Objects: 40, Stack: []string{"cache_put", "main"}}},
 		Processes: []schema.SitesProcess{

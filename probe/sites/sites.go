@@ -210,15 +210,10 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 			key := f.key()
 			sa := sites[key]
 			if sa == nil {
-				sa = &siteAcc{named: n}
+				sa = &siteAcc{}
 				sites[key] = sa
 			}
-			// The stack a site shows is its heaviest (by bytes
-			// allocated, then by its frames' names), not the first
-			// the map gives, so that two runs show the same one.
-			if a.allocBytes > sa.heaviest || a.allocBytes == sa.heaviest && stackKey(n) < stackKey(sa.named) {
-				sa.named, sa.heaviest = n, a.allocBytes
-			}
+			sa.stacks = append(sa.stacks, stackAcc{n, a})
 			sa.acc.allocObj += a.allocObj
 			sa.acc.allocBytes += a.allocBytes
 			sa.acc.peakObj += a.peakObj
@@ -275,13 +270,54 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	return s, warns, nil
 }
 
-// siteAcc is one site's figures, summed over its stacks; named is the
-// stack it shows, the heaviest.
+// siteAcc is one site's figures, summed over its stacks.
 type siteAcc struct {
-	named    *named
-	heaviest float64
-	acc      acc
+	stacks []stackAcc
+	acc    acc
 }
+
+type stackAcc struct {
+	n *named
+	a *acc
+}
+
+// shown is the stack a site shows in a table: its heaviest by the
+// table's figure (then by bytes allocated, then by its frames' names, so
+// that two runs show the same one), that stack's share of the site's
+// figure, and how many of the site's stacks have some of it. An
+// allocation wrapper (Perl_safesysmalloc, xmalloc) is one site reached by
+// many stacks; shown by bytes allocated, a wrapper's row in the peak
+// table named a caller whose blocks were long freed.
+func (sa *siteAcc) shown(figure func(*acc) float64) (n *named, sharePct float64, stacks int) {
+	best, bestV, total := -1, 0.0, 0.0
+	for i, st := range sa.stacks {
+		v := figure(st.a)
+		if v <= 0 && len(sa.stacks) > 1 {
+			continue
+		}
+		stacks++
+		total += v
+		if best < 0 || v > bestV || v == bestV && (st.a.allocBytes > sa.stacks[best].a.allocBytes ||
+			st.a.allocBytes == sa.stacks[best].a.allocBytes && stackKey(st.n) < stackKey(sa.stacks[best].n)) {
+			best, bestV = i, v
+		}
+	}
+	if best < 0 {
+		best = 0
+		for i, st := range sa.stacks {
+			if st.a.allocBytes > sa.stacks[best].a.allocBytes {
+				best = i
+			}
+		}
+	}
+	if total > 0 {
+		sharePct = 100 * bestV / total
+	}
+	return sa.stacks[best].n, sharePct, stacks
+}
+
+// siteFrame is the site's frame (every stack of a site has it).
+func (sa *siteAcc) siteFrame() frame { return sa.stacks[0].n.siteFrame() }
 
 // stackKey is a stack's frames' names, to order stacks of equal weight.
 func stackKey(n *named) string {
@@ -314,17 +350,29 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64
 		if ki, kj := key(keep[i]), key(keep[j]); ki != kj {
 			return ki > kj
 		}
-		return keep[i].named.siteFrame().fn < keep[j].named.siteFrame().fn
+		return keep[i].siteFrame().fn < keep[j].siteFrame().fn
 	})
 	if len(keep) > n {
 		keep = keep[:n]
 	}
+	figure := func(a *acc) float64 {
+		if temporary {
+			return a.tempObj
+		}
+		b, _, _ := value(a)
+		return b
+	}
 	out := make([]schema.Site, 0, len(keep))
 	for _, sa := range keep {
-		f := sa.named.siteFrame()
+		f := sa.siteFrame()
 		b, o, v := value(&sa.acc)
-		out = append(out, schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), BytesSE: round(math.Sqrt(v)),
-			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: sa.named.siteStack(), Mapped: sa.acc.mapped})
+		st, share, stacks := sa.shown(figure)
+		x := schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), BytesSE: round(math.Sqrt(v)),
+			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: st.siteStack(), Mapped: sa.acc.mapped}
+		if stacks > 1 {
+			x.Stacks, x.StackSharePct = stacks, share
+		}
+		out = append(out, x)
 	}
 	return out
 }

@@ -687,6 +687,30 @@ func TestSiteShowsHeaviestStack(t *testing.T) {
 	}
 }
 
+// TestSiteShowsStackByFigure: testdata/wrapper.c's xmalloc is reached
+// by keeper (8 MiB kept) and churn (64 MiB allocated, each block freed at
+// once). Each table shows the wrapper's stack with the most of its own
+// figure and that stack's share: keeper's in the peak table (8 of 9 MiB),
+// keeper's alone at exit, churn's among the temporaries. Shown by bytes
+// allocated, the peak table named churn, whose blocks were freed.
+func TestSiteShowsStackByFigure(t *testing.T) {
+	p := prog(t, "wrapper.c")
+	s, _, _ := record(t, 1, p)
+	check := func(table string, rows []schema.Site, caller string, stacks int, share float64) {
+		t.Helper()
+		x := site(rows, "xmalloc")
+		if x == nil {
+			t.Fatalf("%s: no xmalloc in %+v", table, rows)
+		}
+		if len(x.Stack) < 2 || x.Stack[1] != caller || x.Stacks != stacks || math.Abs(x.StackSharePct-share) > 0.1 {
+			t.Errorf("%s: xmalloc's stack %v, %d stacks, %.1f %%; want %s's, %d, %.1f %%", table, x.Stack, x.Stacks, x.StackSharePct, caller, stacks, share)
+		}
+	}
+	check("peak", s.TopPeak, "keeper", 2, 100*8/9.0)
+	check("exit", s.TopExit, "keeper", 0, 0)
+	check("temporary", s.TopTemporary, "churn", 0, 0)
+}
+
 // TestPeakWithMappings: testdata/mappeak.c holds a mapping of 32 MiB
 // while its heap blocks peak at 1 MiB. At the default rate the headline
 // peak is the library's count of heap blocks plus the mappings'
