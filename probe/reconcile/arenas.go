@@ -226,7 +226,9 @@ func (l *layout) mmappedChunks(in *Input) {
 			if size == 0 || size%page != 0 || size > v.End-a {
 				break
 			}
-			l.claimRange(in, a, a+size, class)
+			if _, got := l.claimRange(in, a, a+size, class); got == 0 {
+				break // claimed already (a stack the kernel merged in)
+			}
 			if class == clMmap {
 				chunks++
 			} else {
