@@ -106,6 +106,16 @@ func execHeld(t *testing.T, o Options, env []string, args ...string) *held {
 	return &held{s: s, stdin: inW, out: bufio.NewReader(outR)}
 }
 
+// recPart is rec's part called name (zero where it has none).
+func recPart(rec schema.Reconciliation, name string) schema.ReconciliationPart {
+	for _, p := range rec.Parts {
+		if p.Name == name {
+			return p
+		}
+	}
+	return schema.ReconciliationPart{}
+}
+
 // waitLine reads the program's output up to a line equal to want.
 func (h *held) waitLine(t *testing.T, want string) {
 	t.Helper()
@@ -750,12 +760,7 @@ func TestPythonPools(t *testing.T) {
 		h.waitLine(t, "ready")
 		r := h.release(t)
 		rec := r.Process.AtPeak.Reconciliation
-		var pools schema.ReconciliationPart
-		for _, p := range rec.Parts {
-			if p.Name == "python.obmalloc" {
-				pools = p
-			}
-		}
+		pools := recPart(rec, "python.obmalloc")
 		t.Logf("PYTHONMALLOC=%q: python.obmalloc %d pools, %d B resident; unexplained %d B of RSS %d B", alloc, pools.Count, pools.Bytes, rec.UnexplainedBytes, rec.RSSBytes)
 		if alloc == "malloc" {
 			if pools.Count != 0 {

@@ -114,12 +114,7 @@ func TestExecSitesOwnBuffers(t *testing.T) {
 	h.waitLine(t, "ready")
 	r := h.release(t)
 	rec := r.Process.AtPeak.Reconciliation
-	var own schema.ReconciliationPart
-	for _, p := range rec.Parts {
-		if p.Name == "probe.sites" {
-			own = p
-		}
-	}
+	own := recPart(rec, "probe.sites")
 	t.Logf("probe.sites %+v; unexplained %d B of RSS %d B: %+v", own, rec.UnexplainedBytes, rec.RSSBytes, rec.UnexplainedMappings)
 	if own.Count < 7 || own.Bytes < 7*4096 || own.ReservedBytes < 7*100<<10 {
 		t.Errorf("probe.sites %+v: want at least 7 mappings (6 threads' buffers of over 100 KiB, the filter), a page of each resident\n%s", own, render(t, r))
