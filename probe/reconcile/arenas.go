@@ -211,7 +211,6 @@ func (l *layout) mmappedChunks(in *Input) {
 		if !v.anon() || v.Perms != "rw-p" || v.owner != "" || v.RssBytes == 0 {
 			continue
 		}
-		var chunks, own int
 		for a := claimedHead(v, page); a < v.End; {
 			if in.ReadMemory(a, b[:]) != nil {
 				break
@@ -229,20 +228,10 @@ func (l *layout) mmappedChunks(in *Input) {
 			if _, got := l.claimRange(in, a, a+size, class); got == 0 {
 				break // claimed already (a stack the kernel merged in)
 			}
-			if class == clMmap {
-				chunks++
-			} else {
-				own++
-			}
+			l.tally(class).count++
+			v.counted = true
 			a += size
 		}
-		if chunks > 0 {
-			l.tally(clMmap).count += chunks
-		}
-		if own > 0 {
-			l.tally(clSitesOwn).count += own
-		}
-		v.counted = v.counted || chunks+own > 0
 	}
 }
 

@@ -289,29 +289,21 @@ type stackAcc struct {
 // many stacks; shown by bytes allocated, a wrapper's row in the peak
 // table named a caller whose blocks were long freed.
 func (sa *siteAcc) shown(figure func(*acc) float64) (n *named, sharePct float64, stacks int) {
-	best, bestV, total := -1, 0.0, 0.0
+	best, total := 0, 0.0
 	for i, st := range sa.stacks {
 		v := figure(st.a)
-		if v <= 0 && len(sa.stacks) > 1 {
-			continue
+		if v > 0 {
+			stacks++
+			total += v
 		}
-		stacks++
-		total += v
-		if best < 0 || v > bestV || v == bestV && (st.a.allocBytes > sa.stacks[best].a.allocBytes ||
-			st.a.allocBytes == sa.stacks[best].a.allocBytes && stackKey(st.n) < stackKey(sa.stacks[best].n)) {
-			best, bestV = i, v
-		}
-	}
-	if best < 0 {
-		best = 0
-		for i, st := range sa.stacks {
-			if st.a.allocBytes > sa.stacks[best].a.allocBytes {
-				best = i
-			}
+		b := sa.stacks[best]
+		if bv := figure(b.a); v > bv || v == bv && (st.a.allocBytes > b.a.allocBytes ||
+			st.a.allocBytes == b.a.allocBytes && stackKey(st.n) < stackKey(b.n)) {
+			best = i
 		}
 	}
 	if total > 0 {
-		sharePct = 100 * bestV / total
+		sharePct = 100 * figure(sa.stacks[best].a) / total
 	}
 	return sa.stacks[best].n, sharePct, stacks
 }
@@ -339,13 +331,15 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64
 			keep = append(keep, sa)
 		}
 	}
-	key := func(sa *siteAcc) float64 {
+	// figure is what the list is sorted by, and picks each site's stack.
+	figure := func(a *acc) float64 {
 		if temporary {
-			return sa.acc.tempObj
+			return a.tempObj
 		}
-		b, _, _ := value(&sa.acc)
+		b, _, _ := value(a)
 		return b
 	}
+	key := func(sa *siteAcc) float64 { return figure(&sa.acc) }
 	sort.Slice(keep, func(i, j int) bool {
 		if ki, kj := key(keep[i]), key(keep[j]); ki != kj {
 			return ki > kj
@@ -354,13 +348,6 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64
 	})
 	if len(keep) > n {
 		keep = keep[:n]
-	}
-	figure := func(a *acc) float64 {
-		if temporary {
-			return a.tempObj
-		}
-		b, _, _ := value(a)
-		return b
 	}
 	out := make([]schema.Site, 0, len(keep))
 	for _, sa := range keep {
