@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,6 +142,46 @@ func TestWalkBudgetIsCPU(t *testing.T) {
 		if planted && wait < 5*time.Second {
 			t.Errorf("planted (the wall time's budget): the next walk at a new high waits %v, want 6 s or more", wait)
 		}
+	}
+}
+
+// TestEndIsLastBegun: of two walks that overlap, the end snapshot is the
+// one that began last. The first here is held inside the walk until the
+// second has finished; kept as the end because it finished last, it put
+// an earlier state in the end walk's figures (the sites' fragmentation
+// by heap read a thread's heap in the middle of its frees in CI).
+func TestEndIsLastBegun(t *testing.T) {
+	h := execHeld(t, slowWalks, nil, cprog(t, "peak"), "16", "16")
+	h.waitLine(t, "ready")
+	waitFor(t, "the first walk", func() bool { h.s.mu.Lock(); defer h.s.mu.Unlock(); return h.s.walks >= 1 })
+	var calls atomic.Int32
+	gate := make(chan struct{})
+	testHookInWalk = func() {
+		if calls.Add(1) == 1 {
+			<-gate
+		}
+	}
+	first := make(chan error, 1)
+	go func() { first <- h.s.Walk() }()
+	waitFor(t, "the first walk to begin", func() bool { return calls.Load() >= 1 })
+	time.Sleep(20 * time.Millisecond) // the second begins later by the walks' millisecond clock
+	if err := h.s.Walk(); err != nil {
+		t.Fatal(err)
+	}
+	h.s.mu.Lock()
+	second := h.s.end.TMs
+	h.s.mu.Unlock()
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	testHookInWalk = nil
+	h.s.mu.Lock()
+	end := h.s.end.TMs
+	h.s.mu.Unlock()
+	h.release(t)
+	if end != second {
+		t.Errorf("the end walk began at %.1f ms; want the second's, %.1f ms: the first began before it and finished after", end, second)
 	}
 }
 

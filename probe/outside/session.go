@@ -277,7 +277,11 @@ func (s *Session) walk(regular bool) error {
 	s.nextHigh = now.Add(time.Duration(float64(d) / highWalkBudget))
 	s.lastRSS = uint64(snap.Reconciliation.RSSBytes)
 	s.hwm = max(s.hwm, snap.VmHWMBytes)
-	s.end, s.endRaw = snap, raw
+	if s.end == nil || snap.TMs >= s.end.TMs {
+		// Walks may overlap (the loop's, Walk's): the end is the one
+		// that began last, not the one that finished last.
+		s.end, s.endRaw = snap, raw
+	}
 	newPeak := s.peak == nil || betterPeak(&snap.Reconciliation, &s.peak.Reconciliation)
 	if newPeak {
 		s.peak, s.peakRaw = snap, raw
