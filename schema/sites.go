@@ -185,7 +185,13 @@ type SitesFragmentation struct {
 	// at least that.
 	ArenaResidentBytes int64 `json:"arena_resident_bytes"`
 	InUseBytes         int64 `json:"in_use_bytes"`
-	FreeResidentBytes  int64 `json:"free_resident_bytes"`
+	// InUseSEBytes is one standard error of InUseBytes, sampled (absent
+	// at rate 1: exact). Where no sampled block is in use it is the rate:
+	// no sample means less than about one sample's worth, not nothing.
+	// Where twice it passes the resident bytes, the split says little;
+	// the report marks that row's free share unmeasured.
+	InUseSEBytes      int64 `json:"in_use_se_bytes,omitempty"`
+	FreeResidentBytes int64 `json:"free_resident_bytes"`
 	// FreeResidentPct is FreeResidentBytes / ArenaResidentBytes × 100.
 	FreeResidentPct float64 `json:"free_resident_pct"`
 	// MaxHeapFreeResidentBytes is the most free but resident bytes of
@@ -213,6 +219,7 @@ type SitesHeap struct {
 	Arena             string  `json:"arena"`
 	ResidentBytes     int64   `json:"resident_bytes"`
 	InUseBytes        int64   `json:"in_use_bytes"`
+	InUseSEBytes      int64   `json:"in_use_se_bytes,omitempty"` // as SitesFragmentation's
 	FreeResidentBytes int64   `json:"free_resident_bytes"`
 	FreeResidentPct   float64 `json:"free_resident_pct"`
 }
@@ -222,5 +229,6 @@ type SitesArena struct {
 	Arena             string `json:"arena"`
 	ResidentBytes     int64  `json:"resident_bytes"`
 	InUseBytes        int64  `json:"in_use_bytes"`
+	InUseSEBytes      int64  `json:"in_use_se_bytes,omitempty"` // as SitesFragmentation's
 	FreeResidentBytes int64  `json:"free_resident_bytes"`
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -397,7 +398,7 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		}
 	}
 	if f := st.Fragmentation; f != nil {
-		renderFragmentation(e, render, f, st.Exact)
+		renderFragmentation(e, render, f, st.RateBytes)
 	}
 	if u := st.Unexplained; u != nil && u.UnexplainedBytes > 0 {
 		renderUnexplained(e, render, u, st.Exact)
@@ -446,32 +447,70 @@ const fragmentationHeaps = 8
 
 // renderFragmentation prints the arenas' split by heap: the brk heap,
 // the most resident of the others, the rest in one row, then all (a
-// result without heaps, from before they were split: by arena).
-func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.SitesFragmentation, exact bool) {
+// result without heaps, from before they were split: by arena). Sampled,
+// each in use has its standard error, and a row whose twice that passes
+// its resident bytes has its free share unmeasured ("-"): a program's
+// 60 KiB brk heap with no block sampled read 100 % free.
+func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.SitesFragmentation, rate int64) {
+	exact := rate <= 1
 	title := fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident, in use (sites), free but resident", f.At, f.AtMs/1000)
-	cols := []table.Column{{Name: "heap"}, {Name: "arena"}, {Name: "resident", Kind: table.Bytes}, {Name: "in use", Kind: table.Bytes},
-		{Name: "free but resident", Kind: table.Bytes}, {Name: "free", Kind: table.Percent, Decimals: 1}}
+	cols := []table.Column{{Name: "heap"}, {Name: "arena"}, {Name: "resident", Kind: table.Bytes}, {Name: "in use", Kind: table.Bytes}}
+	if !exact {
+		cols = append(cols, table.Column{Name: "± (1 s.e.)", Kind: table.Bytes})
+		title += " (sampled: ± one standard error; the free share is - where twice it passes the resident bytes)"
+	}
+	cols = append(cols, table.Column{Name: "free but resident", Kind: table.Bytes}, table.Column{Name: "free", Kind: table.Percent, Decimals: 1})
 	tb := table.New(title, cols...)
+	var unmeasured, unmeasuredRes int64
+	add := func(heap, arena string, res, use, se, free int64, freePct float64, count bool) {
+		cells := []any{heap, arena, res, use}
+		if !exact {
+			cells = append(cells, se)
+		}
+		if !exact && 2*se > res {
+			cells = append(cells, nil, nil)
+			if count {
+				unmeasured, unmeasuredRes = unmeasured+1, unmeasuredRes+res
+			}
+		} else {
+			cells = append(cells, free, freePct)
+		}
+		tb.Add(cells...)
+	}
 	if len(f.Heaps) == 0 {
 		for _, a := range f.Arenas {
-			tb.Add("", a.Arena, a.ResidentBytes, a.InUseBytes, a.FreeResidentBytes, pct(a.FreeResidentBytes, a.ResidentBytes))
+			add("", a.Arena, a.ResidentBytes, a.InUseBytes, a.InUseSEBytes, a.FreeResidentBytes, pct(a.FreeResidentBytes, a.ResidentBytes), true)
 		}
 	}
 	for _, h := range f.Heaps[:min(len(f.Heaps), fragmentationHeaps)] {
-		tb.Add(h.Heap, h.Arena, h.ResidentBytes, h.InUseBytes, h.FreeResidentBytes, h.FreeResidentPct)
+		add(h.Heap, h.Arena, h.ResidentBytes, h.InUseBytes, h.InUseSEBytes, h.FreeResidentBytes, h.FreeResidentPct, true)
 	}
 	if rest := f.Heaps[min(len(f.Heaps), fragmentationHeaps):]; len(rest) > 0 {
 		var res, use, free int64
+		var v float64
 		for _, h := range rest {
 			res, use, free = res+h.ResidentBytes, use+h.InUseBytes, free+h.FreeResidentBytes
+			v += float64(h.InUseSEBytes) * float64(h.InUseSEBytes)
+			if !exact && 2*h.InUseSEBytes > h.ResidentBytes {
+				unmeasured, unmeasuredRes = unmeasured+1, unmeasuredRes+h.ResidentBytes
+			}
 		}
-		tb.Add(fmt.Sprintf("%d more heaps", len(rest)), "", res, use, free, pct(free, res))
+		add(fmt.Sprintf("%d more heaps", len(rest)), "", res, use, int64(math.Sqrt(v)), free, pct(free, res), false)
 	}
-	tb.Add("all", "", f.ArenaResidentBytes, f.InUseBytes, f.FreeResidentBytes, f.FreeResidentPct)
+	add("all", "", f.ArenaResidentBytes, f.InUseBytes, f.InUseSEBytes, f.FreeResidentBytes, f.FreeResidentPct, false)
 	render(tb)
+	allUnmeasured := !exact && 2*f.InUseSEBytes > f.ArenaResidentBytes
+	if unmeasured > 0 && !allUnmeasured {
+		heaps := fmt.Sprintf("%d heaps", unmeasured)
+		if unmeasured == 1 {
+			heaps = "1 heap"
+		}
+		e.line("%s (%s resident) held too few sampled blocks to split (one sample per %s allocated; none in use counts as one sample's worth): --sites-rate 1 splits them exactly",
+			heaps, iec(unmeasuredRes), iec(rate))
+	}
 	var over, beyond int64
 	for _, h := range f.Heaps {
-		if h.InUseBytes > h.ResidentBytes {
+		if h.InUseBytes > h.ResidentBytes && (exact || 2*h.InUseSEBytes <= h.ResidentBytes) {
 			over, beyond = over+1, beyond+h.InUseBytes-h.ResidentBytes
 		}
 	}
@@ -488,5 +527,14 @@ func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.Site
 		}
 		e.line("in use passes resident in %s, by %s: %s; their free but resident bytes read 0 and are at least that", heaps, iec(beyond), why)
 	}
-	e.line("free but resident: %.1f %% of the arenas' resident bytes (fragmentation and the allocator's own); a block is in the heap its address falls in, a heap's arena is named where its header could be read", f.FreeResidentPct)
+	if allUnmeasured {
+		e.line("free but resident: not measured: the arenas' %s resident held too few sampled blocks to split (one sample per %s allocated; none in use counts as one sample's worth): --sites-rate 1 splits them exactly",
+			iec(f.ArenaResidentBytes), iec(rate))
+		return
+	}
+	share := fmt.Sprintf("%.1f %%", f.FreeResidentPct)
+	if !exact && f.ArenaResidentBytes > 0 {
+		share += fmt.Sprintf(" ± %.1f", pct(f.InUseSEBytes, f.ArenaResidentBytes))
+	}
+	e.line("free but resident: %s of the arenas' resident bytes (fragmentation and the allocator's own); a block is in the heap its address falls in, a heap's arena is named where its header could be read", share)
 }

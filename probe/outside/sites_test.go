@@ -232,29 +232,32 @@ func TestRenderSitesGolden(t *testing.T) {
 			{PID: 4250, PPID: 4242, Image: 0, Executable: "/opt/app", PeakInUseBytes: 2 << 20, ExitInUseBytes: 0, AllocObjects: 1200, Ended: "unflushed"},
 		},
 		TopTemporary: []schema.Site{{Function: "fmt_row", File: "src/log.c", Line: 30, Object: "/opt/app", Bytes: 1 << 30, Objects: 2400000, Temporary: 2400000, Stack: []string{"fmt_row", "log_step", "main"}}},
-		Fragmentation: &schema.SitesFragmentation{At: "peak", AtMs: 1600, ArenaResidentBytes: 400 << 20, InUseBytes: 100 << 20, FreeResidentBytes: 300 << 20, FreeResidentPct: 75,
-			Arenas: []schema.SitesArena{{Arena: "main", ResidentBytes: 300 << 20, InUseBytes: 60 << 20, FreeResidentBytes: 240 << 20}, {Arena: "others", ResidentBytes: 100 << 20, InUseBytes: 40 << 20, FreeResidentBytes: 60 << 20}},
-			Heaps:  []schema.SitesHeap{{Heap: "[heap]", Arena: "main", ResidentBytes: 300 << 20, InUseBytes: 60 << 20, FreeResidentBytes: 240 << 20, FreeResidentPct: 80}}},
+		Fragmentation: &schema.SitesFragmentation{At: "peak", AtMs: 1600, ArenaResidentBytes: 400 << 20, InUseBytes: 100 << 20, InUseSEBytes: 6 << 20, FreeResidentBytes: 300 << 20, FreeResidentPct: 75,
+			Arenas: []schema.SitesArena{{Arena: "main", ResidentBytes: 300 << 20, InUseBytes: 60 << 20, InUseSEBytes: 4 << 20, FreeResidentBytes: 240 << 20}, {Arena: "others", ResidentBytes: 100 << 20, InUseBytes: 40 << 20, InUseSEBytes: 4 << 20, FreeResidentBytes: 60 << 20}},
+			Heaps:  []schema.SitesHeap{{Heap: "[heap]", Arena: "main", ResidentBytes: 300 << 20, InUseBytes: 60 << 20, InUseSEBytes: 4 << 20, FreeResidentBytes: 240 << 20, FreeResidentPct: 80}}},
 		Unexplained: &schema.SitesUnexplained{At: "peak", AtMs: 1600, UnexplainedBytes: 140 << 20, MappedBytes: 130 << 20, Estimated: true,
 			Sites: []schema.SitesMapping{
 				{Function: "_PyObject_ArenaMmap", File: "Objects/obmalloc.c", Line: 152, Stack: []string{"_PyObject_ArenaMmap", "new_arena", "allocate_from_new_pool", "pymalloc_alloc"}, Mappings: 128, ReservedBytes: 128 << 20, ResidentBytes: 126 << 20},
 				{Function: "blas_memory_alloc", Stack: []string{"blas_memory_alloc", "blas_thread_server"}, Mappings: 2, ReservedBytes: 256 << 20, ResidentBytes: 4 << 20},
 			}},
 	}
-	// Ten heaps of 10 MiB of the other arenas (two heaps an arena), 40
-	// MiB in use; the last three are summed in one row.
+	// Ten heaps of the other arenas (two heaps an arena), 10 MiB each
+	// but one of 256 KiB where no block was sampled (its free share is
+	// not measured at the rate); the last three are summed in one row.
 	for i := range 10 {
-		res, use := int64(10<<20), int64(4<<20)
+		res, use, se := int64(10<<20), int64(4<<20), int64(2<<20)
 		switch i {
 		case 0:
-			use = 1 << 20
+			use, se = 1<<20, 1<<20
 		case 1:
 			use = 7 << 20
 		case 2:
 			use = 12 << 20 // more than resident: sampled, or pages never written
+		case 3:
+			res, use, se = 256<<10, 0, 512<<10
 		}
 		st.Fragmentation.Heaps = append(st.Fragmentation.Heaps, schema.SitesHeap{Heap: fmt.Sprintf("%#x", 0x7f0000000000+uint64(i)<<26),
-			Arena: fmt.Sprintf("%#x", 0x7f0000000030+uint64(i/2)<<27), ResidentBytes: res, InUseBytes: use, FreeResidentBytes: max(res-use, 0),
+			Arena: fmt.Sprintf("%#x", 0x7f0000000030+uint64(i/2)<<27), ResidentBytes: res, InUseBytes: use, InUseSEBytes: se, FreeResidentBytes: max(res-use, 0),
 			FreeResidentPct: 100 * float64(max(res-use, 0)) / float64(res)})
 	}
 	for _, f := range []table.Format{table.Text, table.Markdown} {
@@ -272,6 +275,29 @@ func TestRenderSitesGolden(t *testing.T) {
 			t.Fatal(e.err)
 		}
 		golden.Check(t, "sites_"+string(f)+".golden", b.Bytes())
+	}
+}
+
+// TestRenderFragmentationUnmeasured: g++'s driver at the default rate,
+// whose 56 KiB brk heap held 169 KiB of blocks in use at exit of which
+// none was sampled: its split is not measured at the rate, where the
+// report read "in use 0 B, free 100.0 %". At rate 1 it is.
+func TestRenderFragmentationUnmeasured(t *testing.T) {
+	f := &schema.SitesFragmentation{At: "end", AtMs: 560, ArenaResidentBytes: 56 << 10, InUseSEBytes: 512 << 10, FreeResidentBytes: 56 << 10, FreeResidentPct: 100,
+		Heaps: []schema.SitesHeap{{Heap: "[heap]", Arena: "main", ResidentBytes: 56 << 10, InUseSEBytes: 512 << 10, FreeResidentBytes: 56 << 10, FreeResidentPct: 100}}}
+	out := func(rate int64) string {
+		var b bytes.Buffer
+		e := &errWriter{w: &b}
+		renderFragmentation(e, func(tb *table.Table) { e.block(); tb.Render(&b, table.Text) }, f, rate)
+		return b.String()
+	}
+	sampled := out(512 << 10)
+	t.Logf("sampled:\n%s", sampled)
+	if strings.Contains(sampled, "100.0") || !strings.Contains(sampled, "free but resident: not measured: the arenas' 56 KiB resident held too few sampled blocks") {
+		t.Errorf("sampled, no block in use sampled: want the free share not measured, not 100 %%:\n%s", sampled)
+	}
+	if exact := out(1); !strings.Contains(exact, "free but resident: 100.0 % of the arenas'") {
+		t.Errorf("rate 1: want 100.0 %% free:\n%s", exact)
 	}
 }
 

@@ -172,8 +172,8 @@ func replay(im *image) *replayed {
 	}
 	live := map[uint64]int32{}
 	var maps []int32 // the live pieces, by start; they do not overlap
-	var inUse, inObj float64
-	// mapIn is the part of inUse in mapping pieces; mapAt[i] its value
+	var estimate, inObj float64
+	// mapIn is the part of estimate in mapping pieces; mapAt[i] its value
 	// after event i (the count leaves the mappings out).
 	var mapIn float64
 	mapAt := make([]float64, len(im.events))
@@ -190,7 +190,7 @@ func replay(im *image) *replayed {
 				r.freedBy[p.alloc] = i
 			}
 			o, b := r.pieceWeight(&p)
-			inUse -= b
+			estimate -= b
 			inObj -= o
 			mapIn -= b
 			whole := lo <= p.start && hi >= p.end
@@ -207,7 +207,7 @@ func replay(im *image) *replayed {
 				}
 				q := piece{alloc: p.alloc, start: rest[0], end: rest[1], from: i, to: -1}
 				o, b := r.pieceWeight(&q)
-				inUse += b
+				estimate += b
 				inObj += o
 				mapIn += b
 				left = append(left, int32(len(r.pieces)))
@@ -219,8 +219,8 @@ func replay(im *image) *replayed {
 	// raise makes the moment of event e the peak where in use is
 	// highest so far.
 	raise := func(e *event) {
-		if inUse > r.peak {
-			r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = inUse, mapIn, inObj, e.seq, e.tNs
+		if estimate > r.peak {
+			r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = estimate, mapIn, inObj, e.seq, e.tNs
 		}
 	}
 	// insert starts piece q.
@@ -269,7 +269,7 @@ func replay(im *image) *replayed {
 				a.allocObj += float64(n)
 				a.allocBytes += c
 				r.sampled++
-				inUse += c
+				estimate += c
 				inObj += float64(n)
 				mapIn += c
 				raise(e)
@@ -298,7 +298,7 @@ func replay(im *image) *replayed {
 					// A free the library did not see (a block freed by
 					// an allocator call it does not wrap): end it here.
 					oo, ob := weight(im.events[old].size, im.rate)
-					inUse -= ob
+					estimate -= ob
 					inObj -= oo
 					r.freedBy[old] = int32(i)
 				}
@@ -310,7 +310,7 @@ func replay(im *image) *replayed {
 			a.allocBytes += b
 			a.allocVar += variance(o, b)
 			r.sampled++
-			inUse += b
+			estimate += b
 			inObj += o
 			raise(e)
 			continue
@@ -341,7 +341,7 @@ func replay(im *image) *replayed {
 		r.freedBy[j] = int32(i)
 		l := &im.events[j]
 		o, b := weight(l.size, im.rate)
-		inUse -= b
+		estimate -= b
 		inObj -= o
 		if e.flags&flagTemporary != 0 {
 			get(l.stack).tempObj += o
@@ -351,7 +351,7 @@ func replay(im *image) *replayed {
 	if n := len(im.events); n > 0 {
 		mapAt[n-1] = mapIn
 	}
-	r.exit, r.exitObj = inUse, inObj
+	r.exit, r.exitObj = estimate, inObj
 	// window are the sampled allocations made while the count (with the
 	// mappings' estimate) was within 1 % of its peak: the peak profile is
 	// the blocks sampled in use, averaged over those moments. A plateau (the peak held while
@@ -522,13 +522,39 @@ func pagesEnd(a, n uint64) uint64 {
 	return end
 }
 
+// estimate is an estimate of the bytes of blocks in use: their sum over
+// the samples, the sum of their variances, and how many samples.
+type estimate struct {
+	bytes, variance float64
+	samples         int
+}
+
+func (u *estimate) add(o, b float64) {
+	u.bytes += b
+	u.variance += variance(o, b)
+	u.samples++
+}
+
+// se is the estimate's standard error at rate (0 at rate 1): with no
+// sample at all, one sample's worth, the rate (an estimate of 0 stands
+// for up to about that much: no block was sampled, not none in use).
+func (u estimate) se(rate uint64) float64 {
+	if rate <= 1 {
+		return 0
+	}
+	if u.samples == 0 {
+		return float64(rate)
+	}
+	return math.Sqrt(u.variance)
+}
+
 // heapInUseAt is the bytes of the C allocator's arena blocks in use at
 // tNs (since the image started): in the brk heap (main) and elsewhere
 // (the other arenas); heaps, by the start of each 64 MiB heap the walk
 // found, gets those of the blocks in it. The heap_info at a heap's start
 // names its arena, but the records hold no memory to read it in: blocks
 // are grouped by heap.
-func (r *replayed) heapInUseAt(tNs uint64, heaps map[uint64]float64) (main, others float64) {
+func (r *replayed) heapInUseAt(tNs uint64, heaps map[uint64]*estimate) (main, others estimate) {
 	for i := range r.im.events {
 		e := &r.im.events[i]
 		if e.free || e.kind != kindHeap || e.tNs > tNs {
@@ -537,7 +563,7 @@ func (r *replayed) heapInUseAt(tNs uint64, heaps map[uint64]float64) (main, othe
 		if f := r.freedBy[i]; f >= 0 && r.im.events[f].tNs <= tNs {
 			continue
 		}
-		_, b := weight(e.size, r.im.rate)
+		o, b := weight(e.size, r.im.rate)
 		inBrk := false
 		for _, m := range r.heapMaps {
 			if e.addr >= m.start && e.addr < m.end {
@@ -546,12 +572,12 @@ func (r *replayed) heapInUseAt(tNs uint64, heaps map[uint64]float64) (main, othe
 			}
 		}
 		if inBrk {
-			main += b
+			main.add(o, b)
 			continue
 		}
-		others += b
-		if _, ok := heaps[e.addr&^(heapMaxBytes-1)]; ok {
-			heaps[e.addr&^(heapMaxBytes-1)] += b
+		others.add(o, b)
+		if h := heaps[e.addr&^(heapMaxBytes-1)]; h != nil {
+			h.add(o, b)
 		}
 	}
 	return main, others

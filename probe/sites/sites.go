@@ -377,18 +377,20 @@ func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
 	if w == nil {
 		return nil
 	}
-	heaps := map[uint64]float64{}
+	heaps := map[uint64]*estimate{}
 	for _, h := range w.Heaps {
-		heaps[h.Start] = 0
+		heaps[h.Start] = &estimate{}
 	}
 	mainUse, othersUse := r.heapInUseAt(w.MonoNs-start, heaps)
+	rate := r.im.rate
 	// Blocks whose pages were never written are in use and not resident:
 	// in use may pass resident, and free but resident is then at least 0.
-	row := func(name string, res int64, use float64) schema.SitesArena {
-		u := round(use)
-		return schema.SitesArena{Arena: name, ResidentBytes: res, InUseBytes: u, FreeResidentBytes: max(res-u, 0)}
+	row := func(name string, res int64, use estimate) schema.SitesArena {
+		u := round(use.bytes)
+		return schema.SitesArena{Arena: name, ResidentBytes: res, InUseBytes: u, InUseSEBytes: round(use.se(rate)), FreeResidentBytes: max(res-u, 0)}
 	}
-	f := &schema.SitesFragmentation{At: w.At, AtMs: w.AtMs,
+	all := estimate{bytes: mainUse.bytes + othersUse.bytes, variance: mainUse.variance + othersUse.variance, samples: mainUse.samples + othersUse.samples}
+	f := &schema.SitesFragmentation{At: w.At, AtMs: w.AtMs, InUseSEBytes: round(all.se(rate)),
 		Arenas: []schema.SitesArena{row("main", w.BrkBytes, mainUse), row("others", w.ArenasBytes, othersUse)}}
 	for _, a := range f.Arenas {
 		f.ArenaResidentBytes += a.ResidentBytes
@@ -397,10 +399,10 @@ func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
 	}
 	f.FreeResidentPct = pct(f.FreeResidentBytes, f.ArenaResidentBytes)
 	// By heap: the brk heap first, then the others, most resident first.
-	hrow := func(heap, arena string, res int64, use float64) schema.SitesHeap {
+	hrow := func(heap, arena string, res int64, use estimate) schema.SitesHeap {
 		a := row("", res, use)
-		return schema.SitesHeap{Heap: heap, Arena: arena, ResidentBytes: res, InUseBytes: a.InUseBytes, FreeResidentBytes: a.FreeResidentBytes,
-			FreeResidentPct: pct(a.FreeResidentBytes, res)}
+		return schema.SitesHeap{Heap: heap, Arena: arena, ResidentBytes: res, InUseBytes: a.InUseBytes, InUseSEBytes: a.InUseSEBytes,
+			FreeResidentBytes: a.FreeResidentBytes, FreeResidentPct: pct(a.FreeResidentBytes, res)}
 	}
 	f.Heaps = []schema.SitesHeap{hrow("[heap]", "main", w.BrkBytes, mainUse)}
 	others := slices.Clone(w.Heaps)
@@ -412,7 +414,7 @@ func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
 		if h.Arena != 0 {
 			arena = fmt.Sprintf("%#x", h.Arena)
 		}
-		f.Heaps = append(f.Heaps, hrow(fmt.Sprintf("%#x", h.Start), arena, h.ResidentBytes, heaps[h.Start]))
+		f.Heaps = append(f.Heaps, hrow(fmt.Sprintf("%#x", h.Start), arena, h.ResidentBytes, *heaps[h.Start]))
 	}
 	for _, h := range f.Heaps {
 		f.MaxHeapFreeResidentBytes = max(f.MaxHeapFreeResidentBytes, h.FreeResidentBytes)

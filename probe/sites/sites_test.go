@@ -532,16 +532,7 @@ func TestFragmentationHeaps(t *testing.T) {
 	if err != nil || len(ims) != 1 || len(ims[0].maps) == 0 {
 		t.Fatalf("records: %v, %d images", err, len(ims))
 	}
-	w := Walk{At: "end", MonoNs: ^uint64(0) >> 1}
-	for _, m := range parseMaps(ims[0].maps[len(ims[0].maps)-1]) {
-		switch {
-		case m.path == "[heap]":
-			w.BrkBytes += int64(m.end - m.start)
-		case m.path == "" && m.perms == "rw-p" && m.start%heapMaxBytes == 0:
-			w.Heaps = append(w.Heaps, WalkHeap{Start: m.start, ResidentBytes: int64(m.end - m.start)})
-			w.ArenasBytes += int64(m.end - m.start)
-		}
-	}
+	w := heapsWalk(ims[0])
 	var worst int64
 	split := func() (holes, kept schema.SitesHeap) {
 		t.Helper()
@@ -600,6 +591,88 @@ func TestFragmentationHeaps(t *testing.T) {
 	if holes.InUseBytes != 0 || kept.InUseBytes != 0 || kept.FreeResidentPct != 100 {
 		t.Errorf("planted: holes thread's heap %+v, kept thread's %+v: want nothing in use, all free", holes, kept)
 	}
+}
+
+// TestFragmentationSampled: fragment.c's arenas mode at a sampled rate.
+// Each heap's in use is an estimate with its standard error, and the
+// exact figures (1280000 B in the holes thread's heap, 5120000 in the
+// kept thread's) lie within four of it; the main arena's heap, where no
+// block in use was sampled, has one rate's worth, not 0: its split
+// (read as 100 % free before) cannot be told at the rate. At rate 1
+// there is no error.
+func TestFragmentationSampled(t *testing.T) {
+	const rate = 64 << 10
+	for _, r := range []int64{1, rate} {
+		recs := t.TempDir()
+		cmd := exec.Command(prog(t, "../../outside/testdata/cprogs/fragment.c"), "arenas")
+		cmd.Env = Env(os.Environ(), lib(t), recs, r)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("fragment arenas: %v\n%s", err, out)
+		}
+		ims, err := readDir(recs)
+		if err != nil || len(ims) != 1 || len(ims[0].maps) == 0 {
+			t.Fatalf("records: %v, %d images", err, len(ims))
+		}
+		s, _, err := Analyze(Options{Dir: recs, PID: cmd.Process.Pid, Walks: []Walk{heapsWalk(ims[0])}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := s.Fragmentation
+		if f == nil || len(f.Heaps) != 3 || f.Heaps[0].Heap != "[heap]" {
+			t.Fatalf("rate %d: fragmentation %+v: want [heap] and the two threads' heaps", r, f)
+		}
+		for _, h := range f.Heaps {
+			t.Logf("rate %d: heap %s: resident %d in use %d ± %d", r, h.Heap, h.ResidentBytes, h.InUseBytes, h.InUseSEBytes)
+		}
+		if r == 1 {
+			for _, h := range f.Heaps {
+				if h.InUseSEBytes != 0 {
+					t.Errorf("rate 1: heap %s: standard error %d, want 0 (exact)", h.Heap, h.InUseSEBytes)
+				}
+			}
+			if f.InUseSEBytes != 0 {
+				t.Errorf("rate 1: all: standard error %d, want 0", f.InUseSEBytes)
+			}
+			continue
+		}
+		// The main arena's 8800 B in use are sampled with chance 0.13.
+		if main := f.Heaps[0]; main.InUseBytes == 0 && main.InUseSEBytes != rate {
+			t.Errorf("heap [heap] with no block sampled: standard error %d, want the rate %d", main.InUseSEBytes, rate)
+		}
+		if se := (estimate{}).se(rate); se != rate {
+			t.Errorf("no sample: standard error %g, want the rate %d", se, rate)
+		}
+		for _, c := range []struct {
+			h     schema.SitesHeap
+			exact int64
+		}{{f.Heaps[1], 2500 * 512}, {f.Heaps[2], 10000 * 512}} {
+			if c.h.InUseSEBytes <= 0 || c.h.InUseSEBytes > c.exact/2 {
+				t.Errorf("heap %s: standard error %d, want above 0 and below half of %d (%d samples' worth)", c.h.Heap, c.h.InUseSEBytes, c.exact, c.exact/rate)
+			}
+			if d := c.h.InUseBytes - c.exact; d > 4*c.h.InUseSEBytes || -d > 4*c.h.InUseSEBytes {
+				t.Errorf("heap %s: %d ± %d in use, want within four of it of %d", c.h.Heap, c.h.InUseBytes, c.h.InUseSEBytes, c.exact)
+			}
+		}
+		if f.InUseSEBytes < f.Heaps[2].InUseSEBytes {
+			t.Errorf("all: standard error %d, below the kept thread's heap's %d", f.InUseSEBytes, f.Heaps[2].InUseSEBytes)
+		}
+	}
+}
+
+// heapsWalk is a walk at the end of im that finds its brk heap and its
+// other arenas' heaps all resident, from the maps it wrote at exit.
+func heapsWalk(im *image) Walk {
+	w := Walk{At: "end", MonoNs: ^uint64(0) >> 1}
+	for _, m := range parseMaps(im.maps[len(im.maps)-1]) {
+		switch {
+		case m.path == "[heap]":
+			w.BrkBytes += int64(m.end - m.start)
+		case m.path == "" && m.perms == "rw-p" && m.start%heapMaxBytes == 0:
+			w.Heaps = append(w.Heaps, WalkHeap{Start: m.start, ResidentBytes: int64(m.end - m.start)})
+			w.ArenasBytes += int64(m.end - m.start)
+		}
+	}
+	return w
 }
 
 // TestReplayCuts: replay's cuts on made-up events at rate 1. A munmap
