@@ -165,6 +165,10 @@ type SitesProcess struct {
 	// Ended is how the image ended: "exit", "execve", or "unflushed"
 	// (_exit, a signal, a crash: the records end early).
 	Ended string `json:"ended"`
+	// TopPeak is, for the one image with more in use at its peak than
+	// the headline's (the largest: a driver's cc1plus, a launcher's
+	// program), its sites at that peak, as Sites.TopPeak; else absent.
+	TopPeak []Site `json:"top_peak,omitempty"`
 }
 
 // SitesFragmentation splits the resident bytes of glibc's arenas (the

@@ -318,22 +318,18 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		}
 		return s
 	}
-	for _, t := range []struct {
-		title string
-		rows  []schema.Site
-		temp  bool
-	}{{"in use at the peak", st.TopPeak, false}, {"in use at exit (leaks)", st.TopExit, false}, {"temporary allocations", st.TopTemporary, true}} {
-		if len(t.rows) == 0 {
-			e.line("%s: none", t.title)
-			continue
+	// list prints a table of sites, or that there are none.
+	list := func(title string, rows []schema.Site, temp bool) {
+		if len(rows) == 0 {
+			e.line("%s: none", title)
+			return
 		}
 		sampled := false
-		for _, x := range t.rows {
+		for _, x := range rows {
 			sampled = sampled || x.BytesSE > 0
 		}
 		cols := []table.Column{{Name: "bytes", Kind: table.Bytes}}
-		title := t.title
-		if t.temp {
+		if temp {
 			// Sorted by temporary blocks; bytes and blocks are all the
 			// site allocated, temporary or not.
 			cols[0].Name = "allocated"
@@ -345,7 +341,7 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		}
 		cols = append(cols, table.Column{Name: "blocks", Kind: table.Int}, table.Column{Name: "temporary", Kind: table.Int}, table.Column{Name: "site"})
 		tb := table.New(title, cols...)
-		for _, x := range t.rows {
+		for _, x := range rows {
 			if sampled {
 				tb.Add(x.Bytes, x.BytesSE, x.Objects, x.Temporary, site(x))
 			} else {
@@ -354,6 +350,9 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		}
 		render(tb)
 	}
+	list("in use at the peak", st.TopPeak, false)
+	list("in use at exit (leaks)", st.TopExit, false)
+	list("temporary allocations", st.TopTemporary, true)
 	if len(st.Processes) > 1 {
 		// A wrapper (sh -c, a launcher) may be the program started while
 		// a child does the allocating: each image is listed, and the
@@ -393,8 +392,12 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 					peak = f.Path
 				}
 			}
-			e.line("the most in use at a peak was in %s (pid %d): %s, against the program's %s; its sites: go tool pprof -top -tagfocus=pid=%d %s",
+			lead := fmt.Sprintf("the most in use at a peak was in %s (pid %d): %s, against the program's %s; all its sites: go tool pprof -top -tagfocus=pid=%d %s",
 				filepath.Base(big.Executable), big.PID, iec(big.PeakInUseBytes), iec(st.PeakInUseBytes), big.PID, peak)
+			e.line("%s", lead)
+			if len(big.TopPeak) > 0 { // absent in a result from before the field
+				list(fmt.Sprintf("in use at the peak of %s, pid %d", filepath.Base(big.Executable), big.PID), big.TopPeak, false)
+			}
 		}
 	}
 	if f := st.Fragmentation; f != nil {

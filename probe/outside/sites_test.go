@@ -306,14 +306,17 @@ func TestRenderFragmentationUnmeasured(t *testing.T) {
 // sampled, so the blocks in use are unknown, not "0 blocks" (as the
 // report said); and the memory is its child cc1plus's, 70 MiB, which the
 // report now names with the pprof command that lists its sites (it was
-// only a row of the images' table, under "in use at the peak: none").
+// only a row of the images' table, under "in use at the peak: none"),
+// and lists its top sites at its peak (the pprof command was all).
 func TestRenderSitesDriver(t *testing.T) {
 	st := &schema.Sites{RateBytes: 524288, PID: 16314, PeakInUseBytes: 173056, PeakAtMs: 793, PeakSource: "counted",
 		ExitInUseBytes: 173056, AllocObjects: 261, AllocBytes: 191898,
 		Profiles: []schema.SitesProfile{{Kind: schema.SitesPeak, Path: "gx/sites-peak.pb.gz"}},
 		Processes: []schema.SitesProcess{
 			{PID: 16314, PPID: 16304, Executable: "/usr/bin/x86_64-linux-gnu-g++-12", PeakInUseBytes: 173056, ExitInUseBytes: 173056, AllocObjects: 261, Ended: "exit"},
-			{PID: 16315, PPID: 16314, Executable: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", PeakInUseBytes: 70 << 20, ExitInUseBytes: 67 << 20, AllocObjects: 697431, Ended: "exit"},
+			{PID: 16315, PPID: 16314, Executable: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", PeakInUseBytes: 70 << 20, ExitInUseBytes: 67 << 20, AllocObjects: 697431, Ended: "exit",
+				TopPeak: []schema.Site{{Function: "ggc_internal_alloc(unsigned long, void (*)(void*), unsigned long, unsigned long)", Bytes: 60 << 20, BytesSE: 2 << 20, Objects: 40, Mapped: true,
+					Stack: []string{"ggc_internal_alloc(unsigned long, void (*)(void*), unsigned long, unsigned long)", "ggc_realloc(void*, unsigned long)", "c_parse_file()"}}}},
 			{PID: 16319, PPID: 16314, Executable: "/usr/bin/x86_64-linux-gnu-as", PeakInUseBytes: 414 << 10, ExitInUseBytes: 29 << 10, AllocObjects: 819, Ended: "exit"},
 		},
 	}
@@ -323,7 +326,9 @@ func TestRenderSitesDriver(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"in use at the peak 169 KiB (at 0.793 s, every block counted; none of its blocks sampled); at exit 169 KiB (none of its blocks sampled)",
-		"the most in use at a peak was in cc1plus (pid 16315): 70 MiB, against the program's 169 KiB; its sites: go tool pprof -top -tagfocus=pid=16315 gx/sites-peak.pb.gz",
+		"the most in use at a peak was in cc1plus (pid 16315): 70 MiB, against the program's 169 KiB; all its sites: go tool pprof -top -tagfocus=pid=16315 gx/sites-peak.pb.gz",
+		"in use at the peak of cc1plus, pid 16315 (sampled",
+		"60 MiB       2 MiB      40          0  [mmap] ggc_internal_alloc(unsigned long, void (*)(void*), unsigned long, unsigned long) ← ggc_realloc(void*, unsigned long) ← c_parse_file()",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)

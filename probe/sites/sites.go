@@ -176,6 +176,10 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	var head *replayed
 	var headSites []*siteAcc
 	var headMaps []mapping
+	// The image with the most in use at its peak, and its sites: where
+	// it is not the headline's, its top sites are listed too.
+	big, bigPeak := -1, 0.0
+	var bigSites []*siteAcc
 	for _, im := range ims {
 		r := replay(im)
 		ended := "unflushed"
@@ -231,14 +235,17 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 			PeakInUseBytes: round(r.peak), ExitInUseBytes: round(r.exit),
 			AllocObjects: int64(im.allocs), AllocBytes: int64(im.allocBytes), TemporaryObjects: round(r.temp), Ended: ended,
 		})
+		all := make([]*siteAcc, 0, len(sites))
+		for _, sa := range sites {
+			all = append(all, sa)
+		}
 		// The headline is the program's last image (images are sorted
 		// by pid and number), else the first one recorded.
 		if head == nil || im.pid == o.PID {
-			head, headMaps = r, maps
-			headSites = headSites[:0]
-			for _, sa := range sites {
-				headSites = append(headSites, sa)
-			}
+			head, headMaps, headSites = r, maps, all
+		}
+		if big < 0 || r.peak > bigPeak {
+			big, bigPeak, bigSites = len(s.Processes)-1, r.peak, all
 		}
 	}
 	if head.im.pid != o.PID && o.PID != 0 {
@@ -260,6 +267,9 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	s.TopPeak = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }, false)
 	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.exitBytes, a.exitObj, a.exitVar }, false)
 	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.allocBytes, a.allocObj, a.allocVar }, true)
+	if pr := &s.Processes[big]; pr.PeakInUseBytes > s.PeakInUseBytes && bigPeak > head.peak {
+		pr.TopPeak = top(bigSites, o.Top, func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }, false)
+	}
 	s.Fragmentation = fragmentation(head, o.Walks)
 	s.Unexplained = unexplained(b, head, headMaps, o.Walks)
 	if o.OutDir != "" {

@@ -209,7 +209,9 @@ func TestCxxSites(t *testing.T) {
 
 // TestForkExec: the child of a fork writes its own records under its pid,
 // and an execve starts a second image of the same pid; the headline is
-// the program's last image.
+// the program's last image. The first image, with more in use at its
+// peak than the headline (900000 bytes against 630000), lists its own
+// top sites: parent_site's 900000; the others list none.
 func TestForkExec(t *testing.T) {
 	s, warns, pid := record(t, 1, prog(t, "forkexec.c"))
 	if len(warns) > 0 {
@@ -239,6 +241,16 @@ func TestForkExec(t *testing.T) {
 		// the parent's file: its own file holds only its five.
 		if child == nil || child.ExitInUseBytes != 5*70000 {
 			t.Errorf("child %+v: want 350000 bytes of its own", child)
+		}
+	}
+	if first != nil {
+		if x := site(first.TopPeak, "parent_site"); x == nil || x.Bytes != 3*300000 || len(first.TopPeak) != 1 {
+			t.Errorf("first image's sites at its peak %+v: want parent_site's 900000 bytes alone", first.TopPeak)
+		}
+	}
+	for _, p := range []*schema.SitesProcess{second, child} {
+		if p != nil && len(p.TopPeak) > 0 {
+			t.Errorf("pid %d image %d: sites %+v, want none (not more in use than the headline's)", p.PID, p.Image, p.TopPeak)
 		}
 	}
 }
