@@ -114,6 +114,32 @@ func TestDiagnoseGrowthKinds(t *testing.T) {
 	}
 }
 
+// TestDiagnosePeakDescendant: g++ under --children, whose wait4 maxrss
+// (240 MiB) is its cc1plus's peak, not the driver's 3.5 MiB: the peak
+// line names the descendant, where it said "after the last sample, or in
+// a descendant". A descendant that peaked at half of maxrss (planted),
+// or none seen, leaves the old line.
+func TestDiagnosePeakDescendant(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		kids []schema.Child
+		text string
+	}{
+		{"cc1plus", []schema.Child{{PID: 16144, Command: []string{"/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", "-quiet"}, VmHWMBytes: 239 << 20}, {PID: 16146, Command: []string{"as"}, VmHWMBytes: 10 << 20}},
+			"peak RSS 240 MiB at exit (wait4's maxrss) is a descendant's: cc1plus (pid 16144) peaked at 239 MiB (VmHWM as last read); the program's own was 3.5 MiB (-98.5 %)"},
+		{"half", []schema.Child{{PID: 16144, Command: []string{"cc1plus"}, VmHWMBytes: 120 << 20}}, "the peak came after the last sample, or in a descendant"},
+		{"none", nil, "the peak came after the last sample, or in a descendant"},
+	} {
+		d := -98.5
+		p := &schema.Process{Mode: schema.ModeExec, RusageMaxRSSBytes: 240 << 20, VmHWMBytes: 7 << 19, PeakAgreementPct: &d, ChildrenWatched: true, Children: c.kids,
+			Timeline: schema.TimelineSummary{Samples: 100, PeakRSSBytes: 7 << 19}}
+		f := finding(&schema.Process{Diagnosis: diagnose(p, facts{aliveSamples: 100, releasedByMs: -1})}, "peak")
+		if f == nil || !strings.Contains(f.Text, c.text) {
+			t.Errorf("%s: peak finding %+v, want %q", c.name, f, c.text)
+		}
+	}
+}
+
 // TestDiagnoseSitesMapped: where the program's own mappings are most of
 // what --sites saw in use at its peak (rustc's jemalloc, a JVM), the
 // diagnosis says the sites name who mapped, with the largest mapped

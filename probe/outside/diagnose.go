@@ -50,6 +50,12 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 		case math.Abs(d) <= 2:
 			add("peak", "peak_agreement_pct", d, "peak RSS %s: VmHWM as last sampled and wait4's maxrss at exit agree (%+.2f %%)",
 				iec(int64(p.RusageMaxRSSBytes)), d)
+		case d < -2 && descendantPeaked(p) != nil:
+			// --children saw who: maxrss is the largest of the
+			// program's peak and its waited-for descendants'.
+			c := descendantPeaked(p)
+			add("peak", "peak_agreement_pct", d, "peak RSS %s at exit (wait4's maxrss) is a descendant's: %s peaked at %s (VmHWM as last read); the program's own was %s (%+.1f %%)",
+				iec(int64(p.RusageMaxRSSBytes)), childName(c), iec(int64(childPeak(c))), iec(int64(p.VmHWMBytes)), d)
 		default:
 			add("peak", "peak_agreement_pct", d, "peak RSS %s at exit (wait4's maxrss) but %s at the last sample (%+.1f %%): the peak came after the last sample, or in a descendant",
 				iec(int64(p.RusageMaxRSSBytes)), iec(int64(p.VmHWMBytes)), d)
@@ -123,6 +129,17 @@ func largestChild(p *schema.Process) *schema.Child {
 		}
 	}
 	return top
+}
+
+// descendantPeaked is the largest descendant where its peak, as last
+// read, is within 2 % of wait4's maxrss (or above it: a descendant not
+// waited for), so that maxrss is its; else nil.
+func descendantPeaked(p *schema.Process) *schema.Child {
+	c := largestChild(p)
+	if c == nil || 100*float64(childPeak(c)) < 98*float64(p.RusageMaxRSSBytes) {
+		return nil
+	}
+	return c
 }
 
 // childPeak is a descendant's peak RSS: VmHWM as last read, or the
