@@ -120,6 +120,9 @@ type Process struct {
 	// faults of the children it waited for) rose while none of its
 	// children seen had gone (with --children; else 0).
 	DescendantsMissed int `json:"descendants_missed"`
+	// DescendantWalks counts the walks of descendants (Child.AtPeak):
+	// the largest at a read, at its new highs (with --children; else 0).
+	DescendantWalks int `json:"descendant_walks"`
 
 	// Diagnosis is what the figures say, in plain words, each with the
 	// figure behind it.
@@ -295,6 +298,12 @@ type Child struct {
 	LastSeenMs float64 `json:"last_seen_ms"`
 	LifetimeMs float64 `json:"lifetime_ms"`
 	Exited     bool    `json:"exited"`
+	// AtPeak is, on the one descendant it is of, the walk of the
+	// descendants with the most RSS: the largest one at a read of the
+	// tree is walked at its new highs, as the program is, and the
+	// highest walk is kept (TMs since the watch began). Absent on the
+	// others, and where no descendant was walked.
+	AtPeak *Snapshot `json:"at_peak,omitempty"`
 }
 
 // Finding is one line of the diagnosis and the figure behind it.

@@ -41,13 +41,18 @@ type childWatch struct {
 	missed   int
 	cost     time.Duration
 	polls    int
+	// lead, where set, is called after each read with the live
+	// descendant of the most RSS then, its RSS, and its RSS at the read
+	// before (0 when not seen then): the Session walks it at new highs.
+	lead func(pid int, rss, prev uint64)
 }
 
 // childState is what is known of one descendant.
 type childState struct {
 	c     schema.Child
 	comm  string
-	alive bool // alive (not a zombie) at the last read
+	alive bool   // alive (not a zombie) at the last read
+	rss   uint64 // its RSS at the last read that saw it alive
 }
 
 // newChildWatch watches root's descendants. fresh says root was just
@@ -203,8 +208,9 @@ func (w *childWatch) poll() {
 		reads = append(reads, seen{d, ps, st, err == nil && !ps.zombie && st.VmSizeBytes > 0})
 	}
 	var newKids []seen
+	var leadPID int
+	var leadRSS, leadPrev uint64
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	for _, r := range reads {
 		k := w.kids[r.d.PID]
 		if k == nil {
@@ -230,6 +236,10 @@ func (w *childWatch) poll() {
 		k.c.VmHWMBytes = max(k.c.VmHWMBytes, r.st.VmHWMBytes)
 		k.c.PeakRSSBytes = max(k.c.PeakRSSBytes, r.st.VmRSSBytes)
 		total += r.st.VmRSSBytes
+		if r.st.VmRSSBytes > leadRSS {
+			leadPID, leadRSS, leadPrev = r.d.PID, r.st.VmRSSBytes, k.rss
+		}
+		k.rss = r.st.VmRSSBytes
 	}
 	if len(newKids) > 0 {
 		// Their start, from stat's start time (clock ticks since boot)
@@ -266,6 +276,10 @@ func (w *childWatch) poll() {
 	w.lastTree = total
 	w.polls++
 	w.cost += time.Since(t0)
+	w.mu.Unlock()
+	if w.lead != nil && leadPID != 0 {
+		w.lead(leadPID, leadRSS, leadPrev)
+	}
 }
 
 // live is the number of descendants alive at the last read and the

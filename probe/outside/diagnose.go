@@ -116,6 +116,14 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 	if p.ChildrenWatched || len(p.Children) > 0 {
 		diagnoseChildren(p, add)
 	}
+	if c := walkedChild(p); c != nil && (p.AtPeak == nil || c.AtPeak.Reconciliation.RSSBytes > p.AtPeak.Reconciliation.RSSBytes) {
+		// Its walk's lines, said of it: the program's breakdown may be
+		// a driver's few MiB.
+		of := childName(c)
+		diagnoseWalk(&schema.Process{Sites: p.Sites}, c.AtPeak, func(topic, metric string, value float64, format string, args ...any) {
+			add("descendant-"+topic, metric, value, "in %s, the largest descendant: "+format, append([]any{of}, args...)...)
+		})
+	}
 	return out
 }
 
@@ -140,6 +148,16 @@ func descendantPeaked(p *schema.Process) *schema.Child {
 		return nil
 	}
 	return c
+}
+
+// walkedChild is the descendant with a walk (AtPeak); nil when none.
+func walkedChild(p *schema.Process) *schema.Child {
+	for i := range p.Children {
+		if p.Children[i].AtPeak != nil {
+			return &p.Children[i]
+		}
+	}
+	return nil
 }
 
 // childPeak is a descendant's peak RSS: VmHWM as last read, or the

@@ -442,6 +442,52 @@ func TestChildren(t *testing.T) {
 	}
 }
 
+// TestChildrenWalked: the largest descendant at a read of the tree is
+// walked at its new highs, and the highest walk is kept, on that one
+// descendant: forks.c's children of 16, 64 and 32 MiB in turn (a driver's
+// passes), each an anonymous mapping of its own that the breakdown
+// leaves unexplained. The one walked is the 64 MiB child, not the first
+// walked nor the last; its breakdown is printed, and its unexplained
+// memory is said of it in the diagnosis. Planted: no walks at new highs,
+// no descendant walked.
+func TestChildrenWalked(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		r := execChildren(t, Options{noHighWalks: planted}, cprog(t, "forks"), "50", "16:300", "64:2000", "32:300")
+		p := r.Process
+		if len(p.Children) != 3 {
+			t.Fatalf("planted %v: %d children, want 3\n%s", planted, len(p.Children), render(t, r))
+		}
+		var walked []int
+		for _, c := range p.Children {
+			if c.AtPeak != nil {
+				walked = append(walked, c.PID)
+			}
+		}
+		if planted {
+			if len(walked) != 0 || p.DescendantWalks != 0 {
+				t.Errorf("planted: walks of %v (%d), want none", walked, p.DescendantWalks)
+			}
+			continue
+		}
+		big := p.Children[1] // by pid: the 64 MiB child
+		if len(walked) != 1 || walked[0] != big.PID || p.DescendantWalks < 2 {
+			t.Fatalf("walked %v in %d walks, want the 64 MiB child %d alone, of at least 2 (the 16 MiB child before it)\n%s", walked, p.DescendantWalks, big.PID, render(t, r))
+		}
+		rec := big.AtPeak.Reconciliation
+		t.Logf("64 MiB child walked at %.0f ms: RSS %d MiB, unexplained %d MiB; %d walks", big.AtPeak.TMs, rec.RSSBytes>>20, rec.UnexplainedBytes>>20, p.DescendantWalks)
+		if rec.RSSBytes < 40<<20 || rec.UnexplainedBytes < rec.RSSBytes-8<<20 {
+			t.Errorf("64 MiB child's walk: RSS %d, unexplained %d; want above 40 MiB (the 32 MiB child's and more), all but 8 MiB unexplained", rec.RSSBytes, rec.UnexplainedBytes)
+		}
+		name := fmt.Sprintf("forks (pid %d)", big.PID)
+		if f := finding(p, "descendant-unexplained"); f == nil || !strings.Contains(f.Text, "in "+name+", the largest descendant: ") {
+			t.Errorf("diagnosis %+v: want the child's unexplained memory said of it", p.Diagnosis)
+		}
+		if out := render(t, r); !strings.Contains(out, "Resident and reserved memory of "+name+", the largest descendant, at its highest walk") {
+			t.Errorf("no breakdown of the child:\n%s", out)
+		}
+	}
+}
+
 // TestChildrenGCC: a real compiler driver, gcc -c of a small file, runs
 // cc1 and as for some milliseconds each (the run: about 25 ms). A 60 ms
 // gcc had no children recorded and no word said. Now at least one is

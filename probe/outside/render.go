@@ -152,6 +152,15 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		}
 	}
 
+	if c := walkedChild(p); c != nil {
+		s := c.AtPeak
+		rec := s.Reconciliation
+		heading(fmt.Sprintf("Resident and reserved memory of %s, the largest descendant, at its highest walk (%.2f s, RSS %s, VSZ %s)",
+			childName(c), s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
+		render(reconcile.Table(rec))
+		e.line("%d walks of the descendants, each of the largest at a read of them, at its new highs; this is the highest (the JSON has its files and mappings: children[].at_peak)", p.DescendantWalks)
+	}
+
 	renderSites(e, heading, render, p.Sites)
 
 	heading("Diagnosis")
@@ -166,7 +175,7 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	o := p.Overhead
 	kids := ""
 	if p.ChildrenWatched {
-		kids = fmt.Sprintf("; reading the descendants %.1f ms", o.ChildrenCostMs)
+		kids = fmt.Sprintf("; reading the descendants %.1f ms (%d walks of them)", o.ChildrenCostMs, p.DescendantWalks)
 	}
 	e.line("sampler %.1f ms reading /proc over %d samples; %d smaps walks %.1f ms%s; the probe's CPU while the program ran %.1f ms over %.2f s (%.2f %% of one core), after it %.1f ms",
 		o.SamplerCostMs, tl.Samples, p.Walks, o.WalkCostMs, kids, o.ProbeCPUMs, p.DurationMs/1000, o.ProbeCPUPct, o.AnalysisCPUMs)

@@ -74,7 +74,13 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	}
 	var kidsCost time.Duration
 	if s.kids != nil {
-		kidsCost = s.kids.fill(p)
+		kidsCost = s.kids.fill(p) + s.leadCost
+		p.DescendantWalks = s.leadWalks
+		for i := range p.Children {
+			if p.Children[i].PID == s.leadPID && s.lead != nil {
+				p.Children[i].AtPeak = s.lead
+			}
+		}
 		// The process alone may have peaked between two of the tree's
 		// reads: the tree peaked at least as high.
 		p.TreePeakRSSBytes = max(p.TreePeakRSSBytes, p.Timeline.PeakRSSBytes)
