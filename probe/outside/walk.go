@@ -34,6 +34,7 @@ type walker struct {
 	stackDefault int64
 	arenaMax     string
 	isGo         bool
+	lastLen      int // the last smaps read's length: the next one's buffer
 }
 
 func newWalker(fs procfs.FS, pid int, isGo bool) *walker {
@@ -64,16 +65,19 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, cpu time.Duration, e
 	c0 := threadCPU()
 	defer func() { cpu = threadCPU() - c0 }()
 	w.mu.Lock()
-	stackDefault, arenaMax, isGo := w.stackDefault, w.arenaMax, w.isGo
+	stackDefault, arenaMax, isGo, hint := w.stackDefault, w.arenaMax, w.isGo, w.lastLen*5/4
 	w.mu.Unlock()
 	// status before and after the smaps read: what changed between them
 	// explains a VmSize that Σ smaps Size does not match.
 	before, _ := w.fs.ReadStatus(w.pid)
 	path := w.fs.Path(w.pid, "smaps")
-	raw, err = os.ReadFile(path)
+	raw, err = procfs.ReadWhole(path, hint)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("reading smaps: %w", err)
 	}
+	w.mu.Lock()
+	w.lastLen = len(raw)
+	w.mu.Unlock()
 	if testHookInWalk != nil {
 		testHookInWalk()
 	}

@@ -35,6 +35,37 @@ func TestReadSmapsFixture(t *testing.T) {
 	}
 }
 
+// TestParseSmapsRereadArea: a [heap] that grew between two of the
+// kernel's reads is printed twice from one start (sqlite3's, 117360 and
+// 117492 kB): the later one is kept, once, so the parts cannot pass RSS.
+// The old parser kept both.
+func TestParseSmapsRereadArea(t *testing.T) {
+	text := `55727000f000-557270010000 r--p 00000000 08:01 42 /usr/bin/sqlite3
+Size:                  4 kB
+Rss:                   4 kB
+557272f8d000-55727a229000 rw-p 00000000 00:00 0                          [heap]
+Size:             117360 kB
+Rss:              117360 kB
+557272f8d000-55727a24a000 rw-p 00000000 00:00 0                          [heap]
+Size:             117492 kB
+Rss:              117492 kB
+7f0e86e62000-7f0e88e63000 rw-p 00000000 00:00 0 
+Size:              32772 kB
+Rss:               30732 kB
+`
+	ms, err := ParseSmaps([]byte(text), "smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rss uint64
+	for _, m := range ms {
+		rss += m.RssBytes
+	}
+	if len(ms) != 3 || ms[1].Path != "[heap]" || ms[1].End != 0x55727a24a000 || ms[1].RssBytes != 117492<<10 || rss != (4+117492+30732)<<10 {
+		t.Errorf("mappings %+v (Σ Rss %d): want the binary, the later [heap] once, the anonymous one", ms, rss)
+	}
+}
+
 func TestParseSmapsMalformed(t *testing.T) {
 	for _, in := range []string{
 		"Rss: 4 kB\n", // before any header
