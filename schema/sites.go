@@ -155,13 +155,16 @@ type SitesProcess struct {
 	PID  int `json:"pid"`
 	PPID int `json:"ppid"`
 	// Image counts execve calls of the pid: 0 is the first program.
-	Image            int    `json:"image"`
-	Executable       string `json:"executable"`
-	PeakInUseBytes   int64  `json:"peak_in_use_bytes"`
-	ExitInUseBytes   int64  `json:"exit_in_use_bytes"`
-	AllocObjects     int64  `json:"alloc_objects"`
-	AllocBytes       int64  `json:"alloc_bytes"`
-	TemporaryObjects int64  `json:"temporary_objects"`
+	Image          int    `json:"image"`
+	Executable     string `json:"executable"`
+	PeakInUseBytes int64  `json:"peak_in_use_bytes"`
+	// PeakMappedBytes is the part of PeakInUseBytes in the image's own
+	// mappings, as Sites.PeakMappedBytes.
+	PeakMappedBytes  int64 `json:"peak_mapped_bytes"`
+	ExitInUseBytes   int64 `json:"exit_in_use_bytes"`
+	AllocObjects     int64 `json:"alloc_objects"`
+	AllocBytes       int64 `json:"alloc_bytes"`
+	TemporaryObjects int64 `json:"temporary_objects"`
 	// Ended is how the image ended: "exit", "execve", or "unflushed"
 	// (_exit, a signal, a crash: the records end early).
 	Ended string `json:"ended"`

@@ -143,7 +143,8 @@ func TestDiagnosePeakDescendant(t *testing.T) {
 // TestDiagnoseSitesMapped: where the program's own mappings are most of
 // what --sites saw in use at its peak (rustc's jemalloc, a JVM), the
 // diagnosis says the sites name who mapped, with the largest mapped
-// site; where they are less than half (planted: 40 %), nothing.
+// site; where they are less than half (planted: 40 %), nothing. The
+// same of the largest process image where it is not the headline's.
 func TestDiagnoseSitesMapped(t *testing.T) {
 	for _, c := range []struct {
 		mapped int64
@@ -157,6 +158,24 @@ func TestDiagnoseSitesMapped(t *testing.T) {
 			t.Errorf("97 %% mapped: finding %+v", f)
 		case !c.want && f != nil:
 			t.Errorf("40 %% mapped: finding %+v, want none", f)
+		}
+	}
+	// The largest image, where it is not the headline's: g++'s cc1plus,
+	// most of whose peak is GCC's own pages; planted, 40 % of it.
+	for _, c := range []struct {
+		mapped int64
+		want   bool
+	}{{200 << 20, true}, {84 << 20, false}} {
+		st := &schema.Sites{PID: 100, PeakInUseBytes: 169 << 10, Processes: []schema.SitesProcess{
+			{PID: 100, Executable: "/usr/bin/g++", PeakInUseBytes: 169 << 10},
+			{PID: 101, PPID: 100, Executable: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", PeakInUseBytes: 210 << 20, PeakMappedBytes: c.mapped,
+				TopPeak: []schema.Site{{Function: "ggc_internal_alloc", Bytes: c.mapped, Mapped: true}}}}}
+		f := finding(&schema.Process{Diagnosis: diagnose(&schema.Process{Sites: st}, facts{aliveSamples: -1, releasedByMs: -1})}, "sites-mapped-largest")
+		switch {
+		case c.want && (f == nil || !strings.HasPrefix(f.Text, "in cc1plus (pid 101), the largest process image: 200 MiB of the 210 MiB in use at the sites' peak (95 %) are mappings the program made itself, the most by ggc_internal_alloc")):
+			t.Errorf("cc1plus, 95 %% mapped: finding %+v", f)
+		case !c.want && f != nil:
+			t.Errorf("cc1plus, 40 %% mapped: finding %+v, want none", f)
 		}
 	}
 }

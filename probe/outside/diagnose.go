@@ -476,19 +476,31 @@ func diagnoseGPU(g *schema.ProcessGPU, add func(topic, metric string, value floa
 // sites name who mapped, not who allocated each object (rustc's
 // jemalloc: 44 MiB in pages_map; the JVM's heap, V8's).
 func diagnoseSites(st *schema.Sites, add func(topic, metric string, value float64, format string, args ...any)) {
-	m := st.PeakMappedBytes
-	if m < 1<<20 || 2*m <= st.PeakInUseBytes {
+	diagnoseMapped("sites-mapped", "", st.PeakInUseBytes, st.PeakMappedBytes, st.TopPeak, add)
+	// The largest image, where it is not the headline's (a driver's
+	// cc1plus: GCC's garbage-collected pages).
+	if big := largestImage(st); big != nil && len(big.TopPeak) > 0 {
+		of := fmt.Sprintf("in %s (pid %d), the largest process image: ", filepath.Base(big.Executable), big.PID)
+		diagnoseMapped("sites-mapped-largest", of, big.PeakInUseBytes, big.PeakMappedBytes, big.TopPeak, add)
+	}
+}
+
+// diagnoseMapped says where mappings a program made itself are most of
+// what was in use at its peak (peak, mapped of it; top its sites then);
+// of leads the sentence where the program is not the headline's.
+func diagnoseMapped(topic, of string, peak, mapped int64, top []schema.Site, add func(topic, metric string, value float64, format string, args ...any)) {
+	if mapped < 1<<20 || 2*mapped <= peak {
 		return
 	}
 	by := ""
-	for _, s := range st.TopPeak {
+	for _, s := range top {
 		if s.Mapped {
 			by = ", the most by " + s.Function
 			break
 		}
 	}
-	add("sites-mapped", "sites_peak_mapped_bytes", float64(m), "%s of the %s in use at the sites' peak (%.0f %%) are mappings the program made itself%s: an allocator or runtime of its own (CPython's obmalloc arenas, a JVM's heap, V8's, a jemalloc linked in) makes its objects in them, which --sites does not see one by one",
-		iec(m), iec(st.PeakInUseBytes), pct(m, st.PeakInUseBytes), by)
+	add(topic, "sites_peak_mapped_bytes", float64(mapped), "%s%s of the %s in use at the sites' peak (%.0f %%) are mappings the program made itself%s: an allocator or runtime of its own (CPython's obmalloc arenas, a JVM's heap, V8's, GCC's garbage-collected pages, a jemalloc linked in) makes its objects in them, which --sites does not see one by one",
+		of, iec(mapped), iec(peak), pct(mapped, peak), by)
 }
 
 // seconds formats milliseconds as seconds: "0.05 s", "40 s".

@@ -232,7 +232,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 		}
 		s.Processes = append(s.Processes, schema.SitesProcess{
 			PID: im.pid, PPID: im.ppid, Image: im.n, Executable: exe,
-			PeakInUseBytes: round(r.peak), ExitInUseBytes: round(r.exit),
+			PeakInUseBytes: round(r.peak), PeakMappedBytes: min(round(r.peakMapped), round(r.peak)), ExitInUseBytes: round(r.exit),
 			AllocObjects: int64(im.allocs), AllocBytes: int64(im.allocBytes), TemporaryObjects: round(r.temp), Ended: ended,
 		})
 		all := make([]*siteAcc, 0, len(sites))

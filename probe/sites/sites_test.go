@@ -808,6 +808,11 @@ func TestPeakWithMappings(t *testing.T) {
 	if exact.PeakInUseBytes != want || exact.PeakMappedBytes != 32<<20 {
 		t.Fatalf("rate 1: peak %d, %d of it mapped; want %d, %d", exact.PeakInUseBytes, exact.PeakMappedBytes, want, 32<<20)
 	}
+	// The image's own row says the same (the largest image's figure,
+	// where it is not the headline's, is this one).
+	if len(exact.Processes) != 1 || exact.Processes[0].PeakMappedBytes != 32<<20 {
+		t.Errorf("rate 1: images %+v, want one with 32 MiB of its peak mapped", exact.Processes)
+	}
 	for run := 0; run < 3; run++ {
 		s, _, _ := record(t, DefaultRate, p)
 		t.Logf("default rate: peak %d (%s), %d of it mapped, against %d", s.PeakInUseBytes, s.PeakSource, s.PeakMappedBytes, want)
