@@ -121,7 +121,7 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 		// a driver's few MiB.
 		of := childName(c)
 		diagnoseWalk(&schema.Process{Sites: p.Sites}, c.AtPeak, func(topic, metric string, value float64, format string, args ...any) {
-			add("descendant-"+topic, metric, value, "in %s, the largest descendant: "+format, append([]any{of}, args...)...)
+			add("descendant-"+topic, metric, value, "in %s, the largest descendant walked: "+format, append([]any{of}, args...)...)
 		})
 	}
 	return out

@@ -481,10 +481,10 @@ func TestChildrenWalked(t *testing.T) {
 			t.Errorf("64 MiB child's walk: RSS %d, unexplained %d; want above 40 MiB (the 32 MiB child's and more), all but 8 MiB unexplained", rec.RSSBytes, rec.UnexplainedBytes)
 		}
 		name := fmt.Sprintf("forks (pid %d)", big.PID)
-		if f := finding(p, "descendant-unexplained"); f == nil || !strings.Contains(f.Text, "in "+name+", the largest descendant: ") {
+		if f := finding(p, "descendant-unexplained"); f == nil || !strings.Contains(f.Text, "in "+name+", the largest descendant walked: ") {
 			t.Errorf("diagnosis %+v: want the child's unexplained memory said of it", p.Diagnosis)
 		}
-		if out := render(t, r); !strings.Contains(out, "Resident and reserved memory of "+name+", the largest descendant, at its highest walk") {
+		if out := render(t, r); !strings.Contains(out, "Resident and reserved memory of "+name+", the largest descendant walked, at its highest walk") {
 			t.Errorf("no breakdown of the child:\n%s", out)
 		}
 	}

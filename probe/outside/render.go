@@ -155,7 +155,7 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	if c := walkedChild(p); c != nil {
 		s := c.AtPeak
 		rec := s.Reconciliation
-		heading(fmt.Sprintf("Resident and reserved memory of %s, the largest descendant, at its highest walk (%.2f s, RSS %s, VSZ %s)",
+		heading(fmt.Sprintf("Resident and reserved memory of %s, the largest descendant walked, at its highest walk (%.2f s, RSS %s, VSZ %s)",
 			childName(c), s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
 		render(reconcile.Table(rec))
 		e.line("%d walks of the descendants, each of the largest at a read of them, at its new highs; this is the highest (the JSON has its files and mappings: children[].at_peak)", p.DescendantWalks)
