@@ -216,16 +216,21 @@ func (s *Session) walkDue(rss, prev uint64, now time.Time) (regular, high bool) 
 	return false, !s.opts.noHighWalks && !now.Before(s.nextHigh) && s.highWanted(rss, prev)
 }
 
-// highWanted says whether rss is a new high worth a walk sooner than
-// SmapsEvery: more than highWalkRise (and 1 MiB) above the RSS of the
-// highest walk; or, once RSS has stopped rising (no higher than prev, the
-// tick before: a peak, or a plateau), more than 1 % (and 1 MiB) above it.
-// Called with mu held.
+// highWanted says whether rss (prev at the tick before) is a new high
+// worth a walk sooner than SmapsEvery, by aboveHigh against the highest
+// walk. Called with mu held.
 func (s *Session) highWanted(rss, prev uint64) bool {
 	if s.peak == nil {
 		return s.walks == 0
 	}
-	top := uint64(s.peak.Reconciliation.RSSBytes)
+	return aboveHigh(rss, prev, uint64(s.peak.Reconciliation.RSSBytes))
+}
+
+// aboveHigh is the rule of the walks at new highs against top, the RSS
+// of the highest walk so far: rss more than 1 MiB above it, and either
+// highWalkRise above it or, where RSS has stopped rising (no higher
+// than prev, the read before), 1 % above it.
+func aboveHigh(rss, prev, top uint64) bool {
 	if rss <= top+1<<20 {
 		return false
 	}
@@ -257,12 +262,12 @@ func (s *Session) walkWanted(rss uint64) bool {
 // driver's alone. The highest walk is kept.
 func (s *Session) walkLead(pid int, rss, prev uint64) {
 	s.mu.Lock()
-	var top uint64
-	if s.lead != nil {
-		top = uint64(s.lead.Reconciliation.RSSBytes)
+	due := !s.opts.noHighWalks && !time.Now().Before(s.nextHigh)
+	if s.lead == nil {
+		due = due && rss > 1<<20
+	} else {
+		due = due && aboveHigh(rss, prev, uint64(s.lead.Reconciliation.RSSBytes))
 	}
-	due := !s.opts.noHighWalks && !time.Now().Before(s.nextHigh) && rss > top+1<<20 &&
-		(s.lead == nil || rss > top+uint64(highWalkRise*float64(top)) || rss <= prev && rss > top+top/100)
 	s.mu.Unlock()
 	if !due || !s.leadMu.TryLock() {
 		return

@@ -464,29 +464,37 @@ func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.Site
 	}
 	cols = append(cols, table.Column{Name: "free but resident", Kind: table.Bytes}, table.Column{Name: "free", Kind: table.Percent, Decimals: 1})
 	tb := table.New(title, cols...)
-	var unmeasured, unmeasuredRes int64
-	add := func(heap, arena string, res, use, se, free int64, freePct float64, count bool) {
+	// measured says whether a row's in use (se its standard error) can
+	// split res resident bytes.
+	measured := func(res, se int64) bool { return exact || 2*se <= res }
+	add := func(heap, arena string, res, use, se, free int64, freePct float64) {
 		cells := []any{heap, arena, res, use}
 		if !exact {
 			cells = append(cells, se)
 		}
-		if !exact && 2*se > res {
-			cells = append(cells, nil, nil)
-			if count {
-				unmeasured, unmeasuredRes = unmeasured+1, unmeasuredRes+res
-			}
-		} else {
+		if measured(res, se) {
 			cells = append(cells, free, freePct)
+		} else {
+			cells = append(cells, nil, nil)
 		}
 		tb.Add(cells...)
 	}
+	var unmeasured, unmeasuredRes int64
 	if len(f.Heaps) == 0 {
 		for _, a := range f.Arenas {
-			add("", a.Arena, a.ResidentBytes, a.InUseBytes, a.InUseSEBytes, a.FreeResidentBytes, pct(a.FreeResidentBytes, a.ResidentBytes), true)
+			add("", a.Arena, a.ResidentBytes, a.InUseBytes, a.InUseSEBytes, a.FreeResidentBytes, pct(a.FreeResidentBytes, a.ResidentBytes))
+			if !measured(a.ResidentBytes, a.InUseSEBytes) {
+				unmeasured, unmeasuredRes = unmeasured+1, unmeasuredRes+a.ResidentBytes
+			}
+		}
+	}
+	for _, h := range f.Heaps {
+		if !measured(h.ResidentBytes, h.InUseSEBytes) {
+			unmeasured, unmeasuredRes = unmeasured+1, unmeasuredRes+h.ResidentBytes
 		}
 	}
 	for _, h := range f.Heaps[:min(len(f.Heaps), fragmentationHeaps)] {
-		add(h.Heap, h.Arena, h.ResidentBytes, h.InUseBytes, h.InUseSEBytes, h.FreeResidentBytes, h.FreeResidentPct, true)
+		add(h.Heap, h.Arena, h.ResidentBytes, h.InUseBytes, h.InUseSEBytes, h.FreeResidentBytes, h.FreeResidentPct)
 	}
 	if rest := f.Heaps[min(len(f.Heaps), fragmentationHeaps):]; len(rest) > 0 {
 		var res, use, free int64
@@ -494,15 +502,12 @@ func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.Site
 		for _, h := range rest {
 			res, use, free = res+h.ResidentBytes, use+h.InUseBytes, free+h.FreeResidentBytes
 			v += float64(h.InUseSEBytes) * float64(h.InUseSEBytes)
-			if !exact && 2*h.InUseSEBytes > h.ResidentBytes {
-				unmeasured, unmeasuredRes = unmeasured+1, unmeasuredRes+h.ResidentBytes
-			}
 		}
-		add(fmt.Sprintf("%d more heaps", len(rest)), "", res, use, int64(math.Sqrt(v)), free, pct(free, res), false)
+		add(fmt.Sprintf("%d more heaps", len(rest)), "", res, use, int64(math.Sqrt(v)), free, pct(free, res))
 	}
-	add("all", "", f.ArenaResidentBytes, f.InUseBytes, f.InUseSEBytes, f.FreeResidentBytes, f.FreeResidentPct, false)
+	add("all", "", f.ArenaResidentBytes, f.InUseBytes, f.InUseSEBytes, f.FreeResidentBytes, f.FreeResidentPct)
 	render(tb)
-	allUnmeasured := !exact && 2*f.InUseSEBytes > f.ArenaResidentBytes
+	allUnmeasured := !measured(f.ArenaResidentBytes, f.InUseSEBytes)
 	if unmeasured > 0 && !allUnmeasured {
 		heaps := fmt.Sprintf("%d heaps", unmeasured)
 		if unmeasured == 1 {
@@ -513,7 +518,7 @@ func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.Site
 	}
 	var over, beyond int64
 	for _, h := range f.Heaps {
-		if h.InUseBytes > h.ResidentBytes && (exact || 2*h.InUseSEBytes <= h.ResidentBytes) {
+		if h.InUseBytes > h.ResidentBytes && measured(h.ResidentBytes, h.InUseSEBytes) {
 			over, beyond = over+1, beyond+h.InUseBytes-h.ResidentBytes
 		}
 	}
