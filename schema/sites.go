@@ -46,9 +46,11 @@ type Sites struct {
 	// memory the program left to the kernel to reclaim.
 	ExitInUseBytes   int64 `json:"exit_in_use_bytes"`
 	ExitInUseObjects int64 `json:"exit_in_use_objects"`
-	// AllocObjects and AllocBytes are every allocation of the run as the
-	// library counted them (exact, sampled or not); SampledObjects how
-	// many were recorded with their stack.
+	// AllocObjects and AllocBytes are every allocation of the run, exact
+	// at any rate: the library's count of its wrapped calls and anonymous
+	// mappings, and the ranges of reservations committed by mprotect (as
+	// V8 commits its heap), which PeakInUseBytes holds too.
+	// SampledObjects is how many were recorded with their stack.
 	AllocObjects   int64 `json:"alloc_objects"`
 	AllocBytes     int64 `json:"alloc_bytes"`
 	SampledObjects int64 `json:"sampled_objects"`

@@ -233,7 +233,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 		s.Processes = append(s.Processes, schema.SitesProcess{
 			PID: im.pid, PPID: im.ppid, Image: im.n, Executable: exe,
 			PeakInUseBytes: round(r.peak), PeakMappedBytes: min(round(r.peakMapped), round(r.peak)), ExitInUseBytes: round(r.exit),
-			AllocObjects: int64(im.allocs), AllocBytes: int64(im.allocBytes), TemporaryObjects: round(r.temp), Ended: ended,
+			AllocObjects: r.allocObjects(), AllocBytes: r.allocBytes(), TemporaryObjects: round(r.temp), Ended: ended,
 		})
 		all := make([]*siteAcc, 0, len(sites))
 		for _, sa := range sites {
@@ -255,14 +255,14 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	s.PeakInUseBytes, s.PeakInUseObjects, s.PeakAtMs = round(head.peak), round(head.peakObj), float64(head.peakNs)/1e6
 	s.PeakMappedBytes = min(round(head.peakMapped), s.PeakInUseBytes)
 	s.ExitInUseBytes, s.ExitInUseObjects = round(head.exit), round(head.exitObj)
-	if n := int64(head.im.allocs) + head.commits; n > 0 {
+	if n := head.allocObjects(); n > 0 {
 		// A sampled small block stands for thousands (a 35 B block
 		// for 15,000 at the default rate): no more in use than were
 		// allocated (bash read 14,980 blocks at its peak of 958) or
 		// committed.
 		s.PeakInUseObjects, s.ExitInUseObjects = min(s.PeakInUseObjects, n), min(s.ExitInUseObjects, n)
 	}
-	s.AllocObjects, s.AllocBytes, s.SampledObjects = int64(head.im.allocs), int64(head.im.allocBytes), head.sampled
+	s.AllocObjects, s.AllocBytes, s.SampledObjects = head.allocObjects(), head.allocBytes(), head.sampled
 	s.TemporaryObjects = round(head.temp)
 	s.TopPeak = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }, false)
 	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.exitBytes, a.exitObj, a.exitVar }, false)

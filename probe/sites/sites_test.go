@@ -1104,6 +1104,13 @@ func TestCommits(t *testing.T) {
 		if x := site(s.TopPeak, "commit_site"); x == nil || !x.Mapped {
 			bad = append(bad, "commit_site not marked as mapped")
 		}
+		// Allocated: map_site's 16 MiB, the commits (8 MiB, 2 MiB and
+		// guard_site's page made accessible again) and the C library's
+		// few blocks; never less than the peak holds. Without the
+		// commits it read 16 MiB beside a peak of 24.
+		if lo := int64(26*MiB + 4096); s.AllocBytes < lo || s.AllocBytes > lo+64<<10 || s.AllocBytes < s.PeakInUseBytes {
+			bad = append(bad, fmt.Sprintf("allocated %d bytes, want %d and at most 64 KiB of the C library's, no less than the peak %d", s.AllocBytes, lo, s.PeakInUseBytes))
+		}
 		if tc.planted {
 			t.Logf("planted: %q", bad)
 		}
