@@ -95,7 +95,7 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	}
 	slices.Sort(p.Files)
 	if p.AtPeak == nil {
-		s.warnf("no smaps walk was taken: the process ended before the first (it lived %.0f ms; walks start after %v)", p.DurationMs, s.tick())
+		s.warnf("no smaps walk was taken: the process ended before the first (it lived %.0f ms; the first is taken at the first sample after the start, %v in)", p.DurationMs, s.opts.Interval)
 	}
 	if p.Exited && undersampled(p, f.aliveSamples) {
 		which := "a second"

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +60,10 @@ type Session struct {
 	// leadMu: the descendants' goroutine and exec's last read both may.
 	leadMu     sync.Mutex
 	leadWalker *walker
+	// hookWalk is set while onSample's walk runs (the loop does not
+	// walk meanwhile), and hookWalks counts those goroutines for finish.
+	hookWalk  atomic.Bool
+	hookWalks sync.WaitGroup
 
 	mu        sync.Mutex // guards the fields below (the loop and Walk)
 	walks     int
@@ -67,6 +72,8 @@ type Session struct {
 	nextHigh  time.Time // the walks at new highs' spacing (highWalkBudget)
 	lastRSS   uint64    // RSS at the last walk
 	tickRSS   uint64    // RSS at the loop's last tick
+	sampleRSS uint64    // RSS at the sampler's last sample (onSample)
+	hooksOn   bool      // onSample may start walks: from the end of newSession to finish
 	peak, end *schema.Snapshot
 	// lead is the descendants' highest walk (walkLead), of leadPID;
 	// leadWalks and leadCost count their walks.
@@ -113,7 +120,7 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 	}
 	s.goBuild = readGoBuild(opts.FS, pid)
 	s.exe, _ = os.Readlink(opts.FS.Path(pid, "exe"))
-	smp, err := sampler.New(sampler.Options{PID: pid, Interval: opts.Interval, FS: opts.FS})
+	smp, err := sampler.New(sampler.Options{PID: pid, Interval: opts.Interval, FS: opts.FS, OnSample: s.onSample})
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +152,9 @@ func newSession(opts Options, mode string, pid int, command []string) (*Session,
 		s.kids.lead = s.walkLead
 		go s.kids.run(s.stop, s.kidsDone)
 	}
+	s.mu.Lock()
+	s.hooksOn = true
+	s.mu.Unlock()
 	go s.loop()
 	return s, nil
 }
@@ -183,10 +193,43 @@ func (s *Session) loop() {
 		regular, high := s.walkDue(st.VmRSSBytes, s.tickRSS, time.Now())
 		s.tickRSS = st.VmRSSBytes
 		s.mu.Unlock()
-		if regular || high {
+		if (regular || high) && !s.hookWalk.Load() {
 			s.walk(regular)
 		}
 	}
+}
+
+// onSample is the sampler's hook: a new high that a sample reads (every
+// interval) is walked at once, in a goroutine of its own, where the loop
+// would see it at its next tick only, 50 ms on. A program that grows
+// until it exits has its last walk that much nearer its peak.
+func (s *Session) onSample(p sampler.Point) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.sampleRSS
+	s.sampleRSS = p.RSSBytes
+	if !s.hooksOn || s.opts.noHighWalks || time.Now().Before(s.nextHigh) || !s.highWanted(p.RSSBytes, prev) {
+		return
+	}
+	if !s.hookWalk.CompareAndSwap(false, true) {
+		return // one is under way
+	}
+	s.hookWalks.Add(1)
+	go func() {
+		defer s.hookWalks.Done()
+		defer s.hookWalk.Store(false)
+		s.walk(false) // an error is the process gone: the loop and Wait see it
+	}()
+}
+
+// highBudget is the walks at new highs' share of wall time at now:
+// earlyHighWalkBudget in the run's first earlyWalks, where a short
+// program's whole growth may lie, highWalkBudget after.
+func (s *Session) highBudget(now time.Time) float64 {
+	if now.Sub(s.start) < earlyWalks {
+		return earlyHighWalkBudget
+	}
+	return highWalkBudget
 }
 
 // countersEvery is how many loop ticks apart attach reads the process's
@@ -286,7 +329,8 @@ func (s *Session) walkLead(pid int, rss, prev uint64) {
 	defer s.mu.Unlock()
 	s.leadWalks++
 	s.leadCost += time.Duration(snap.WalkMs * float64(time.Millisecond))
-	s.nextHigh = time.Now().Add(time.Duration(float64(max(cpu, time.Millisecond)) / highWalkBudget))
+	now := time.Now()
+	s.nextHigh = now.Add(time.Duration(float64(max(cpu, time.Millisecond)) / s.highBudget(now)))
 	if s.lead == nil || snap.Reconciliation.RSSBytes > s.lead.Reconciliation.RSSBytes {
 		s.lead, s.leadPID = snap, pid
 	}
@@ -333,7 +377,7 @@ func (s *Session) walk(regular bool) error {
 			s.nextWalk = next
 		}
 	}
-	s.nextHigh = now.Add(time.Duration(float64(d) / highWalkBudget))
+	s.nextHigh = now.Add(time.Duration(float64(d) / s.highBudget(now)))
 	s.lastRSS = uint64(snap.Reconciliation.RSSBytes)
 	s.hwm = max(s.hwm, snap.VmHWMBytes)
 	if s.end == nil || snap.TMs >= s.end.TMs {
@@ -465,6 +509,10 @@ func (s *Session) finish(exited bool) sampler.Result {
 	if s.smp != nil {
 		res, _ = s.smp.Stop()
 	}
+	s.mu.Lock()
+	s.hooksOn = false
+	s.mu.Unlock()
+	s.hookWalks.Wait()
 	if s.status != nil {
 		s.status.Close()
 	}

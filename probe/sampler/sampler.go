@@ -108,6 +108,11 @@ type Options struct {
 	MaxPoints int
 	// FS is where the Linux-only fields are read; the zero FS is /proc.
 	FS procfs.FS
+	// OnSample, where set, is called with each periodic sample once it is
+	// in the timeline (not the final one Stop takes), on the sampling
+	// goroutine: it must return at once. It lets a caller act on a new
+	// high within one interval, at no wakeup of its own.
+	OnSample func(Point)
 }
 
 // Result is what a sampling run saw; package schema defines it, field by
@@ -196,6 +201,9 @@ type Sampler struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 	paused atomic.Bool
+	// latest is the last sample, for OnSample: written and read by the
+	// sampling goroutine only.
+	latest Point
 
 	// Owned by the sampling goroutine until done is closed, then by Stop.
 	mu        sync.Mutex // guards the fields below against Peek
@@ -341,6 +349,9 @@ func (s *Sampler) loop(ctx context.Context) {
 				s.warn(fmt.Sprintf("sampling stopped after %d samples: %v", s.n, err))
 				return
 			}
+			if s.opts.OnSample != nil {
+				s.opts.OnSample(s.latest)
+			}
 		}
 	}
 }
@@ -439,6 +450,7 @@ func (s *Sampler) sample(ctx context.Context) error {
 		s.smapsCost += d
 	}
 	p.Samples = 1
+	s.latest = p
 	s.tl.Add(p)
 	if s.n == 0 || p.RSSBytes > s.peaks.RSSBytes {
 		s.peakRSSAt = p.TMs
