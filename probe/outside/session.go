@@ -69,7 +69,7 @@ type Session struct {
 	walks     int
 	walkCost  time.Duration
 	nextWalk  time.Time // the SmapsEvery spacing
-	nextHigh  time.Time // the walks at new highs' spacing (highWalkBudget)
+	nextHigh  time.Time // the walks at new highs' spacing (putOffHigh)
 	lastRSS   uint64    // RSS at the last walk
 	tickRSS   uint64    // RSS at the loop's last tick
 	sampleRSS uint64    // RSS at the sampler's last sample (onSample)
@@ -208,7 +208,7 @@ func (s *Session) onSample(p sampler.Point) {
 	defer s.mu.Unlock()
 	prev := s.sampleRSS
 	s.sampleRSS = p.RSSBytes
-	if !s.hooksOn || s.opts.noHighWalks || time.Now().Before(s.nextHigh) || !s.highWanted(p.RSSBytes, prev) {
+	if !s.hooksOn || !s.highAllowed(time.Now()) || !s.highWanted(p.RSSBytes, prev) {
 		return
 	}
 	if !s.hookWalk.CompareAndSwap(false, true) {
@@ -256,7 +256,20 @@ func (s *Session) walkDue(rss, prev uint64, now time.Time) (regular, high bool) 
 	if !now.Before(s.nextWalk) && s.walkWanted(rss) {
 		return true, false
 	}
-	return false, !s.opts.noHighWalks && !now.Before(s.nextHigh) && s.highWanted(rss, prev)
+	return false, s.highAllowed(now) && s.highWanted(rss, prev)
+}
+
+// highAllowed says whether the walks at new highs' budget allows one at
+// now. Called with mu held.
+func (s *Session) highAllowed(now time.Time) bool {
+	return !s.opts.noHighWalks && !now.Before(s.nextHigh)
+}
+
+// putOffHigh spaces the walks at new highs after one of d (its CPU, at
+// least a millisecond) that ended at now: d over highBudget. Called with
+// mu held.
+func (s *Session) putOffHigh(now time.Time, d time.Duration) {
+	s.nextHigh = now.Add(time.Duration(float64(d) / s.highBudget(now)))
 }
 
 // highWanted says whether rss (prev at the tick before) is a new high
@@ -305,7 +318,7 @@ func (s *Session) walkWanted(rss uint64) bool {
 // driver's alone. The highest walk is kept.
 func (s *Session) walkLead(pid int, rss, prev uint64) {
 	s.mu.Lock()
-	due := !s.opts.noHighWalks && !time.Now().Before(s.nextHigh)
+	due := s.highAllowed(time.Now())
 	if s.lead == nil {
 		due = due && rss > 1<<20
 	} else {
@@ -329,8 +342,7 @@ func (s *Session) walkLead(pid int, rss, prev uint64) {
 	defer s.mu.Unlock()
 	s.leadWalks++
 	s.leadCost += time.Duration(snap.WalkMs * float64(time.Millisecond))
-	now := time.Now()
-	s.nextHigh = now.Add(time.Duration(float64(max(cpu, time.Millisecond)) / s.highBudget(now)))
+	s.putOffHigh(time.Now(), max(cpu, time.Millisecond))
 	if s.lead == nil || snap.Reconciliation.RSSBytes > s.lead.Reconciliation.RSSBytes {
 		s.lead, s.leadPID = snap, pid
 	}
@@ -377,7 +389,7 @@ func (s *Session) walk(regular bool) error {
 			s.nextWalk = next
 		}
 	}
-	s.nextHigh = now.Add(time.Duration(float64(d) / s.highBudget(now)))
+	s.putOffHigh(now, d)
 	s.lastRSS = uint64(snap.Reconciliation.RSSBytes)
 	s.hwm = max(s.hwm, snap.VmHWMBytes)
 	if s.end == nil || snap.TMs >= s.end.TMs {

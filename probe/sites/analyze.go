@@ -184,8 +184,8 @@ func replay(im *image) *replayed {
 	}
 	live := map[uint64]int32{}
 	var maps []int32 // the live pieces, by start; they do not overlap
-	var estimate, inObj float64
-	// mapIn is the part of estimate in mapping pieces; mapAt[i] its value
+	var inBytes, inObj float64
+	// mapIn is the part of inBytes in mapping pieces; mapAt[i] its value
 	// after event i (the count leaves the mappings out).
 	var mapIn float64
 	mapAt := make([]float64, len(im.events))
@@ -202,7 +202,7 @@ func replay(im *image) *replayed {
 				r.freedBy[p.alloc] = i
 			}
 			o, b := r.pieceWeight(&p)
-			estimate -= b
+			inBytes -= b
 			inObj -= o
 			mapIn -= b
 			whole := lo <= p.start && hi >= p.end
@@ -219,7 +219,7 @@ func replay(im *image) *replayed {
 				}
 				q := piece{alloc: p.alloc, start: rest[0], end: rest[1], from: i, to: -1}
 				o, b := r.pieceWeight(&q)
-				estimate += b
+				inBytes += b
 				inObj += o
 				mapIn += b
 				left = append(left, int32(len(r.pieces)))
@@ -231,8 +231,8 @@ func replay(im *image) *replayed {
 	// raise makes the moment of event e the peak where in use is
 	// highest so far.
 	raise := func(e *event) {
-		if estimate > r.peak {
-			r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = estimate, mapIn, inObj, e.seq, e.tNs
+		if inBytes > r.peak {
+			r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = inBytes, mapIn, inObj, e.seq, e.tNs
 		}
 	}
 	// insert starts piece q.
@@ -282,7 +282,7 @@ func replay(im *image) *replayed {
 				a.allocObj += float64(n)
 				a.allocBytes += c
 				r.sampled++
-				estimate += c
+				inBytes += c
 				inObj += float64(n)
 				mapIn += c
 				raise(e)
@@ -311,7 +311,7 @@ func replay(im *image) *replayed {
 					// A free the library did not see (a block freed by
 					// an allocator call it does not wrap): end it here.
 					oo, ob := weight(im.events[old].size, im.rate)
-					estimate -= ob
+					inBytes -= ob
 					inObj -= oo
 					r.freedBy[old] = int32(i)
 				}
@@ -323,7 +323,7 @@ func replay(im *image) *replayed {
 			a.allocBytes += b
 			a.allocVar += variance(o, b)
 			r.sampled++
-			estimate += b
+			inBytes += b
 			inObj += o
 			raise(e)
 			continue
@@ -354,7 +354,7 @@ func replay(im *image) *replayed {
 		r.freedBy[j] = int32(i)
 		l := &im.events[j]
 		o, b := weight(l.size, im.rate)
-		estimate -= b
+		inBytes -= b
 		inObj -= o
 		if e.flags&flagTemporary != 0 {
 			get(l.stack).tempObj += o
@@ -364,7 +364,7 @@ func replay(im *image) *replayed {
 	if n := len(im.events); n > 0 {
 		mapAt[n-1] = mapIn
 	}
-	r.exit, r.exitObj = estimate, inObj
+	r.exit, r.exitObj = inBytes, inObj
 	// window are the sampled allocations made while the count (with the
 	// mappings' estimate) was within 1 % of its peak: the peak profile is
 	// the blocks sampled in use, averaged over those moments. A plateau (the peak held while

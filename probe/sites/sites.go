@@ -264,11 +264,12 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	}
 	s.AllocObjects, s.AllocBytes, s.SampledObjects = head.allocObjects(), head.allocBytes(), head.sampled
 	s.TemporaryObjects = round(head.temp)
-	s.TopPeak = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }, false)
+	peak := func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }
+	s.TopPeak = top(headSites, o.Top, peak, false)
 	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.exitBytes, a.exitObj, a.exitVar }, false)
 	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.allocBytes, a.allocObj, a.allocVar }, true)
 	if pr := &s.Processes[big]; pr.PeakInUseBytes > s.PeakInUseBytes && bigPeak > head.peak {
-		pr.TopPeak = top(bigSites, o.Top, func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }, false)
+		pr.TopPeak = top(bigSites, o.Top, peak, false)
 	}
 	s.Fragmentation = fragmentation(head, o.Walks)
 	s.Unexplained = unexplained(b, head, headMaps, o.Walks)
