@@ -252,3 +252,31 @@ func TestFixtureMalformed(t *testing.T) {
 		t.Errorf("err = %v, want a parse error at status line 3", err)
 	}
 }
+
+// TestOnSample: the hook sees each periodic sample once, in order, and
+// neither the first (Start's) nor the final (Stop's).
+func TestOnSample(t *testing.T) {
+	var calls []Point
+	s, err := New(Options{Interval: time.Millisecond, OnSample: func(p Point) { calls = append(calls, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for s.Peek().Samples < 10 {
+		time.Sleep(time.Millisecond)
+	}
+	r, err := s.Stop() // the loop is done: calls is ours to read
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != r.Samples-2 {
+		t.Errorf("the hook saw %d samples of %d, want all but the first and the final", len(calls), r.Samples)
+	}
+	for i, p := range calls {
+		if p.RSSBytes == 0 || i > 0 && p.TMs <= calls[i-1].TMs {
+			t.Errorf("call %d: %+v after %+v: want a read RSS, later than the last", i, p, calls[max(i-1, 0)])
+		}
+	}
+}
