@@ -1141,6 +1141,19 @@ func TestObjectsBounded(t *testing.T) {
 	if s.AllocObjects != 958 || s.PeakInUseObjects != 958 || s.ExitInUseObjects != 958 {
 		t.Errorf("blocks in use at the peak %d, at exit %d, allocated %d: want the 958 allocated at most", s.PeakInUseObjects, s.ExitInUseObjects, s.AllocObjects)
 	}
+	// So are the site's rows (rs's HashMap site read 208,444 blocks in
+	// use of the 200,044 allocated).
+	for _, l := range []struct {
+		name  string
+		sites []schema.Site
+	}{{"peak", s.TopPeak}, {"exit", s.TopExit}, {"allocated", s.TopTemporary}} {
+		if len(l.sites) > 0 && l.sites[0].Objects != 958 {
+			t.Errorf("the site's blocks (%s) %d, want the 958 allocated at most", l.name, l.sites[0].Objects)
+		}
+	}
+	if len(s.TopPeak) != 1 || len(s.TopExit) != 1 {
+		t.Errorf("sites at the peak %d, at exit %d: want the one", len(s.TopPeak), len(s.TopExit))
+	}
 }
 
 // TestPeakNotBelowExit: each thread publishes its count when it has
