@@ -142,9 +142,13 @@ func (s *Session) waitExec(p *schema.Process) {
 				break
 			}
 		}
+		s.exitAt = time.Now()
 		s.kids.poll()
 	}
 	err := s.cmd.Wait()
+	if s.exitAt.IsZero() {
+		s.exitAt = time.Now()
+	}
 	s.release()
 	p.Exited = true
 	st := s.cmd.ProcessState

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -178,5 +179,25 @@ func TestProbeCPUWhileWatching(t *testing.T) {
 	}
 	if o.ProbeCPUMs <= 0 || o.ProbeCPUPct <= 0 {
 		t.Errorf("probe_cpu_ms %.1f, probe_cpu_pct %.2f: watching 0.2 s took no CPU", o.ProbeCPUMs, o.ProbeCPUPct)
+	}
+}
+
+// TestDurationEndsAtExit plants a walk that takes 2 s while a 0.2 s
+// program runs: the watch winds down after it, and duration_ms, the
+// program's lifetime, must not take the wait in (it read 2.0 s when it
+// ended with the watch).
+func TestDurationEndsAtExit(t *testing.T) {
+	const stall = 2 * time.Second
+	var once sync.Once
+	testHookInWalk = func() { once.Do(func() { time.Sleep(stall) }) }
+	defer func() { testHookInWalk = nil }()
+	t0 := time.Now()
+	r := execWait(t, ExecOptions{Args: []string{"sleep", "0.2"}, Stdout: io.Discard})
+	p := r.Process
+	if since := time.Since(t0); since < stall {
+		t.Fatalf("the watch took %v: the planted %v walk did not hold it", since, stall)
+	}
+	if p.DurationMs < 200 || p.DurationMs >= ms64(stall) {
+		t.Errorf("duration_ms %.1f: sleep 0.2's lifetime is 200 ms and more, and less than the %v the watch waited for the walk", p.DurationMs, stall)
 	}
 }

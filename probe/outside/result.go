@@ -48,6 +48,11 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	if testHookAfterWatch != nil {
 		testHookAfterWatch()
 	}
+	// An exec'd program's lifetime ends at its exit, not when the watch
+	// has wound down after it.
+	if !s.exitAt.IsZero() {
+		end = s.exitAt
+	}
 	p.DurationMs = ms64(end.Sub(s.start))
 
 	s.mu.Lock()

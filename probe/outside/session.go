@@ -100,6 +100,8 @@ type Session struct {
 	// status read by the loop, a walk): against the sampler's last sample
 	// it tells a timeline cut short from one that ended with the process.
 	lastAlive time.Time
+	// exitAt is when exec's program exited (waitExec): its lifetime's end.
+	exitAt time.Time
 	// timelineCut says the sampler stopped while the process lived on
 	// (finish): the timeline's figures end early.
 	timelineCut bool
