@@ -411,6 +411,29 @@ func TestBusyExit(t *testing.T) {
 	}
 }
 
+// TestQuickExit: a program that ends with _exit or _Exit (as dash's
+// exit builtin does), past exit's handlers, still writes its records:
+// its leak is named with its bytes, its maps are there, it ended "exit".
+// A vfork child's _exit, in the parent's memory, writes nothing of the
+// parent's. Planted (no _exit wrapper): the leak's buffer was never
+// written, the image ended "unflushed", its frames were addresses.
+func TestQuickExit(t *testing.T) {
+	for _, how := range []string{"_exit", "_Exit", "vfork"} {
+		s, warns, pid := record(t, 1, prog(t, "quickexit.c"), how)
+		if x := site(s.TopExit, "leak_site"); x == nil || x.Bytes != 10*30000 || x.Objects != 10 {
+			t.Errorf("%s: exit sites %+v: want leak_site's 10 blocks, 300000 bytes", how, s.TopExit)
+		}
+		for _, p := range s.Processes {
+			if p.PID == pid && p.Ended != "exit" {
+				t.Errorf("%s: pid %d ended %q, want exit", how, pid, p.Ended)
+			}
+		}
+		if len(warns) > 0 {
+			t.Errorf("%s: warnings %q", how, warns)
+		}
+	}
+}
+
 // TestMunmapCuts: testdata/munmap.c's mappings cut by munmaps at rate 1:
 // a munmap of a mapping's head and tail, of its middle, of all of it,
 // and one across two mappings each leave what the kernel left, at the

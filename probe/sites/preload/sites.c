@@ -97,6 +97,7 @@ static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
 static int (*real_mprotect)(void *, size_t, int);
 static int (*real_dlclose)(void *);
+static void (*real__exit)(int), (*real__Exit)(int);
 
 // dlsym may allocate before the functions are known: those calls are
 // served from boot, a bump buffer whose blocks are never freed. The word
@@ -318,6 +319,8 @@ static void resolve(void) {
 	real_munmap = dlsym(RTLD_NEXT, "munmap");
 	real_mprotect = dlsym(RTLD_NEXT, "mprotect");
 	real_dlclose = dlsym(RTLD_NEXT, "dlclose");
+	real__exit = dlsym(RTLD_NEXT, "_exit");
+	real__Exit = dlsym(RTLD_NEXT, "_Exit");
 	Dl_info info;
 	if (real_malloc && dladdr((void *)real_malloc, &info) && info.dli_fname && strstr(info.dli_fname, "/libc.so"))
 		count = COUNT_HEADER;
@@ -1788,6 +1791,26 @@ EXPORT int fexecve(int fdesc, char *const argv[], char *const envp[]) {
 		f = next("fexecve");
 	EXEC_WRAP(f(fdesc, argv, envp));
 }
+
+// _exit and _Exit end the process without exit's handlers, at_exit's
+// finish among them: dash's exit builtin is one, and every sh -c lost
+// its last buffer and its maps. They finish first, except on a thread
+// inside the library (a signal handler's _exit: its buffer is mid-record)
+// or in a vfork child (finish writes nothing in another pid). The real
+// calls are resolved with the allocator's, never here: a vfork child
+// shares its parent's memory, and dlsym may allocate.
+static __attribute__((noreturn)) void end_now(void (*f)(int), int status) {
+	if (!ts.in_hook)
+		finish(END_EXIT);
+	if (f != NULL)
+		f(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT void _exit(int status) { end_now(real__exit, status); }
+
+EXPORT void _Exit(int status) { end_now(real__Exit, status); }
 
 // The execl family, its arguments gathered into an array (at most 4095).
 #define GATHER(first, extra)                                                                                           \
