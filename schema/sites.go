@@ -174,6 +174,13 @@ type SitesProcess struct {
 	// the headline's (the largest: a driver's cc1plus, a launcher's
 	// program), its sites at that peak, as Sites.TopPeak; else absent.
 	TopPeak []Site `json:"top_peak,omitempty"`
+	// Fragmentation and Unexplained are, for an image other than the
+	// headline's that a walk of the descendants fell in (--children:
+	// the largest descendant's highest walk, Child.AtPeak), that walk's
+	// arenas split and its unexplained ranges joined with the image's
+	// records, as Sites.Fragmentation and Sites.Unexplained; else absent.
+	Fragmentation *SitesFragmentation `json:"fragmentation,omitempty"`
+	Unexplained   *SitesUnexplained   `json:"unexplained,omitempty"`
 }
 
 // SitesFragmentation splits the resident bytes of glibc's arenas (the

@@ -120,7 +120,19 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 		// Its walk's lines, said of it: the program's breakdown may be
 		// a driver's few MiB.
 		of := childName(c)
-		diagnoseWalk(&schema.Process{Sites: p.Sites}, c.AtPeak, func(topic, metric string, value float64, format string, args ...any) {
+		// --sites' join of its walk is its image's (SitesProcess).
+		cp := &schema.Process{Sites: p.Sites, AtPeak: c.AtPeak}
+		if st := p.Sites; st != nil {
+			joined := *st
+			joined.Unexplained = nil
+			for _, pr := range st.Processes {
+				if pr.PID == c.PID && pr.Unexplained != nil {
+					joined.Unexplained = pr.Unexplained
+				}
+			}
+			cp.Sites = &joined
+		}
+		diagnoseWalk(cp, c.AtPeak, func(topic, metric string, value float64, format string, args ...any) {
 			add("descendant-"+topic, metric, value, "in %s, the largest descendant walked: "+format, append([]any{of}, args...)...)
 		})
 	}
@@ -359,7 +371,7 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 			why += "; probe exec --sites names who mapped them"
 		}
 		if su := sitesUnexplained(p); su != nil && len(su.Sites) > 0 {
-			why = fmt.Sprintf("--sites finds %s of it (%.0f %%) in mappings the program made itself, the most by %s (%s)",
+			why = fmt.Sprintf("--sites finds %s of it (%.0f %%) in mappings the process made itself, the most by %s (%s)",
 				iec(su.MappedBytes), pct(su.MappedBytes, su.UnexplainedBytes), su.Sites[0].Function, iec(su.Sites[0].ResidentBytes))
 		}
 		add("unexplained", "unexplained_bytes", float64(u),

@@ -165,28 +165,14 @@ func (s *Session) finishSites(p *schema.Process) {
 		at   string
 		snap *schema.Snapshot
 	}{{"peak", p.AtPeak}, {"end", p.End}} {
-		if w.snap == nil {
-			continue
+		if w.snap != nil {
+			walks = append(walks, sitesWalk(w.at, 0, w.snap, r.startMono))
 		}
-		var brk, arenas int64
-		for _, part := range w.snap.Reconciliation.Parts {
-			switch part.Name {
-			case "c.malloc.brk":
-				brk = part.Bytes
-			case "c.malloc.arenas":
-				arenas = part.Bytes
-			}
-		}
-		var heaps []sites.WalkHeap
-		for _, h := range w.snap.Reconciliation.MallocHeaps {
-			heaps = append(heaps, sites.WalkHeap{Start: h.StartAddr, ResidentBytes: h.ResidentBytes, Arena: h.ArenaAddr})
-		}
-		var unexplained []sites.WalkRange
-		for _, u := range w.snap.Reconciliation.UnexplainedAll {
-			unexplained = append(unexplained, sites.WalkRange{Start: u.Start, End: u.End, ResidentBytes: u.ResidentBytes})
-		}
-		walks = append(walks, sites.Walk{At: w.at, AtMs: w.snap.TMs, MonoNs: r.startMono + uint64(w.snap.TMs*1e6), BrkBytes: brk, ArenasBytes: arenas,
-			Heaps: heaps, Unexplained: unexplained})
+	}
+	// The largest descendant's highest walk: a driver's (gcc's cc1) is
+	// the one that holds the memory.
+	if s.lead != nil && s.leadPID != 0 {
+		walks = append(walks, sitesWalk("peak", s.leadPID, s.lead, r.startMono))
 	}
 	res, warns, err := sites.Analyze(sites.Options{Dir: r.dir, OutDir: s.opts.OutDir, PID: s.pid, Walks: walks})
 	for _, w := range warns {
@@ -204,6 +190,30 @@ func (s *Session) finishSites(p *schema.Process) {
 	for _, f := range res.Profiles {
 		s.files[f.Path] = true
 	}
+}
+
+// sitesWalk is a walk of pid (0: the program) as sites.Analyze takes it:
+// its arenas and unexplained ranges, its time on the library's clock.
+func sitesWalk(at string, pid int, snap *schema.Snapshot, startMono uint64) sites.Walk {
+	var brk, arenas int64
+	for _, part := range snap.Reconciliation.Parts {
+		switch part.Name {
+		case "c.malloc.brk":
+			brk = part.Bytes
+		case "c.malloc.arenas":
+			arenas = part.Bytes
+		}
+	}
+	var heaps []sites.WalkHeap
+	for _, h := range snap.Reconciliation.MallocHeaps {
+		heaps = append(heaps, sites.WalkHeap{Start: h.StartAddr, ResidentBytes: h.ResidentBytes, Arena: h.ArenaAddr})
+	}
+	var unexplained []sites.WalkRange
+	for _, u := range snap.Reconciliation.UnexplainedAll {
+		unexplained = append(unexplained, sites.WalkRange{Start: u.Start, End: u.End, ResidentBytes: u.ResidentBytes})
+	}
+	return sites.Walk{PID: pid, At: at, AtMs: snap.TMs, MonoNs: startMono + uint64(snap.TMs*1e6), BrkBytes: brk, ArenasBytes: arenas,
+		Heaps: heaps, Unexplained: unexplained}
 }
 
 // siteLine is a site as the report's tables show it: its function, file
@@ -401,19 +411,36 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		}
 	}
 	if f := st.Fragmentation; f != nil {
-		renderFragmentation(e, render, f, st.RateBytes)
+		renderFragmentation(e, render, f, st.RateBytes, "")
 	}
 	if u := st.Unexplained; u != nil && u.UnexplainedBytes > 0 {
-		renderUnexplained(e, render, u, st.Exact)
+		renderUnexplained(e, render, u, st.Exact, "")
+	}
+	// A descendant walked (--children): its own arenas and unexplained
+	// memory, joined with its image's records.
+	for _, pr := range st.Processes {
+		who := fmt.Sprintf("%s (pid %d)", filepath.Base(pr.Executable), pr.PID)
+		if f := pr.Fragmentation; f != nil {
+			renderFragmentation(e, render, f, st.RateBytes, who)
+		}
+		if u := pr.Unexplained; u != nil && u.UnexplainedBytes > 0 {
+			renderUnexplained(e, render, u, st.Exact, who)
+		}
 	}
 }
 
 // renderUnexplained prints what of a walk's unexplained memory lies in
-// mappings the program made itself, by site.
-func renderUnexplained(e *errWriter, render func(*table.Table), u *schema.SitesUnexplained, exact bool) {
+// mappings the program (who: "", or a descendant's image, "cc1 (pid
+// 12571)") made itself, by site.
+func renderUnexplained(e *errWriter, render func(*table.Table), u *schema.SitesUnexplained, exact bool, who string) {
 	lead := fmt.Sprintf("unexplained at the %s walk (%.2f s): %s resident in anonymous mappings no source claims", u.At, u.AtMs/1000, iec(u.UnexplainedBytes))
+	maker := "the program"
+	if who != "" {
+		lead = fmt.Sprintf("unexplained in %s at its %s walk (%.2f s): %s resident in anonymous mappings no source claims", who, u.At, u.AtMs/1000, iec(u.UnexplainedBytes))
+		maker = who
+	}
 	if len(u.Sites) == 0 {
-		e.line("%s; none of it in a mapping the program made itself that the records hold", lead)
+		e.line("%s; none of it in a mapping %s made itself that the records hold", lead, maker)
 		return
 	}
 	how := ""
@@ -423,9 +450,13 @@ func renderUnexplained(e *errWriter, render func(*table.Table), u *schema.SitesU
 	if u.Estimated {
 		how += "; where one covers part of a mapping the walk saw, its resident bytes are shared out by address"
 	}
-	e.line("%s; %s of it (%.0f %%) in mappings the program made itself (mmap), by the site that made them%s",
-		lead, iec(u.MappedBytes), pct(u.MappedBytes, u.UnexplainedBytes), how)
-	tb := table.New("the program's own mappings in it, by site", table.Column{Name: "resident", Kind: table.Bytes}, table.Column{Name: "mapped", Kind: table.Bytes},
+	e.line("%s; %s of it (%.0f %%) in mappings %s made itself (mmap), by the site that made them%s",
+		lead, iec(u.MappedBytes), pct(u.MappedBytes, u.UnexplainedBytes), maker, how)
+	title := "the program's own mappings in it, by site"
+	if who != "" {
+		title = fmt.Sprintf("the own mappings of %s in it, by site", who)
+	}
+	tb := table.New(title, table.Column{Name: "resident", Kind: table.Bytes}, table.Column{Name: "mapped", Kind: table.Bytes},
 		table.Column{Name: "mappings", Kind: table.Int}, table.Column{Name: "site"})
 	for i, m := range u.Sites {
 		if i == 8 {
@@ -454,9 +485,12 @@ const fragmentationHeaps = 8
 // each in use has its standard error, and a row whose twice that passes
 // its resident bytes has its free share unmeasured ("-"): a program's
 // 60 KiB brk heap with no block sampled read 100 % free.
-func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.SitesFragmentation, rate int64) {
+func renderFragmentation(e *errWriter, render func(*table.Table), f *schema.SitesFragmentation, rate int64, who string) {
 	exact := rate <= 1
 	title := fmt.Sprintf("glibc arenas at the %s walk (%.2f s): resident, in use (sites), free but resident", f.At, f.AtMs/1000)
+	if who != "" {
+		title = fmt.Sprintf("glibc arenas of %s at its %s walk (%.2f s): resident, in use (sites), free but resident", who, f.At, f.AtMs/1000)
+	}
 	cols := []table.Column{{Name: "heap"}, {Name: "arena"}, {Name: "resident", Kind: table.Bytes}, {Name: "in use", Kind: table.Bytes}}
 	if !exact {
 		cols = append(cols, table.Column{Name: "± (1 s.e.)", Kind: table.Bytes})

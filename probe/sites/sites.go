@@ -109,6 +109,9 @@ var ErrNoRecords = errors.New("no allocation records")
 // resident bytes of the brk heap and of the other arenas' heaps, Heaps
 // those heaps one by one.
 type Walk struct {
+	// PID is the process walked: 0 (or Options.PID) is the program's,
+	// another a descendant's.
+	PID                   int
 	At                    string
 	AtMs                  float64
 	MonoNs                uint64
@@ -149,8 +152,9 @@ type Options struct {
 	PID int
 	// Top is the number of sites of each table (0: 10).
 	Top int
-	// Walks are the walks to split the arenas at (the last one given
-	// that falls inside the headline image's life is used).
+	// Walks are the walks to split the arenas at and join the
+	// unexplained ranges with: of each image, the last of its pid that
+	// falls inside its life (for the join, its peak walk first).
 	Walks []Walk
 }
 
@@ -244,6 +248,12 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 		if head == nil || im.pid == o.PID {
 			head, headMaps, headSites = r, maps, all
 		}
+		if im.pid != o.PID {
+			if ws := walksIn(o.Walks, im, func(pid int) bool { return pid == im.pid }); len(ws) > 0 {
+				pr := &s.Processes[len(s.Processes)-1]
+				pr.Fragmentation, pr.Unexplained = fragmentation(r, ws), unexplained(b, r, maps, ws)
+			}
+		}
 		if big < 0 || r.peak > bigPeak {
 			big, bigPeak, bigSites = len(s.Processes)-1, r.peak, all
 		}
@@ -271,8 +281,9 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	if pr := &s.Processes[big]; pr.PeakInUseBytes > s.PeakInUseBytes && bigPeak > head.peak {
 		pr.TopPeak = top(bigSites, o.Top, peak, false, pr.AllocObjects)
 	}
-	s.Fragmentation = fragmentation(head, o.Walks)
-	s.Unexplained = unexplained(b, head, headMaps, o.Walks)
+	hw := walksIn(o.Walks, head.im, func(pid int) bool { return pid == 0 || pid == head.im.pid })
+	s.Fragmentation = fragmentation(head, hw)
+	s.Unexplained = unexplained(b, head, headMaps, hw)
 	if o.OutDir != "" {
 		if s.Profiles, err = b.write(o.OutDir); err != nil {
 			return nil, warns, fmt.Errorf("writing the sites profiles: %w", err)
@@ -380,6 +391,19 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64
 		out = append(out, x)
 	}
 	return out
+}
+
+// walksIn are the walks of a pid that of says is the image's (PID 0 is
+// the program's) taken after im began and, where it ended by execve,
+// before that.
+func walksIn(walks []Walk, im *image, of func(pid int) bool) []Walk {
+	var in []Walk
+	for _, w := range walks {
+		if of(w.PID) && w.MonoNs >= im.startNs && !(im.ended && im.endHow == 1 && w.MonoNs > im.startNs+im.endNs) {
+			in = append(in, w)
+		}
+	}
+	return in
 }
 
 // fragmentation splits the arenas at the last walk that falls in the
