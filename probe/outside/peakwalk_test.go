@@ -44,3 +44,31 @@ func TestBetterPeak(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkedRSS: the walks at new highs are measured against what the
+// highest walk saw where it began as the memory was being written
+// (bigblocks' 32 MiB under -race: smaps 19 MiB, VmRSS 33 MiB read
+// after): RSS at 34.5 MiB, still rising, is a new high against it, and
+// wanted at once. Planted, against its VmRSS: not wanted until 36.3 MiB
+// (or a settled 34 MiB), and the breakdown stayed the 19 MiB one. Within the kernel's batching of
+// VmRSS, the walk stands for its VmRSS.
+func TestWalkedRSS(t *testing.T) {
+	straddled := &schema.Reconciliation{RSSBytes: 33 << 20, SmapsRSSBytes: 19 << 20, VSZBytes: 1 << 30, SmapsSizeBytes: 1 << 30}
+	batched := &schema.Reconciliation{RSSBytes: 100 << 20, SmapsRSSBytes: 97 << 20, VSZBytes: 1 << 30, SmapsSizeBytes: 1 << 30}
+	s := &Session{walks: 1}
+	for _, c := range []struct {
+		name      string
+		peak      *schema.Reconciliation
+		rss, prev uint64
+		want      bool
+	}{
+		{"rising above a straddled walk", straddled, 69 << 19, 68 << 19, true},
+		{"settled within 1 MiB of a batched walk's VmRSS", batched, 100<<20 + 512<<10, 100<<20 + 512<<10, false},
+		{"rising above a batched walk's smaps, not its VmRSS", batched, 105 << 20, 104 << 20, false},
+	} {
+		s.peak = &schema.Snapshot{Reconciliation: *c.peak}
+		if got := s.highWanted(c.rss, c.prev); got != c.want {
+			t.Errorf("%s: highWanted(%d MiB) %v, want %v (walked %d MiB)", c.name, c.rss>>20, got, c.want, walkedRSS(c.peak)>>20)
+		}
+	}
+}

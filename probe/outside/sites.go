@@ -212,7 +212,7 @@ func sitesWalk(at string, pid int, snap *schema.Snapshot, startMono uint64) site
 	for _, u := range snap.Reconciliation.UnexplainedAll {
 		unexplained = append(unexplained, sites.WalkRange{Start: u.Start, End: u.End, ResidentBytes: u.ResidentBytes})
 	}
-	return sites.Walk{PID: pid, At: at, AtMs: snap.TMs, MonoNs: startMono + uint64(snap.TMs*1e6), BrkBytes: brk, ArenasBytes: arenas,
+	return sites.Walk{PID: pid, At: at, AtMs: snap.TMs, MonoNs: startMono + uint64(snap.TMs*1e6), Ns: uint64(snap.WalkMs * 1e6), BrkBytes: brk, ArenasBytes: arenas,
 		Heaps: heaps, Unexplained: unexplained}
 }
 

@@ -111,10 +111,13 @@ var ErrNoRecords = errors.New("no allocation records")
 type Walk struct {
 	// PID is the process walked: 0 (or Options.PID) is the program's,
 	// another a descendant's.
-	PID                   int
-	At                    string
-	AtMs                  float64
-	MonoNs                uint64
+	PID    int
+	At     string
+	AtMs   float64
+	MonoNs uint64
+	// Ns is how long the walk took: smaps is read over that time, and
+	// a mapping made or unmapped meanwhile may be in it.
+	Ns                    uint64
 	BrkBytes, ArenasBytes int64
 	Heaps                 []WalkHeap
 	// Unexplained are the anonymous ranges the walk's reconciliation
@@ -480,7 +483,9 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 	if w == nil {
 		return nil
 	}
-	t := w.MonoNs - start
+	// A mapping live at any moment of the walk may be in the smaps it
+	// read; one that was not overlaps none of its ranges.
+	t0, t1 := w.MonoNs-start, w.MonoNs-start+w.Ns
 	u := &schema.SitesUnexplained{At: w.At, AtMs: w.AtMs, Sites: []schema.SitesMapping{}}
 	var span int64 // the unexplained ranges' bytes, resident or not
 	for _, g := range w.Unexplained {
@@ -491,7 +496,7 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 	acc := map[string][3]float64{} // mappings, bytes mapped, resident: scaled
 	for k := range r.pieces {
 		p := &r.pieces[k]
-		if r.im.events[p.from].tNs > t || p.to >= 0 && r.im.events[p.to].tNs <= t {
+		if r.im.events[p.from].tNs > t1 || p.to >= 0 && r.im.events[p.to].tNs <= t0 {
 			continue
 		}
 		var over uint64
