@@ -37,6 +37,10 @@ type Sites struct {
 	PeakInUseObjects int64   `json:"peak_in_use_objects"`
 	PeakAtMs         float64 `json:"peak_at_ms"`
 	PeakSource       string  `json:"peak_source"`
+	// ImageStartMs is when the headline's image began, in milliseconds
+	// since the watch began (the timeline's and the walks' clock; a
+	// launcher's execs put it late): the peak came PeakAtMs after it.
+	ImageStartMs float64 `json:"image_start_ms"`
 	// PeakMappedBytes is the part of PeakInUseBytes in the program's own
 	// mappings: where it is most of it, an allocator or runtime of the
 	// program's (the JVM's heap, V8's, a jemalloc linked in) makes its

@@ -174,7 +174,7 @@ func (s *Session) finishSites(p *schema.Process) {
 	if s.lead != nil && s.leadPID != 0 {
 		walks = append(walks, sitesWalk("peak", s.leadPID, s.lead, r.startMono))
 	}
-	res, warns, err := sites.Analyze(sites.Options{Dir: r.dir, OutDir: s.opts.OutDir, PID: s.pid, Walks: walks})
+	res, warns, err := sites.Analyze(sites.Options{Dir: r.dir, OutDir: s.opts.OutDir, PID: s.pid, StartMono: r.startMono, Walks: walks})
 	for _, w := range warns {
 		s.warnf("%s", w)
 	}
@@ -315,8 +315,14 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 	if exitNone != "" {
 		exitIn = " (" + exitNone + ")"
 	}
-	e.line("allocated %s blocks, %s in all; in use at the peak %s%s (at %.3f s%s); at exit %s%s; %s temporary blocks (freed before their thread allocated again)",
-		n(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), peakIn, st.PeakAtMs/1000, source,
+	// On the run's clock, as the timeline and the walks: a launcher's
+	// execs (pyenv's shims) start the program's image late.
+	when := fmt.Sprintf("at %.3f s", (st.ImageStartMs+st.PeakAtMs)/1000)
+	if st.ImageStartMs > 10 {
+		when += fmt.Sprintf(", %.3f s into its image, which began at %.3f s", st.PeakAtMs/1000, st.ImageStartMs/1000)
+	}
+	e.line("allocated %s blocks, %s in all; in use at the peak %s%s (%s%s); at exit %s%s; %s temporary blocks (freed before their thread allocated again)",
+		n(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), peakIn, when, source,
 		iec(st.ExitInUseBytes), exitIn, n(st.TemporaryObjects))
 	site := func(x schema.Site) string {
 		s := siteLine(x.Function, x.File, x.Line, x.Stack)

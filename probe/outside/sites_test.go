@@ -446,3 +446,28 @@ func TestChildrenWalkedSites(t *testing.T) {
 		}
 	}
 }
+
+// TestSitesPeakOnRunClock: the sites' peak is said on the run's clock,
+// as the timeline and the walks are: sh sleeps 0.3 s and then execs
+// bigblocks, whose 32 MiB come in its image's first milliseconds. The
+// peak read "at 0.296 s" of a Python program behind pyenv's shims, whose
+// image began 0.45 s into the run and whose RSS rose after that: its
+// image's clock. Planted (the image's start not given): at 0.0 s.
+func TestSitesPeakOnRunClock(t *testing.T) {
+	sitesLib(t)
+	o := slowWalks
+	o.OutDir = t.TempDir()
+	o.Sites = SitesOptions{Enabled: true, Rate: 1}
+	h := execHeld(t, o, cleanEnv(), "sh", "-c", "sleep 0.3; exec "+cprog(t, "bigblocks")+" 4 8 mmap")
+	h.waitLine(t, "ready")
+	r := h.release(t)
+	st, p := r.Process.Sites, r.Process
+	at := st.ImageStartMs + st.PeakAtMs
+	t.Logf("image began at %.1f ms, peak %.1f ms into it, run %.1f ms", st.ImageStartMs, st.PeakAtMs, p.DurationMs)
+	if st.PeakInUseBytes < 32<<20 || st.ImageStartMs < 290 || at < 300 || at > p.DurationMs {
+		t.Errorf("peak %d B at %.1f ms into an image that began at %.1f ms of a %.1f ms run: want 32 MiB, after sh's 0.3 s sleep, within the run", st.PeakInUseBytes, st.PeakAtMs, st.ImageStartMs, p.DurationMs)
+	}
+	if out := render(t, r); !strings.Contains(out, fmt.Sprintf("(at %.3f s, %.3f s into its image, which began at %.3f s", at/1000, st.PeakAtMs/1000, st.ImageStartMs/1000)) {
+		t.Errorf("the report does not say the peak on the run's clock:\n%s", out)
+	}
+}

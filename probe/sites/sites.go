@@ -155,6 +155,9 @@ type Options struct {
 	PID int
 	// Top is the number of sites of each table (0: 10).
 	Top int
+	// StartMono is when the watch began (CLOCK_MONOTONIC, ns): the
+	// walks' clock, from which ImageStartMs counts. 0: not known.
+	StartMono uint64
 	// Walks are the walks to split the arenas at and join the
 	// unexplained ranges with: of each image, the last of its pid that
 	// falls inside its life (for the join, its peak walk first).
@@ -266,6 +269,9 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	}
 	s.PID, s.PeakSource = head.im.pid, head.source
 	s.PeakInUseBytes, s.PeakInUseObjects, s.PeakAtMs = round(head.peak), round(head.peakObj), float64(head.peakNs)/1e6
+	if o.StartMono > 0 {
+		s.ImageStartMs = (float64(head.im.startNs) - float64(o.StartMono)) / 1e6
+	}
 	s.PeakMappedBytes = min(round(head.peakMapped), s.PeakInUseBytes)
 	s.ExitInUseBytes, s.ExitInUseObjects = round(head.exit), round(head.exitObj)
 	if n := head.allocObjects(); n > 0 {
