@@ -460,7 +460,7 @@ func renderUnexplained(e *errWriter, render func(*table.Table), u *schema.SitesU
 		lead, iec(u.MappedBytes), pct(u.MappedBytes, u.UnexplainedBytes), maker, how)
 	title := "the program's own mappings in it, by site"
 	if who != "" {
-		title = fmt.Sprintf("the own mappings of %s in it, by site", who)
+		title = fmt.Sprintf("the mappings %s made itself, by site", who)
 	}
 	tb := table.New(title, table.Column{Name: "resident", Kind: table.Bytes}, table.Column{Name: "mapped", Kind: table.Bytes},
 		table.Column{Name: "mappings", Kind: table.Int}, table.Column{Name: "site"})
