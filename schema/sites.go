@@ -171,8 +171,10 @@ type SitesProcess struct {
 	AllocObjects     int64 `json:"alloc_objects"`
 	AllocBytes       int64 `json:"alloc_bytes"`
 	TemporaryObjects int64 `json:"temporary_objects"`
-	// Ended is how the image ended: "exit", "execve", or "unflushed"
-	// (_exit, a signal, a crash: the records end early).
+	// Ended is how the image ended: "exit" (exit, _exit), "execve",
+	// "signal" (one that ends it by default, which the library caught:
+	// SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2), or
+	// "unflushed" (SIGKILL, a crash: the records end early).
 	Ended string `json:"ended"`
 	// TopPeak is, for the one image with more in use at its peak than
 	// the headline's (the largest: a driver's cc1plus, a launcher's

@@ -196,10 +196,12 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 		switch {
 		case im.ended && im.endHow == 1:
 			ended = "execve"
+		case im.ended && im.endHow == 2:
+			ended = "signal"
 		case im.ended:
 			ended = "exit"
 		default:
-			warns = append(warns, fmt.Sprintf("sites: pid %d (image %d) ended without writing its records (_exit, a signal or a crash): its figures lack the allocations of its last buffer", im.pid, im.n))
+			warns = append(warns, fmt.Sprintf("sites: pid %d (image %d) ended without writing its records (SIGKILL, a crash, or a handler of its own that ended it without exit): its figures lack the allocations of its last buffer", im.pid, im.n))
 		}
 		if im.torn != "" {
 			warns = append(warns, fmt.Sprintf("sites: %s: %s; what came before is kept", filepath.Base(im.path), im.torn))

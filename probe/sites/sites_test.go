@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"memprobe/internal/cshared"
@@ -430,6 +431,54 @@ func TestQuickExit(t *testing.T) {
 		}
 		if len(warns) > 0 {
 			t.Errorf("%s: warnings %q", how, warns)
+		}
+	}
+}
+
+// TestSignalEnd: a program ended by a signal whose default action ends
+// it (Ctrl-C, kill, a closed pipe) still writes its records: the leak is
+// named with its bytes, the image ended "signal", and the program dies
+// of the signal as it would have. One started with the signal ignored
+// (a shell's trap "" TERM) keeps it ignored and exits 0. Planted (no
+// handler): "unflushed", 1 of the 10 blocks, frames as addresses, as
+// probe exec of a program stopped with Ctrl-C read.
+func TestSignalEnd(t *testing.T) {
+	p := prog(t, "quickexit.c")
+	for _, c := range []struct {
+		name string
+		argv []string
+		sig  syscall.Signal // the death, 0: exit 0
+	}{
+		{"SIGTERM", []string{p, "SIGTERM"}, syscall.SIGTERM},
+		{"SIGPIPE", []string{p, "SIGPIPE"}, syscall.SIGPIPE},
+		{"SIGTERM ignored", []string{"sh", "-c", `trap "" TERM; exec "$0" SIGTERM`, p}, 0},
+	} {
+		dir := t.TempDir()
+		cmd := exec.Command(c.argv[0], c.argv[1:]...)
+		cmd.Env = Env(os.Environ(), lib(t), dir, 1)
+		err := cmd.Run()
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if c.sig != 0 && (!ws.Signaled() || ws.Signal() != c.sig) || c.sig == 0 && err != nil {
+			t.Errorf("%s: ended %v (%v), want the program's own end (%v)", c.name, cmd.ProcessState, err, c.sig)
+		}
+		s, warns, err := Analyze(Options{Dir: dir, PID: cmd.Process.Pid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x := site(s.TopExit, "leak_site"); x == nil || x.Bytes != 10*30000 || x.Objects != 10 {
+			t.Errorf("%s: exit sites %+v: want leak_site's 10 blocks, 300000 bytes", c.name, s.TopExit)
+		}
+		want := "signal"
+		if c.sig == 0 {
+			want = "exit"
+		}
+		for _, pr := range s.Processes {
+			if pr.PID == cmd.Process.Pid && pr.Executable == p && pr.Ended != want {
+				t.Errorf("%s: pid %d ended %q, want %s", c.name, pr.PID, pr.Ended, want)
+			}
+		}
+		if len(warns) > 0 {
+			t.Errorf("%s: warnings %q", c.name, warns)
 		}
 	}
 }

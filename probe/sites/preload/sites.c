@@ -26,6 +26,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -79,7 +80,7 @@ enum {
 // committed: V8's heap) and to none (back to a reservation).
 enum { KIND_HEAP = 0, KIND_MMAP = 1, KIND_CHUNK = 2, KIND_RESERVE = 3, KIND_PROTECT = 4, KIND_UNPROTECT = 5 };
 enum { F_TEMPORARY = 1, F_MUNMAP = 2 };
-enum { END_EXIT = 0, END_EXEC = 1 };
+enum { END_EXIT = 0, END_EXEC = 1, END_SIGNAL = 2 };
 
 // The allocator's functions, from the next object in the lookup order.
 static void *(*real_malloc)(size_t);
@@ -1323,7 +1324,7 @@ static void finish(int how) {
 		uint64_t t = now_ns() - start_ns;
 		memcpy(e + 10, &t, 8);
 		write_all(e, sizeof e);
-		if (how == END_EXIT) {
+		if (how != END_EXEC) {
 			close(fd);
 			fd = -1;
 		}
@@ -1333,6 +1334,38 @@ static void finish(int how) {
 }
 
 static void at_exit(void) { finish(END_EXIT); }
+
+// The signals whose default action ends the process without a core and
+// that a user or a pipe sends (Ctrl-C, kill, a closed pipe): where the
+// program left them at their default, the library's handler writes the
+// records (as at exit; not on a thread inside the library, whose buffer
+// is mid-record) and raises the signal again at its default, so that the
+// program dies of it as it would have. Before, a program stopped with
+// Ctrl-C lost its last buffers and its maps: its frames read as
+// addresses. A handler the program sets later replaces this one.
+static const int end_signals[] = {SIGHUP, SIGINT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2};
+
+static void on_end_signal(int sig) {
+	int e = errno;
+	if (!ts.in_hook)
+		finish(END_SIGNAL);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigaction(sig, &dfl, NULL);
+	raise(sig); // delivered, at its default, once this handler returns
+	errno = e;
+}
+
+static void catch_end_signals(void) {
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_end_signal;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof end_signals / sizeof end_signals[0]; i++)
+		if (sigaction(end_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+			sigaction(end_signals[i], &sa, NULL);
+}
 
 static void fork_prepare(void) {
 	ts.in_hook++;
@@ -1426,6 +1459,7 @@ __attribute__((constructor(101))) static void init(void) {
 	pthread_key_create(&key, thread_exit);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(at_exit);
+	catch_end_signals();
 	open_file();
 	hook_exit(h);
 	if (fd >= 0)

@@ -4,6 +4,10 @@
 //   quickexit vfork           first vfork a child that calls _exit at
 //                             once (it shares the parent's memory and
 //                             must write nothing), then end with _exit
+//   quickexit SIGTERM         raise SIGTERM: at its default, it ends the
+//                             program (exit 0 where it is ignored)
+//   quickexit SIGPIPE         write to a pipe nobody reads
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -30,5 +34,17 @@ int main(int argc, char **argv) {
 		keep[i] = leak_site();
 	if (strcmp(how, "_Exit") == 0)
 		_Exit(0);
+	if (strcmp(how, "SIGTERM") == 0) {
+		raise(SIGTERM);
+		return 0; // ignored
+	}
+	if (strcmp(how, "SIGPIPE") == 0) {
+		int fds[2];
+		if (pipe(fds) != 0)
+			return 1;
+		close(fds[0]);
+		(void)write(fds[1], "x", 1);
+		return 1; // survived a write to a closed pipe
+	}
 	_exit(0);
 }
