@@ -659,3 +659,29 @@ func TestMajorFaultsPlanted(t *testing.T) {
 		t.Errorf("%d pages read from the disk moved major faults by %d (%d → %d), want %d ± 10 %%", pages, d, a.RusageMajorFaults, b.RusageMajorFaults, pages)
 	}
 }
+
+// TestChildrenReadDuringWalk: a walk of the largest descendant does not
+// hold up the reads of the tree. Every walk is made to take 800 ms (as
+// one can on a loaded machine); sh runs two forks.c side by side, one
+// whose 64 MiB child lives 3 s (the one walked), one whose three
+// children of 8 MiB live 200 ms each, one after another: every one is
+// seen, none missed. Planted (the walk taken in the reads' goroutine):
+// the children born behind a walk were missed (TestChildren read "1
+// missed" on a loaded CI machine).
+func TestChildrenReadDuringWalk(t *testing.T) {
+	var walking atomic.Int32
+	testHookInWalk = func() {
+		walking.Add(1)
+		time.Sleep(800 * time.Millisecond)
+	}
+	defer func() { testHookInWalk = nil }()
+	forks := cprog(t, "forks")
+	r := execChildren(t, Options{SmapsEvery: time.Hour}, "sh", "-c", forks+" 0 64:3000 & "+forks+" 20 8:200 8:200 8:200; wait")
+	p := r.Process
+	if p.DescendantWalks == 0 {
+		t.Fatalf("no descendant walked (%d walks in all): the planted walk did not run", walking.Load())
+	}
+	if len(p.Children) != 6 || p.DescendantsMissed != 0 {
+		t.Errorf("%d descendants seen, %d missed; want all 6 seen behind walks of 800 ms\n%s", len(p.Children), p.DescendantsMissed, render(t, r))
+	}
+}

@@ -60,6 +60,7 @@ type Session struct {
 	// leadMu: the descendants' goroutine and exec's last read both may.
 	leadMu     sync.Mutex
 	leadWalker *walker
+	leadWG     sync.WaitGroup // the walk in flight, if any
 	// hookWalk is set while onSample's walk runs (the loop does not
 	// walk meanwhile), and hookWalks counts those goroutines for finish.
 	hookWalk  atomic.Bool
@@ -343,7 +344,20 @@ func (s *Session) walkLead(pid int, rss, prev uint64) {
 	if !due || !s.leadMu.TryLock() {
 		return
 	}
-	defer s.leadMu.Unlock()
+	// In a goroutine of its own, which finish waits for: the reads of
+	// the tree go on at their period meanwhile. A walk on a loaded
+	// machine takes hundreds of milliseconds, and a child that lived
+	// 400 ms went unseen behind one (TestChildrenReadDuringWalk).
+	s.leadWG.Add(1)
+	go func() {
+		defer s.leadWG.Done()
+		defer s.leadMu.Unlock()
+		s.walkLeadNow(pid)
+	}()
+}
+
+// walkLeadNow takes walkLead's walk of pid. Called with leadMu held.
+func (s *Session) walkLeadNow(pid int) {
 	if s.leadWalker == nil || s.leadWalker.pid != pid {
 		s.leadWalker = newWalker(s.opts.FS, pid, readGoBuild(s.opts.FS, pid) != nil)
 	}
@@ -520,6 +534,7 @@ func (s *Session) finish(exited bool) sampler.Result {
 	if s.kidsDone != nil {
 		<-s.kidsDone
 	}
+	s.leadWG.Wait()
 	if !exited {
 		// The last look at a process that lives on: the final answer
 		// to whether it is a Go program is what it runs now.
