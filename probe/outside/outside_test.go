@@ -693,7 +693,11 @@ func TestLargeBlocks(t *testing.T) {
 		h := execHeld(t, slowWalks, nil, cprog(t, "bigblocks"), strconv.Itoa(blocks), strconv.Itoa(size>>20), how, "stdin")
 		h.waitLine(t, "ready")
 		r := h.release(t)
-		s := r.Process.AtPeak
+		// The walk release takes, of the program at rest with its blocks
+		// (the end view): the first walk, at the start, may straddle the
+		// memalign calls, and where it saw as much it stays the peak view
+		// (CI: 2 of the 4 blocks claimed, the other 2 unexplained).
+		s := r.Process.End
 		if s == nil {
 			t.Fatalf("%s: no walk", how)
 		}
