@@ -167,7 +167,7 @@ func TestSampleWalksNewHigh(t *testing.T) {
 	h.waitLine(t, "ready")
 	walks := func() int { h.s.mu.Lock(); defer h.s.mu.Unlock(); return h.s.walks }
 	waitFor(t, "the first walk", func() bool { return walks() >= 1 })
-	h.s.hookWalks.Wait()
+	h.s.hookWalk.wait()
 	h.s.mu.Lock()
 	top := uint64(h.s.peak.Reconciliation.RSSBytes)
 	h.s.mu.Unlock()
@@ -188,7 +188,7 @@ func TestSampleWalksNewHigh(t *testing.T) {
 		before := h.s.walks
 		h.s.mu.Unlock()
 		h.s.onSample(sampler.Point{RSSBytes: tc.rss})
-		h.s.hookWalks.Wait()
+		h.s.hookWalk.wait()
 		h.s.mu.Lock()
 		got := h.s.walks - before
 		h.s.hooksOn = true

@@ -56,15 +56,13 @@ type Session struct {
 	// stop; kidsDone is closed after its last read.
 	kids     *childWatch
 	kidsDone chan struct{}
-	// leadWalker walks the descendant of the most RSS (walkLead), under
-	// leadMu: the descendants' goroutine and exec's last read both may.
-	leadMu     sync.Mutex
+	// leadWalker walks the descendant of the most RSS (walkLead), in
+	// leadWalk's goroutine.
 	leadWalker *walker
-	leadWG     sync.WaitGroup // the walk in flight, if any
-	// hookWalk is set while onSample's walk runs (the loop does not
-	// walk meanwhile), and hookWalks counts those goroutines for finish.
-	hookWalk  atomic.Bool
-	hookWalks sync.WaitGroup
+	leadWalk   background
+	// hookWalk is onSample's walk of the program (the loop does not
+	// walk while it runs).
+	hookWalk background
 
 	mu        sync.Mutex // guards the fields below (the loop and Walk)
 	walks     int
@@ -196,7 +194,7 @@ func (s *Session) loop() {
 		regular, high := s.walkDue(st.VmRSSBytes, s.tickRSS, time.Now())
 		s.tickRSS = st.VmRSSBytes
 		s.mu.Unlock()
-		if (regular || high) && !s.hookWalk.Load() {
+		if (regular || high) && !s.hookWalk.running() {
 			s.walk(regular)
 		}
 	}
@@ -214,16 +212,32 @@ func (s *Session) onSample(p sampler.Point) {
 	if !s.hooksOn || !s.highAllowed(time.Now()) || !s.highWanted(p.RSSBytes, prev) {
 		return
 	}
-	if !s.hookWalk.CompareAndSwap(false, true) {
-		return // one is under way
+	// Unless one is under way; an error is the process gone: the loop
+	// and Wait see it.
+	s.hookWalk.start(func() { _ = s.walk(false) })
+}
+
+// background runs one function at a time in a goroutine of its own:
+// start does nothing while one runs, and wait waits for it to end.
+type background struct {
+	busy atomic.Bool
+	wg   sync.WaitGroup
+}
+
+func (b *background) start(f func()) {
+	if !b.busy.CompareAndSwap(false, true) {
+		return
 	}
-	s.hookWalks.Add(1)
+	b.wg.Add(1)
 	go func() {
-		defer s.hookWalks.Done()
-		defer s.hookWalk.Store(false)
-		s.walk(false) // an error is the process gone: the loop and Wait see it
+		defer b.wg.Done()
+		defer b.busy.Store(false)
+		f()
 	}()
 }
+
+func (b *background) running() bool { return b.busy.Load() }
+func (b *background) wait()         { b.wg.Wait() }
 
 // highBudget is the walks at new highs' share of wall time at now:
 // earlyHighWalkBudget in the run's first earlyWalks, where a short
@@ -287,12 +301,11 @@ func (s *Session) highWanted(rss, prev uint64) bool {
 
 // walkedRSS is the resident memory a walk stands for as the highest so
 // far: its status VmRSS, or what its smaps saw where that is less by
-// more than the kernel's batching of VmRSS can lag (4 MiB, or 2 %): a
-// walk that began while the memory was being written (bigblocks' 32 MiB
+// more than vmRSSLag: a walk that began while the memory was being written (bigblocks' 32 MiB
 // under -race: 19 MiB in smaps, VmRSS 33 MiB read after) put off the
 // walk that would see it until RSS passed the VmRSS by 10 %.
 func walkedRSS(r *schema.Reconciliation) int64 {
-	if r.SmapsRSSBytes > 0 && r.SmapsRSSBytes+max(4<<20, r.RSSBytes/50) < r.RSSBytes {
+	if r.SmapsRSSBytes > 0 && r.SmapsRSSBytes+vmRSSLag(r.RSSBytes) < r.RSSBytes {
 		return r.SmapsRSSBytes
 	}
 	return r.RSSBytes
@@ -341,22 +354,17 @@ func (s *Session) walkLead(pid int, rss, prev uint64) {
 		due = due && aboveHigh(rss, prev, uint64(walkedRSS(&s.lead.Reconciliation)))
 	}
 	s.mu.Unlock()
-	if !due || !s.leadMu.TryLock() {
+	if !due {
 		return
 	}
 	// In a goroutine of its own, which finish waits for: the reads of
 	// the tree go on at their period meanwhile. A walk on a loaded
 	// machine takes hundreds of milliseconds, and a child that lived
 	// 400 ms went unseen behind one (TestChildrenReadDuringWalk).
-	s.leadWG.Add(1)
-	go func() {
-		defer s.leadWG.Done()
-		defer s.leadMu.Unlock()
-		s.walkLeadNow(pid)
-	}()
+	s.leadWalk.start(func() { s.walkLeadNow(pid) })
 }
 
-// walkLeadNow takes walkLead's walk of pid. Called with leadMu held.
+// walkLeadNow takes walkLead's walk of pid, in leadWalk's goroutine.
 func (s *Session) walkLeadNow(pid int) {
 	if s.leadWalker == nil || s.leadWalker.pid != pid {
 		s.leadWalker = newWalker(s.opts.FS, pid, readGoBuild(s.opts.FS, pid) != nil)
@@ -534,7 +542,7 @@ func (s *Session) finish(exited bool) sampler.Result {
 	if s.kidsDone != nil {
 		<-s.kidsDone
 	}
-	s.leadWG.Wait()
+	s.leadWalk.wait()
 	if !exited {
 		// The last look at a process that lives on: the final answer
 		// to whether it is a Go program is what it runs now.
@@ -555,7 +563,7 @@ func (s *Session) finish(exited bool) sampler.Result {
 	s.mu.Lock()
 	s.hooksOn = false
 	s.mu.Unlock()
-	s.hookWalks.Wait()
+	s.hookWalk.wait()
 	if s.status != nil {
 		s.status.Close()
 	}
@@ -688,14 +696,17 @@ func betterPeak(w, peak *schema.Reconciliation) bool {
 
 // shrank says whether a walk's status, read after smaps, saw a smaller
 // address space than smaps listed, or less resident memory by more than
-// the kernel's per-CPU batching of VmRSS can lag (4 MiB, or 2 %): a
-// process that exits frees its pages before its mappings.
+// vmRSSLag: a process that exits frees its pages before its mappings.
 func shrank(r *schema.Reconciliation) bool {
 	if r.SmapsSizeBytes == 0 {
 		return false
 	}
-	return r.VSZBytes < r.SmapsSizeBytes || r.RSSBytes+max(4<<20, r.SmapsRSSBytes/50) < r.SmapsRSSBytes
+	return r.VSZBytes < r.SmapsSizeBytes || r.RSSBytes+vmRSSLag(r.SmapsRSSBytes) < r.SmapsRSSBytes
 }
+
+// vmRSSLag is how far VmRSS, the kernel's per-CPU batched counter, may
+// stand from a page walk's rss bytes: 4 MiB, or 2 %.
+func vmRSSLag(rss int64) int64 { return max(4<<20, rss/50) }
 
 // readsAgree says whether a walk's status and smaps reads saw the same
 // mappings: no mapping came or went between them.
