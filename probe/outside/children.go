@@ -36,6 +36,11 @@ type childWatch struct {
 	kids     map[int]*childState
 	prev     map[int]bool // the processes listed by the previous read
 	cminflt  map[int]uint64
+	// gone counts, by parent, the children seen that have since gone
+	// and whose reaping its cminflt has not yet shown: its stat may be
+	// read before the reap and the child's after, and the rise then
+	// shows at the next read, when the child is no longer in prev.
+	gone map[int]int
 	treePeak uint64
 	lastTree uint64 // the tree's summed RSS at the last read
 	missed   int
@@ -59,7 +64,7 @@ type childState struct {
 // started (exec): it has reaped no child yet, so a child reaped before
 // the first read counts as missed too.
 func newChildWatch(fsys procfs.FS, root int, start time.Time, interval, tick time.Duration, fresh bool) *childWatch {
-	w := &childWatch{fs: fsys, root: root, start: start, kids: map[int]*childState{}, prev: map[int]bool{}, cminflt: map[int]uint64{}}
+	w := &childWatch{fs: fsys, root: root, start: start, kids: map[int]*childState{}, prev: map[int]bool{}, cminflt: map[int]uint64{}, gone: map[int]int{}}
 	if fresh {
 		w.cminflt[root] = 0
 	}
@@ -254,20 +259,20 @@ func (w *childWatch) poll() {
 		}
 	}
 	// A parent whose cminflt rose reaped a child; if none of the children
-	// it had at the last read is gone, the child it reaped was never seen.
+	// seen gone is its, the child it reaped was never seen.
+	for pid := range w.prev {
+		if k := w.kids[pid]; k != nil && !listed[pid] {
+			w.gone[k.c.PPID]++
+		}
+	}
 	for p := range parents {
 		before, had := w.cminflt[p]
 		if !had || cminflt[p] <= before {
 			continue
 		}
-		gone := false
-		for pid := range w.prev {
-			if k := w.kids[pid]; k != nil && k.c.PPID == p && !listed[pid] {
-				gone = true
-				break
-			}
-		}
-		if !gone {
+		if w.gone[p] > 0 {
+			w.gone[p] = 0
+		} else {
 			w.missed++
 		}
 	}
