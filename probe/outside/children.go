@@ -32,15 +32,15 @@ type childWatch struct {
 	fast   bool
 	period time.Duration
 
-	mu       sync.Mutex
-	kids     map[int]*childState
-	prev     map[int]bool // the processes listed by the previous read
-	cminflt  map[int]uint64
+	mu      sync.Mutex
+	kids    map[int]*childState
+	prev    map[int]bool // the processes listed by the previous read
+	cminflt map[int]uint64
 	// gone counts, by parent, the children seen that have since gone
 	// and whose reaping its cminflt has not yet shown: its stat may be
 	// read before the reap and the child's after, and the rise then
 	// shows at the next read, when the child is no longer in prev.
-	gone map[int]int
+	gone     map[int]int
 	treePeak uint64
 	lastTree uint64 // the tree's summed RSS at the last read
 	missed   int
