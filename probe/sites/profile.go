@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,24 @@ func (n *named) siteStack() []string {
 		st = append(st, fr.fn)
 	}
 	return st
+}
+
+// unnamedFrames are, of the first k frames from the site, the first
+// named by address of each object, but for the C and C++ runtimes'
+// (allocatorFrame): theirs below the site are start-up and threads'
+// (__libc_start_call_main, static in Debian's stripped libc).
+func (n *named) unnamedFrames(k int) []frame {
+	var out []frame
+	for _, fr := range n.frames[min(n.site, len(n.frames)):] {
+		if k == 0 {
+			break
+		}
+		k--
+		if fr.unnamed && !allocatorFrame(fr) && !slices.ContainsFunc(out, func(o frame) bool { return o.obj == fr.obj }) {
+			out = append(out, fr)
+		}
+	}
+	return out
 }
 
 func (n *named) siteFrame() frame {

@@ -286,12 +286,14 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	s.AllocObjects, s.AllocBytes, s.SampledObjects = head.allocObjects(), head.allocBytes(), head.sampled
 	s.TemporaryObjects = round(head.temp)
 	peak := func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }
-	s.TopPeak = top(headSites, o.Top, peak, false, s.AllocObjects)
-	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.exitBytes, a.exitObj, a.exitVar }, false, s.AllocObjects)
-	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.allocBytes, a.allocObj, a.allocVar }, true, s.AllocObjects)
+	unnamed := map[string]*unnamedUse{}
+	s.TopPeak = top(headSites, o.Top, peak, false, s.AllocObjects, unnamed)
+	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.exitBytes, a.exitObj, a.exitVar }, false, s.AllocObjects, unnamed)
+	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.allocBytes, a.allocObj, a.allocVar }, true, s.AllocObjects, unnamed)
 	if pr := &s.Processes[big]; pr.PeakInUseBytes > s.PeakInUseBytes && bigPeak > head.peak {
-		pr.TopPeak = top(bigSites, o.Top, peak, false, pr.AllocObjects)
+		pr.TopPeak = top(bigSites, o.Top, peak, false, pr.AllocObjects, unnamed)
 	}
+	warns = append(warns, b.sym.unnamedWarnings(unnamed)...)
 	hw := walksIn(o.Walks, head.im, func(pid int) bool { return pid == 0 || pid == head.im.pid })
 	s.Fragmentation = fragmentation(head, hw)
 	s.Unexplained = unexplained(b, head, headMaps, hw)
@@ -359,8 +361,10 @@ func stackKey(n *named) string {
 // at most allocated, the image's count of all its allocations (where
 // above 0), as the totals are: a sampled small block stands for
 // thousands, and rs's HashMap site read 208,444 blocks in use of the
-// 200,044 the program ever allocated.
-func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64), temporary bool, allocated int64) []schema.Site {
+// 200,044 the program ever allocated. unnamed counts, by object, the
+// sites listed whose stack (as listed) has a frame of it named by
+// address.
+func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64), temporary bool, allocated int64, unnamed map[string]*unnamedUse) []schema.Site {
 	var keep []*siteAcc
 	for _, sa := range sites {
 		b, o, _ := value(&sa.acc)
@@ -393,6 +397,14 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64
 		st, share, stacks := sa.shown(figure)
 		x := schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), BytesSE: round(math.Sqrt(v)),
 			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: st.siteStack(), Mapped: sa.acc.mapped}
+		for _, fr := range st.unnamedFrames(len(x.Stack)) {
+			u := unnamed[fr.obj]
+			if u == nil {
+				u = &unnamedUse{example: fr.fn}
+				unnamed[fr.obj] = u
+			}
+			u.sites++
+		}
 		if stacks > 1 {
 			x.Stacks, x.StackSharePct = stacks, share
 		}

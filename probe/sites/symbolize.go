@@ -59,6 +59,9 @@ type frame struct {
 	line int
 	// obj is the mapped file ("" for anonymous memory: JIT code).
 	obj string
+	// unnamed says fn is obj+0xADDR: obj was read, and no symbol of it
+	// or its debug file names the function.
+	unnamed bool
 	// objAddr is the address in the file's ELF view (its symbol
 	// tables' addresses).
 	objAddr uint64
@@ -77,8 +80,11 @@ type symbolizer struct {
 	debugRoot string
 }
 
+// debugRoot is newSymbolizer's symbolizer.debugRoot.
+var debugRoot = "/usr/lib/debug"
+
 func newSymbolizer() *symbolizer {
-	return &symbolizer{objs: map[string]*object{}, debugRoot: "/usr/lib/debug"}
+	return &symbolizer{objs: map[string]*object{}, debugRoot: debugRoot}
 }
 
 // object is one ELF file's symbols and lines.
@@ -92,6 +98,9 @@ type object struct {
 	// start a function no symbol names is named by.
 	funcs []fdeRange
 	debug string // the separate debug file used, if any
+	// symtab says the file or its debug file has a symbol table
+	// (.symtab): stripped, a file has .dynsym's exported names only.
+	symtab bool
 	// dw is the DWARF (lines, inlined functions), read a program
 	// counter at a time from its compilation unit (a library's whole
 	// line table can be tens of millions of rows); nil without.
@@ -139,6 +148,9 @@ func (s *symbolizer) object(path string) *object {
 }
 
 func (o *object) addSymbols(f *elf.File) {
+	if f.Section(".symtab") != nil {
+		o.symtab = true
+	}
 	seen := map[uint64]bool{}
 	for _, s := range o.syms {
 		seen[s.Value] = true
@@ -210,9 +222,9 @@ func (o *object) vaddr(off uint64) (uint64, bool) {
 // lookup names addr (an ELF address): the symbol that covers it, else
 // the start of the function that holds it by the unwind tables,
 // base+0xSTART (the ELF address objdump and addr2line take), so that
-// every call site in one nameless function is one name; "" where
-// neither knows it.
-func (o *object) lookup(addr uint64) (fn, file string, line int) {
+// every call site in one nameless function is one name (byStart); ""
+// where neither knows it.
+func (o *object) lookup(addr uint64) (fn, file string, line int, byStart bool) {
 	fr, inFunc := funcAt(o.funcs, addr)
 	i := sort.Search(len(o.syms), func(i int) bool { return o.syms[i].Value > addr }) - 1
 	if i >= 0 {
@@ -231,7 +243,7 @@ func (o *object) lookup(addr uint64) (fn, file string, line int) {
 		if j < len(o.syms) && o.syms[j].Value == fr.start {
 			fn = demangle.Filter(o.syms[j].Name)
 		} else {
-			fn = fmt.Sprintf("%s+0x%x", filepath.Base(o.path), fr.start)
+			fn, byStart = fmt.Sprintf("%s+0x%x", filepath.Base(o.path), fr.start), true
 		}
 	}
 	if o.dw != nil {
@@ -239,7 +251,7 @@ func (o *object) lookup(addr uint64) (fn, file string, line int) {
 			file, line = o.lineAt(cu, addr)
 		}
 	}
-	return fn, file, line
+	return fn, file, line, byStart
 }
 
 // inlined is the chain of functions at addr (an ELF address) that the
@@ -376,7 +388,7 @@ func (s *symbolizer) frames(maps []mapping, pc uint64) []frame {
 		out[i].obj, out[i].objAddr, out[i].m = m.path, objAddr, m
 	}
 	if last := &out[len(out)-1]; last.fn == "" {
-		last.fn = fmt.Sprintf("%s+0x%x", filepath.Base(m.path), addr)
+		last.fn, last.unnamed = fmt.Sprintf("%s+0x%x", filepath.Base(m.path), addr), true
 	}
 	return out
 }
@@ -389,12 +401,12 @@ func (o *object) at(addr uint64) []frame {
 	if fs, ok := o.cache[addr]; ok {
 		return fs
 	}
-	fn, file, line := o.lookup(addr)
+	fn, file, line, byStart := o.lookup(addr)
 	fs := o.inlined(addr)
 	if len(fs) == 0 {
-		fs = []frame{{fn: fn, file: file, line: line}}
+		fs = []frame{{fn: fn, file: file, line: line, unnamed: byStart}}
 	} else if last := &fs[len(fs)-1]; last.fn == "??" {
-		last.fn = fn
+		last.fn, last.unnamed = fn, byStart
 	}
 	if o.cache == nil {
 		o.cache = map[uint64][]frame{}
@@ -408,4 +420,60 @@ func orAnon(p string) string {
 		return "[anon]"
 	}
 	return p
+}
+
+// unnamedUse is an object's frames named by address in the sites
+// listed: how many sites, and one such frame's name.
+type unnamedUse struct {
+	sites   int
+	example string
+}
+
+// unnamedWarnings says, for each object with frames named by address
+// in the sites listed (the most sites first), why, and what would name
+// them: Debian's binaries are stripped, their symbols are in -dbgsym
+// packages installed under debugRoot.
+func (s *symbolizer) unnamedWarnings(unnamed map[string]*unnamedUse) []string {
+	objs := make([]string, 0, len(unnamed))
+	for p := range unnamed {
+		objs = append(objs, p)
+	}
+	sort.Slice(objs, func(i, j int) bool {
+		if a, b := unnamed[objs[i]].sites, unnamed[objs[j]].sites; a != b {
+			return a > b
+		}
+		return objs[i] < objs[j]
+	})
+	var out []string
+	for _, p := range objs {
+		u, o := unnamed[p], s.objs[p]
+		head := fmt.Sprintf("sites: %d %s listed %s frames in %s named by address (%s)", u.sites, plural(u.sites, "site", "sites"), plural(u.sites, "has", "have"), p, u.example)
+		var why string
+		switch {
+		case o == nil || o.err != nil:
+			why = "the file could not be read"
+			if o != nil {
+				why += fmt.Sprintf(" (%v)", o.err)
+			}
+		case o.symtab || o.debug != "":
+			why = "no symbol of it names those functions"
+			if o.debug != "" {
+				why = "no symbol of it or of its debug file " + o.debug + " names those functions"
+			}
+		case len(o.buildID) <= 2:
+			why = "it is stripped, and has no build ID to find a debug file by"
+		default:
+			dp := filepath.Join(s.debugRoot, ".build-id", o.buildID[:2], o.buildID[2:]+".debug")
+			why = fmt.Sprintf("it is stripped, and its debug file %s is not there; its debug symbols name them (Debian: its package's -dbgsym, from the debian-debug archive; find-dbgsym-packages %s names it)", dp, p)
+		}
+		out = append(out, head+": "+why)
+	}
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -110,7 +111,7 @@ func TestLookupByUnwindRanges(t *testing.T) {
 		{0x2030, "short"},      // past its size, in its function
 		{0x2050, ""},           // past both
 	} {
-		if fn, _, _ := o.lookup(tc.addr); fn != tc.want {
+		if fn, _, _, _ := o.lookup(tc.addr); fn != tc.want {
 			t.Errorf("lookup(%#x) = %q, want %q", tc.addr, fn, tc.want)
 		}
 	}
@@ -229,6 +230,75 @@ func TestStrippedStaticSite(t *testing.T) {
 	}
 	if len(inFill) != 2 {
 		t.Errorf("the exit profile has %d locations in fill (%#x), want its two call sites", len(inFill), inFill)
+	}
+}
+
+// TestStrippedWarning: a stripped program's frames named by address
+// get a warning naming the program and the debug file by build ID that
+// would name them; with that file there (objcopy --only-keep-debug of
+// the unstripped build), the site is fill, and no warning. The plant is
+// the stripped program: built with its symbols, it has no warning.
+func TestStrippedWarning(t *testing.T) {
+	if _, err := exec.LookPath("objcopy"); err != nil {
+		t.Skip("objcopy (binutils) not found")
+	}
+	full := prog(t, "stripped.c")
+	exe := strip(t, full)
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := buildID(f)
+	f.Close()
+	if len(id) < 3 {
+		t.Skipf("%s has no build ID (the compiler's linker was not given --build-id)", exe)
+	}
+	root := t.TempDir()
+	old := debugRoot
+	debugRoot = root
+	defer func() { debugRoot = old }()
+	debugFile := filepath.Join(root, ".build-id", id[:2], id[2:]+".debug")
+
+	mine := func(warns []string) []string {
+		var out []string
+		for _, w := range warns {
+			if strings.Contains(w, "named by address") && strings.Contains(w, " "+exe+" ") {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	s, warns, _ := record(t, 1, exe)
+	ws := mine(warns)
+	if len(ws) != 1 || !strings.Contains(ws[0], "it is stripped") || !strings.Contains(ws[0], debugFile+" is not there") || !strings.Contains(ws[0], "(stripped+0x") {
+		t.Fatalf("stripped, the warnings of %s: %q, want one naming %s (all: %q)", exe, ws, debugFile, warns)
+	}
+	if site(s.TopExit, "fill") != nil {
+		t.Fatalf("stripped, with no debug file, a site is named fill: %+v", s.TopExit)
+	}
+
+	if _, warns, _ := record(t, 1, full); len(mine(warns)) > 0 {
+		t.Errorf("built with its symbols, warned: %q", mine(warns))
+	}
+
+	if err := os.MkdirAll(filepath.Dir(debugFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("objcopy", "--only-keep-debug", full, debugFile).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, b)
+	}
+	s, warns, _ = record(t, 1, exe)
+	if ws := mine(warns); len(ws) > 0 {
+		t.Errorf("with its debug file, warned: %q", ws)
+	}
+	var fill int64 // a site a line: fill's two calls
+	for _, st := range s.TopExit {
+		if st.Function == "fill" {
+			fill += st.Bytes
+		}
+	}
+	if fill != 100*1000+100*2000 {
+		t.Errorf("with its debug file, the sites of fill hold %d bytes, want 300000 (top exit %+v)", fill, s.TopExit)
 	}
 }
 
