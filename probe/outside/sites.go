@@ -299,13 +299,21 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 		source = ", the largest sampled estimate: biased high"
 	}
 	n := func(v int64) string { return table.GroupDigits(fmt.Sprint(v)) }
+	// nBlocks is "1 block", "2 blocks"; of a kind where given.
+	nBlocks := func(v int64, kind ...string) string {
+		w := strings.Join(append(kind, "block"), " ")
+		if v != 1 {
+			w += "s"
+		}
+		return n(v) + " " + w
+	}
 	// The library counts bytes, not blocks: the blocks in use are the
 	// samples' estimate, and none may have been sampled.
 	blocks := func(b, o int64) (in, none string) {
 		if o == 0 && b > 0 {
 			return "", "none of its blocks sampled"
 		}
-		return " in " + n(o) + " blocks", ""
+		return " in " + nBlocks(o), ""
 	}
 	peakIn, peakNone := blocks(st.PeakInUseBytes, st.PeakInUseObjects)
 	if peakNone != "" {
@@ -321,9 +329,9 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 	if st.ImageStartMs > 10 {
 		when += fmt.Sprintf(", %.3f s into its image, which began at %.3f s", st.PeakAtMs/1000, st.ImageStartMs/1000)
 	}
-	e.line("allocated %s blocks, %s in all; in use at the peak %s%s (%s%s); at exit %s%s; %s temporary blocks (freed before their thread allocated again)",
-		n(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), peakIn, when, source,
-		iec(st.ExitInUseBytes), exitIn, n(st.TemporaryObjects))
+	e.line("allocated %s, %s in all; in use at the peak %s%s (%s%s); at exit %s%s; %s (freed before their thread allocated again)",
+		nBlocks(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), peakIn, when, source,
+		iec(st.ExitInUseBytes), exitIn, nBlocks(st.TemporaryObjects, "temporary"))
 	site := func(x schema.Site) string {
 		s := siteLine(x.Function, x.File, x.Line, x.Stack)
 		if x.Mapped {
