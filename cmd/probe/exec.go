@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
 	"memprobe/probe/outside"
+	"memprobe/probe/sites"
 	"memprobe/schema"
 )
 
@@ -35,6 +37,7 @@ type outsideFlags struct {
 	live       bool
 	duration   time.Duration // attach only
 	gpu        bool
+	force      bool
 	sites      outside.SitesOptions // exec only
 }
 
@@ -49,6 +52,7 @@ func (f *outsideFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.children, "children", false, "watch the process's descendants too: a table of each one's peak RSS, command and lifetime, the tree's summed RSS as the headline, the largest named in the diagnosis, and the largest at each read walked at its new highs for a breakdown of its own (read every interval, a fifth of it in the first second, within 2 % of wall time; those reaped between two reads are counted as missed)")
 	fs.BoolVar(&f.live, "live", false, "a live view on stderr, refreshed every second while the program runs: RSS and its parts, its growth rate, the last walk's largest parts (and with --children the tree, with exec --sites the top allocation sites in use); q quits (exec: sends the program SIGINT; attach: ends the watch); where stdin is a terminal it is read for q and exec's program gets /dev/null")
 	fs.BoolVar(&f.gpu, "gpu", true, "where NVML is (an NVIDIA driver), also read the process's GPU memory and its GPUs' utilization every 100 ms")
+	fs.BoolVar(&f.force, "force", false, "replace the files an earlier run wrote to --out-dir (without it the command refuses before starting anything)")
 }
 
 // options checks the flags and turns them into outside.Options and the
@@ -73,6 +77,9 @@ func (f *outsideFlags) options() (outside.Options, table.Format, error) {
 		// instead of refusing it for a flag the user never set.
 		o.SmapsEvery = 0
 	}
+	if f.fs != nil && f.fs.Changed("sites-rate") && f.sites.Rate == 0 {
+		return o, "", errors.New("--sites-rate 0: want a number of bytes, 1 or more")
+	}
 	if f.duration < 0 {
 		return o, "", fmt.Errorf("--duration %v: must not be negative", f.duration)
 	}
@@ -91,8 +98,31 @@ func (f *outsideFlags) options() (outside.Options, table.Format, error) {
 		if err := atomicfile.CheckWritable(filepath.Join(f.outDir, "smaps-peak.txt")); err != nil {
 			return o, "", fmt.Errorf("--out-dir %w", err)
 		}
+		if there := f.outputsThere(); len(there) > 0 && !f.force {
+			return o, "", fmt.Errorf("--out-dir %s: holds an earlier run's %s: --force replaces them, or name another directory", f.outDir, strings.Join(there, ", "))
+		}
 	}
 	return o, fmtOut, nil
+}
+
+// outputsThere are the files this run would write to --out-dir that are
+// already there: an earlier run's profiles, which a rerun into the same
+// directory would replace (the one to compare with, say).
+func (f *outsideFlags) outputsThere() []string {
+	names := []string{"smaps-peak.txt", "smaps-end.txt"}
+	if f.pprof != "" {
+		names = append(names, "heap-peak.pprof")
+	}
+	if f.sites.Enabled {
+		names = append(names, sites.ProfileNames()...)
+	}
+	var there []string
+	for _, n := range names {
+		if _, err := os.Lstat(filepath.Join(f.outDir, n)); err == nil {
+			there = append(there, n)
+		}
+	}
+	return there
 }
 
 // exitStatus is the watched program's non-zero exit status: probe exec

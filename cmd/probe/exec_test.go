@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"memprobe/probe/sites/sitestest"
 	"memprobe/schema"
 )
 
@@ -288,6 +289,7 @@ func TestExecAttachErrors(t *testing.T) {
 		{[]string{"exec", "--sites", "--", "true"}, "--sites: needs an out-dir", true},
 		{[]string{"exec", "--sites-rate", "1", "--", "true"}, "--sites-rate: needs --sites", true},
 		{[]string{"exec", "--sites", "--sites-rate", "-5", "--out-dir", "/tmp", "--", "true"}, "--sites-rate -5: want a number of bytes", true},
+		{[]string{"exec", "--sites", "--sites-rate", "0", "--out-dir", "/tmp", "--", "true"}, "--sites-rate 0: want a number of bytes, 1 or more", true},
 		{[]string{"attach"}, "attach: want one PID", true},
 		{[]string{"attach", "abc"}, `attach: PID "abc": not a process id`, true},
 		{[]string{"attach", "--duration", "-1s", "1"}, "--duration -1s", true},
@@ -304,6 +306,43 @@ func TestExecAttachErrors(t *testing.T) {
 		case !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n"):
 			t.Errorf("%v: error %q, want one line containing %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestExecOutDirKept: a second run into an --out-dir that holds the
+// first one's profiles refuses before starting anything, naming them,
+// and leaves them as they were; with --force it replaces them.
+func TestExecOutDirKept(t *testing.T) {
+	sitestest.Lib(t)
+	dir := t.TempDir()
+	args := []string{"exec", "--sites", "--out-dir", dir, "--", "sh", "-c", "sleep 0.1"}
+	if _, stderr, err := runProbe(args...); err != nil {
+		t.Fatalf("first run: %v\n%s", err, stderr)
+	}
+	peak := filepath.Join(dir, "sites-peak.pb.gz")
+	before, err := os.ReadFile(peak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	again := []string{"exec", "--sites", "--out-dir", dir, "--", "sh", "-c", "touch " + marker}
+	_, _, err = runProbe(again...)
+	var ue usageError
+	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), "--out-dir "+dir+": holds an earlier run's") ||
+		!strings.Contains(err.Error(), "sites-peak.pb.gz") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("second run: %v, want a usage error naming %s's profiles and --force", err, dir)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the program ran although the out-dir was refused")
+	}
+	if after, err := os.ReadFile(peak); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("the first run's peak profile changed (%v)", err)
+	}
+	if _, stderr, err := runProbe(append([]string{"exec", "--force"}, again[1:]...)...); err != nil {
+		t.Fatalf("with --force: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("with --force the program did not run: %v", err)
 	}
 }
 

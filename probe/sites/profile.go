@@ -187,6 +187,19 @@ func (b *builder) location(pc uint64, fs []frame) *profile.Location {
 	return l
 }
 
+var profileKinds = []string{schema.SitesAlloc, schema.SitesPeak, schema.SitesExit}
+
+func profileName(kind string) string { return "sites-" + kind + ".pb.gz" }
+
+// ProfileNames are the names of the files Analyze writes to its OutDir.
+func ProfileNames() []string {
+	var out []string
+	for _, k := range profileKinds {
+		out = append(out, profileName(k))
+	}
+	return out
+}
+
 // write writes the three profiles to dir as sites-KIND.pb.gz.
 func (b *builder) write(dir string) ([]schema.SitesProfile, error) {
 	ms := make([]*profile.Mapping, 0, len(b.maps))
@@ -205,13 +218,13 @@ func (b *builder) write(dir string) ([]schema.SitesProfile, error) {
 	}
 	sort.Slice(fs, func(i, j int) bool { return fs[i].ID < fs[j].ID })
 	out := []schema.SitesProfile{}
-	for _, kind := range []string{schema.SitesAlloc, schema.SitesPeak, schema.SitesExit} {
+	for _, kind := range profileKinds {
 		p := b.kinds[kind]
 		p.Mapping, p.Location, p.Function = ms, ls, fs
 		if err := p.CheckValid(); err != nil {
 			return nil, fmt.Errorf("the %s profile: %w", kind, err)
 		}
-		path := filepath.Join(dir, "sites-"+kind+".pb.gz")
+		path := filepath.Join(dir, profileName(kind))
 		var sb strings.Builder
 		if err := p.Write(&sb); err != nil {
 			return nil, err
