@@ -412,6 +412,37 @@ func TestBusyExit(t *testing.T) {
 	}
 }
 
+// TestClosedDescriptor: a program that closes every descriptor above
+// stderr and opens a file of its own (testdata/closefds.c) gets its file
+// as it wrote it, and the records are whole: the library opens its file
+// again by its path. Planted (the library's descriptor kept by number),
+// the records went into the program's file at exit, and its "hello"
+// was lost (the library closed its descriptor before stdio's flush).
+func TestClosedDescriptor(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.txt")
+	s, warns, _ := record(t, 1, prog(t, "closefds.c"), out)
+	if b, err := os.ReadFile(out); err != nil || string(b) != "hello\n" {
+		t.Fatalf("the program's file: %q (%v), want \"hello\\n\"", b, err)
+	}
+	var kept, blocks int64 // main's blocks of 1000 bytes: a site a line, before the closes and after
+	for _, st := range s.TopExit {
+		if st.Function == "main" && st.Bytes == 1000*st.Objects {
+			kept, blocks = kept+st.Bytes, blocks+st.Objects
+		}
+	}
+	if kept != 100*1000 || blocks != 100 {
+		t.Errorf("main's blocks of 1000 bytes at exit: %d bytes in %d, want 100000 in 100: the records lack those made after the closes (top exit %+v)", kept, blocks, s.TopExit)
+	}
+	for _, p := range s.Processes {
+		if p.Ended != "exit" {
+			t.Errorf("pid %d ended %q, want exit", p.PID, p.Ended)
+		}
+	}
+	if len(warns) > 0 {
+		t.Errorf("warnings: %q", warns)
+	}
+}
+
 // TestQuickExit: a program that ends with _exit or _Exit (as dash's
 // exit builtin does), past exit's handlers, still writes its records:
 // its leak is named with its bytes, its maps are there, it ended "exit".

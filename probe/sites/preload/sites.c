@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -119,6 +121,11 @@ static int enabled;               // recording: after init, before the end
 static int fd = -1;
 static pid_t file_pid;
 static char dir[512];
+// path is the records file fd writes; fd_dev and fd_ino are its
+// identity, by which fd_ours tells it from a file of the program's.
+static char path[600];
+static dev_t fd_dev;
+static ino_t fd_ino;
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; // the file and the buffer list
 static pthread_key_t key;
 // seq orders the records of all threads; shared.seq below.
@@ -346,8 +353,64 @@ static inline int in_boot(void *p) { return (uintptr_t)p - (uintptr_t)boot < siz
 
 // ---- writing records ----------------------------------------------------
 
+// fd_high moves f above the numbers a program's own files take (open
+// takes the lowest free): to 992, or 32 below the limit where that is
+// lower. f where it cannot.
+static int fd_high(int f) {
+	struct rlimit rl;
+	long want = 992;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < 1024)
+		want = (long)rl.rlim_cur - 32;
+	if (want <= f)
+		return f;
+	int h = fcntl(f, F_DUPFD_CLOEXEC, (int)want);
+	if (h < 0)
+		return f;
+	close(f);
+	return h;
+}
+
+// fd_ours says whether fd is still the records file. A program may close
+// every descriptor (closefrom(3), a daemon, subprocess's close_fds) and
+// open files of its own, one of which may take fd's number, or dup2 over
+// it: the records would go into its file, and closing fd would close it.
+static int fd_ours(void) {
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == fd_dev && st.st_ino == fd_ino;
+}
+
+// fd_keep opens the records file again where fd is no longer it (leaving
+// fd, the program's now, as it is). 0 where it cannot: the records stop.
+static int fd_keep(void) {
+	if (fd_ours())
+		return 1;
+	fd = -1;
+	if (path[0] == '\0')
+		return 0;
+	int f = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (f < 0)
+		return 0;
+	f = fd_high(f);
+	struct stat st;
+	if (fstat(f, &st) != 0) {
+		close(f);
+		return 0;
+	}
+	fd = f, fd_dev = st.st_dev, fd_ino = st.st_ino;
+	return 1;
+}
+
+// fd_close closes fd where it is still the records file.
+static void fd_close(void) {
+	if (fd_ours())
+		close(fd);
+	fd = -1;
+}
+
 static void write_all(const void *p, size_t n) {
 	const char *b = p;
+	if (n > 0 && !fd_keep())
+		return;
 	while (n > 0 && fd >= 0) {
 		ssize_t w = write(fd, b, n);
 		if (w < 0 && errno == EINTR)
@@ -1262,15 +1325,25 @@ static void write_maps_locked(void) {
 static void open_file(void) {
 	file_pid = getpid();
 	start_ns = now_ns();
-	char path[600];
 	for (int n = 0; n < 1000; n++) {
 		snprintf(path, sizeof path, "%s/sites.%d.%d.bin", dir, (int)file_pid, n);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
 		if (fd >= 0 || errno != EEXIST)
 			break;
 	}
-	if (fd < 0)
+	struct stat st;
+	if (fd >= 0) {
+		fd = fd_high(fd);
+		if (fstat(fd, &st) != 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		path[0] = '\0';
 		return;
+	}
+	fd_dev = st.st_dev, fd_ino = st.st_ino;
 	unsigned char h[40];
 	memcpy(h, "MPSITES\n", 8);
 	uint32_t v = RECORD_VERSION, pid = (uint32_t)file_pid, ppid = (uint32_t)getppid(), pad = 0;
@@ -1324,10 +1397,8 @@ static void finish(int how) {
 		uint64_t t = now_ns() - start_ns;
 		memcpy(e + 10, &t, 8);
 		write_all(e, sizeof e);
-		if (how != END_EXEC) {
-			close(fd);
-			fd = -1;
-		}
+		if (how != END_EXEC)
+			fd_close();
 	}
 	pthread_mutex_unlock(&wlock);
 	ts.in_hook--;
@@ -1396,9 +1467,7 @@ static void fork_child(void) {
 	atomic_store(&shared.inuse_peak, atomic_load(&shared.inuse_total));
 	atomic_store(&shared.peak_seq, atomic_load(&shared.seq));
 	atomic_store(&shared.peak_ns, 0);
-	if (fd >= 0)
-		close(fd);
-	fd = -1;
+	fd_close();
 	if (enabled)
 		open_file();
 	ts.in_hook--;
