@@ -514,6 +514,53 @@ func TestSignalEnd(t *testing.T) {
 	}
 }
 
+// TestSignalView: sigaction and signal tell the program of the end
+// signals' dispositions as it found or set them, not of the library's
+// handler (testdata/sigview.c checks SIGINT found at its default, SIGHUP
+// set to it, SIGUSR1's handler of its own set, run and told back,
+// SIGPIPE ignored and told so); its handler that sets SIGTERM back to
+// its default and raises it ends it with the records written ("signal",
+// its 10 blocks). And CPython, which installs its KeyboardInterrupt
+// handler only where SIGINT is at its default, installs it. Planted (the
+// library's handler seen), sigview exits 11 and Python's SIGINT handler
+// is None.
+func TestSignalView(t *testing.T) {
+	p := prog(t, "sigview.c")
+	dir := t.TempDir()
+	cmd := exec.Command(p)
+	cmd.Env = Env(os.Environ(), lib(t), dir, 1)
+	err := cmd.Run()
+	if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("sigview ended %v (%v), want killed by SIGTERM (exit 1x: check x failed)", cmd.ProcessState, err)
+	}
+	s, warns, err := Analyze(Options{Dir: dir, PID: cmd.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := site(s.TopExit, "hold_site"); x == nil || x.Bytes != 10*1000 || x.Objects != 10 {
+		t.Errorf("exit sites %+v: want hold_site's 10 blocks, 10000 bytes", s.TopExit)
+	}
+	for _, pr := range s.Processes {
+		if pr.Ended != "signal" {
+			t.Errorf("pid %d ended %q, want signal", pr.PID, pr.Ended)
+		}
+	}
+	if len(warns) > 0 {
+		t.Errorf("warnings %q", warns)
+	}
+
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found")
+	}
+	cmd = exec.Command(py, "-c", "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.getsignal(signal.SIGTERM))")
+	cmd.Env = Env(os.Environ(), lib(t), t.TempDir(), DefaultRate)
+	out, err := cmd.Output()
+	if got := strings.TrimSpace(string(out)); err != nil || got != "True Handlers.SIG_DFL" && got != "True 0" {
+		t.Errorf("python3 under the library: SIGINT's handler is Python's, SIGTERM's: %q (%v), want \"True 0\"", got, err)
+	}
+}
+
 // TestMunmapCuts: testdata/munmap.c's mappings cut by munmaps at rate 1:
 // a munmap of a mapping's head and tail, of its middle, of all of it,
 // and one across two mappings each leave what the kernel left, at the

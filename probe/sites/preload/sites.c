@@ -101,6 +101,8 @@ static int (*real_munmap)(void *, size_t);
 static int (*real_mprotect)(void *, size_t, int);
 static int (*real_dlclose)(void *);
 static void (*real__exit)(int), (*real__Exit)(int);
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static sighandler_t (*real_signal)(int, sighandler_t), (*real_sysv_signal)(int, sighandler_t);
 
 // dlsym may allocate before the functions are known: those calls are
 // served from boot, a bump buffer whose blocks are never freed. The word
@@ -329,6 +331,9 @@ static void resolve(void) {
 	real_dlclose = dlsym(RTLD_NEXT, "dlclose");
 	real__exit = dlsym(RTLD_NEXT, "_exit");
 	real__Exit = dlsym(RTLD_NEXT, "_Exit");
+	real_sigaction = dlsym(RTLD_NEXT, "sigaction");
+	real_signal = dlsym(RTLD_NEXT, "signal");
+	real_sysv_signal = dlsym(RTLD_NEXT, "sysv_signal");
 	Dl_info info;
 	if (real_malloc && dladdr((void *)real_malloc, &info) && info.dli_fname && strstr(info.dli_fname, "/libc.so"))
 		count = COUNT_HEADER;
@@ -1413,29 +1418,123 @@ static void at_exit(void) { finish(END_EXIT); }
 // is mid-record) and raises the signal again at its default, so that the
 // program dies of it as it would have. Before, a program stopped with
 // Ctrl-C lost its last buffers and its maps: its frames read as
-// addresses. A handler the program sets later replaces this one.
+// addresses. A handler the program sets replaces this one; a default it
+// sets puts it back.
+//
+// The handler is the library's, not the program's: sigaction and signal
+// tell the program of the disposition it set or found (view), SIG_DFL,
+// while the library's handler stands in for it (ours). CPython installs
+// its KeyboardInterrupt handler only where SIGINT is at its default:
+// told of a handler, it installed none, and Ctrl-C killed it without a
+// traceback or its finally blocks.
 static const int end_signals[] = {SIGHUP, SIGINT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2};
+static _Atomic unsigned char ours[NSIG];
+static struct sigaction view[NSIG];
+static struct sigaction catcher; // on_end_signal's
+
+static int end_signal(int sig) {
+	for (size_t i = 0; i < sizeof end_signals / sizeof end_signals[0]; i++)
+		if (end_signals[i] == sig)
+			return 1;
+	return 0;
+}
+
+static int at_default(const struct sigaction *a) { return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL; }
 
 static void on_end_signal(int sig) {
 	int e = errno;
 	if (!ts.in_hook)
 		finish(END_SIGNAL);
-	struct sigaction dfl;
-	memset(&dfl, 0, sizeof dfl);
+	struct sigaction dfl = view[sig];
 	dfl.sa_handler = SIG_DFL;
-	sigaction(sig, &dfl, NULL);
+	dfl.sa_flags &= ~SA_SIGINFO;
+	atomic_store(&ours[sig], 0);
+	real_sigaction(sig, &dfl, NULL);
 	raise(sig); // delivered, at its default, once this handler returns
 	errno = e;
 }
 
 static void catch_end_signals(void) {
-	struct sigaction sa, old;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_end_signal;
-	sigfillset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof end_signals / sizeof end_signals[0]; i++)
-		if (sigaction(end_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
-			sigaction(end_signals[i], &sa, NULL);
+	catcher.sa_handler = on_end_signal;
+	sigfillset(&catcher.sa_mask);
+	for (size_t i = 0; i < sizeof end_signals / sizeof end_signals[0]; i++) {
+		int sig = end_signals[i];
+		struct sigaction old;
+		if (real_sigaction(sig, NULL, &old) == 0 && at_default(&old) && real_sigaction(sig, &catcher, NULL) == 0) {
+			view[sig] = old;
+			atomic_store(&ours[sig], 1);
+		}
+	}
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+	if (UNLIKELY(!real_sigaction))
+		resolve();
+	if (sig <= 0 || sig >= NSIG || !end_signal(sig))
+		return real_sigaction(sig, act, old);
+	if (atomic_load(&ours[sig])) {
+		struct sigaction was = view[sig];
+		if (act != NULL && !at_default(act)) {
+			int r = real_sigaction(sig, act, NULL);
+			if (r != 0)
+				return r;
+			atomic_store(&ours[sig], 0);
+		} else if (act != NULL) {
+			view[sig] = *act;
+		}
+		if (old != NULL)
+			*old = was;
+		return 0;
+	}
+	if (act != NULL && at_default(act) && enabled) {
+		struct sigaction was;
+		int r = real_sigaction(sig, &catcher, &was);
+		if (r != 0)
+			return r;
+		view[sig] = *act;
+		atomic_store(&ours[sig], 1);
+		if (old != NULL)
+			*old = was;
+		return 0;
+	}
+	return real_sigaction(sig, act, old);
+}
+
+// signal_as sets h by sigaction with glibc's flags: signal's and
+// bsd_signal's (SA_RESTART, sig blocked in the handler), sysv_signal's
+// (SA_RESETHAND | SA_NODEFER).
+static sighandler_t signal_as(int sig, sighandler_t h, int sysv) {
+	if (h == SIG_ERR || sig <= 0 || sig >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	struct sigaction act, old;
+	memset(&act, 0, sizeof act);
+	act.sa_handler = h;
+	sigemptyset(&act.sa_mask);
+	if (sysv) {
+		act.sa_flags = SA_RESETHAND | SA_NODEFER;
+	} else {
+		sigaddset(&act.sa_mask, sig);
+		act.sa_flags = SA_RESTART;
+	}
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+EXPORT sighandler_t signal(int sig, sighandler_t h) {
+	if (UNLIKELY(!real_signal))
+		resolve();
+	return end_signal(sig) ? signal_as(sig, h, 0) : real_signal(sig, h);
+}
+
+EXPORT sighandler_t bsd_signal(int sig, sighandler_t h) { return signal(sig, h); }
+
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t h) {
+	if (UNLIKELY(!real_sysv_signal))
+		resolve();
+	return end_signal(sig) ? signal_as(sig, h, 1) : real_sysv_signal(sig, h);
 }
 
 static void fork_prepare(void) {
