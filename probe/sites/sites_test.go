@@ -417,7 +417,9 @@ func TestBusyExit(t *testing.T) {
 // as it wrote it, and the records are whole: the library opens its file
 // again by its path. Planted (the library's descriptor kept by number),
 // the records went into the program's file at exit, and its "hello"
-// was lost (the library closed its descriptor before stdio's flush).
+// was lost (the library closed its descriptor before stdio's flush);
+// planted without errno kept across the library's writes, the program's
+// mallocs after the closes left EBADF in errno (it exits 3).
 func TestClosedDescriptor(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.txt")
 	s, warns, _ := record(t, 1, prog(t, "closefds.c"), out)

@@ -412,19 +412,24 @@ static void fd_close(void) {
 	fd = -1;
 }
 
+// write_all writes p to the records file, leaving errno as it was: it
+// runs within the program's malloc and free, which do not set it where
+// they succeed.
 static void write_all(const void *p, size_t n) {
+	int e = errno;
 	const char *b = p;
 	if (n > 0 && !fd_keep())
-		return;
+		n = 0;
 	while (n > 0 && fd >= 0) {
 		ssize_t w = write(fd, b, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return;
+			break;
 		b += w;
 		n -= (size_t)w;
 	}
+	errno = e;
 }
 
 static void put(struct tbuf *b, const void *p, size_t n) {
