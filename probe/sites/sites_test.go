@@ -520,7 +520,8 @@ func TestSignalEnd(t *testing.T) {
 // signals' dispositions as it found or set them, not of the library's
 // handler (testdata/sigview.c checks SIGINT found at its default, SIGHUP
 // set to it, SIGUSR1's handler of its own set, run and told back,
-// SIGPIPE ignored and told so); its handler that sets SIGTERM back to
+// SIGPIPE ignored and told so, SIGINT's handler of its own kept whatever
+// a vfork child sets, exit 19 planted); its handler that sets SIGTERM back to
 // its default and raises it ends it with the records written ("signal",
 // its 10 blocks). And CPython, which installs its KeyboardInterrupt
 // handler only where SIGINT is at its default, installs it. Planted (the

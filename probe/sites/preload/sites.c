@@ -1475,7 +1475,9 @@ static void catch_end_signals(void) {
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 	if (UNLIKELY(!real_sigaction))
 		resolve();
-	if (sig <= 0 || sig >= NSIG || !end_signal(sig))
+	// A vfork child (dash's, before its exec) shares ours and view with
+	// its parent but not its dispositions: it sets its own, as asked.
+	if (sig <= 0 || sig >= NSIG || !end_signal(sig) || getpid() != file_pid)
 		return real_sigaction(sig, act, old);
 	if (atomic_load(&ours[sig])) {
 		struct sigaction was = view[sig];
@@ -1572,6 +1574,7 @@ static void fork_child(void) {
 	atomic_store(&shared.peak_seq, atomic_load(&shared.seq));
 	atomic_store(&shared.peak_ns, 0);
 	fd_close();
+	file_pid = getpid();
 	if (enabled)
 		open_file();
 	ts.in_hook--;

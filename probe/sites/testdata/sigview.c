@@ -1,10 +1,13 @@
 // sigview: what sigaction and signal tell a program of the signals the
-// library catches, and a handler of the program's own that ends it as
-// cleanup code does: SIGTERM set back to its default and raised again.
+// library catches (a vfork child's settings, dash's before its exec,
+// its own), and a handler of the program's own that ends it as cleanup
+// code does: SIGTERM set back to its default and raised again.
 // Exits 10 + the number of the first check that failed; passing, it dies
 // of SIGTERM holding N blocks of 1000 bytes made at hold_site.
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define N 10
 
@@ -12,6 +15,7 @@ void *keep[N]; // not static: the compiler would drop the mallocs of a static ne
 static volatile sig_atomic_t got;
 
 static void on_usr1(int s) { got = s; }
+static void on_int(int s) { (void)s; }
 
 static void on_term(int s) {
 	signal(s, SIG_DFL);
@@ -41,9 +45,19 @@ int main(void) {
 		return 16;
 	if (sigaction(SIGPIPE, &(struct sigaction){.sa_handler = SIG_IGN}, NULL) != 0 || signal(SIGPIPE, SIG_DFL) != SIG_IGN)
 		return 17;
+	sa = (struct sigaction){.sa_handler = on_int};
+	if (sigaction(SIGINT, &sa, NULL) != 0)
+		return 18;
+	pid_t child = vfork();
+	if (child == 0) {
+		signal(SIGINT, SIG_DFL);
+		_exit(0);
+	}
+	if (child < 0 || waitpid(child, NULL, 0) != child || sigaction(SIGINT, NULL, &old) != 0 || old.sa_handler != on_int)
+		return 19; // the parent's own handler, whatever its vfork child set
 	for (int i = 0; i < N; i++)
 		hold_site(i);
 	signal(SIGTERM, on_term);
 	raise(SIGTERM);
-	return 18;
+	return 20;
 }
