@@ -523,40 +523,44 @@ func TestSignalEnd(t *testing.T) {
 // SIGPIPE ignored and told so, SIGINT's handler of its own kept whatever
 // a vfork child sets, exit 19 planted); its handler that sets SIGTERM back to
 // its default and raises it ends it with the records written ("signal",
-// its 10 blocks). And CPython, which installs its KeyboardInterrupt
+// its 10 blocks), and so does one set with SA_RESETHAND that raises it
+// again, as Node's does (planted without the trampoline: "unflushed",
+// no blocks). And CPython, which installs its KeyboardInterrupt
 // handler only where SIGINT is at its default, installs it. Planted (the
 // library's handler seen), sigview exits 11 and Python's SIGINT handler
 // is None.
 func TestSignalView(t *testing.T) {
 	p := prog(t, "sigview.c")
-	dir := t.TempDir()
-	cmd := exec.Command(p)
-	cmd.Env = Env(os.Environ(), lib(t), dir, 1)
-	err := cmd.Run()
-	if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
-		t.Fatalf("sigview ended %v (%v), want killed by SIGTERM (exit 1x: check x failed)", cmd.ProcessState, err)
-	}
-	s, warns, err := Analyze(Options{Dir: dir, PID: cmd.Process.Pid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if x := site(s.TopExit, "hold_site"); x == nil || x.Bytes != 10*1000 || x.Objects != 10 {
-		t.Errorf("exit sites %+v: want hold_site's 10 blocks, 10000 bytes", s.TopExit)
-	}
-	for _, pr := range s.Processes {
-		if pr.Ended != "signal" {
-			t.Errorf("pid %d ended %q, want signal", pr.PID, pr.Ended)
+	for _, mode := range []string{"cleanup", "resethand"} {
+		dir := t.TempDir()
+		cmd := exec.Command(p, mode)
+		cmd.Env = Env(os.Environ(), lib(t), dir, 1)
+		err := cmd.Run()
+		if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+			t.Fatalf("sigview %s ended %v (%v), want killed by SIGTERM (exit 1x: check x failed)", mode, cmd.ProcessState, err)
 		}
-	}
-	if len(warns) > 0 {
-		t.Errorf("warnings %q", warns)
+		s, warns, err := Analyze(Options{Dir: dir, PID: cmd.Process.Pid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x := site(s.TopExit, "hold_site"); x == nil || x.Bytes != 10*1000 || x.Objects != 10 {
+			t.Errorf("%s: exit sites %+v: want hold_site's 10 blocks, 10000 bytes", mode, s.TopExit)
+		}
+		for _, pr := range s.Processes {
+			if pr.Ended != "signal" {
+				t.Errorf("%s: pid %d ended %q, want signal", mode, pr.PID, pr.Ended)
+			}
+		}
+		if len(warns) > 0 {
+			t.Errorf("%s: warnings %q", mode, warns)
+		}
 	}
 
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not found")
 	}
-	cmd = exec.Command(py, "-c", "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.getsignal(signal.SIGTERM))")
+	cmd := exec.Command(py, "-c", "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.getsignal(signal.SIGTERM))")
 	cmd.Env = Env(os.Environ(), lib(t), t.TempDir(), DefaultRate)
 	out, err := cmd.Output()
 	if got := strings.TrimSpace(string(out)); err != nil || got != "True Handlers.SIG_DFL" && got != "True 0" {

@@ -1472,6 +1472,26 @@ static void catch_end_signals(void) {
 	}
 }
 
+// A handler the program sets with SA_RESETHAND (Node's for SIGINT and
+// SIGTERM, which raise the signal again) is set without it, behind
+// trampoline, which does what the kernel would (the default back, the
+// library's handler in its place) and calls it: the signal it raises
+// is then the library's to catch, not the default's.
+static struct sigaction handed[NSIG];
+static _Atomic unsigned char tramp[NSIG];
+
+static void trampoline(int sig, siginfo_t *info, void *uc) {
+	struct sigaction h = handed[sig];
+	view[sig] = (struct sigaction){.sa_handler = SIG_DFL};
+	atomic_store(&tramp[sig], 0);
+	atomic_store(&ours[sig], 1);
+	real_sigaction(sig, &catcher, NULL);
+	if (h.sa_flags & SA_SIGINFO)
+		h.sa_sigaction(sig, info, uc);
+	else
+		h.sa_handler(sig);
+}
+
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
 	if (UNLIKELY(!real_sigaction))
 		resolve();
@@ -1479,32 +1499,34 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 	// its parent but not its dispositions: it sets its own, as asked.
 	if (sig <= 0 || sig >= NSIG || !end_signal(sig) || getpid() != file_pid)
 		return real_sigaction(sig, act, old);
-	if (atomic_load(&ours[sig])) {
-		struct sigaction was = view[sig];
-		if (act != NULL && !at_default(act)) {
-			int r = real_sigaction(sig, act, NULL);
-			if (r != 0)
-				return r;
-			atomic_store(&ours[sig], 0);
-		} else if (act != NULL) {
-			view[sig] = *act;
+	// stood: the library's handler stands in for view[sig].
+	int stood = atomic_load(&ours[sig]) || atomic_load(&tramp[sig]);
+	struct sigaction was;
+	if (stood)
+		was = view[sig];
+	if (act != NULL) {
+		struct sigaction set = *act;
+		int o = 0, t = 0;
+		if (at_default(act) && enabled) {
+			set = catcher, o = 1;
+		} else if ((act->sa_flags & SA_RESETHAND) && act->sa_handler != SIG_IGN && !at_default(act) && enabled) {
+			set.sa_flags = (act->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+			set.sa_sigaction = trampoline;
+			handed[sig] = *act;
+			t = 1;
 		}
-		if (old != NULL)
-			*old = was;
-		return 0;
-	}
-	if (act != NULL && at_default(act) && enabled) {
-		struct sigaction was;
-		int r = real_sigaction(sig, &catcher, &was);
+		int r = real_sigaction(sig, &set, stood ? NULL : &was);
 		if (r != 0)
 			return r;
 		view[sig] = *act;
-		atomic_store(&ours[sig], 1);
-		if (old != NULL)
-			*old = was;
-		return 0;
+		atomic_store(&ours[sig], o);
+		atomic_store(&tramp[sig], t);
+	} else if (!stood && real_sigaction(sig, NULL, &was) != 0) {
+		return -1;
 	}
-	return real_sigaction(sig, act, old);
+	if (old != NULL)
+		*old = was;
+	return 0;
 }
 
 // signal_as sets h by sigaction with glibc's flags: signal's and

@@ -1,11 +1,14 @@
 // sigview: what sigaction and signal tell a program of the signals the
 // library catches (a vfork child's settings, dash's before its exec,
 // its own), and a handler of the program's own that ends it as cleanup
-// code does: SIGTERM set back to its default and raised again.
+// code does: SIGTERM set back to its default and raised again (with
+// "resethand", as Node's does: a handler set with SA_RESETHAND, which
+// the kernel sets back to the default as it runs it, raises it again).
 // Exits 10 + the number of the first check that failed; passing, it dies
 // of SIGTERM holding N blocks of 1000 bytes made at hold_site.
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,12 +25,17 @@ static void on_term(int s) {
 	raise(s);
 }
 
+static void on_term_info(int s, siginfo_t *info, void *uc) {
+	(void)info, (void)uc;
+	raise(s);
+}
+
 __attribute__((noinline)) static void hold_site(int i) {
 	keep[i] = malloc(1000);
 	__asm__ volatile("" ::: "memory");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
 	struct sigaction sa, old;
 	if (sigaction(SIGINT, NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
 		return 11; // at its default, as found
@@ -57,7 +65,14 @@ int main(void) {
 		return 19; // the parent's own handler, whatever its vfork child set
 	for (int i = 0; i < N; i++)
 		hold_site(i);
-	signal(SIGTERM, on_term);
+	if (argc > 1 && strcmp(argv[1], "resethand") == 0) {
+		sa = (struct sigaction){.sa_sigaction = on_term_info, .sa_flags = SA_SIGINFO | SA_RESETHAND};
+		if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGTERM, NULL, &old) != 0 || old.sa_sigaction != on_term_info ||
+		    !(old.sa_flags & SA_RESETHAND))
+			return 20; // its handler, told back with its flags
+	} else {
+		signal(SIGTERM, on_term);
+	}
 	raise(SIGTERM);
-	return 20;
+	return 21;
 }
