@@ -29,6 +29,7 @@ package sites
 
 import (
 	"cmp"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"math"
@@ -266,6 +267,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 			big, bigPeak, bigSites = len(s.Processes)-1, r.peak, all
 		}
 	}
+	warns = append(warns, ownAllocators(s.Processes)...)
 	if head.im.pid != o.PID && o.PID != 0 {
 		warns = append(warns, fmt.Sprintf("sites: no records of pid %d itself: the figures are pid %d's", o.PID, head.im.pid))
 	}
@@ -582,4 +584,44 @@ func executablePath(maps []mapping) string {
 		}
 	}
 	return best.path
+}
+
+// ownAllocators says, of each program that defines malloc itself (an
+// allocator linked in: jemalloc, tcmalloc, mimalloc, its own), that the
+// library does not see its heap: the executable's definitions come
+// before any preloaded library's. Its images read 0 blocks, or only
+// those of libraries that call the C library's allocator directly.
+func ownAllocators(ps []schema.SitesProcess) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if p.Executable == "" || seen[p.Executable] {
+			continue
+		}
+		seen[p.Executable] = true
+		if fn := definesAllocator(p.Executable); fn != "" {
+			out = append(out, fmt.Sprintf("sites: %s defines %s itself (an allocator linked into the program: jemalloc, tcmalloc, mimalloc or its own): its calls do not reach the library, so its heap blocks are not recorded (pid %d); the mappings it makes through the C library's mmap are", p.Executable, fn, p.PID))
+		}
+	}
+	return out
+}
+
+// definesAllocator is the first of malloc, calloc, realloc and free
+// that path's ELF file defines and exports, "" where none (or it cannot
+// be read).
+func definesAllocator(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	syms, _ := f.DynamicSymbols()
+	for _, want := range []string{"malloc", "calloc", "realloc", "free"} {
+		for _, s := range syms {
+			if s.Name == want && s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				return want
+			}
+		}
+	}
+	return ""
 }

@@ -445,6 +445,34 @@ func TestClosedDescriptor(t *testing.T) {
 	}
 }
 
+// TestOwnAllocator: a program that defines malloc itself
+// (testdata/ownmalloc.c, as one with jemalloc linked in) is recorded
+// with none of its 1000 blocks, and a warning says why, naming it; the
+// plant is the allocator: testdata/planted.c, whose blocks reach the
+// library, gets no such warning.
+func TestOwnAllocator(t *testing.T) {
+	p := prog(t, "ownmalloc.c")
+	s, warns, _ := record(t, 1, p)
+	var mine []string
+	for _, w := range warns {
+		if strings.Contains(w, p+" defines malloc itself") {
+			mine = append(mine, w)
+		}
+	}
+	if len(mine) != 1 || !strings.Contains(mine[0], "its heap blocks are not recorded") {
+		t.Errorf("warnings %q, want one saying %s defines malloc itself", warns, p)
+	}
+	if s.AllocObjects >= 1000 {
+		t.Errorf("%d blocks recorded: the program's own malloc reached the library", s.AllocObjects)
+	}
+	_, warns, _ = record(t, 1, prog(t, "planted.c"))
+	for _, w := range warns {
+		if strings.Contains(w, "defines") {
+			t.Errorf("planted.c, whose allocations reach the library: %q", w)
+		}
+	}
+}
+
 // TestQuickExit: a program that ends with _exit or _Exit (as dash's
 // exit builtin does), past exit's handlers, still writes its records:
 // its leak is named with its bytes, its maps are there, it ended "exit".
