@@ -1,8 +1,14 @@
 package outside
 
 import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"syscall"
 	"testing"
+	"time"
 
+	"memprobe/probe/procfs"
 	"memprobe/schema"
 )
 
@@ -70,5 +76,38 @@ func TestWalkedRSS(t *testing.T) {
 		if got := s.highWanted(c.rss, c.prev); got != c.want {
 			t.Errorf("%s: highWanted(%d MiB) %v, want %v (walked %d MiB)", c.name, c.rss>>20, got, c.want, walkedRSS(c.peak)>>20)
 		}
+	}
+}
+
+// TestWalkExited: a process that exits during a walk (after its smaps
+// was read; here killed and left a zombie) fails the walk with ESRCH.
+// Planted (the walk taken as it was), it read VmRSS 0 against smaps'
+// pages, a breakdown totalling 0 B, and blamed ptrace for its memory
+// (make -j2's cc1 under --children: "RSS 0 B, VSZ 0 B").
+func TestWalkExited(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep:", err)
+	}
+	pid := cmd.Process.Pid
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	testHookInWalk = func() {
+		cmd.Process.Kill()
+		for range 1000 { // until the kernel has made it a zombie
+			if f := procfs.StatFields(fmt.Sprintf("/proc/%d/stat", pid)); len(f) > 0 && f[0] == "Z" {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	defer func() { testHookInWalk = nil }()
+	snap, _, _, err := newWalker(procfs.FS{}, pid, false).walk()
+	if !errors.Is(err, syscall.ESRCH) {
+		var rss int64
+		if snap != nil {
+			rss = snap.Reconciliation.RSSBytes
+		}
+		t.Fatalf("a walk of pid %d, which exited during it: %v (RSS %d B), want ESRCH", pid, err, rss)
 	}
 }

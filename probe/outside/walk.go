@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -95,6 +96,13 @@ func (w *walker) walk() (snap *schema.Snapshot, raw []byte, cpu time.Duration, e
 	}
 	readMem, closeMem, memErr := reconcile.OpenMem(w.fs.Path(w.pid, "mem"))
 	defer closeMem()
+	// A process that exited during the walk has a status without Vm
+	// lines and no memory to open. Its smaps was read whole, but the
+	// walk would set VmRSS 0 against smaps' pages, and blame ptrace
+	// (make -j2's cc1, walked as it exited).
+	if st.VmSizeBytes == 0 || errors.Is(memErr, syscall.ESRCH) {
+		return nil, nil, 0, fmt.Errorf("walking pid %d: it exited during the walk: %w", w.pid, syscall.ESRCH)
+	}
 	in := reconcile.Input{
 		Status: st, StatusBefore: before, Mappings: ms, ThreadSPs: sps, ThreadStackBytes: stackDefault,
 		Resident: func(lo, hi uint64) (int64, error) { return w.fs.ResidentBytes(w.pid, lo, hi, w.page) },
