@@ -3,6 +3,7 @@ package sites
 import (
 	"bufio"
 	"encoding/binary"
+	"io"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -36,30 +37,8 @@ func liveSite(t LiveTop, fn string) *LiveSite {
 // cut by the end of what is written is read whole by the next Poll.
 func TestLiveReaderRunning(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(prog(t, "live.c"))
-	cmd.Env = Env(os.Environ(), lib(t), dir, 1)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer in.Close()
-	out := bufio.NewReader(outPipe)
-	wait := func(want string) {
-		t.Helper()
-		l, err := out.ReadString('\n')
-		if err != nil || strings.TrimSpace(l) != want {
-			t.Fatalf("waiting for %q from the program: %q, %v", want, l, err)
-		}
-	}
+	p := startWaiting(t, "live.c", dir, 1)
+	cmd, in, wait := p.cmd, p.in, p.wait
 	l := NewLiveReader(dir)
 	check := func(when, fn string, bytes, objects int64, gone string) {
 		t.Helper()
@@ -121,8 +100,43 @@ func TestLiveReaderRunning(t *testing.T) {
 // in use until the exit.
 func TestLiveBigBlockWritten(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(prog(t, "bigwait.c"))
-	cmd.Env = Env(os.Environ(), lib(t), dir, DefaultRate)
+	p := startWaiting(t, "bigwait.c", dir, DefaultRate)
+	l := NewLiveReader(dir)
+	l.NameBudget = time.Minute // the two calls' stacks named in one Top, under -race too
+	at := func(want string) *LiveSite {
+		t.Helper()
+		p.wait(want)
+		if err := l.Poll(); err != nil {
+			t.Fatal(err)
+		}
+		return liveSite(l.Top(10), "big_site")
+	}
+	// One sample per 512 KiB on average: an 8 MiB block goes unsampled
+	// once in 9 million runs, and its estimate is its size.
+	if s := at("a"); s == nil || s.Bytes < 15<<20 || s.Bytes > 17<<20 || s.Objects != 2 {
+		t.Errorf("while the program waits with big_site's two blocks of 8 MiB: big_site %+v, want about 16 MiB in 2 (top %+v)", s, l.Top(10))
+	}
+	p.in.Write([]byte("\n"))
+	if s := at("b"); s != nil {
+		t.Errorf("once the program freed it: big_site %+v, want none", s)
+	}
+}
+
+// waiting is a testdata program that writes a line on stdout where it
+// stops and waits for one on stdin (live.c, bigwait.c).
+type waiting struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	wait func(want string) // reads its next line, which must be want
+}
+
+// startWaiting starts testdata's name under the library at rate, its
+// records in dir; the test's end closes its stdin and waits for it.
+func startWaiting(t *testing.T, name, dir string, rate int64) *waiting {
+	t.Helper()
+	cmd := exec.Command(prog(t, name))
+	cmd.Env = Env(os.Environ(), lib(t), dir, rate)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -135,30 +149,19 @@ func TestLiveBigBlockWritten(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
-	defer in.Close()
-	out := bufio.NewReader(outPipe)
-	l := NewLiveReader(dir)
-	l.NameBudget = time.Minute // the two calls' stacks named in one Top, under -race too
-	at := func(want string) *LiveSite {
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Wait()
+	})
+	p := &waiting{cmd: cmd, in: in, out: bufio.NewReader(outPipe)}
+	p.wait = func(want string) {
 		t.Helper()
-		if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != want {
-			t.Fatalf("waiting for %q from the program: %q, %v", want, line, err)
+		l, err := p.out.ReadString('\n')
+		if err != nil || strings.TrimSpace(l) != want {
+			t.Fatalf("waiting for %q from %s: %q, %v", want, name, l, err)
 		}
-		if err := l.Poll(); err != nil {
-			t.Fatal(err)
-		}
-		return liveSite(l.Top(10), "big_site")
 	}
-	// One sample per 512 KiB on average: an 8 MiB block goes unsampled
-	// once in 9 million runs, and its estimate is its size.
-	if s := at("a"); s == nil || s.Bytes < 15<<20 || s.Bytes > 17<<20 || s.Objects != 2 {
-		t.Errorf("while the program waits with big_site's two blocks of 8 MiB: big_site %+v, want about 16 MiB in 2 (top %+v)", s, l.Top(10))
-	}
-	in.Write([]byte("\n"))
-	if s := at("b"); s != nil {
-		t.Errorf("once the program freed it: big_site %+v, want none", s)
-	}
+	return p
 }
 
 // inUse is f's blocks in use, by address.
