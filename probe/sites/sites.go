@@ -363,7 +363,7 @@ func stackKey(n *named) string {
 // at most allocated, the image's count of all its allocations (where
 // above 0), as the totals are: a sampled small block stands for
 // thousands, and rs's HashMap site read 208,444 blocks in use of the
-// 200,044 the program ever allocated. unnamed counts, by object, the
+// 200,044 the program ever allocated. unnamed gathers, by object, the
 // sites listed whose stack (as listed) has a frame of it named by
 // address.
 func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64), temporary bool, allocated int64, unnamed map[string]*unnamedUse) []schema.Site {
@@ -402,10 +402,10 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64
 		for _, fr := range st.unnamedFrames(len(x.Stack)) {
 			u := unnamed[fr.obj]
 			if u == nil {
-				u = &unnamedUse{example: fr.fn}
+				u = &unnamedUse{sites: map[string]bool{}, example: fr.fn}
 				unnamed[fr.obj] = u
 			}
-			u.sites++
+			u.sites[f.key()] = true
 		}
 		if stacks > 1 {
 			x.Stacks, x.StackSharePct = stacks, share

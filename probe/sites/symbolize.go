@@ -423,9 +423,10 @@ func orAnon(p string) string {
 }
 
 // unnamedUse is an object's frames named by address in the sites
-// listed: how many sites, and one such frame's name.
+// listed: the sites (by frame key: one listed in two tables is one),
+// and one such frame's name.
 type unnamedUse struct {
-	sites   int
+	sites   map[string]bool
 	example string
 }
 
@@ -439,7 +440,7 @@ func (s *symbolizer) unnamedWarnings(unnamed map[string]*unnamedUse) []string {
 		objs = append(objs, p)
 	}
 	sort.Slice(objs, func(i, j int) bool {
-		if a, b := unnamed[objs[i]].sites, unnamed[objs[j]].sites; a != b {
+		if a, b := len(unnamed[objs[i]].sites), len(unnamed[objs[j]].sites); a != b {
 			return a > b
 		}
 		return objs[i] < objs[j]
@@ -447,7 +448,8 @@ func (s *symbolizer) unnamedWarnings(unnamed map[string]*unnamedUse) []string {
 	var out []string
 	for _, p := range objs {
 		u, o := unnamed[p], s.objs[p]
-		head := fmt.Sprintf("sites: %d %s listed %s frames in %s named by address (%s)", u.sites, plural(u.sites, "site", "sites"), plural(u.sites, "has", "have"), p, u.example)
+		n := len(u.sites)
+		head := fmt.Sprintf("sites: %d %s listed %s frames in %s named by address (%s)", n, plural(n, "site", "sites"), plural(n, "has", "have"), p, u.example)
 		var why string
 		switch {
 		case o == nil || o.err != nil:
