@@ -123,11 +123,17 @@ static int enabled;               // recording: after init, before the end
 static int fd = -1;
 static pid_t file_pid;
 static char dir[512];
-// path is the records file fd writes; fd_dev and fd_ino are its
-// identity, by which fd_ours tells it from a file of the program's.
-static char path[600];
+// file_n is the records file's number (sites.PID.N.bin, -1 for none);
+// fd_dev and fd_ino are its identity, by which fd_ours tells it from a
+// file of the program's.
+static int file_n = -1;
 static dev_t fd_dev;
 static ino_t fd_ino;
+
+// records_path writes the records file's path to path (600 bytes).
+static void records_path(char *path, int n) {
+	snprintf(path, 600, "%s/sites.%d.%d.bin", dir, (int)file_pid, n);
+}
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER; // the file and the buffer list
 static pthread_key_t key;
 // seq orders the records of all threads; shared.seq below.
@@ -390,8 +396,10 @@ static int fd_keep(void) {
 	if (fd_ours())
 		return 1;
 	fd = -1;
-	if (path[0] == '\0')
+	if (file_n < 0)
 		return 0;
+	char path[600];
+	records_path(path, file_n);
 	int f = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (f < 0)
 		return 0;
@@ -1340,10 +1348,16 @@ static void write_maps_locked(void) {
 static void open_file(void) {
 	file_pid = getpid();
 	start_ns = now_ns();
+	char path[600];
+	file_n = -1;
 	for (int n = 0; n < 1000; n++) {
-		snprintf(path, sizeof path, "%s/sites.%d.%d.bin", dir, (int)file_pid, n);
+		records_path(path, n);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-		if (fd >= 0 || errno != EEXIST)
+		if (fd >= 0) {
+			file_n = n;
+			break;
+		}
+		if (errno != EEXIST)
 			break;
 	}
 	struct stat st;
@@ -1355,7 +1369,7 @@ static void open_file(void) {
 		}
 	}
 	if (fd < 0) {
-		path[0] = '\0';
+		file_n = -1;
 		return;
 	}
 	fd_dev = st.st_dev, fd_ino = st.st_ino;
@@ -1438,27 +1452,34 @@ static void at_exit(void) { finish(END_EXIT); }
 // told of a handler, it installed none, and Ctrl-C killed it without a
 // traceback or its finally blocks.
 static const int end_signals[] = {SIGHUP, SIGINT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2};
-static _Atomic unsigned char ours[NSIG];
-static struct sigaction view[NSIG];
+enum { N_END = sizeof end_signals / sizeof end_signals[0] };
+// By end_slot: ours says the library's handler is set where the program
+// knows of view.
+static _Atomic unsigned char ours[N_END];
+static struct sigaction view[N_END];
 static struct sigaction catcher; // on_end_signal's
 
-static int end_signal(int sig) {
-	for (size_t i = 0; i < sizeof end_signals / sizeof end_signals[0]; i++)
+// end_slot is sig's place in end_signals, -1 where it is not one.
+static int end_slot(int sig) {
+	for (int i = 0; i < N_END; i++)
 		if (end_signals[i] == sig)
-			return 1;
-	return 0;
+			return i;
+	return -1;
 }
 
 static int at_default(const struct sigaction *a) { return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL; }
 
 static void on_end_signal(int sig) {
-	int e = errno;
+	int e = errno, i = end_slot(sig);
 	if (!ts.in_hook)
 		finish(END_SIGNAL);
-	struct sigaction dfl = view[sig];
-	dfl.sa_handler = SIG_DFL;
-	dfl.sa_flags &= ~SA_SIGINFO;
-	atomic_store(&ours[sig], 0);
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	if (i >= 0) {
+		dfl = view[i];
+		dfl.sa_handler = SIG_DFL;
+		dfl.sa_flags &= ~SA_SIGINFO;
+		atomic_store(&ours[i], 0);
+	}
 	real_sigaction(sig, &dfl, NULL);
 	raise(sig); // delivered, at its default, once this handler returns
 	errno = e;
@@ -1467,12 +1488,11 @@ static void on_end_signal(int sig) {
 static void catch_end_signals(void) {
 	catcher.sa_handler = on_end_signal;
 	sigfillset(&catcher.sa_mask);
-	for (size_t i = 0; i < sizeof end_signals / sizeof end_signals[0]; i++) {
-		int sig = end_signals[i];
+	for (int i = 0; i < N_END; i++) {
 		struct sigaction old;
-		if (real_sigaction(sig, NULL, &old) == 0 && at_default(&old) && real_sigaction(sig, &catcher, NULL) == 0) {
-			view[sig] = old;
-			atomic_store(&ours[sig], 1);
+		if (real_sigaction(end_signals[i], NULL, &old) == 0 && at_default(&old) && real_sigaction(end_signals[i], &catcher, NULL) == 0) {
+			view[i] = old;
+			atomic_store(&ours[i], 1);
 		}
 	}
 }
@@ -1482,14 +1502,17 @@ static void catch_end_signals(void) {
 // trampoline, which does what the kernel would (the default back, the
 // library's handler in its place) and calls it: the signal it raises
 // is then the library's to catch, not the default's.
-static struct sigaction handed[NSIG];
-static _Atomic unsigned char tramp[NSIG];
+static struct sigaction handed[N_END];
+static _Atomic unsigned char tramp[N_END];
 
 static void trampoline(int sig, siginfo_t *info, void *uc) {
-	struct sigaction h = handed[sig];
-	view[sig] = (struct sigaction){.sa_handler = SIG_DFL};
-	atomic_store(&tramp[sig], 0);
-	atomic_store(&ours[sig], 1);
+	int i = end_slot(sig);
+	if (i < 0)
+		return;
+	struct sigaction h = handed[i];
+	view[i] = (struct sigaction){.sa_handler = SIG_DFL};
+	atomic_store(&tramp[i], 0);
+	atomic_store(&ours[i], 1);
 	real_sigaction(sig, &catcher, NULL);
 	if (h.sa_flags & SA_SIGINFO)
 		h.sa_sigaction(sig, info, uc);
@@ -1502,13 +1525,14 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		resolve();
 	// A vfork child (dash's, before its exec) shares ours and view with
 	// its parent but not its dispositions: it sets its own, as asked.
-	if (sig <= 0 || sig >= NSIG || !end_signal(sig) || getpid() != file_pid)
+	int i = end_slot(sig);
+	if (i < 0 || getpid() != file_pid)
 		return real_sigaction(sig, act, old);
-	// stood: the library's handler stands in for view[sig].
-	int stood = atomic_load(&ours[sig]) || atomic_load(&tramp[sig]);
+	// stood: the library's handler stands in for view[i].
+	int stood = atomic_load(&ours[i]) || atomic_load(&tramp[i]);
 	struct sigaction was;
 	if (stood)
-		was = view[sig];
+		was = view[i];
 	if (act != NULL) {
 		struct sigaction set = *act;
 		int o = 0, t = 0;
@@ -1517,15 +1541,15 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		} else if ((act->sa_flags & SA_RESETHAND) && act->sa_handler != SIG_IGN && !at_default(act) && enabled) {
 			set.sa_flags = (act->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
 			set.sa_sigaction = trampoline;
-			handed[sig] = *act;
+			handed[i] = *act;
 			t = 1;
 		}
 		int r = real_sigaction(sig, &set, stood ? NULL : &was);
 		if (r != 0)
 			return r;
-		view[sig] = *act;
-		atomic_store(&ours[sig], o);
-		atomic_store(&tramp[sig], t);
+		view[i] = *act;
+		atomic_store(&ours[i], o);
+		atomic_store(&tramp[i], t);
 	} else if (!stood && real_sigaction(sig, NULL, &was) != 0) {
 		return -1;
 	}
@@ -1560,7 +1584,7 @@ static sighandler_t signal_as(int sig, sighandler_t h, int sysv) {
 EXPORT sighandler_t signal(int sig, sighandler_t h) {
 	if (UNLIKELY(!real_signal))
 		resolve();
-	return end_signal(sig) ? signal_as(sig, h, 0) : real_signal(sig, h);
+	return end_slot(sig) >= 0 ? signal_as(sig, h, 0) : real_signal(sig, h);
 }
 
 EXPORT sighandler_t bsd_signal(int sig, sighandler_t h) { return signal(sig, h); }
@@ -1568,7 +1592,7 @@ EXPORT sighandler_t bsd_signal(int sig, sighandler_t h) { return signal(sig, h);
 EXPORT sighandler_t sysv_signal(int sig, sighandler_t h) {
 	if (UNLIKELY(!real_sysv_signal))
 		resolve();
-	return end_signal(sig) ? signal_as(sig, h, 1) : real_sysv_signal(sig, h);
+	return end_slot(sig) >= 0 ? signal_as(sig, h, 1) : real_sysv_signal(sig, h);
 }
 
 static void fork_prepare(void) {
