@@ -83,6 +83,12 @@ type symbolizer struct {
 // debugRoot is newSymbolizer's symbolizer.debugRoot.
 var debugRoot = "/usr/lib/debug"
 
+// debugFile is where a separate debug file of build ID id (over 2 hex
+// digits) is looked for.
+func (s *symbolizer) debugFile(id string) string {
+	return filepath.Join(s.debugRoot, ".build-id", id[:2], id[2:]+".debug")
+}
+
 func newSymbolizer() *symbolizer {
 	return &symbolizer{objs: map[string]*object{}, debugRoot: debugRoot}
 }
@@ -133,7 +139,7 @@ func (s *symbolizer) object(path string) *object {
 	// A separate debug file (Debian's -dbgsym packages) has the
 	// .symtab and the DWARF a stripped library lacks.
 	if o.buildID != "" && len(o.buildID) > 2 && (o.dw == nil || len(o.syms) == 0) {
-		dp := filepath.Join(s.debugRoot, ".build-id", o.buildID[:2], o.buildID[2:]+".debug")
+		dp := s.debugFile(o.buildID)
 		if df, err := elf.Open(dp); err == nil {
 			o.debug = dp
 			o.addSymbols(df)
@@ -465,7 +471,7 @@ func (s *symbolizer) unnamedWarnings(unnamed map[string]*unnamedUse) []string {
 		case len(o.buildID) <= 2:
 			why = "it is stripped, and has no build ID to find a debug file by"
 		default:
-			dp := filepath.Join(s.debugRoot, ".build-id", o.buildID[:2], o.buildID[2:]+".debug")
+			dp := s.debugFile(o.buildID)
 			why = fmt.Sprintf("it is stripped, and its debug file %s is not there; its debug symbols name them (Debian: its package's -dbgsym, from the debian-debug archive; find-dbgsym-packages %s names it)", dp, p)
 		}
 		out = append(out, head+": "+why)
