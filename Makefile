@@ -11,7 +11,7 @@ TAGS     = $(shell ./scripts/blas-tags.sh)
 # the report goes to probe-<commit>.json, its tables to stdout.
 PROBE_ARGS ?= run --threads 63
 # probe exec --sites preloads this library, found beside bin/probe; the
-# flags are probe/sites' CFlags (its tests build it the same way).
+# flags are outside/sites' CFlags (its tests build it the same way).
 SITES_CC     ?= gcc
 SITES_CFLAGS := -O2 -g -shared -fPIC -pthread -fvisibility=hidden -Wall
 
@@ -29,7 +29,7 @@ deps:
 build: deps
 	$(GO) build -buildvcs=auto -tags "$(TAGS)" -o $(BIN) ./cmd/probe
 	$(GO) build -buildvcs=auto -tags "$(TAGS) viz" -o $(BIN)-viz ./cmd/probe
-	$(SITES_CC) $(SITES_CFLAGS) -o bin/libmemprobe-sites.so probe/sites/preload/sites.c -lm
+	$(SITES_CC) $(SITES_CFLAGS) -o bin/libmemprobe-sites.so outside/sites/preload/sites.c -lm
 
 probe: build
 	./$(BIN) $(PROBE_ARGS)

@@ -87,7 +87,7 @@ func TestDecodeKey(t *testing.T) {
 
 // TestDecodeDiffPinnedHost: records that differ only in pinned_host are
 // different configurations: probe diff does not pair them (probe merge
-// keeps them apart: probe/runner's TestPoolDecodePinnedHost).
+// keeps them apart: run/runner's TestPoolDecodePinnedHost).
 func TestDecodeDiffPinnedHost(t *testing.T) {
 	base := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}
 	head := []schema.DecodeRecord{decodeRec("batch", speeds(1000, 0))}

@@ -8,9 +8,9 @@ import (
 
 // TestNoTrainer: reading a result must not link the trainer. This
 // package may depend on the instrument packages (whose wire types are
-// schema's, aliased) and on the analytical model (probe/memmodel, which
+// schema's, aliased) and on the analytical model (instrument/memmodel, which
 // predicts from a result's configuration), never on memprobe/trainer/...
-// nor on probe/job, which runs it; schema depends on no memprobe package
+// nor on run/job, which runs it; schema depends on no memprobe package
 // at all (schema's TestLeaf). Checked for each set of build tags that
 // changes what the trainer links.
 func TestNoTrainer(t *testing.T) {
@@ -25,7 +25,7 @@ func TestNoTrainer(t *testing.T) {
 		}
 		for _, p := range strings.Fields(string(out)) {
 			if p == "memprobe/trainer" || strings.HasPrefix(p, "memprobe/trainer/") ||
-				p == "memprobe/probe/job" {
+				p == "memprobe/run/job" {
 				t.Errorf("tags %q: memprobe/schema or memprobe/report depends on %s", tags, p)
 			}
 		}

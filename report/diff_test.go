@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"memprobe/instrument/sampler"
 	"memprobe/internal/golden"
 	"memprobe/metric"
-	"memprobe/probe/sampler"
 	"memprobe/schema"
 )
 
@@ -35,7 +35,7 @@ const (
 	diffSame      = "testdata/diff-same.json"
 )
 
-// fixtureMetrics are probe/runner's summary metrics, in its order.
+// fixtureMetrics are run/runner's summary metrics, in its order.
 var fixtureMetrics = []string{"peak_rss_bytes", "max_rss_bytes", "final_vsz_bytes", "go_heap_allocs_per_step",
 	"go_heap_alloc_bytes_per_step", "tokens_per_sec", "step_ns_median"}
 

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"testing"
 
+	"memprobe/instrument/reconcile"
+	"memprobe/instrument/rtstats"
+	"memprobe/instrument/sampler"
 	"memprobe/internal/golden"
-	"memprobe/probe/reconcile"
-	"memprobe/probe/rtstats"
-	"memprobe/probe/sampler"
 	"memprobe/schema"
 )
 

@@ -402,7 +402,7 @@ func ledgerTable(g *group, states []*runView) *table.Table {
 	// total, so that the total compares what the model predicts with what
 	// the ledger holds of it: the arena and embedding plans' tape engine
 	// holds its buffers in accounts the model has no formula for
-	// (probe/memmodel models the step engine) and registers no
+	// (instrument/memmodel models the step engine) and registers no
 	// activations, and a total over both would read as a 1,000 % error.
 	totals := make([][2]int64, len(states))
 	var outside []string
@@ -471,7 +471,7 @@ func ledgerTable(g *group, states []*runView) *table.Table {
 		}
 	}
 	missingNotes(t, states, res)
-	t.Note("the ledger at the end of the run against the analytical model (probe/memmodel); diff is (measured − expected) / expected")
+	t.Note("the ledger at the end of the run against the analytical model (instrument/memmodel); diff is (measured − expected) / expected")
 	if len(outside) > 0 {
 		t.Note("%s: only one of the model and the ledger knows %s (model column), so the total leaves %s out",
 			strings.Join(outside, ", "), plural(len(outside), "it", "them"), plural(len(outside), "it", "them"))

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"memprobe/instrument/allocsite"
 	"memprobe/internal/golden"
-	"memprobe/probe/allocsite"
 )
 
 // TestRenderAllocSitesGolden: the allocations-by-site table from a made-up

@@ -5,10 +5,10 @@ import (
 	"io"
 	"path/filepath"
 
+	"memprobe/instrument/allocsite"
+	"memprobe/instrument/memmodel"
+	"memprobe/instrument/reconcile"
 	"memprobe/internal/table"
-	"memprobe/probe/allocsite"
-	"memprobe/probe/memmodel"
-	"memprobe/probe/reconcile"
 	"memprobe/schema"
 )
 

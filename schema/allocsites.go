@@ -1,13 +1,13 @@
 package schema
 
 // Allocation sites: what allocated on the Go heap in a window of the run
-// (probe/allocsite fills these; Result.AllocsBySite holds them).
+// (instrument/allocsite fills these; Result.AllocsBySite holds them).
 
 // AllocSite is one allocation site (allocsite.Site): the innermost frame
 // that is not a runtime allocation entry point (newobject, makeslice,
 // growslice, ...).
 type AllocSite struct {
-	// Class is program, runtime or probe (see probe/allocsite's package
+	// Class is program, runtime or probe (see instrument/allocsite's package
 	// comment).
 	Class string `json:"class"`
 	// Function, File and Line are the site.

@@ -5,14 +5,14 @@
 // ran on (Environment), and the records of `probe decode --json`
 // (DecodeRecord, "memprobe.decode/v1", with its DecodeConfig).
 //
-// It is the hinge of the pipeline trainer → probe → report: probe/job
+// It is the hinge of the pipeline trainer → probe → report: run/job
 // fills these types, report/ and the experiment runner read them. The
 // package owns the wire format whole: every type a file holds is defined
 // here with its JSON tags, the instruments' parts included (the sampler's
 // timeline, SamplerResult; the runtime's counters, RuntimeSnapshot and
 // SteadyState; the RSS reconciliation, Reconciliation; allocation sites,
 // AllocSites; the profiles written, Profiles; device memory,
-// DeviceMemory). The instrument packages fill these types (probe/sampler's
+// DeviceMemory). The instrument packages fill these types (instrument/sampler's
 // Result is an alias of SamplerResult, and so on), so a field cannot
 // change in the JSON without a change here, where the version is. The
 // package is a leaf: it imports no memprobe package, so that reading a

@@ -136,7 +136,7 @@ type Process struct {
 	Files []string `json:"files"`
 }
 
-// ProcessGPU is a watched process's GPU side, from NVML (probe/gpumem):
+// ProcessGPU is a watched process's GPU side, from NVML (instrument/gpumem):
 // the device memory NVML charges to the pid (its CUDA context, library
 // workspaces and allocator caches included: more than the program's own
 // allocations), the utilization of the GPUs it held memory on, which is
@@ -242,7 +242,7 @@ type Snapshot struct {
 	TMs float64 `json:"t_ms"`
 	// WalkMs is what gathering it took (smaps, the threads, pagemap).
 	WalkMs float64 `json:"walk_ms"`
-	// Reconciliation is RSS and VSZ in named parts (probe/reconcile, with
+	// Reconciliation is RSS and VSZ in named parts (instrument/reconcile, with
 	// the outside-only parts: gpu.driver, go.runtime.anon).
 	Reconciliation Reconciliation `json:"reconciliation"`
 	// Threads is the number of threads; StackPointers how many of them

@@ -1,6 +1,6 @@
 package schema
 
-// The Go profiles of a job (probe/profiling writes them; Result.Profiles
+// The Go profiles of a job (instrument/profiling writes them; Result.Profiles
 // lists them).
 
 // ProfileFile is one profile written (profiling.File).

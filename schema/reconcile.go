@@ -1,7 +1,7 @@
 package schema
 
 // The reconciliation of a process's RSS and VSZ in named parts
-// (probe/reconcile computes it; RSSReconciliation and Snapshot hold it).
+// (instrument/reconcile computes it; RSSReconciliation and Snapshot hold it).
 
 // ReconciliationPart is a named share of RSS and of VSZ.
 type ReconciliationPart struct {

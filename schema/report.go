@@ -104,7 +104,7 @@ type Run struct {
 	// value, e.g. "threads" → "63"); nil when the run swept nothing.
 	Sweep map[string]string `json:"sweep,omitempty"`
 	// PredictedPeakRSSBytes is the analytical model's prediction of the
-	// child's memory (probe/memmodel, before it started).
+	// child's memory (instrument/memmodel, before it started).
 	PredictedPeakRSSBytes int64 `json:"predicted_peak_rss_bytes"`
 
 	// The fields below are a plan file's (probe run --plan-file), absent
@@ -159,7 +159,7 @@ type Outside struct {
 }
 
 // Summary condenses a Run's repetitions: per metric the median and its
-// distribution-free confidence interval (probe/runner/stats.go, with
+// distribution-free confidence interval (run/runner/stats.go, with
 // golang.org/x/perf/benchmath).
 type Summary struct {
 	// Repetitions is how many repetitions were asked for; Completed how

@@ -191,7 +191,7 @@ type DecodeStats struct {
 	DeviceTimed      bool  `json:"device_timed"`      // device_busy_ns was measured (cuda: event timing worked)
 }
 
-// LedgerRow is one line of the model-vs-ledger table (probe/memmodel
+// LedgerRow is one line of the model-vs-ledger table (instrument/memmodel
 // makes them).
 type LedgerRow struct {
 	Component string `json:"component"`

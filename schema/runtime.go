@@ -1,7 +1,7 @@
 package schema
 
 // The Go runtime's own view of its memory, from runtime/metrics
-// (probe/rtstats fills these; Runtime holds them).
+// (instrument/rtstats fills these; Runtime holds them).
 
 // MemoryClasses is /memory/classes/*: every byte of address space the Go
 // runtime has mapped, by use. Sum of all fields except TotalBytes equals
@@ -81,7 +81,7 @@ type RuntimeSnapshot struct {
 	GCPauses int64 `json:"gc_pauses"`
 	// GCPauseTotalNs estimates total GC stop-the-world time from the
 	// /sched/pauses/total/gc:seconds histogram (sum of bucket lower
-	// bounds; see probe/rtstats's package comment).
+	// bounds; see instrument/rtstats's package comment).
 	GCPauseTotalNs int64 `json:"gc_pause_total_ns"`
 	// Goroutines is live goroutines (/sched/goroutines:goroutines).
 	Goroutines int64 `json:"goroutines"`

@@ -1,6 +1,6 @@
 package schema
 
-// The sampler's timeline (probe/sampler fills these; Result.Sampler and
+// The sampler's timeline (instrument/sampler fills these; Result.Sampler and
 // Run.Timeline hold them).
 
 // SamplerResult is what a sampling run saw (sampler.Result).
@@ -105,7 +105,7 @@ type SamplerPoint struct {
 	RSSBytes uint64 `json:"rss_bytes"`
 	VSZBytes uint64 `json:"vsz_bytes"`
 
-	// From /proc/<pid>/status, Linux only (see probe/procfs's Status for
+	// From /proc/<pid>/status, Linux only (see instrument/procfs's Status for
 	// each field's meaning); 0 when StatusSamples is 0.
 	VmHWMBytes    uint64 `json:"vm_hwm_bytes"`
 	VmPeakBytes   uint64 `json:"vm_peak_bytes"`

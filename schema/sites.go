@@ -1,7 +1,7 @@
 package schema
 
 // Allocation sites of a program watched from outside (probe exec --sites;
-// probe/sites fills these, Process.Sites holds them).
+// outside/sites fills these, Process.Sites holds them).
 
 // Kinds of SitesProfile.
 const (

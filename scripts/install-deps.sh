@@ -6,14 +6,14 @@
 # root, no apt-get): the build then uses the pure-Go gonum backend.
 set -eu
 here=$(dirname "$0")
-# /usr/bin/time (Debian's time): probe/outside checks probe exec's CPU
+# /usr/bin/time (Debian's time): outside checks probe exec's CPU
 # time, faults and context switches against time -v (skipped without it).
 if [ ! -x /usr/bin/time ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "installing time (/usr/bin/time -v, the reference of probe exec's counters)..." >&2
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get install -y -qq time >/dev/null 2>&1 ||
 		{ apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq time >/dev/null 2>&1; } ||
-		echo "warning: installing time failed; probe/outside's check against /usr/bin/time -v skips" >&2
+		echo "warning: installing time failed; outside's check against /usr/bin/time -v skips" >&2
 fi
 if [ -n "$("$here/blas-tags.sh")" ]; then
 	exit 0

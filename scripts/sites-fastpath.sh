@@ -2,7 +2,7 @@
 # sites-fastpath.sh: the instructions the allocation-site library adds to
 # a malloc+free pair at the default rate, counted by valgrind's cachegrind
 # (the same from run to run, unlike seconds on a shared machine), on
-# probe/sites/testdata/pairs.c: glibc alone, then under bin/libmemprobe-sites.so.
+# outside/sites/testdata/pairs.c: glibc alone, then under bin/libmemprobe-sites.so.
 # docs/exec.md quotes it.
 #   scripts/sites-fastpath.sh          (make build first)
 #   N=200000 scripts/sites-fastpath.sh
@@ -14,7 +14,7 @@ command -v valgrind >/dev/null || { echo "sites-fastpath: valgrind not found (ap
 [ -f "$lib" ] || { echo "sites-fastpath: $lib not found: run make build" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/sites-fastpath.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-gcc -O2 -o "$work/pairs" "$here/probe/sites/testdata/pairs.c"
+gcc -O2 -o "$work/pairs" "$here/outside/sites/testdata/pairs.c"
 count() { # prints "instructions D1-misses" of one run
 	env "$@" valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null "$work/pairs" "$N" 2>&1 >/dev/null |
 		awk '/I *refs:/ {gsub(",", "", $4); i=$4} /D1 *misses:/ {gsub(",", "", $4); d=$4} END {print i, d}'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sites-overhead.sh: what the allocation-site library costs the stress
-# program (probe/sites/testdata/stress.c), finer than
+# program (outside/sites/testdata/stress.c), finer than
 # sites-vs-heaptrack.sh's 5 runs: many short runs (N allocations a
 # thread), each round every configuration once in a rotating order, the
 # library preloaded without the probe (but in probe and watch); for each
@@ -41,7 +41,7 @@ case " $CONFIGS " in
 esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/sites-overhead.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-gcc -O2 -g -pthread -o "$work/stress" "$here/probe/sites/testdata/stress.c"
+gcc -O2 -g -pthread -o "$work/stress" "$here/outside/sites/testdata/stress.c"
 # timed FILE CMD...: runs CMD, writes its user, system and wall seconds
 # to FILE, to the microsecond (/usr/bin/time's hundredths are 4 % of a
 # 0.25 s run).

@@ -49,8 +49,8 @@ done
 [ -x "$PROBE" ] || { echo "sites-vs-heaptrack: $PROBE not found: run make build" >&2; exit 2; }
 [ -f "$(dirname "$PROBE")/libmemprobe-sites.so" ] || { echo "sites-vs-heaptrack: $(dirname "$PROBE")/libmemprobe-sites.so not found: run make build" >&2; exit 2; }
 
-gcc -O2 -g -pthread -o "$work/stress" "$here/probe/sites/testdata/stress.c"
-gcc -E -o "$work/big.i" "$here/probe/sites/preload/sites.c"
+gcc -O2 -g -pthread -o "$work/stress" "$here/outside/sites/testdata/stress.c"
+gcc -E -o "$work/big.i" "$here/outside/sites/preload/sites.c"
 "$PYTHON" -c "
 import random
 r = random.Random(1)

@@ -11,7 +11,7 @@
 //
 // Caveats travel beside results as Warnings, as benchmath's do, typed
 // (ClampedInterval, WideSpread, Unjudged) so that the packages printing
-// them (probe/runner, report) word them. No other package of the module
+// them (run/runner, report) word them. No other package of the module
 // computes a median (TestOneMedian).
 package stats
 

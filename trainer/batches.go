@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/model"
 )
 

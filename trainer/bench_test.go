@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"memprobe/probe/job"
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
+	"memprobe/run/job"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
 	"memprobe/trainer/gemm"

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"math"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
 	"memprobe/trainer/gemm"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/data"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/model"
 	"memprobe/trainer/tape"
 )

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"memprobe/probe/allocsite"
+	"memprobe/instrument/allocsite"
 	"memprobe/trainer/data"
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"

@@ -6,9 +6,9 @@ import (
 	"runtime/metrics"
 	"testing"
 
-	"memprobe/probe/ledger"
-	"memprobe/probe/memmodel"
-	"memprobe/probe/procfs"
+	"memprobe/instrument/memmodel"
+	"memprobe/instrument/procfs"
+	"memprobe/ledger"
 	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/data"

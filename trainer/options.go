@@ -6,7 +6,7 @@ package trainer
 import (
 	"fmt"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/data"
 	"memprobe/trainer/model"
 	"memprobe/trainer/osthread"

@@ -6,7 +6,7 @@ import (
 )
 
 // StepStats is what one optimizer step cost. The trainer only times its
-// steps; what a step allocates is the probe's to measure (probe/job).
+// steps; what a step allocates is the probe's to measure (run/job).
 type StepStats struct {
 	Step            int           `json:"step"`
 	Loss            float32       `json:"loss"`

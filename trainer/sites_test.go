@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/probe/allocsite"
-	"memprobe/probe/job"
-	"memprobe/probe/ledger"
+	"memprobe/instrument/allocsite"
+	"memprobe/ledger"
+	"memprobe/run/job"
 	"memprobe/trainer"
 	"memprobe/trainer/model"
 )

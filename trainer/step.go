@@ -9,7 +9,7 @@ import (
 	"io"
 	"math"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/model"
 	"memprobe/trainer/osthread"
 )

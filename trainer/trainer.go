@@ -32,7 +32,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/data"
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"

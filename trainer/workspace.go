@@ -6,7 +6,7 @@ package trainer
 import (
 	"runtime"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/model"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"memprobe/probe/outside"
+	"memprobe/outside"
 )
 
 func newAttachCmd(stdout, stderr io.Writer) *cobra.Command {

@@ -12,9 +12,9 @@ import (
 
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
-	"memprobe/probe/decodebench"
-	"memprobe/probe/runner"
 	"memprobe/report"
+	"memprobe/run/decodebench"
+	"memprobe/run/runner"
 	"memprobe/schema"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"memprobe/metric"
-	"memprobe/probe/runner"
 	"memprobe/report"
+	"memprobe/run/runner"
 	"memprobe/schema"
 )
 

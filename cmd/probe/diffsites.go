@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"memprobe/internal/table"
-	"memprobe/probe/sites"
+	"memprobe/outside/sites"
 	"memprobe/schema"
 )
 

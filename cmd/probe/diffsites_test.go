@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/probe/sites/sitestest"
+	"memprobe/outside/sites/sitestest"
 )
 
 // TestDiffSites: two probe exec --sites results of builds of
-// probe/sites/testdata/planted.c that differ in one site's allocation
+// outside/sites/testdata/planted.c that differ in one site's allocation
 // size (peak_site's blocks of 1 MiB against 1.5 MiB): probe diff names
 // that site, in the alloc and peak profiles, and no other site.
 func TestDiffSites(t *testing.T) {

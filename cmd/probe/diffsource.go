@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"memprobe/probe/runner"
+	"memprobe/run/runner"
 	"memprobe/schema"
 )
 

@@ -18,8 +18,8 @@ import (
 
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
-	"memprobe/probe/outside"
-	"memprobe/probe/sites"
+	"memprobe/outside"
+	"memprobe/outside/sites"
 	"memprobe/schema"
 )
 

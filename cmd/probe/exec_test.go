@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"memprobe/probe/sites/sitestest"
+	"memprobe/outside/sites/sitestest"
 	"memprobe/schema"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"memprobe/probe/job"
+	"memprobe/run/job"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
 )

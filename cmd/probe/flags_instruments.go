@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"memprobe/probe/job"
-	"memprobe/probe/profiling"
-	"memprobe/probe/sampler"
+	"memprobe/instrument/profiling"
+	"memprobe/instrument/sampler"
+	"memprobe/run/job"
 )
 
 // instrumentFlags switch the instruments and pprof hooks (see

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"memprobe/probe/job"
+	"memprobe/run/job"
 	"memprobe/trainer"
 	"memprobe/trainer/phase"
 )

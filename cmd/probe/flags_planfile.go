@@ -5,8 +5,8 @@ import (
 	"os"
 	"strings"
 
-	"memprobe/probe/planfile"
-	"memprobe/probe/runner"
+	"memprobe/run/planfile"
+	"memprobe/run/runner"
 	"memprobe/schema"
 )
 

@@ -58,7 +58,7 @@ func TestFlameRealProfile(t *testing.T) {
 		t.Fatalf("flame: %v\n%s", err, stderr)
 	}
 	n, text := wellFormedSVG(t, svg)
-	if n < 3 || !strings.Contains(text, "alloc_space flame graph") || !strings.Contains(text, "memprobe/probe/job.Run") {
+	if n < 3 || !strings.Contains(text, "alloc_space flame graph") || !strings.Contains(text, "memprobe/run/job.Run") {
 		t.Errorf("%s: %d frames, want a graph of alloc_space through job.Run", svg, n)
 	}
 	diff := filepath.Join(dir, "diff.svg")

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	"memprobe/probe/outside"
+	"memprobe/outside"
 )
 
 // liveStdin is where --live reads its keys: the probe's standard input

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"memprobe/probe/sites/sitestest"
+	"memprobe/outside/sites/sitestest"
 )
 
 // openPTY opens a pseudo-terminal pair: the master (the user's side) and

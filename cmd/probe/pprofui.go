@@ -19,7 +19,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
-	"memprobe/probe/profiling"
+	"memprobe/instrument/profiling"
 )
 
 // Linked only with -tags viz: gonum/plot and pprof's web UI add about 12 MiB

@@ -24,7 +24,7 @@ import (
 
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
-	"memprobe/probe/sites"
+	"memprobe/outside/sites"
 	"memprobe/report"
 	"memprobe/schema"
 )

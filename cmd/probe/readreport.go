@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"memprobe/probe/runner"
+	"memprobe/run/runner"
 	"memprobe/schema"
 )
 

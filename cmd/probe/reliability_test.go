@@ -279,7 +279,7 @@ func TestRunInterruptAndResume(t *testing.T) {
 
 // TestRunMemLimitChild: a child whose RSS passes --mem-limit stops itself
 // (its partial result) and is recorded as killed with the reason (that
-// the run goes on after it is probe/runner's TestFaults).
+// the run goes on after it is run/runner's TestFaults).
 func TestRunMemLimitChild(t *testing.T) {
 	t.Setenv(growEnv, "decode-before")
 	rep, _, _, err := probeRun(t, append([]string{"--plan", "decode", "--phases", "before", "--mem-limit", "256MiB"}, append(small, "--steps", "1000")...)...)

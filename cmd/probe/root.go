@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"memprobe/probe/job"
+	"memprobe/run/job"
 )
 
 // extraCommands are subcommands linked only in some builds (plot and pprof

@@ -16,8 +16,8 @@ import (
 
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
-	"memprobe/probe/job"
-	"memprobe/probe/runner"
+	"memprobe/run/job"
+	"memprobe/run/runner"
 	"memprobe/schema"
 	"memprobe/trainer/data"
 )

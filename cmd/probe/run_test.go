@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/probe/procfs"
+	"memprobe/instrument/procfs"
 	"memprobe/schema"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"memprobe/probe/job"
+	"memprobe/run/job"
 	"memprobe/schema"
 )
 

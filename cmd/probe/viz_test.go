@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/probe/sampler"
+	"memprobe/instrument/sampler"
 	"memprobe/schema"
 )
 

@@ -2,7 +2,7 @@
 // per set of preprocessor definitions in a process: how the test doubles
 // of the NVIDIA libraries (internal/fakecuda, internal/fakenvml) are
 // built on a machine with no NVIDIA driver, so that the run-time bindings
-// (trainer/device/cudadrv, probe/gpumem) run their real code paths in
+// (trainer/device/cudadrv, instrument/gpumem) run their real code paths in
 // every test run.
 //
 // Each set of definitions is its own library file and so, once loaded,

@@ -1,7 +1,7 @@
 // Package dl opens shared libraries at run time and calls their C
 // functions, for the bindings that must build on machines without the
 // library or its headers: the CUDA driver and cuBLAS
-// (trainer/device/cudadrv) and NVML (probe/gpumem).
+// (trainer/device/cudadrv) and NVML (instrument/gpumem).
 //
 // One cgo trampoline calls any function of up to 14 integer-class
 // arguments (integers, handles, pointers): every entry point those

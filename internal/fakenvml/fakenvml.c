@@ -5,8 +5,8 @@
 
 /*
  * fakenvml.c: a stand-in for libnvidia-ml.so.1, so that the tests of
- * probe/gpumem and of the packages that read GPU memory through it
- * (probe/decodebench, probe/outside) run on a machine with no GPU and no
+ * instrument/gpumem and of the packages that read GPU memory through it
+ * (run/decodebench, outside) run on a machine with no GPU and no
  * driver. Build and use it through package memprobe/internal/fakenvml
  * (fakenvml.Build, fakenvml.Use), which compiles it with gcc once per set
  * of defines; by hand:

@@ -1,8 +1,8 @@
 // Package fakenvml is a test double of NVML (libnvidia-ml.so.1): a C
 // shared library (fakenvml.c, compiled with gcc by Build) that exports the
-// entry points probe/gpumem resolves, with their real C signatures, so
-// that gpumem and the packages built on it (probe/decodebench,
-// probe/outside) run their real code paths on a machine with no GPU or
+// entry points instrument/gpumem resolves, with their real C signatures, so
+// that gpumem and the packages built on it (run/decodebench,
+// outside) run their real code paths on a machine with no GPU or
 // driver (CI, a laptop). Point gpumem at it with Use (which sets
 // EnvLibNVML) or by passing Build's path to gpumem.Open.
 //

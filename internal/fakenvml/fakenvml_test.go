@@ -8,9 +8,9 @@ import (
 	"time"
 	"unsafe"
 
+	"memprobe/instrument/gpumem"
 	"memprobe/internal/dl"
 	"memprobe/internal/fakenvml"
-	"memprobe/probe/gpumem"
 )
 
 // NVML's result codes the tests expect (nvml.h).
@@ -310,8 +310,8 @@ func TestWriteProcs(t *testing.T) {
 	}
 }
 
-// TestFromAnotherPackage is the use a test outside probe/gpumem makes of
-// the fake (probe/outside's): a watched process on GPU 1, its GPU busy,
+// TestFromAnotherPackage is the use a test outside instrument/gpumem makes of
+// the fake (outside's): a watched process on GPU 1, its GPU busy,
 // read through gpumem.
 func TestFromAnotherPackage(t *testing.T) {
 	fakenvml.Use(t, "FROM_ANOTHER_PACKAGE") // gpumem.Open("") now opens the fake (an instance of its own)

@@ -1,5 +1,5 @@
 // Package goroutines is the leak check of the tests that stop jobs and
-// children (probe/job, probe/runner): after the work is over, the
+// children (run/job, run/runner): after the work is over, the
 // goroutine count must come back to what it was before.
 package goroutines
 

@@ -7,9 +7,9 @@ import (
 )
 
 var instruments = []string{
-	"memprobe/probe/allocsite", "memprobe/probe/ledger", "memprobe/probe/memmodel", "memprobe/probe/procfs",
-	"memprobe/probe/profiling", "memprobe/probe/reconcile", "memprobe/probe/rtstats", "memprobe/probe/sampler",
-	"memprobe/probe/outside", "memprobe/probe/sites",
+	"memprobe/instrument/allocsite", "memprobe/ledger", "memprobe/instrument/memmodel", "memprobe/instrument/procfs",
+	"memprobe/instrument/profiling", "memprobe/instrument/reconcile", "memprobe/instrument/rtstats", "memprobe/instrument/sampler",
+	"memprobe/outside", "memprobe/outside/sites",
 }
 
 func under(p, root string) bool { return p == root || strings.HasPrefix(p, root+"/") }
@@ -54,14 +54,14 @@ func violation(pkg, dep string) string {
 	switch {
 	case under(dep, "memprobe/cmd"):
 		return "nothing imports the command"
-	case under(pkg, "memprobe/trainer") && under(dep, "memprobe/probe") && dep != "memprobe/probe/ledger":
+	case under(pkg, "memprobe/trainer") && (under(dep, "memprobe/instrument") || under(dep, "memprobe/run") || under(dep, "memprobe/outside")):
 		return "the trainer is the subject: of the probe it may use only the ledger"
 	case under(pkg, "memprobe/trainer") && (under(dep, "memprobe/report") || under(dep, "memprobe/schema")):
 		return "the trainer does not know the result format"
 	case (isInstrument(pkg) || under(pkg, "memprobe/schema") || under(pkg, "memprobe/report")) && under(dep, "memprobe/trainer"):
 		return "instruments and result readers do not link the trainer"
 	case (isInstrument(pkg) || under(pkg, "memprobe/schema") || under(pkg, "memprobe/report")) &&
-		(dep == "memprobe/probe/job" || dep == "memprobe/probe/decodebench" || dep == "memprobe/probe/runner"):
+		(dep == "memprobe/run/job" || dep == "memprobe/run/decodebench" || dep == "memprobe/run/runner"):
 		return "instruments and result readers do not depend on a runner"
 	case under(pkg, "memprobe/internal") && !under(dep, "memprobe/internal"):
 		return "internal helpers depend on nothing else of the module"
@@ -72,11 +72,11 @@ func violation(pkg, dep string) string {
 // TestViolationCatches: the rules can fail.
 func TestViolationCatches(t *testing.T) {
 	for _, c := range [][2]string{
-		{"memprobe/trainer", "memprobe/probe/allocsite"},
-		{"memprobe/probe/reconcile", "memprobe/trainer/model"},
-		{"memprobe/report", "memprobe/probe/job"},
-		{"memprobe/report", "memprobe/probe/runner"},
-		{"memprobe/probe/job", "memprobe/cmd/probe"},
+		{"memprobe/trainer", "memprobe/instrument/allocsite"},
+		{"memprobe/instrument/reconcile", "memprobe/trainer/model"},
+		{"memprobe/report", "memprobe/run/job"},
+		{"memprobe/report", "memprobe/run/runner"},
+		{"memprobe/run/job", "memprobe/cmd/probe"},
 		{"memprobe/internal/table", "memprobe/schema"},
 	} {
 		if violation(c[0], c[1]) == "" {
@@ -84,10 +84,10 @@ func TestViolationCatches(t *testing.T) {
 		}
 	}
 	for _, c := range [][2]string{
-		{"memprobe/trainer", "memprobe/probe/ledger"},
-		{"memprobe/probe/job", "memprobe/trainer"},
-		{"memprobe/report", "memprobe/probe/memmodel"},
-		{"memprobe/cmd/probe", "memprobe/probe/job"},
+		{"memprobe/trainer", "memprobe/ledger"},
+		{"memprobe/run/job", "memprobe/trainer"},
+		{"memprobe/report", "memprobe/instrument/memmodel"},
+		{"memprobe/cmd/probe", "memprobe/run/job"},
 	} {
 		if why := violation(c[0], c[1]); why != "" {
 			t.Errorf("%s → %s refused: %s", c[0], c[1], why)

@@ -124,7 +124,7 @@ func timelineChart(p *planRuns) (*Chart, string) {
 			by = "the probe from outside (/proc/PID/status)"
 		}
 	}
-	caption := "VmRSS sampled by " + by + " (probe/sampler) for " + names(p.ends()) +
+	caption := "VmRSS sampled by " + by + " (instrument/sampler) for " + names(p.ends()) +
 		", the repetition nearest the median peak; rings mark each peak."
 	if len(missing) > 0 {
 		caption += " Not drawn: " + strings.Join(missing, ", ") + "."
@@ -222,7 +222,7 @@ func ledgerChart(p *planRuns) (*Chart, string) {
 		return nil, "no ledger chart: " + err.Error()
 	}
 	return &Chart{Kind: "ledger", Title: title, SVG: svg,
-		Caption: "The bytes of every buffer the trainer made (probe/ledger, at the end of the run) against what the analytical model (probe/memmodel) says the configuration should hold."}, ""
+		Caption: "The bytes of every buffer the trainer made (ledger, at the end of the run) against what the analytical model (instrument/memmodel) says the configuration should hold."}, ""
 }
 
 // smallShare is the share of VmRSS under which a part of the resident
@@ -362,7 +362,7 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 	if err != nil {
 		return nil, "no RSS reconciliation chart: " + err.Error()
 	}
-	caption := "VmRSS at the step boundary where it was highest, split into parts each from its own source (probe/reconcile: Go's classes, thread stacks, glibc arenas, files); unexplained is what no source claims."
+	caption := "VmRSS at the step boundary where it was highest, split into parts each from its own source (instrument/reconcile: Go's classes, thread stacks, glibc arenas, files); unexplained is what no source claims."
 	if len(small) > 0 {
 		caption += " " + otherName + ": " + strings.Join(small, ", ") + ", each under 1 % of VmRSS."
 	}

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"memprobe/instrument/profiling"
+	"memprobe/instrument/sampler"
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
-	"memprobe/probe/profiling"
-	"memprobe/probe/sampler"
 	"memprobe/report"
 	"memprobe/schema"
 )

@@ -17,9 +17,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"memprobe/instrument/sampler"
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
-	"memprobe/probe/sampler"
 )
 
 // Metrics are the point fields a chart can draw, by name.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/probe/sampler"
+	"memprobe/instrument/sampler"
 )
 
 func timeline(peakAt int, scale uint64) []sampler.Point {

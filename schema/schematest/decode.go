@@ -1,5 +1,5 @@
 // Package schematest makes the decode records the tests of report and
-// probe/runner share: every figure fixed, so that their verdicts are.
+// run/runner share: every figure fixed, so that their verdicts are.
 package schematest
 
 import (

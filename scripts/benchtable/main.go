@@ -16,7 +16,7 @@ import (
 	"memprobe/internal/table"
 )
 
-// result holds the fields of probe/job.Result the table shows.
+// result holds the fields of run/job.Result the table shows.
 type result struct {
 	Threads        int     `json:"threads"`
 	Executors      int     `json:"executors"`

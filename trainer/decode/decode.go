@@ -26,7 +26,7 @@ import (
 	"fmt"
 	"strings"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/device"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/device"
 	"memprobe/trainer/gemm"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 )
 
 // book is the host-side bookkeeping every device shares: which buffers are

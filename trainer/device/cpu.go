@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"time"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/gemm"
 )
 

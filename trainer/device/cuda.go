@@ -60,7 +60,7 @@ import (
 	"time"
 	"unsafe"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/device/cudadrv"
 	"memprobe/trainer/device/kernels"
 	"memprobe/trainer/gemm"
@@ -455,7 +455,7 @@ func (d *CUDA) Name() string { return "cuda" }
 func (d *CUDA) GPU() GPUInfo { return d.gpu.info }
 
 // MemoryInfo is the device's view of GPU memory for the reconciliation
-// in probe/decodebench: cuMemGetInfo now, and at earlier points.
+// in run/decodebench: cuMemGetInfo now, and at earlier points.
 type MemoryInfo struct {
 	GPU GPUInfo `json:"gpu"` // with the free bytes once the context existed
 	// Free bytes (cuMemGetInfo, the whole GPU) just before this device made

@@ -13,7 +13,7 @@ import (
 	"unsafe"
 
 	"memprobe/internal/fakecuda"
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 )
 
 // The cuda device's tests run on internal/fakecuda, a C stand-in for the

@@ -27,7 +27,7 @@ import (
 	"sort"
 	"strings"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/nn"
 )

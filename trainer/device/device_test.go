@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/device/cudadrv"
 	"memprobe/trainer/gemm"
 )

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
 	"memprobe/trainer/model"

@@ -1,6 +1,6 @@
 package tape
 
-import "memprobe/probe/ledger"
+import "memprobe/ledger"
 
 // Allocator hands out the float32 tensors of a graph: forward outputs and
 // the caches backward reads, then, during Backward, the gradients and the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 )
 
 // Arena is a chunked bump allocator with one iteration frame. See the

@@ -3,7 +3,7 @@ package tape_test
 import (
 	"testing"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 	"memprobe/trainer/tape"

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"memprobe/probe/ledger"
+	"memprobe/ledger"
 	"memprobe/trainer/gemm"
 	"memprobe/trainer/model"
 	"memprobe/trainer/tape"

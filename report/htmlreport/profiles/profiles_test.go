@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"memprobe/instrument/profiling"
 	"memprobe/internal/table"
-	"memprobe/probe/profiling"
 	"memprobe/schema"
 )
 

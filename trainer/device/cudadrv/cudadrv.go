@@ -3,7 +3,7 @@
 // tests on every machine: no CUDA header, toolkit or driver is needed to
 // compile, and a binary built here runs on a GPU machine that has the
 // driver. Each entry point is resolved by its versioned name (cuMemAlloc_v2, not the cuda.h macro cuMemAlloc), which
-// is the driver's stable ABI (probe/gpumem binds NVML the same way).
+// is the driver's stable ABI (instrument/gpumem binds NVML the same way).
 //
 // The libraries are opened and called through internal/dl (dlopen and
 // one cgo trampoline for functions of integer-class arguments), so no

@@ -1,0 +1,627 @@
+// Package sites finds the allocation sites of any dynamically linked
+// program: the view behind `probe exec --sites`.
+//
+// Its pipeline:
+//
+//  1. preload/sites.c, built into libmemprobe-sites.so next to bin/probe
+//     (make build) and put in the program's LD_PRELOAD by Env, wraps the
+//     C allocator and the program's anonymous mmap/munmap, samples
+//     allocations by bytes and unwinds the sampled ones in the program
+//     (by .eh_frame's rules on x86-64, else libunwind or libgcc's
+//     unwinder), writing binary records, one file per
+//     process image, to a directory (records.go says the format).
+//  2. Analyze reads them, replays each image's events in order (the
+//     in-use bytes, their peak, the blocks at the peak and at exit, the
+//     temporary blocks), names the stacks outside the program from the
+//     maps the library wrote (ELF symbol tables, DWARF lines, separate
+//     debug files by build ID, C++ demangling), and writes the pprof
+//     profiles alloc, peak and exit.
+//  3. With the smaps walks of outside, it splits glibc's arenas'
+//     resident bytes into in use and free but resident.
+//
+// While the program runs, LiveReader reads the same files as they grow
+// (exec --live --sites): the sampled blocks in use and the top sites, as
+// of each thread's last write.
+//
+// Figures are scaled from the samples as Go's heap profiler scales its
+// own; at rate 1 every allocation is recorded and they are exact.
+package sites
+
+import (
+	"cmp"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"memprobe/schema"
+)
+
+// Names of the library and its environment.
+const (
+	// LibName is the library's file name, next to the probe's executable.
+	LibName = "libmemprobe-sites.so"
+	// EnvLib overrides where the library is looked up (tests).
+	EnvLib = "MEMPROBE_SITES_LIB"
+	// EnvDir and EnvRate tell the library where to write and how often
+	// to sample.
+	EnvDir  = "MEMPROBE_SITES_DIR"
+	EnvRate = "MEMPROBE_SITES_RATE"
+	// DefaultRate is the mean sampling interval: one sample per 512 KiB
+	// allocated, as tcmalloc and Go's heap profiler.
+	DefaultRate = 512 << 10
+)
+
+// ErrNoLibrary is wrapped by FindLibrary's error.
+var ErrNoLibrary = errors.New("the allocation-site library is not built")
+
+// FindLibrary is the library's path: $MEMPROBE_SITES_LIB, else
+// libmemprobe-sites.so beside the running executable.
+func FindLibrary() (string, error) {
+	if p := os.Getenv(EnvLib); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", EnvLib, p, ErrNoLibrary)
+		}
+		return p, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("%w: cannot find the probe's executable: %v", ErrNoLibrary, err)
+	}
+	p := filepath.Join(filepath.Dir(exe), LibName)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%w: %s is missing (make build builds it beside bin/probe, or set %s)", ErrNoLibrary, p, EnvLib)
+	}
+	return p, nil
+}
+
+// Env is env (the program's environment) with the library preloaded and
+// told to write to dir at rate: an LD_PRELOAD already there is kept,
+// after the library.
+func Env(env []string, lib, dir string, rate int64) []string {
+	out := make([]string, 0, len(env)+3)
+	pre := lib
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "LD_PRELOAD":
+			if v != "" {
+				pre = lib + " " + v
+			}
+			continue
+		case EnvDir, EnvRate:
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "LD_PRELOAD="+pre, EnvDir+"="+dir, fmt.Sprintf("%s=%d", EnvRate, rate))
+}
+
+// ErrNoRecords is wrapped by Analyze's error when the program wrote none.
+var ErrNoRecords = errors.New("no allocation records")
+
+// Walk is an smaps walk of the headline process to split its arenas at:
+// MonoNs is its CLOCK_MONOTONIC time, BrkBytes and ArenasBytes the
+// resident bytes of the brk heap and of the other arenas' heaps, Heaps
+// those heaps one by one.
+type Walk struct {
+	// PID is the process walked: 0 (or Options.PID) is the program's,
+	// another a descendant's.
+	PID    int
+	At     string
+	AtMs   float64
+	MonoNs uint64
+	// Ns is how long the walk took: smaps is read over that time, and
+	// a mapping made or unmapped meanwhile may be in it.
+	Ns                    uint64
+	BrkBytes, ArenasBytes int64
+	Heaps                 []WalkHeap
+	// Unexplained are the anonymous ranges the walk's reconciliation
+	// left unexplained, each with its resident bytes.
+	Unexplained []WalkRange
+}
+
+// WalkRange is an address range of a walk and its resident bytes.
+type WalkRange struct {
+	Start, End    uint64
+	ResidentBytes int64
+}
+
+// WalkHeap is one of glibc's 64 MiB heaps at a walk (reconcile's
+// MallocHeap): Arena is its heap_info.ar_ptr where the walk read it, 0
+// otherwise.
+type WalkHeap struct {
+	Start         uint64
+	ResidentBytes int64
+	Arena         uint64
+}
+
+// heapMaxBytes is glibc's HEAP_MAX_SIZE on 64-bit: an arena's heaps are
+// this size and aligned to it, so a block's heap is its address rounded
+// down to it.
+const heapMaxBytes = 64 << 20
+
+// Options are what Analyze reads and writes.
+type Options struct {
+	// Dir holds the record files.
+	Dir string
+	// OutDir receives the profiles.
+	OutDir string
+	// PID is the program started: the headline is its last image.
+	PID int
+	// Top is the number of sites of each table (0: 10).
+	Top int
+	// StartMono is when the watch began (CLOCK_MONOTONIC, ns): the
+	// walks' clock, from which ImageStartMs counts. 0: not known.
+	StartMono uint64
+	// Walks are the walks to split the arenas at and join the
+	// unexplained ranges with: of each image, the last of its pid that
+	// falls inside its life (for the join, its peak walk first).
+	Walks []Walk
+}
+
+// Analyze reads the records of o.Dir and writes the profiles to o.OutDir.
+// The warnings say what the figures lack (images that did not end
+// cleanly, files cut short).
+func Analyze(o Options) (*schema.Sites, []string, error) {
+	if o.Top <= 0 {
+		o.Top = 10
+	}
+	ims, err := readDir(o.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ims) == 0 {
+		return nil, nil, ErrNoRecords
+	}
+	var warns []string
+	s := &schema.Sites{Profiles: []schema.SitesProfile{}, TopPeak: []schema.Site{}, TopExit: []schema.Site{}, TopTemporary: []schema.Site{}, Processes: []schema.SitesProcess{}}
+	s.RateBytes = int64(ims[0].rate)
+	s.Exact = ims[0].rate <= 1
+	b := newBuilder(LibName, ims[0].rate)
+	var head *replayed
+	var headSites []*siteAcc
+	var headMaps []mapping
+	// The image with the most in use at its peak, and its sites: where
+	// it is not the headline's, its top sites are listed too.
+	big, bigPeak := -1, 0.0
+	var bigSites []*siteAcc
+	for _, im := range ims {
+		r := replay(im)
+		ended := "unflushed"
+		switch {
+		case im.ended && im.endHow == 1:
+			ended = "execve"
+		case im.ended && im.endHow == 2:
+			ended = "signal"
+		case im.ended:
+			ended = "exit"
+		default:
+			warns = append(warns, fmt.Sprintf("sites: pid %d (image %d) ended without writing its records (SIGKILL, a crash, or a handler of its own that ended it without exit): its figures lack the allocations of its last buffer", im.pid, im.n))
+		}
+		if im.torn != "" {
+			warns = append(warns, fmt.Sprintf("sites: %s: %s; what came before is kept", filepath.Base(im.path), im.torn))
+		}
+		var maps []mapping
+		exe := ""
+		if len(im.maps) > 0 {
+			maps = parseMaps(im.maps[len(im.maps)-1])
+			for _, old := range im.maps[:len(im.maps)-1] {
+				maps = append(maps, parseMaps(old)...) // dlclosed libraries
+			}
+			sort.SliceStable(maps, func(i, j int) bool { return maps[i].start < maps[j].start })
+			exe = executablePath(maps)
+		} else if len(im.events) > 0 {
+			warns = append(warns, fmt.Sprintf("sites: pid %d (image %d) wrote no memory maps: its frames are addresses", im.pid, im.n))
+		}
+		sites := map[string]*siteAcc{}
+		for h, a := range r.byStack {
+			n := b.name(maps, im.stacks[h])
+			b.add(im.pid, n, a)
+			f := n.siteFrame()
+			key := f.key()
+			sa := sites[key]
+			if sa == nil {
+				sa = &siteAcc{}
+				sites[key] = sa
+			}
+			sa.stacks = append(sa.stacks, stackAcc{n, a})
+			sa.acc.allocObj += a.allocObj
+			sa.acc.allocBytes += a.allocBytes
+			sa.acc.peakObj += a.peakObj
+			sa.acc.peakBytes += a.peakBytes
+			sa.acc.exitObj += a.exitObj
+			sa.acc.exitBytes += a.exitBytes
+			sa.acc.tempObj += a.tempObj
+			sa.acc.mapped = sa.acc.mapped || a.mapped
+			sa.acc.allocVar += a.allocVar
+			sa.acc.peakVar += a.peakVar
+			sa.acc.exitVar += a.exitVar
+		}
+		s.Processes = append(s.Processes, schema.SitesProcess{
+			PID: im.pid, PPID: im.ppid, Image: im.n, Executable: exe,
+			PeakInUseBytes: round(r.peak), PeakMappedBytes: min(round(r.peakMapped), round(r.peak)), ExitInUseBytes: round(r.exit),
+			AllocObjects: r.allocObjects(), AllocBytes: r.allocBytes(), TemporaryObjects: round(r.temp), Ended: ended,
+		})
+		all := make([]*siteAcc, 0, len(sites))
+		for _, sa := range sites {
+			all = append(all, sa)
+		}
+		// The headline is the program's last image (images are sorted
+		// by pid and number), else the first one recorded.
+		if head == nil || im.pid == o.PID {
+			head, headMaps, headSites = r, maps, all
+		}
+		if im.pid != o.PID {
+			if ws := walksIn(o.Walks, im, func(pid int) bool { return pid == im.pid }); len(ws) > 0 {
+				pr := &s.Processes[len(s.Processes)-1]
+				pr.Fragmentation, pr.Unexplained = fragmentation(r, ws), unexplained(b, r, maps, ws)
+			}
+		}
+		if big < 0 || r.peak > bigPeak {
+			big, bigPeak, bigSites = len(s.Processes)-1, r.peak, all
+		}
+	}
+	warns = append(warns, ownAllocators(s.Processes)...)
+	if head.im.pid != o.PID && o.PID != 0 {
+		warns = append(warns, fmt.Sprintf("sites: no records of pid %d itself: the figures are pid %d's", o.PID, head.im.pid))
+	}
+	s.PID, s.PeakSource = head.im.pid, head.source
+	s.PeakInUseBytes, s.PeakInUseObjects, s.PeakAtMs = round(head.peak), round(head.peakObj), float64(head.peakNs)/1e6
+	if o.StartMono > 0 {
+		s.ImageStartMs = (float64(head.im.startNs) - float64(o.StartMono)) / 1e6
+	}
+	s.PeakMappedBytes = min(round(head.peakMapped), s.PeakInUseBytes)
+	s.ExitInUseBytes, s.ExitInUseObjects = round(head.exit), round(head.exitObj)
+	if n := head.allocObjects(); n > 0 {
+		// A sampled small block stands for thousands (a 35 B block
+		// for 15,000 at the default rate): no more in use than were
+		// allocated (bash read 14,980 blocks at its peak of 958) or
+		// committed.
+		s.PeakInUseObjects, s.ExitInUseObjects = min(s.PeakInUseObjects, n), min(s.ExitInUseObjects, n)
+	}
+	s.AllocObjects, s.AllocBytes, s.SampledObjects = head.allocObjects(), head.allocBytes(), head.sampled
+	s.TemporaryObjects = round(head.temp)
+	peak := func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }
+	unnamed := map[string]*unnamedUse{}
+	s.TopPeak = top(headSites, o.Top, peak, false, s.AllocObjects, unnamed)
+	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.exitBytes, a.exitObj, a.exitVar }, false, s.AllocObjects, unnamed)
+	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.allocBytes, a.allocObj, a.allocVar }, true, s.AllocObjects, unnamed)
+	if pr := &s.Processes[big]; pr.PeakInUseBytes > s.PeakInUseBytes && bigPeak > head.peak {
+		pr.TopPeak = top(bigSites, o.Top, peak, false, pr.AllocObjects, unnamed)
+	}
+	warns = append(warns, b.sym.unnamedWarnings(unnamed)...)
+	hw := walksIn(o.Walks, head.im, func(pid int) bool { return pid == 0 || pid == head.im.pid })
+	s.Fragmentation = fragmentation(head, hw)
+	s.Unexplained = unexplained(b, head, headMaps, hw)
+	if o.OutDir != "" {
+		if s.Profiles, err = b.write(o.OutDir); err != nil {
+			return nil, warns, fmt.Errorf("writing the sites profiles: %w", err)
+		}
+	}
+	return s, warns, nil
+}
+
+// siteAcc is one site's figures, summed over its stacks.
+type siteAcc struct {
+	stacks []stackAcc
+	acc    acc
+}
+
+type stackAcc struct {
+	n *named
+	a *acc
+}
+
+// shown is the stack a site shows in a table: its heaviest by the
+// table's figure (then by bytes allocated, then by its frames' names, so
+// that two runs show the same one), that stack's share of the site's
+// figure, and how many of the site's stacks have some of it. An
+// allocation wrapper (Perl_safesysmalloc, xmalloc) is one site reached by
+// many stacks; shown by bytes allocated, a wrapper's row in the peak
+// table named a caller whose blocks were long freed.
+func (sa *siteAcc) shown(figure func(*acc) float64) (n *named, sharePct float64, stacks int) {
+	best, total := 0, 0.0
+	for i, st := range sa.stacks {
+		v := figure(st.a)
+		if v > 0 {
+			stacks++
+			total += v
+		}
+		b := sa.stacks[best]
+		if bv := figure(b.a); v > bv || v == bv && (st.a.allocBytes > b.a.allocBytes ||
+			st.a.allocBytes == b.a.allocBytes && stackKey(st.n) < stackKey(b.n)) {
+			best = i
+		}
+	}
+	if total > 0 {
+		sharePct = 100 * figure(sa.stacks[best].a) / total
+	}
+	return sa.stacks[best].n, sharePct, stacks
+}
+
+// siteFrame is the site's frame (every stack of a site has it).
+func (sa *siteAcc) siteFrame() frame { return sa.stacks[0].n.siteFrame() }
+
+// stackKey is a stack's frames' names, to order stacks of equal weight.
+func stackKey(n *named) string {
+	var b strings.Builder
+	for _, f := range n.frames {
+		b.WriteString(f.fn)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// top is the n largest sites by what value picks (bytes, then objects,
+// and the bytes' variance), or by temporary blocks. A site's blocks are
+// at most allocated, the image's count of all its allocations (where
+// above 0), as the totals are: a sampled small block stands for
+// thousands, and rs's HashMap site read 208,444 blocks in use of the
+// 200,044 the program ever allocated. unnamed gathers, by object, the
+// sites listed whose stack (as listed) has a frame of it named by
+// address.
+func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64), temporary bool, allocated int64, unnamed map[string]*unnamedUse) []schema.Site {
+	var keep []*siteAcc
+	for _, sa := range sites {
+		b, o, _ := value(&sa.acc)
+		if temporary && sa.acc.tempObj >= 0.5 || !temporary && (b >= 0.5 || o >= 0.5) {
+			keep = append(keep, sa)
+		}
+	}
+	// figure is what the list is sorted by, and picks each site's stack.
+	figure := func(a *acc) float64 {
+		if temporary {
+			return a.tempObj
+		}
+		b, _, _ := value(a)
+		return b
+	}
+	key := func(sa *siteAcc) float64 { return figure(&sa.acc) }
+	sort.Slice(keep, func(i, j int) bool {
+		if ki, kj := key(keep[i]), key(keep[j]); ki != kj {
+			return ki > kj
+		}
+		return keep[i].siteFrame().fn < keep[j].siteFrame().fn
+	})
+	if len(keep) > n {
+		keep = keep[:n]
+	}
+	out := make([]schema.Site, 0, len(keep))
+	for _, sa := range keep {
+		f := sa.siteFrame()
+		b, o, v := value(&sa.acc)
+		st, share, stacks := sa.shown(figure)
+		x := schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), BytesSE: round(math.Sqrt(v)),
+			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: st.siteStack(), Mapped: sa.acc.mapped}
+		for _, fr := range st.unnamedFrames(len(x.Stack)) {
+			u := unnamed[fr.obj]
+			if u == nil {
+				u = &unnamedUse{sites: map[string]bool{}, example: fr.fn}
+				unnamed[fr.obj] = u
+			}
+			u.sites[f.key()] = true
+		}
+		if stacks > 1 {
+			x.Stacks, x.StackSharePct = stacks, share
+		}
+		if allocated > 0 {
+			x.Objects, x.Temporary = min(x.Objects, allocated), min(x.Temporary, allocated)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// walksIn are the walks of a pid that of says is the image's (PID 0 is
+// the program's) taken after im began and, where it ended by execve,
+// before that.
+func walksIn(walks []Walk, im *image, of func(pid int) bool) []Walk {
+	var in []Walk
+	for _, w := range walks {
+		if of(w.PID) && w.MonoNs >= im.startNs && !(im.ended && im.endHow == 1 && w.MonoNs > im.startNs+im.endNs) {
+			in = append(in, w)
+		}
+	}
+	return in
+}
+
+// fragmentation splits the arenas at the last walk that falls in the
+// image's life.
+func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
+	start := r.im.startNs
+	var w *Walk
+	for i := range walks {
+		if walks[i].MonoNs >= start && (walks[i].BrkBytes > 0 || walks[i].ArenasBytes > 0) {
+			w = &walks[i]
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	heaps := map[uint64]*estimate{}
+	for _, h := range w.Heaps {
+		heaps[h.Start] = &estimate{}
+	}
+	mainUse, othersUse := r.heapInUseAt(w.MonoNs-start, heaps)
+	rate := r.im.rate
+	// Blocks whose pages were never written are in use and not resident:
+	// in use may pass resident, and free but resident is then at least 0.
+	row := func(name string, res int64, use estimate) schema.SitesArena {
+		u := round(use.bytes)
+		return schema.SitesArena{Arena: name, ResidentBytes: res, InUseBytes: u, InUseSEBytes: round(use.se(rate)), FreeResidentBytes: max(res-u, 0)}
+	}
+	all := estimate{bytes: mainUse.bytes + othersUse.bytes, variance: mainUse.variance + othersUse.variance, samples: mainUse.samples + othersUse.samples}
+	f := &schema.SitesFragmentation{At: w.At, AtMs: w.AtMs, InUseSEBytes: round(all.se(rate)),
+		Arenas: []schema.SitesArena{row("main", w.BrkBytes, mainUse), row("others", w.ArenasBytes, othersUse)}}
+	for _, a := range f.Arenas {
+		f.ArenaResidentBytes += a.ResidentBytes
+		f.InUseBytes += a.InUseBytes
+		f.FreeResidentBytes += a.FreeResidentBytes
+	}
+	f.FreeResidentPct = pct(f.FreeResidentBytes, f.ArenaResidentBytes)
+	// By heap: the brk heap first, then the others, most resident first.
+	hrow := func(heap, arena string, res int64, use estimate) schema.SitesHeap {
+		a := row("", res, use)
+		return schema.SitesHeap{Heap: heap, Arena: arena, ResidentBytes: res, InUseBytes: a.InUseBytes, InUseSEBytes: a.InUseSEBytes,
+			FreeResidentBytes: a.FreeResidentBytes, FreeResidentPct: pct(a.FreeResidentBytes, res)}
+	}
+	f.Heaps = []schema.SitesHeap{hrow("[heap]", "main", w.BrkBytes, mainUse)}
+	others := slices.Clone(w.Heaps)
+	slices.SortStableFunc(others, func(a, b WalkHeap) int {
+		return cmp.Or(cmp.Compare(b.ResidentBytes, a.ResidentBytes), cmp.Compare(a.Start, b.Start))
+	})
+	for _, h := range others {
+		arena := ""
+		if h.Arena != 0 {
+			arena = fmt.Sprintf("%#x", h.Arena)
+		}
+		f.Heaps = append(f.Heaps, hrow(fmt.Sprintf("%#x", h.Start), arena, h.ResidentBytes, *heaps[h.Start]))
+	}
+	for _, h := range f.Heaps {
+		f.MaxHeapFreeResidentBytes = max(f.MaxHeapFreeResidentBytes, h.FreeResidentBytes)
+	}
+	return f
+}
+
+// unexplained joins the program's own mappings that the records hold,
+// live at the peak walk (else the end walk) of the image's life, with
+// the anonymous ranges that walk left unexplained: what each site mapped
+// there, and the resident bytes of the ranges it covers, shared out by
+// address where it covers part of one.
+func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.SitesUnexplained {
+	start := r.im.startNs
+	var w *Walk
+	for i := range walks {
+		if walks[i].MonoNs >= start && len(walks[i].Unexplained) > 0 && (w == nil || walks[i].At == "peak") {
+			w = &walks[i]
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	// A mapping live at any moment of the walk may be in the smaps it
+	// read; one that was not overlaps none of its ranges.
+	t0, t1 := w.MonoNs-start, w.MonoNs-start+w.Ns
+	u := &schema.SitesUnexplained{At: w.At, AtMs: w.AtMs, Sites: []schema.SitesMapping{}}
+	var span int64 // the unexplained ranges' bytes, resident or not
+	for _, g := range w.Unexplained {
+		u.UnexplainedBytes += g.ResidentBytes
+		span += int64(g.End - g.Start)
+	}
+	bySite := map[string]*schema.SitesMapping{}
+	acc := map[string][3]float64{} // mappings, bytes mapped, resident: scaled
+	for k := range r.pieces {
+		p := &r.pieces[k]
+		if r.im.events[p.from].tNs > t1 || p.to >= 0 && r.im.events[p.to].tNs <= t0 {
+			continue
+		}
+		var over uint64
+		var res float64
+		for _, g := range w.Unexplained {
+			lo, hi := max(p.start, g.Start), min(p.end, g.End)
+			if lo >= hi {
+				continue
+			}
+			over += hi - lo
+			res += float64(g.ResidentBytes) * float64(hi-lo) / float64(g.End-g.Start)
+			if hi-lo < g.End-g.Start {
+				u.Estimated = true
+			}
+		}
+		if over == 0 {
+			continue
+		}
+		// A mapping of L bytes stands for 1/(1 − e^(−L/rate)) of them.
+		wt, _ := r.im.weightOf(&r.im.events[p.alloc])
+		n := b.name(maps, r.im.stacks[r.im.events[p.alloc].stack])
+		f := n.siteFrame()
+		key := f.key()
+		m := bySite[key]
+		if m == nil {
+			m = &schema.SitesMapping{Function: f.fn, File: f.file, Line: f.line, Stack: n.siteStack()}
+			bySite[key] = m
+		}
+		acc[key] = [3]float64{acc[key][0] + wt, acc[key][1] + wt*float64(over), acc[key][2] + wt*res}
+	}
+	for key, m := range bySite {
+		a := acc[key]
+		m.Mappings, m.ReservedBytes, m.ResidentBytes = int(round(a[0])), round(a[1]), round(a[2])
+		// Scaled, a site's estimate may pass what was there (node's
+		// V8 pages, 256 KiB, each sampled with chance 0.39: 215.4 MiB
+		// of 204.3): no more than all of it.
+		m.ResidentBytes, m.ReservedBytes = min(m.ResidentBytes, u.UnexplainedBytes), min(m.ReservedBytes, span)
+		u.MappedBytes += m.ResidentBytes
+		u.Sites = append(u.Sites, *m)
+	}
+	// Scaled, the sampled estimate may pass what was there.
+	u.MappedBytes = min(u.MappedBytes, u.UnexplainedBytes)
+	slices.SortFunc(u.Sites, func(a, b schema.SitesMapping) int {
+		return cmp.Or(cmp.Compare(b.ResidentBytes, a.ResidentBytes), strings.Compare(a.Function, b.Function))
+	})
+	return u
+}
+
+// pct is part / whole × 100; 0 for nothing.
+func pct(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return 100 * float64(part) / float64(whole)
+}
+
+// executablePath is the first file mapped in an image: its executable.
+func executablePath(maps []mapping) string {
+	best := mapping{start: ^uint64(0)}
+	for _, m := range maps {
+		if m.path != "" && !strings.HasPrefix(m.path, "[") && m.offset == 0 && m.start < best.start && !strings.Contains(filepath.Base(m.path), ".so") {
+			best = m
+		}
+	}
+	return best.path
+}
+
+// ownAllocators says, of each program that defines malloc itself (an
+// allocator linked in: jemalloc, tcmalloc, mimalloc, its own), that the
+// library does not see its heap: the executable's definitions come
+// before any preloaded library's. Its images read 0 blocks, or only
+// those of libraries that call the C library's allocator directly.
+func ownAllocators(ps []schema.SitesProcess) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if p.Executable == "" || seen[p.Executable] {
+			continue
+		}
+		seen[p.Executable] = true
+		if fn := definesAllocator(p.Executable); fn != "" {
+			out = append(out, fmt.Sprintf("sites: %s defines %s itself (an allocator linked into the program: jemalloc, tcmalloc, mimalloc or its own): its calls do not reach the library, so its heap blocks are not recorded (pid %d); the mappings it makes through the C library's mmap are", p.Executable, fn, p.PID))
+		}
+	}
+	return out
+}
+
+// definesAllocator is the first of malloc, calloc, realloc and free
+// that path's ELF file defines and exports, "" where none (or it cannot
+// be read).
+func definesAllocator(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	syms, _ := f.DynamicSymbols()
+	for _, want := range []string{"malloc", "calloc", "realloc", "free"} {
+		for _, s := range syms {
+			if s.Name == want && s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				return want
+			}
+		}
+	}
+	return ""
+}
