@@ -21,7 +21,7 @@ func TestDiffSites(t *testing.T) {
 		// One path for both builds: the diff matches the two runs by
 		// their command.
 		bin := filepath.Join(dir, "planted")
-		src := filepath.Join("..", "..", "probe", "sites", "testdata", "planted.c")
+		src := filepath.Join("..", "..", "outside", "sites", "testdata", "planted.c")
 		if out, err := exec.Command("gcc", "-O1", "-g", "-DPEAK_SIZE="+size, "-o", bin, src).CombinedOutput(); err != nil {
 			t.Fatalf("gcc: %v\n%s", err, out)
 		}

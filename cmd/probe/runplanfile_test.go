@@ -19,7 +19,7 @@ import (
 // beside --plan-file, is a usage error before any child starts, and no
 // report is written.
 func TestRunPlanFileUsage(t *testing.T) {
-	bad := filepath.Join("..", "..", "probe", "planfile", "testdata", "bad", "05-duplicate-phase.toml")
+	bad := filepath.Join("..", "..", "run", "planfile", "testdata", "bad", "05-duplicate-phase.toml")
 	good := filepath.Join("..", "..", "examples", "c-threads.toml")
 	cases := []struct {
 		args []string

@@ -68,7 +68,7 @@ const (
 // Options configure a Window.
 type Options struct {
 	// OwnPrefixes are function-name prefixes (package paths, e.g.
-	// "memprobe/probe/") whose allocations are the probe's own.
+	// "memprobe/run/") whose allocations are the probe's own.
 	OwnPrefixes []string
 	// Helpers are function-name prefixes ("memprobe/ledger.") of
 	// code that allocates for its caller: the site and the class are

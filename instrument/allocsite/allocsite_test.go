@@ -18,7 +18,7 @@ func frames(fns ...string) []runtime.Frame {
 // frame of the module decides program against probe; a helper that
 // allocates for its caller is passed over.
 func TestClassifyFrames(t *testing.T) {
-	own := []string{"memprobe/probe/"}
+	own := []string{"memprobe/run/", "memprobe/instrument/", "memprobe/outside/"}
 	helpers := []string{"memprobe/ledger."}
 	for _, c := range []struct {
 		name       string

@@ -22,7 +22,7 @@ func allocateSome(n, size int) {
 func TestWindowCountsProgramSite(t *testing.T) {
 	rate := runtime.MemProfileRate
 	allocateSome(10, 4096) // sink's backing array exists before the window
-	w := allocsite.Begin(allocsite.Options{OwnPrefixes: []string{"memprobe/probe/nothing/"}})
+	w := allocsite.Begin(allocsite.Options{OwnPrefixes: []string{"memprobe/nothing/"}})
 	const steps, perStep = 5, 40
 	for i := 0; i < steps; i++ {
 		allocateSome(perStep, 4096)

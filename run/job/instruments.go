@@ -112,7 +112,7 @@ func (in *instruments) endSites() {
 
 // ownPrefixes are the probe's packages: what they allocate is the
 // instruments' own work (sampler, reconciliation, progress, JSON).
-var ownPrefixes = []string{"memprobe/probe/", "memprobe/cmd/", "memprobe/internal/table."}
+var ownPrefixes = []string{"memprobe/run/", "memprobe/instrument/", "memprobe/outside/", "memprobe/cmd/", "memprobe/internal/table."}
 
 // allocHelpers allocate for their caller: a buffer the trainer makes
 // through the ledger is the trainer's, at the line that asked for it.
