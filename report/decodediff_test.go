@@ -68,23 +68,6 @@ func row(d *Diff, mode, metric string) *MetricDiff {
 	return nil
 }
 
-// TestDecodeKey: the key names mode, device, shape, probs and, where it
-// was used, pinned host memory.
-func TestDecodeKey(t *testing.T) {
-	r := decodeRec("per-token-copy", speeds(1000, 0))
-	if got, want := DecodeKey(&r), "decode per-token-copy on cpu (B=32 T=128 C=256 V=788, probs)"; got != want {
-		t.Errorf("DecodeKey: %q, want %q", got, want)
-	}
-	r.Config.Probs, r.Device = false, "cuda"
-	if got, want := DecodeKey(&r), "decode per-token-copy on cuda (B=32 T=128 C=256 V=788, no probs)"; got != want {
-		t.Errorf("DecodeKey: %q, want %q", got, want)
-	}
-	r.Config.PinnedHost = true
-	if got, want := DecodeKey(&r), "decode per-token-copy on cuda (B=32 T=128 C=256 V=788, no probs, pinned host)"; got != want {
-		t.Errorf("DecodeKey: %q, want %q", got, want)
-	}
-}
-
 // TestDecodeDiffPinnedHost: records that differ only in pinned_host are
 // different configurations: probe diff does not pair them (probe merge
 // keeps them apart: run/runner's TestPoolDecodePinnedHost).

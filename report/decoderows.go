@@ -40,31 +40,6 @@ import (
 // p-value understates the noise between runs.
 const passesWarning = "samples are the timed passes of one process, not independent runs: p understates run-to-run noise (probe decode --runs N measures runs)"
 
-// DecodeKey names a decode record for matching: its mode, device and
-// shape (batch B, context T, dim C, vocab V), whether probabilities were
-// copied back and whether the host buffers were page-locked
-// (config.pinned_host), what must be equal for two records' figures to be
-// comparable: "decode per-token-copy on cpu (B=32 T=128 C=256 V=788,
-// probs)", "decode batch on cuda (B=8 T=128 C=768 V=50257, probs, pinned
-// host)". Pinned host memory is named only where it was used, so the keys
-// of records without it (every cpu record, and records from before the
-// field) are as they were.
-func DecodeKey(r *schema.DecodeRecord) string {
-	m := r.Config.Model
-	pinned := ""
-	if r.Config.PinnedHost {
-		pinned = ", pinned host"
-	}
-	return fmt.Sprintf("decode %s on %s (B=%d T=%d C=%d V=%d, %s%s)", r.Decode, r.Device, m.Batch, m.Context, m.Dim, m.Vocab, probsLabel(r.Config.Probs), pinned)
-}
-
-func probsLabel(probs bool) string {
-	if probs {
-		return "probs"
-	}
-	return "no probs"
-}
-
 // decodeSetting is the part of a record's key that is not its mode: the
 // axes a decode configuration can differ along besides the mode, as sweep
 // values. pinned_host among them is fixed by the mode within one run
@@ -87,7 +62,7 @@ type decodeView struct {
 }
 
 func newDecodeView(r *schema.DecodeRecord) *decodeView {
-	return &decodeView{DecodeRecord: r, key: DecodeKey(r)}
+	return &decodeView{DecodeRecord: r, key: r.Key()}
 }
 
 // metric is the named figure's values, read through the registry

@@ -6,28 +6,38 @@ import (
 	"testing"
 )
 
-// TestNoTrainer: reading a result must not link the trainer. This
-// package may depend on the instrument packages (whose wire types are
-// schema's, aliased) and on the analytical model (instrument/memmodel, which
-// predicts from a result's configuration), never on memprobe/trainer/...
-// nor on run/job, which runs it; schema depends on no memprobe package
-// at all (schema's TestLeaf). Checked for each set of build tags that
-// changes what the trainer links.
-func TestNoTrainer(t *testing.T) {
+// TestFoundationsOnly: rendering links nothing that measures. The
+// packages under report/ depend, of this module, only on report/ itself,
+// internal/ and the foundations (schema, metric, stats, ledger): never on
+// an instrument, the outside tool, the runner, the trainer or the command.
+// The instruments hand report schema types (theirs are aliases), so a
+// result file renders the same as a run in this process. internal/layers
+// checks the same rule for every folder; this test says it where a reader
+// of report/ looks, for each set of build tags that changes what links.
+func TestFoundationsOnly(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go is not on PATH: cannot list dependencies")
 	}
-	for _, tags := range []string{"", "openblas", "cuda"} {
-		out, err := exec.Command(goBin, "list", "-tags="+tags, "-deps", "memprobe/schema", "memprobe/report").CombinedOutput()
+	ok := []string{"report", "internal", "schema", "metric", "stats", "ledger"}
+	for _, tags := range []string{"", "openblas", "cuda", "viz"} {
+		out, err := exec.Command(goBin, "list", "-tags="+tags, "-deps", "memprobe/report/...").CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -tags=%q -deps: %v\n%s", tags, err, out)
 		}
+	deps:
 		for _, p := range strings.Fields(string(out)) {
-			if p == "memprobe/trainer" || strings.HasPrefix(p, "memprobe/trainer/") ||
-				p == "memprobe/run/job" {
-				t.Errorf("tags %q: memprobe/schema or memprobe/report depends on %s", tags, p)
+			rest, mine := strings.CutPrefix(p, "memprobe/")
+			if !mine {
+				continue
 			}
+			top, _, _ := strings.Cut(rest, "/")
+			for _, f := range ok {
+				if top == f {
+					continue deps
+				}
+			}
+			t.Errorf("tags %q: a package under memprobe/report depends on %s", tags, p)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/instrument/sampler"
 	"memprobe/internal/golden"
 	"memprobe/metric"
 	"memprobe/schema"
@@ -73,7 +72,7 @@ func resampled(t *testing.T, seed uint64, edit func(run *schema.Run, r *schema.R
 			}
 			run.Repetitions = append(run.Repetitions, r)
 			o := out0
-			o.Repetition, o.Timeline = k, []sampler.Point{}
+			o.Repetition, o.Timeline = k, []schema.SamplerPoint{}
 			o.PeakRSSBytes = int64(r.PeakRSSBytes)
 			o.MaxRSSBytes = int64(math.Round(noise(float64(r.PeakRSSBytes)*1.01, 0.002)))
 			run.Outside = append(run.Outside, o)

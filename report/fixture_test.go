@@ -6,9 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"memprobe/instrument/reconcile"
-	"memprobe/instrument/rtstats"
-	"memprobe/instrument/sampler"
 	"memprobe/internal/golden"
 	"memprobe/schema"
 )
@@ -78,7 +75,7 @@ func buildReport(t *testing.T) *schema.Report {
 			run.Outside = append(run.Outside, schema.Outside{
 				Repetition: i, ExitCode: 0, Status: schema.StatusOK, WallSeconds: 1.5, UserSeconds: 2.1, SystemSeconds: 0.4,
 				MaxRSSBytes: int64(r.PeakRSSBytes), PeakRSSBytes: int64(r.PeakRSSBytes), PeakVSZBytes: int64(r.FinalVSZBytes),
-				Timeline: []sampler.Point{},
+				Timeline: []schema.SamplerPoint{},
 			})
 		}
 		run.Summary = summarise(run.Repetitions, len(reps))
@@ -113,7 +110,7 @@ func buildReport(t *testing.T) *schema.Report {
 		Reason:      "exit status 1: probe: train: worker thread: pthread_create: Resource temporarily unavailable",
 		Repetitions: []schema.Result{},
 		Outside: []schema.Outside{{Repetition: 0, ExitCode: 1, Status: schema.StatusFailed,
-			Reason: "exit status 1", WallSeconds: 0.2, Timeline: []sampler.Point{}}},
+			Reason: "exit status 1", WallSeconds: 0.2, Timeline: []schema.SamplerPoint{}}},
 		Summary: summarise(nil, 3),
 		Claim:   "save 376 MB (28 %): ~4 MB per unused sphere x 94",
 		Expect:  []schema.Expectation{{Metric: "peak_rss_bytes", Versus: "previous", Delta: -376e6}},
@@ -158,7 +155,7 @@ func buildReport(t *testing.T) *schema.Report {
 			"60 GB, 30-60 s per iteration (--small)", []schema.Expectation{{Metric: "peak_rss_bytes", Versus: "absolute", Delta: 60e9}}),
 		arena("P1", schema.StatusTimeout, "ran past its limit of 10m0s and was stopped", "60 GB -> 1.9 GB (97 %) with P2", nil))
 	runs[len(runs)-1].Outside = append(runs[len(runs)-1].Outside, schema.Outside{Repetition: 0, ExitCode: -1, Signal: "killed",
-		Status: schema.StatusTimeout, Reason: "ran past its limit of 10m0s", WallSeconds: 600, Timeline: []sampler.Point{}})
+		Status: schema.StatusTimeout, Reason: "ran past its limit of 10m0s", WallSeconds: 600, Timeline: []schema.SamplerPoint{}})
 	return &schema.Report{
 		Schema:      schema.ReportVersion,
 		Environment: before.Environment,
@@ -204,7 +201,7 @@ func summarise(reps []schema.Result, asked int) schema.Summary {
 // that make it large.
 func trim(r *schema.Result) {
 	if r.Sampler != nil {
-		r.Sampler.Timeline = []sampler.Point{}
+		r.Sampler.Timeline = []schema.SamplerPoint{}
 	}
 	if r.AllocsBySite != nil {
 		r.AllocsBySite.SitesOmitted += len(r.AllocsBySite.Sites)
@@ -212,13 +209,13 @@ func trim(r *schema.Result) {
 	}
 	if r.Runtime != nil {
 		r.Runtime.Steps = []schema.StepCounters{}
-		r.Runtime.Start, r.Runtime.End = rtstats.Snapshot{}, rtstats.Snapshot{}
+		r.Runtime.Start, r.Runtime.End = schema.RuntimeSnapshot{}, schema.RuntimeSnapshot{}
 	}
 	if rec := r.RSSReconciliation; rec != nil {
-		rec.AtPeak.ThreadStacks = []reconcile.ThreadStack{}
-		rec.AtPeak.Files = []reconcile.FileShare{}
-		rec.End = reconcile.Reconciliation{Parts: []reconcile.Part{}, UnexplainedMappings: []reconcile.Piece{},
-			ThreadStacks: []reconcile.ThreadStack{}, Files: []reconcile.FileShare{}, Warnings: []string{}}
+		rec.AtPeak.ThreadStacks = []schema.ThreadStack{}
+		rec.AtPeak.Files = []schema.FileShare{}
+		rec.End = schema.Reconciliation{Parts: []schema.ReconciliationPart{}, UnexplainedMappings: []schema.MappingPiece{},
+			ThreadStacks: []schema.ThreadStack{}, Files: []schema.FileShare{}, Warnings: []string{}}
 	}
 }
 

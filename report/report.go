@@ -12,9 +12,13 @@
 // (WriteSummary), several results side by side (WriteTable), and a run
 // report's before/after tables plan by plan, with each note's claim
 // checked against the measurement (WriteRunTables), also as sections of
-// docs/phases.md (UpdateDoc). Flame graphs, plots and HTML build on the
-// same reader. It does not link the trainer: a test checks its
-// dependencies.
+// docs/phases.md (UpdateDoc), and the instruments' data as text: the model
+// against the ledger (LedgerTable), the resident set explained
+// (ReconciliationTable), the allocations by site. Flame graphs, plots and
+// HTML build on the same reader. It is the one home of rendering: it
+// imports only the foundations (schema, metric, stats, ledger) and
+// internal/, never an instrument, the outside tool, the runner or the
+// trainer (internal/layers checks it).
 package report
 
 import (

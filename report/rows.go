@@ -30,7 +30,7 @@ type Rows struct {
 // for a decode record, whose plan is "decode" and phase its mode.
 type Row struct {
 	Kind metric.Kind
-	// Key names the row for matching: ConfigKey for a run, DecodeKey for
+	// Key names the row for matching: ConfigKey for a run, DecodeRecord.Key for
 	// a decode record.
 	Key   string
 	Plan  string

@@ -49,7 +49,7 @@ func TestOneComparePlanted(t *testing.T) {
 		copy: func() *Rows { return DecodeRows(decodeSide(false, decodeBaseSpeeds)) },
 		plant: func(rs *Rows) string {
 			rs.Decode[3].HostAllocsPerToken++
-			return DecodeKey(&rs.Decode[3])
+			return rs.Decode[3].Key()
 		},
 		limit: "host_allocs_per_token:+0",
 	}}

@@ -5,9 +5,6 @@ import (
 	"io"
 	"path/filepath"
 
-	"memprobe/instrument/allocsite"
-	"memprobe/instrument/memmodel"
-	"memprobe/instrument/reconcile"
 	"memprobe/internal/table"
 	"memprobe/schema"
 )
@@ -20,13 +17,13 @@ import (
 func WriteSummary(w io.Writer, r *schema.Result) error {
 	ew := &errWriter{w: w}
 	if r.Instruments {
-		if err := memmodel.Render(ew, r.Ledger); err != nil {
+		if err := WriteLedger(ew, r.Ledger); err != nil {
 			return err
 		}
 		if rec := r.RSSReconciliation; rec != nil {
 			fmt.Fprintf(ew, "rss at peak (step %d): named parts explain %s of VmHWM %s; residual %s (%.1f%%), unexplained at the boundary %s\n",
 				rec.AtPeakStep, mib(rec.ExplainedBytes), mib(rec.VmHWMBytes), mib(rec.ResidualBytes), rec.ResidualPct, mib(rec.AtPeak.UnexplainedBytes))
-			if err := reconcile.Render(ew, rec.AtPeak); err != nil {
+			if err := WriteReconciliation(ew, rec.AtPeak); err != nil {
 				return err
 			}
 		}
@@ -78,7 +75,7 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 // writeAllocSites prints the allocations by class, then a table of the
 // sites that made them (at most 8 rows).
-func writeAllocSites(w io.Writer, s *allocsite.Report) error {
+func writeAllocSites(w io.Writer, s *schema.AllocSites) error {
 	exact := "every allocation recorded"
 	if !s.Exact {
 		exact = fmt.Sprintf("sampled at 1 per %d B, scaled", s.MemProfileRate)

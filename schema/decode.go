@@ -108,7 +108,7 @@ type DecodeConfig struct {
 	// per-token-view, which keep fresh Go slices by design, and with
 	// --pinned-host=false (or absent, in records from before it existed):
 	// Go slices, staged. Records that differ in it are different
-	// configurations (report.DecodeKey).
+	// configurations (DecodeRecord.Key).
 	PinnedHost bool `json:"pinned_host"`
 }
 
@@ -163,6 +163,28 @@ func IsJSONArray(b []byte) bool {
 }
 
 // check says what makes r implausible, or nil.
+// Key names a decode record for matching: its mode, device and shape
+// (batch B, context T, dim C, vocab V), whether probabilities were copied
+// back and whether the host buffers were page-locked (config.pinned_host),
+// what must be equal for two records' figures to be comparable: "decode
+// per-token-copy on cpu (B=32 T=128 C=256 V=788, probs)", "decode batch on
+// cuda (B=8 T=128 C=768 V=50257, probs, pinned host)". Pinned host memory
+// is named only where it was used, so the keys of records without it
+// (every cpu record, and records from before the field) are as they were.
+// probe diff matches records by it and the runner pools runs by it.
+func (r *DecodeRecord) Key() string {
+	m := r.Config.Model
+	probs := "probs"
+	if !r.Config.Probs {
+		probs = "no probs"
+	}
+	pinned := ""
+	if r.Config.PinnedHost {
+		pinned = ", pinned host"
+	}
+	return fmt.Sprintf("decode %s on %s (B=%d T=%d C=%d V=%d, %s%s)", r.Decode, r.Device, m.Batch, m.Context, m.Dim, m.Vocab, probs, pinned)
+}
+
 func (r *DecodeRecord) check() error {
 	m := r.Config.Model
 	switch {

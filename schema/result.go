@@ -222,6 +222,17 @@ type LedgerRow struct {
 	Formula string `json:"formula"`
 }
 
+// LedgerTotals sums rows' expected, measured and peak bytes. The peak
+// total is a sum of per-component peaks, which may not have coincided.
+func LedgerTotals(rows []LedgerRow) (expected, measured, peak int64) {
+	for _, r := range rows {
+		expected += r.ExpectedBytes
+		measured += r.MeasuredBytes
+		peak += r.PeakBytes
+	}
+	return
+}
+
 // StepCounters is what the Go runtime counted during one step: between the
 // read just before the trainer's Step and the read just after it, so the
 // job's own per-step work (progress lines, these reads) is not in it.

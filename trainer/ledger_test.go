@@ -9,6 +9,7 @@ import (
 	"memprobe/instrument/memmodel"
 	"memprobe/instrument/procfs"
 	"memprobe/ledger"
+	"memprobe/report"
 	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
@@ -58,7 +59,7 @@ func findings(t *testing.T, o trainer.Options, tr *trainer.Trainer, ds *data.Dat
 		rows = append(rows, r)
 	}
 	var b bytes.Buffer
-	memmodel.Render(&b, rows)
+	report.WriteLedger(&b, rows)
 	return memmodel.Findings(rows), b.String()
 }
 

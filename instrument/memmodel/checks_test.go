@@ -44,7 +44,7 @@ func TestCheckExecutors(t *testing.T) {
 	if !ok || !r.Finding || r.Component != ExecutorsComponent || !strings.Contains(r.Note, "made 4 executors, the configuration gives 3") {
 		t.Errorf("4 executors made, 3 predicted: %v %+v", ok, r)
 	}
-	if e, f, _ := Totals([]Row{r}); e != 0 || f != 0 {
+	if e, f, _ := schema.LedgerTotals([]Row{r}); e != 0 || f != 0 {
 		t.Errorf("the executor row carries %d and %d bytes, want none", e, f)
 	}
 }

@@ -196,14 +196,3 @@ func Findings(rows []Row) []Row {
 	}
 	return out
 }
-
-// Totals sums the expected, measured and peak columns. The peak total is a
-// sum of per-component peaks, which may not have coincided.
-func Totals(rows []Row) (expected, measured, peak int64) {
-	for _, r := range rows {
-		expected += r.ExpectedBytes
-		measured += r.MeasuredBytes
-		peak += r.PeakBytes
-	}
-	return
-}

@@ -9,6 +9,7 @@ import (
 
 	"memprobe/internal/golden"
 	"memprobe/ledger"
+	"memprobe/report"
 	"memprobe/schema"
 	"memprobe/trainer"
 	"memprobe/trainer/data"
@@ -182,7 +183,7 @@ func TestExpectedMatchesTrainer(t *testing.T) {
 		tr.Close()
 		if f := Findings(rows); len(f) != 0 {
 			var b bytes.Buffer
-			Render(&b, rows)
+			report.WriteLedger(&b, rows)
 			t.Errorf("%s threads %d %+v %s: findings:\n%s", tc.preset, tc.threads, tc.path, tc.decode, b.String())
 		}
 	}
@@ -226,7 +227,7 @@ func TestCompare(t *testing.T) {
 	if rows[5].DiffPct != nil || rows[5].Allocs != 3 {
 		t.Errorf("extra row %+v", rows[5])
 	}
-	if e, m, p := Totals(rows); e != 3005 || m != 3028 || p != 3030 {
+	if e, m, p := schema.LedgerTotals(rows); e != 3005 || m != 3028 || p != 3030 {
 		t.Errorf("totals %d %d %d", e, m, p)
 	}
 	if len(Findings(rows)) != 4 {
@@ -237,8 +238,9 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// TestGolden renders the tiny preset's table with a ledger that matches,
-// plus two deliberate disagreements.
+// TestGolden compares the tiny preset's rows with a ledger that matches,
+// plus two deliberate disagreements; report's TestLedgerGolden renders
+// this golden's rows as a table.
 func TestGolden(t *testing.T) {
 	exp := Expected(tinyInput())
 	var meas []ledger.Entry
@@ -252,11 +254,6 @@ func TestGolden(t *testing.T) {
 	meas[1].CurrentBytes += meas[1].CurrentBytes / 20 // grads +5 %
 	meas = append(meas, ledger.Entry{Component: ledger.Tape, CurrentBytes: 0, PeakBytes: 524288, Allocs: 10, Frees: 10})
 	rows := Compare(exp, meas)
-	var table bytes.Buffer
-	if err := Render(&table, rows); err != nil {
-		t.Fatal(err)
-	}
-	golden.Check(t, "table_tiny.golden", table.Bytes())
 	js, err := json.MarshalIndent(rows, "", "  ")
 	if err != nil {
 		t.Fatal(err)

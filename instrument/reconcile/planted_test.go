@@ -15,6 +15,7 @@ import (
 	"memprobe/instrument/procfs"
 	"memprobe/instrument/rtstats"
 	"memprobe/ledger"
+	"memprobe/report"
 )
 
 // plantUnaccounted is the test-only hook: it maps n bytes of anonymous
@@ -60,7 +61,7 @@ func TestLivePlantedIsUnexplained(t *testing.T) {
 	r := Compute(in)
 	checkSums(t, r)
 	var table bytes.Buffer
-	if err := Render(&table, r); err != nil {
+	if err := report.WriteReconciliation(&table, r); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("with %d MiB planted at %#x:\n%s", planted>>20, addr, table.String())
@@ -155,7 +156,7 @@ func checkPlanted(t *testing.T, planted int64, plant func() (ranges [][2]uint64,
 	defer unmap()
 	r := reconcileSelf(t, rt)
 	var table bytes.Buffer
-	if err := Render(&table, r); err != nil {
+	if err := report.WriteReconciliation(&table, r); err != nil {
 		t.Fatal(err)
 	}
 	d := walkUnexplained(r) - walkUnexplained(base)
@@ -255,6 +256,6 @@ func arenaRunTop(t *testing.T, in Input) uint64 {
 
 func renderString(r Reconciliation) string {
 	var b bytes.Buffer
-	Render(&b, r)
+	report.WriteReconciliation(&b, r)
 	return b.String()
 }

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"memprobe/internal/table"
@@ -12,6 +11,10 @@ import (
 // VmRSS beside its reserved address space (VSZ) and share of VmSize, what
 // it counts and where it comes from; then the unexplained remainder and
 // the total. The unexplained mappings and any warnings are notes below.
+//
+// It is report.ReconciliationTable's twin, kept only for outside/render.go
+// (outside may not import report): when that rendering moves under
+// report/ (report/process, issue 41) it calls report's, and this file goes.
 func Table(r Reconciliation) *table.Table {
 	t := table.New("",
 		table.Column{Name: "part"},
@@ -55,9 +58,6 @@ func Table(r Reconciliation) *table.Table {
 	}
 	return t
 }
-
-// Render writes r as a plain-text table (Table).
-func Render(w io.Writer, r Reconciliation) error { return Table(r).Render(w, table.Text) }
 
 // pct is 100 b / total; nil (absent) when total is 0.
 func pct(b, total int64) *float64 {

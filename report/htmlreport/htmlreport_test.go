@@ -13,8 +13,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"memprobe/instrument/profiling"
-	"memprobe/instrument/sampler"
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
 	"memprobe/report"
@@ -33,11 +31,11 @@ func fixture(t testing.TB, dir string) *schema.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeline := func(peak uint64) []sampler.Point {
-		var pts []sampler.Point
+	timeline := func(peak uint64) []schema.SamplerPoint {
+		var pts []schema.SamplerPoint
 		for i := range 20 {
 			rss := peak * uint64(min(i+2, 16)) / 16
-			pts = append(pts, sampler.Point{TMs: float64(50 * i), Samples: 5, RSSBytes: rss, VSZBytes: 4 * rss})
+			pts = append(pts, schema.SamplerPoint{TMs: float64(50 * i), Samples: 5, RSSBytes: rss, VSZBytes: 4 * rss})
 		}
 		return pts
 	}
@@ -49,7 +47,7 @@ func fixture(t testing.TB, dir string) *schema.Report {
 		switch r.Phase {
 		case "before", "P6":
 			for k := range r.Repetitions {
-				r.Repetitions[k].Sampler = &sampler.Result{Timeline: timeline(uint64(r.Repetitions[k].PeakRSSBytes))}
+				r.Repetitions[k].Sampler = &schema.SamplerResult{Timeline: timeline(uint64(r.Repetitions[k].PeakRSSBytes))}
 			}
 		case "P1":
 			r.Description = `<script>alert("description")</script>`
@@ -71,17 +69,17 @@ func fixture(t testing.TB, dir string) *schema.Report {
 	if err := os.WriteFile(filepath.Join(dir, "prof", "threads-before-r1.heap.pprof"), heap.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	set := func(name, sweep string, files ...profiling.File) {
+	set := func(name, sweep string, files ...schema.ProfileFile) {
 		for i := range rep.Runs {
 			if r := &rep.Runs[i]; r.Name == name && r.Sweep["threads"] == sweep {
-				r.Repetitions[repIndex(r)].Profiles = &profiling.Report{Files: files}
+				r.Repetitions[repIndex(r)].Profiles = &schema.Profiles{Files: files}
 			}
 		}
 	}
-	set("threads-before", "7", profiling.File{Kind: "heap", Path: "prof/threads-before-r1.heap.pprof"},
-		profiling.File{Kind: "cpu", Path: "prof/missing.cpu.pprof"})
-	set("threads-P1", "7", profiling.File{Kind: "heap-peak", Path: "../../etc/passwd", HeapLiveBytes: 1 << 20})
-	set("threads-before", "2", profiling.File{Kind: "heap", Path: "/etc/passwd"})
+	set("threads-before", "7", schema.ProfileFile{Kind: "heap", Path: "prof/threads-before-r1.heap.pprof"},
+		schema.ProfileFile{Kind: "cpu", Path: "prof/missing.cpu.pprof"})
+	set("threads-P1", "7", schema.ProfileFile{Kind: "heap-peak", Path: "../../etc/passwd", HeapLiveBytes: 1 << 20})
+	set("threads-before", "2", schema.ProfileFile{Kind: "heap", Path: "/etc/passwd"})
 	return rep
 }
 

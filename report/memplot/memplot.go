@@ -17,21 +17,21 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"memprobe/instrument/sampler"
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
+	"memprobe/schema"
 )
 
 // Metrics are the point fields a chart can draw, by name.
-var Metrics = map[string]func(sampler.Point) uint64{
-	"rss": func(p sampler.Point) uint64 { return p.RSSBytes },
-	"vsz": func(p sampler.Point) uint64 { return p.VSZBytes },
+var Metrics = map[string]func(schema.SamplerPoint) uint64{
+	"rss": func(p schema.SamplerPoint) uint64 { return p.RSSBytes },
+	"vsz": func(p schema.SamplerPoint) uint64 { return p.VSZBytes },
 }
 
 // Series is one timeline: a run's name and its points.
 type Series struct {
 	Name   string
-	Points []sampler.Point
+	Points []schema.SamplerPoint
 }
 
 // Chart is a plot and what it holds.

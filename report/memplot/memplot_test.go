@@ -10,17 +10,17 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/instrument/sampler"
+	"memprobe/schema"
 )
 
-func timeline(peakAt int, scale uint64) []sampler.Point {
-	var ps []sampler.Point
+func timeline(peakAt int, scale uint64) []schema.SamplerPoint {
+	var ps []schema.SamplerPoint
 	for i := range 10 {
 		v := uint64(10+i) << 20
 		if i == peakAt {
 			v = 40 << 20
 		}
-		ps = append(ps, sampler.Point{TMs: float64(i * 100), RSSBytes: v * scale, VSZBytes: 3 * v * scale})
+		ps = append(ps, schema.SamplerPoint{TMs: float64(i * 100), RSSBytes: v * scale, VSZBytes: 3 * v * scale})
 	}
 	return ps
 }

@@ -8,6 +8,7 @@ import (
 	"memprobe/instrument/reconcile"
 	"memprobe/instrument/rtstats"
 	"memprobe/ledger"
+	"memprobe/report"
 	"memprobe/trainer/osthread"
 )
 
@@ -49,7 +50,7 @@ func TestReconcileWorkerStacks(t *testing.T) {
 	}
 	r := reconcile.Compute(in.prepare(g))
 	var table bytes.Buffer
-	reconcile.Render(&table, r)
+	report.WriteReconciliation(&table, r)
 	t.Logf("%d threads of %d bytes:\n%s", n, size, table.String())
 
 	// Each thread's range, as pthread_getattr_np gave it, is a stack of

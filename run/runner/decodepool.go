@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"memprobe/metric"
-	"memprobe/report"
 	"memprobe/schema"
 	"memprobe/stats"
 )
@@ -23,7 +22,7 @@ import (
 
 // PoolDecode joins decode results (sets, each the records of one `probe
 // decode --json` file, named by names in errors) into one: records of the
-// same mode, device, shape, probs and pinned host memory (DecodeKey) are
+// same mode, device, shape, probs and pinned host memory (DecodeRecord.Key) are
 // pooled into one record of every run (PoolDecodeRecords), the others kept
 // as they are, in the order they first appear. commandLine, when not nil, replaces the
 // pooled records' command line. It refuses a set holding one key twice,
@@ -48,7 +47,7 @@ func PoolDecode(names []string, sets [][]schema.DecodeRecord, commandLine []stri
 		seen := map[string]bool{}
 		for j := range set {
 			r := &set[j]
-			k := report.DecodeKey(r)
+			k := r.Key()
 			if seen[k] {
 				return nil, fmt.Errorf("pooling decode results: %s has two records of %s", names[i], k)
 			}

@@ -6,7 +6,7 @@ import "memprobe/trainer/gemm/avx512"
 // AVX-512F multiply-adds over operands read where they lie (op(A)) or
 // copied into a stack panel (op(B)), chosen at run time where the CPU has
 // AVX-512F. BenchmarkSeedProducts compares it with avx2 and openblas on the
-// trainer's products, docs/architecture.md ("GEMM backends on the seed
+// trainer's products, docs/benchmarks.md ("GEMM backends on the seed
 // step's products") has the figures.
 //
 // Coverage: NT products of fewer than 4 rows, whole or as the rows below

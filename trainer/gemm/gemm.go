@@ -42,7 +42,7 @@ func Names() []string {
 
 // preference is the order in which Default picks a backend: the fastest
 // available on this machine first. The measured facts behind it are in
-// docs/architecture.md: OpenBLAS ~120-240 GFLOPS/core, gonum ~16, naive ~1;
+// docs/benchmarks.md: OpenBLAS ~120-240 GFLOPS/core, gonum ~16, naive ~1;
 // on the 2-core AMD EPYC (Zen 4) development machine, whose FMA peak is
 // about 116 GFLOPS/core, the trainer's products run at about 105
 // GFLOPS/core with avx512 or avx2 against 95 with openblas

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"memprobe/instrument/profiling"
 	"memprobe/internal/table"
 	"memprobe/schema"
 )
@@ -70,13 +69,13 @@ func TestResolve(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	rep := &schema.Report{Runs: []schema.Run{
-		{Name: "threads-before", Repetitions: []schema.Result{{Profiles: &profiling.Report{Files: []profiling.File{
+		{Name: "threads-before", Repetitions: []schema.Result{{Profiles: &schema.Profiles{Files: []schema.ProfileFile{
 			{Kind: "cpu", Path: "prof/threads-before-r1.cpu.pprof"},
 			{Kind: "heap", Path: "prof/threads-before-r1.heap.pprof"},
 			{Kind: "heap-peak", Path: "prof/threads-before-r1.heap-peak-01.pprof", HeapLiveBytes: 3 << 20},
 			{Kind: "heap-peak", Path: "prof/threads-before-r1.heap-peak-02.pprof", HeapLiveBytes: 5 << 20},
 		}}}}},
-		{Name: "threads-P6", Repetitions: []schema.Result{{}, {Profiles: &profiling.Report{Files: []profiling.File{
+		{Name: "threads-P6", Repetitions: []schema.Result{{}, {Profiles: &schema.Profiles{Files: []schema.ProfileFile{
 			{Kind: "cpu", Path: "a/x.cpu.pprof"}, {Kind: "heap", Path: "b/x.heap.pprof"},
 		}}}}},
 	}}
