@@ -167,18 +167,51 @@ static void fork_child(void) {
 	ts.in_hook--;
 }
 
+// refuse says on stderr that the library does not record, for the
+// variable name's value v (NULL: not set). The probe always sets its
+// variables (sites.Env) to values it has checked (sites.RecordOptions):
+// a bad one is a mistake to show, not one to paper over with a default.
+static void refuse(const char *name, const char *v, const char *want) {
+	char msg[256];
+	int n = v == NULL ? snprintf(msg, sizeof msg, "libmemprobe-sites: %s is not set: %s; not recording\n", name, want)
+			  : snprintf(msg, sizeof msg, "libmemprobe-sites: %s=%.80s: %s; not recording\n", name, v, want);
+	if (n > (int)sizeof msg - 1)
+		n = (int)sizeof msg - 1;
+	int e = errno;
+	if (n > 0)
+		(void)!write(2, msg, (size_t)n);
+	errno = e;
+}
+
+// parse_rate is MEMPROBE_SITES_RATE's value s: decimal digits only, 1
+// to INT64_MAX (the probe's int64). 0 where s is anything else.
+static uint64_t parse_rate(const char *s) {
+	if (s == NULL || *s == '\0')
+		return 0;
+	uint64_t v = 0;
+	for (; *s != '\0'; s++)
+		if (*s < '0' || *s > '9' || __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+			return 0;
+	return v <= INT64_MAX ? v : 0;
+}
+
+// init records where MEMPROBE_SITES_DIR is set (where it is not, the
+// library only passes the calls on), given a good MEMPROBE_SITES_RATE.
 __attribute__((constructor(101))) static void init(void) {
 	NEED(malloc);
 	const char *d = getenv("MEMPROBE_SITES_DIR");
-	if (d == NULL || strlen(d) >= sizeof dir)
+	if (d == NULL)
 		return;
+	if (strlen(d) >= sizeof dir) {
+		refuse("MEMPROBE_SITES_DIR", d, "want a directory's path of at most 511 bytes");
+		return;
+	}
 	strcpy(dir, d);
 	const char *r = getenv("MEMPROBE_SITES_RATE");
-	if (r != NULL) {
-		char *end;
-		unsigned long long v = strtoull(r, &end, 10);
-		if (end != r && v >= 1)
-			rate = v;
+	rate = parse_rate(r);
+	if (rate == 0) {
+		refuse("MEMPROBE_SITES_RATE", r, "want a number of bytes, 1 or more");
+		return;
 	}
 	long pg = sysconf(_SC_PAGESIZE);
 	if (pg > 0)

@@ -6,7 +6,7 @@
 // translation unit, so that the fast paths inline what they call as they
 // did in one file (scripts/sites-fastpath.sh). Not compiled alone.
 
-static uint64_t rate = 512 << 10; // MEMPROBE_SITES_RATE
+static uint64_t rate;             // MEMPROBE_SITES_RATE, 1 or more: the probe's, no default here
 static size_t page = 4096;
 static int enabled;               // recording: after init, before the end
 static int fd = -1;
