@@ -12,6 +12,8 @@ TAGS     = $(shell ./scripts/blas-tags.sh)
 PROBE_ARGS ?= run --threads 63
 # probe exec --sites preloads this library, found beside bin/probe; the
 # flags are outside/sites' CFlags (its tests build it the same way).
+# sites.c #includes the library's other units (outside/sites/preload/*):
+# one translation unit.
 SITES_CC     ?= gcc
 SITES_CFLAGS := -O2 -g -shared -fPIC -pthread -fvisibility=hidden -Wall
 

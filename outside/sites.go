@@ -27,7 +27,8 @@ import (
 type SitesOptions struct {
 	Enabled bool
 	// Rate is the mean sampling interval in bytes: 0 means
-	// sites.DefaultRate, 1 records every allocation.
+	// sites.DefaultRate, 1 records every allocation
+	// (sites.RecordOptions checks it).
 	Rate int64
 }
 
@@ -38,12 +39,11 @@ func (o *SitesOptions) check(outDir string) error {
 		}
 		return nil
 	}
-	switch {
-	case o.Rate == 0:
-		o.Rate = sites.DefaultRate
-	case o.Rate < 0:
-		return fmt.Errorf("sites-rate %d: want a number of bytes, 1 or more", o.Rate)
+	rec := sites.RecordOptions{Rate: o.Rate}
+	if err := rec.Check(); err != nil {
+		return err
 	}
+	o.Rate = rec.Rate
 	if outDir == "" {
 		return errors.New("sites: needs an out-dir to write the profiles to")
 	}

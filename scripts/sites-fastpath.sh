@@ -21,6 +21,8 @@ count() { # prints "instructions D1-misses" of one run
 }
 read -r ia da < <(count)
 mkdir -p "$work/rec"
+# The default rate, outside/sites.DefaultRate: the library has none of its
+# own, and refuses to record without one.
 read -r ib db < <(count MEMPROBE_SITES_DIR="$work/rec" MEMPROBE_SITES_RATE=524288 LD_PRELOAD="$lib")
 awk -v n="$N" -v ia="$ia" -v da="$da" -v ib="$ib" -v db="$db" 'BEGIN {
 	printf "%d malloc+free pairs on one thread (cachegrind)\n", n

@@ -76,7 +76,7 @@ gcc -O2 -o "$work/timed" "$work/timed.c"
 
 # one CONFIG: one run, its CPU and wall seconds appended to $work/CONFIG.
 one() {
-	local c=$1 rate=524288 unwind=
+	local c=$1 rate=524288 unwind= # outside/sites.DefaultRate: the library has no default
 	case $c in
 	libunwind | libgcc) unwind=$c ;;
 	nosamples) rate=100000000000000 ;;

@@ -78,7 +78,7 @@ func (f *outsideFlags) options() (outside.Options, table.Format, error) {
 		o.SmapsEvery = 0
 	}
 	if f.fs != nil && f.fs.Changed("sites-rate") && f.sites.Rate == 0 {
-		return o, "", errors.New("--sites-rate 0: want a number of bytes, 1 or more")
+		return o, "", fmt.Errorf("--%w", sites.CheckRate(0)) // given: not outside's 0 for the default
 	}
 	if f.duration < 0 {
 		return o, "", fmt.Errorf("--duration %v: must not be negative", f.duration)
@@ -288,7 +288,7 @@ docs/exec.md.`,
 	}
 	f.register(cmd.Flags())
 	cmd.Flags().BoolVar(&f.sites.Enabled, "sites", false, "record the program's allocation sites (C allocator and anonymous mmap, LD_PRELOAD): pprof profiles alloc, peak and exit in --out-dir, the top sites in the report (docs/exec.md)")
-	cmd.Flags().Int64Var(&f.sites.Rate, "sites-rate", 0, "with --sites, sample one allocation per this many bytes on average (default 524288); 1 records every allocation, exactly")
+	cmd.Flags().Int64Var(&f.sites.Rate, "sites-rate", 0, fmt.Sprintf("with --sites, sample one allocation per this many bytes on average (default %d); 1 records every allocation, exactly", sites.DefaultRate))
 	// Everything after the program's name is the program's.
 	cmd.Flags().SetInterspersed(false)
 	return cmd

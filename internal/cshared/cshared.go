@@ -42,6 +42,9 @@ type Library struct {
 	// Source is the C file's text and SourceName its file name.
 	Source     []byte
 	SourceName string
+	// Includes are the files Source #includes ("unit.c"), by name:
+	// written beside it.
+	Includes map[string][]byte
 	// LibName is the shared library's file name: the soname of the
 	// library it stands in for, so that a loader's message names what it
 	// would.
@@ -102,6 +105,11 @@ func (l *Library) Build(defines ...string) (string, error) {
 	src := filepath.Join(dir, l.SourceName)
 	if err := os.WriteFile(src, l.Source, 0o644); err != nil {
 		return "", fmt.Errorf("%s.Build: %w", l.Prefix, err)
+	}
+	for name, text := range l.Includes {
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), text, 0o644); err != nil {
+			return "", fmt.Errorf("%s.Build: %w", l.Prefix, err)
+		}
 	}
 	lib := filepath.Join(dir, l.LibName)
 	args := append(append([]string{}, l.CFlags...), flags...)

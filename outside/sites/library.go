@@ -1,13 +1,18 @@
 package sites
 
 import (
-	_ "embed"
+	"embed"
+	"io/fs"
+	"path"
 
 	"memprobe/internal/cshared"
 )
 
-//go:embed preload/sites.c
-var source []byte
+// The library's source: preload/sites.c, which #includes the other units
+// of preload/ (one translation unit; sites.c says why).
+//
+//go:embed preload/*.c preload/*.h
+var preload embed.FS
 
 // CFlags and LDLibs are how the library is compiled, here and by make
 // build (the Makefile says the same).
@@ -16,8 +21,28 @@ var (
 	LDLibs = []string{"-lm"}
 )
 
-var library = &cshared.Library{Prefix: "sites", Source: source, SourceName: "sites.c", LibName: LibName,
-	CFlags: CFlags, LDLibs: LDLibs, Preload: true}
+var library = newLibrary()
+
+func newLibrary() *cshared.Library {
+	l := &cshared.Library{Prefix: "sites", SourceName: "sites.c", LibName: LibName,
+		CFlags: CFlags, LDLibs: LDLibs, Preload: true, Includes: map[string][]byte{}}
+	files, err := fs.Glob(preload, "preload/*")
+	if err != nil {
+		panic(err) // a bad pattern: a bug here
+	}
+	for _, f := range files {
+		text, err := preload.ReadFile(f)
+		if err != nil {
+			panic(err) // embedded: cannot fail
+		}
+		if name := path.Base(f); name == l.SourceName {
+			l.Source = text
+		} else {
+			l.Includes[name] = text
+		}
+	}
+	return l
+}
 
 // Build compiles the library from its source with gcc (once per process)
 // and returns its path: for tests, which need no make build. The error

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -210,7 +211,13 @@ func parseHeader(path string, h []byte) (*image, error) {
 	if v := le.Uint32(h[8:]); v != recordVersion {
 		return nil, fmt.Errorf("reading %s: record version %d, this probe reads %d (the library and the probe come from different builds)", path, v, recordVersion)
 	}
-	im := &image{path: path, pid: int(le.Uint32(h[12:])), ppid: int(le.Uint32(h[16:])), rate: le.Uint64(h[24:]), startNs: le.Uint64(h[32:]), stacks: map[uint64][]uint64{}}
+	// The rate the library used: the one place it is read back
+	// (RecordOptions), 1 to the largest int64 as the library takes it.
+	rate := le.Uint64(h[24:])
+	if rate < 1 || rate > math.MaxInt64 {
+		return nil, fmt.Errorf("reading %s: rate %d in the header: the library records at 1 to %d", path, rate, int64(math.MaxInt64))
+	}
+	im := &image{path: path, pid: int(le.Uint32(h[12:])), ppid: int(le.Uint32(h[16:])), rate: rate, startNs: le.Uint64(h[32:]), stacks: map[uint64][]uint64{}}
 	base := strings.TrimSuffix(filepath.Base(path), ".bin")
 	if i := strings.LastIndexByte(base, '.'); i >= 0 {
 		im.n, _ = strconv.Atoi(base[i+1:])

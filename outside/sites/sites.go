@@ -42,19 +42,12 @@ import (
 	"memprobe/schema"
 )
 
-// Names of the library and its environment.
+// Names of the library (options.go names its environment).
 const (
 	// LibName is the library's file name, next to the probe's executable.
 	LibName = "libmemprobe-sites.so"
 	// EnvLib overrides where the library is looked up (tests).
 	EnvLib = "MEMPROBE_SITES_LIB"
-	// EnvDir and EnvRate tell the library where to write and how often
-	// to sample.
-	EnvDir  = "MEMPROBE_SITES_DIR"
-	EnvRate = "MEMPROBE_SITES_RATE"
-	// DefaultRate is the mean sampling interval: one sample per 512 KiB
-	// allocated, as tcmalloc and Go's heap profiler.
-	DefaultRate = 512 << 10
 )
 
 // ErrNoLibrary is wrapped by FindLibrary's error.
@@ -78,28 +71,6 @@ func FindLibrary() (string, error) {
 		return "", fmt.Errorf("%w: %s is missing (make build builds it beside bin/probe, or set %s)", ErrNoLibrary, p, EnvLib)
 	}
 	return p, nil
-}
-
-// Env is env (the program's environment) with the library preloaded and
-// told to write to dir at rate: an LD_PRELOAD already there is kept,
-// after the library.
-func Env(env []string, lib, dir string, rate int64) []string {
-	out := make([]string, 0, len(env)+3)
-	pre := lib
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "LD_PRELOAD":
-			if v != "" {
-				pre = lib + " " + v
-			}
-			continue
-		case EnvDir, EnvRate:
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, "LD_PRELOAD="+pre, EnvDir+"="+dir, fmt.Sprintf("%s=%d", EnvRate, rate))
 }
 
 // ErrNoRecords is wrapped by Analyze's error when the program wrote none.
