@@ -113,9 +113,22 @@ func TestTablesAreReports(t *testing.T) {
 	if !set {
 		t.Fatal("no run to describe")
 	}
-	var txt bytes.Buffer
-	if err := report.WriteRunTables(&txt, rep, table.Text); err != nil {
+	// The text's blocks before WriteRunTables folds them to 120 columns
+	// (report's TestFold and TestTextFitsTerminal check that part).
+	rb, err := report.Blocks(report.ReportRows(rep))
+	if err != nil {
 		t.Fatal(err)
+	}
+	var txt bytes.Buffer
+	for i, b := range rb {
+		if i > 0 {
+			txt.WriteString("\n")
+		}
+		if b.Table == nil {
+			txt.WriteString(b.Paragraph + "\n")
+		} else if err := b.Table.Render(&txt, table.Text); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pg, err := Build(rep, Options{})
 	if err != nil {
