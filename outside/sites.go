@@ -18,6 +18,7 @@ import (
 
 	"memprobe/internal/table"
 	"memprobe/outside/sites"
+	"memprobe/report/symname"
 	"memprobe/schema"
 )
 
@@ -219,12 +220,12 @@ func sitesWalk(at string, pid int, snap *schema.Snapshot, startMono uint64) site
 // siteLine is a site as the report's tables show it: its function, file
 // and line, and three of its callers.
 func siteLine(fn, file string, line int, stack []string) string {
-	s := fn
+	s := symname.Short(fn)
 	if file != "" {
 		s += fmt.Sprintf(" (%s:%d)", file, line)
 	}
 	if len(stack) > 1 {
-		s += " ← " + strings.Join(stack[1:min(len(stack), 4)], " ← ")
+		s += " ← " + strings.Join(symname.ShortAll(stack[1:min(len(stack), 4)]), " ← ")
 	}
 	return s
 }

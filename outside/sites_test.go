@@ -328,7 +328,7 @@ func TestRenderSitesDriver(t *testing.T) {
 		"in use at the peak 169 KiB (at 0.793 s, every block counted; none of its blocks sampled); at exit 169 KiB (none of its blocks sampled)",
 		"the most in use at a peak was in cc1plus (pid 16315): 70 MiB, against the program's 169 KiB; all its sites: go tool pprof -top -tagfocus=pid=16315 gx/sites-peak.pb.gz",
 		"in use at the peak of cc1plus, pid 16315 (sampled",
-		"60 MiB       2 MiB      40          0  [mmap] ggc_internal_alloc(unsigned long, void (*)(void*), unsigned long, unsigned long) ← ggc_realloc(void*, unsigned long) ← c_parse_file()",
+		"60 MiB       2 MiB      40          0  [mmap] ggc_internal_alloc ← ggc_realloc ← c_parse_file",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)

@@ -17,9 +17,10 @@ var DiffFormats = []string{"text", "markdown", "json"}
 // WriteDiff renders d: in text or markdown a heading that names both
 // sides, one table per plan (a row per configuration and metric: base and
 // head medians with their 95 % intervals, the change, the p-value, the
-// repetitions and the row's warnings), the configurations only one side
-// ran and the diff's warnings; in json, d itself. Markdown is ready to
-// paste into a pull request.
+// repetitions and the numbers of the row's warnings, each warning said
+// once under the table), the configurations only one side ran and the
+// diff's warnings; in json, d itself. Text fits TextWidth columns
+// (fitBlocks). Markdown is ready to paste into a pull request.
 func WriteDiff(w io.Writer, d *Diff, format string) error {
 	switch format {
 	case "json":
@@ -62,7 +63,7 @@ func WriteDiff(w io.Writer, d *Diff, format string) error {
 	for _, s := range d.Warnings {
 		out.line("warning: " + s)
 	}
-	return out.flush(w)
+	return writeBlocks(w, fitBlocks(out.blocks, f, TextWidth), f)
 }
 
 func describeSource(s DiffSource, md bool) string {
@@ -111,6 +112,7 @@ func diffTable(plan string, cs []ConfigDiff) *table.Table {
 		title = "outside a plan"
 	}
 	t := table.New(title, colDiffConfig, colDiffMetric, colDiffBase, colDiffHead, colDiffChange, colDiffP, colDiffN, colDiffNote)
+	n := &diffNotes{t: t, num: map[string]int{}}
 	for _, c := range cs {
 		name := c.Phase
 		if name == "" {
@@ -124,7 +126,7 @@ func diffTable(plan string, cs []ConfigDiff) *table.Table {
 			if c.BaseStatus == schema.StatusOK && c.HeadStatus == schema.StatusOK {
 				note = "not compared: no metric asked for is measured on both sides"
 			}
-			t.Add(name, "", nil, nil, nil, nil, nil, note)
+			t.Add(name, "not compared", nil, nil, nil, nil, nil, n.ref([]string{note}))
 			continue
 		}
 		for i, r := range c.Rows {
@@ -138,10 +140,35 @@ func diffTable(plan string, cs []ConfigDiff) *table.Table {
 			if r.P != nil {
 				p = strconv.FormatFloat(*r.P, 'f', 3, 64)
 			}
-			t.Add(label, metric, base, head, formatChange(r), p, fmt.Sprintf("%d+%d", r.Base.N, r.Head.N), strings.Join(r.Warnings, "; "))
+			t.Add(label, metric, base, head, formatChange(r), p, fmt.Sprintf("%d+%d", r.Base.N, r.Head.N), n.ref(r.Warnings))
 		}
 	}
 	return t
+}
+
+// diffNotes numbers a diff table's notes: each text is said once, under
+// the table, and the rows it applies to carry its number ("[1]"), so that
+// a caveat of every row (n=3+3: the U test cannot reach p<0.05...) does
+// not fill the note column row after row.
+type diffNotes struct {
+	t   *table.Table
+	num map[string]int
+}
+
+// ref is the note cell of a row with the warnings ws: their numbers,
+// each new text added under the table.
+func (n *diffNotes) ref(ws []string) string {
+	var refs []string
+	for _, w := range ws {
+		k, ok := n.num[w]
+		if !ok {
+			k = len(n.num) + 1
+			n.num[w] = k
+			n.t.Note("[%d] %s", k, w)
+		}
+		refs = append(refs, fmt.Sprintf("[%d]", k))
+	}
+	return strings.Join(refs, " ")
 }
 
 // formatSide is a median and, for a measured metric with more than one

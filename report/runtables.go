@@ -35,12 +35,14 @@ import (
 // and from the repetition whose peak RSS is nearest its run's median.
 // Every table goes through internal/table in format f; in CSV the tables
 // follow one another, separated by an empty line, without titles or notes.
+// Text fits TextWidth columns: a wider table is folded into parts that
+// repeat the phase, long notes wrap (fitBlocks).
 // Blocks gives the same tables and paragraphs, unrendered.
 func WriteRunTables(w io.Writer, rep *schema.Report, f table.Format) error {
 	if _, err := table.ParseFormat(string(f)); err != nil {
 		return err
 	}
-	return writeBlocks(w, runBlocks(rep, f), f)
+	return writeBlocks(w, fitBlocks(runBlocks(rep, f), f, TextWidth), f)
 }
 
 // WritePlanTables renders one plan's tables of WriteRunTables, without the
@@ -53,7 +55,7 @@ func WritePlanTables(w io.Writer, rep *schema.Report, planName string, f table.F
 	if err != nil {
 		return err
 	}
-	return writeBlocks(w, blocks, f)
+	return writeBlocks(w, fitBlocks(blocks, f, TextWidth), f)
 }
 
 // provenance is the line that says where the figures come from.
@@ -170,21 +172,42 @@ func failed(n *notes, v *runView) string {
 
 // phaseTable is a group's phases, a row each. The verdict (claim,
 // agrees) comes right after the change, before the figures, and the long
-// texts wrap in text, so that the verdicts stay within 100 columns of a
-// terminal and in view on a page.
+// texts wrap in text, so that the verdicts and peak RSS stay in the first
+// part when text folds the table to fit a terminal (fitBlocks) and in
+// view on a page.
 func phaseTable(g *group, f table.Format) *table.Table {
-	// Where change and claim wrap: with the phase and the verdict, about
-	// 84 columns.
-	const phaseTextWidth = 24
-	// The figures after VSZ are shown where some phase has them: a plan
-	// file's programs, watched from outside, have thread stacks and glibc
-	// arenas (reserved against resident) at their peak walk and no Go
-	// heap or tokens; the trainer's phases the other way round.
-	type figure struct {
-		col   table.Column
-		name  string
-		bytes bool
+	figures := phaseFigures(g)
+	speedups := slices.ContainsFunc(figures, func(f figure) bool { return f.name == metricTokens })
+	t := table.New(g.title()+": phases", phaseColumns(figures, speedups)...)
+	n := &notes{t: t, refs: f != table.CSV}
+	var warnings []string
+	for _, v := range g.runs {
+		for _, s := range v.Summary.Warnings {
+			warnings = append(warnings, v.label()+": "+s)
+		}
+		t.Add(phaseRow(g, v, n, f, figures, speedups)...)
 	}
+	for _, s := range warnings {
+		t.Note("%s", s)
+	}
+	scaleNotes(t, g)
+	t.Note("peak RSS: the median of the n repetitions' VmHWM; agrees: %s when the change has the claimed direction and is within a factor of %g of the claimed size", AgreeYes, Tolerance)
+	return t
+}
+
+// figure is a phase table's column of a metric after VSZ: its median, in
+// whole bytes where bytes.
+type figure struct {
+	col   table.Column
+	name  string
+	bytes bool
+}
+
+// phaseFigures are the figures after VSZ, those some phase has: a plan
+// file's programs, watched from outside, have thread stacks and glibc
+// arenas (reserved against resident) at their peak walk and no Go heap or
+// tokens; the trainer's phases the other way round.
+func phaseFigures(g *group) []figure {
 	has := func(name string) bool {
 		return slices.ContainsFunc(g.runs, func(v *runView) bool { return v.ok() && v.metric(name).exists })
 	}
@@ -208,6 +231,14 @@ func phaseTable(g *group, f table.Format) *table.Table {
 			figure{metricColumn(metricAllocBytes), metricAllocBytes, true},
 			figure{colTokens, metricTokens, false})
 	}
+	return figures
+}
+
+// phaseColumns are the phase table's columns: the phase, its change and
+// claim (wrapped in text: with the phase and the verdict about 84
+// columns), the verdict, then the figures.
+func phaseColumns(figures []figure, speedups bool) []table.Column {
+	const phaseTextWidth = 24
 	cols := []table.Column{
 		{Name: "phase"},
 		{Name: "change", MaxWidth: phaseTextWidth},
@@ -223,12 +254,52 @@ func phaseTable(g *group, f table.Format) *table.Table {
 	for _, f := range figures {
 		cols = append(cols, f.col)
 	}
-	speedups := slices.ContainsFunc(figures, func(f figure) bool { return f.name == metricTokens })
 	if speedups {
 		cols = append(cols, table.Column{Name: "vs before", Kind: table.Float, Decimals: 2, Unit: "x"})
 	}
-	t := table.New(g.title()+": phases", cols...)
-	n := &notes{t: t, refs: f != table.CSV}
+	return cols
+}
+
+// phaseRow is v's row of the phase table; its footnotes go to n.
+func phaseRow(g *group, v *runView, n *notes, f table.Format, figures []figure, speedups bool) []any {
+	prev := g.phase(v.index - 1)
+	var change, claim any
+	if v.Description != "" {
+		change = v.Description
+	} else if d := configDiff(prev, v); d != "" {
+		change = d
+	}
+	if v.Claim != "" {
+		claim = v.Claim
+	}
+	if !v.ok() {
+		return []any{v.label(), change, claim, AgreeUnchecked, len(v.Repetitions), failed(n, v)}
+	}
+	spread, dPrev, dBefore, speedup := phaseChanges(g, v, f)
+	var checks []check
+	var refs string
+	for _, e := range v.Expect {
+		c := judge(g, v, e)
+		checks = append(checks, c)
+		if s := c.footnote(v.label()); s != "" {
+			refs += n.add(s)
+		}
+	}
+	row := []any{v.label(), change, claim, combine(checks) + refs, len(v.Repetitions), median(v, metricPeakRSS, true), spread, dPrev, dBefore,
+		median(v, metricVSZ, true)}
+	for _, f := range figures {
+		row = append(row, median(v, f.name, f.bytes))
+	}
+	if speedups {
+		row = append(row, speedup)
+	}
+	return row
+}
+
+// phaseChanges are v's cells of peak RSS's min–max (where the repetitions
+// differ), its change from the previous phase and from before, and its
+// tokens/s over before's.
+func phaseChanges(g *group, v *runView, f table.Format) (spread, dPrev, dBefore, speedup any) {
 	before := g.phase(0)
 	rssOf := func(v *runView) (float64, bool) {
 		if v == nil || !v.ok() {
@@ -237,70 +308,32 @@ func phaseTable(g *group, f table.Format) *table.Table {
 		s := v.metric(metricPeakRSS)
 		return s.median, s.exists
 	}
-	var warnings []string
-	for _, v := range g.runs {
-		prev := g.phase(v.index - 1)
-		var change any
-		if v.Description != "" {
-			change = v.Description
-		} else if d := configDiff(prev, v); d != "" {
-			change = d
+	rss := v.metric(metricPeakRSS)
+	if len(rss.values) > 1 || (rss.fromSummary && rss.min != rss.max) {
+		spread = table.FormatBytes(math.Round(rss.min)) + "–" + table.FormatBytes(math.Round(rss.max))
+		if f == table.CSV {
+			spread = fmt.Sprintf("%.0f–%.0f", rss.min, rss.max)
 		}
-		var claim any
-		if v.Claim != "" {
-			claim = v.Claim
-		}
-		for _, s := range v.Summary.Warnings {
-			warnings = append(warnings, v.label()+": "+s)
-		}
-		if !v.ok() {
-			t.Add(v.label(), change, claim, AgreeUnchecked, len(v.Repetitions), failed(n, v))
-			continue
-		}
-		rss := v.metric(metricPeakRSS)
-		var spread, dPrev, dBefore, speedup any
-		if len(rss.values) > 1 || (rss.fromSummary && rss.min != rss.max) {
-			spread = table.FormatBytes(math.Round(rss.min)) + "–" + table.FormatBytes(math.Round(rss.max))
-			if f == table.CSV {
-				spread = fmt.Sprintf("%.0f–%.0f", rss.min, rss.max)
-			}
-		}
-		if x, ok := rssOf(prev); ok && rss.exists {
-			dPrev = int64(math.Round(rss.median - x))
-		}
-		if x, ok := rssOf(before); ok && rss.exists && v != before {
-			dBefore = int64(math.Round(rss.median - x))
-		}
-		if before != nil && before.ok() && v != before {
-			if b := before.metric(metricTokens); b.exists && b.median > 0 {
-				if x := v.metric(metricTokens); x.exists {
-					speedup = x.median / b.median
-				}
-			}
-		}
-		var checks []check
-		var refs string
-		for _, e := range v.Expect {
-			c := judge(g, v, e)
-			checks = append(checks, c)
-			if s := c.footnote(v.label()); s != "" {
-				refs += n.add(s)
-			}
-		}
-		agrees := combine(checks) + refs
-		row := []any{v.label(), change, claim, agrees, len(v.Repetitions), median(v, metricPeakRSS, true), spread, dPrev, dBefore,
-			median(v, metricVSZ, true)}
-		for _, f := range figures {
-			row = append(row, median(v, f.name, f.bytes))
-		}
-		if speedups {
-			row = append(row, speedup)
-		}
-		t.Add(row...)
 	}
-	for _, s := range warnings {
-		t.Note("%s", s)
+	if x, ok := rssOf(g.phase(v.index - 1)); ok && rss.exists {
+		dPrev = int64(math.Round(rss.median - x))
 	}
+	if x, ok := rssOf(before); ok && rss.exists && v != before {
+		dBefore = int64(math.Round(rss.median - x))
+	}
+	if before != nil && before.ok() && v != before {
+		if b := before.metric(metricTokens); b.exists && b.median > 0 {
+			if x := v.metric(metricTokens); x.exists {
+				speedup = x.median / b.median
+			}
+		}
+	}
+	return spread, dPrev, dBefore, speedup
+}
+
+// scaleNotes says at what scale the phases ran: once when all ran at one
+// scale, else per scale with the phases that ran at it.
+func scaleNotes(t *table.Table, g *group) {
 	scales := map[string][]string{}
 	var order []string
 	for _, v := range g.runs {
@@ -319,8 +352,6 @@ func phaseTable(g *group, f table.Format) *table.Table {
 			t.Note("scale of %s: %s", strings.Join(scales[s], ", "), s)
 		}
 	}
-	t.Note("peak RSS: the median of the n repetitions' VmHWM; agrees: %s when the change has the claimed direction and is within a factor of %g of the claimed size", AgreeYes, Tolerance)
-	return t
 }
 
 // detail is the repetition a detail table shows for each of the states:

@@ -35,7 +35,7 @@ func newFlameCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "draw a pprof profile as an interactive SVG flame graph; --base draws the change from BASE",
 		Long: `flame reads a pprof profile (probe train --memprofile, --cpuprofile, ...)
 and writes a self-contained SVG flame graph: frames merged by function name
-along the stack, the root at the bottom, each frame as wide as its share of
+along the stack, the root at the top, each frame as wide as its share of
 the sample value, coloured by package. Hovering a frame shows its function,
 value and share; clicking zooms into it, clicking the background resets.
 

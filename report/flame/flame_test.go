@@ -179,6 +179,16 @@ func TestLabel(t *testing.T) {
 		{6 + 6.5*charW, "0x4a1f", "0x4a1f"},
 		{6 + 5.5*charW, "0x4a1f", "..a1f"},
 		{6 + 30.5*charW, "gonum.org/v1/gonum/blas/gonum.dgemmSerial", "gonum.dgemmSerial"},
+		// C++ (cc1's frames read "..ong)" before): the name without its
+		// arguments and templates (the full name is the tooltip's), then
+		// its class and method, then its method, then its method's end.
+		{6 + 40.5*charW, "make_node(tree_code)", "make_node"},
+		{6 + 12.5*charW, "make_node(tree_code)", "make_node"},
+		{6 + 7.5*charW, "make_node(tree_code)", ".._node"},
+		{6 + 40.5*charW, "v8::internal::Heap::AllocateRaw(int, v8::internal::AllocationType)", "v8::internal::Heap::AllocateRaw"},
+		{6 + 20.5*charW, "v8::internal::Heap::AllocateRaw(int, v8::internal::AllocationType)", "Heap::AllocateRaw"},
+		{6 + 12.5*charW, "v8::internal::Heap::AllocateRaw(int, v8::internal::AllocationType)", "AllocateRaw"},
+		{6 + 8.5*charW, "v8::internal::Heap::AllocateRaw(int, v8::internal::AllocationType)", "..ateRaw"},
 	} {
 		if got := label(c.name, c.width); got != c.want {
 			t.Errorf("label(%q, %d characters) = %q, want %q", c.name, int((c.width-6)/charW), got, c.want)
@@ -351,8 +361,9 @@ func FuzzBuild(f *testing.F) {
 	})
 }
 
-// TestLabelScript: the script's lab, which relabels frames on zoom, cuts
-// names as label does (run with node when it is installed).
+// TestLabelScript: the script's lab, which relabels frames on zoom from
+// the forms WriteSVG puts in data-l, cuts names as label does (run with
+// node when it is installed).
 func TestLabelScript(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -360,23 +371,26 @@ func TestLabelScript(t *testing.T) {
 	}
 	var fns []string
 	for _, l := range strings.Split(script, "\n") {
-		if strings.HasPrefix(l, "function forms(") || strings.HasPrefix(l, "function lab(") || strings.HasPrefix(l, "var W=") {
+		if strings.HasPrefix(l, "function lab(") || strings.HasPrefix(l, "var W=") {
 			fns = append(fns, l)
 		}
 	}
-	if len(fns) != 3 {
-		t.Fatalf("the script's forms, lab and constants: found %d of 3 lines", len(fns))
+	if len(fns) != 2 {
+		t.Fatalf("the script's lab and constants: found %d of 2 lines", len(fns))
 	}
 	names := []string{"memprobe/trainer/model.(*Model).attentionBackward.func1", "runtime.mallocgc",
-		"gonum.org/v1/gonum/blas/gonum.dgemmSerial", "0x4a1f", "main.main"}
+		"gonum.org/v1/gonum/blas/gonum.dgemmSerial", "0x4a1f", "main.main",
+		"std::vector<std::string, std::allocator<std::string> >::_M_realloc_insert<std::string const&>(std::string*, std::string const&)",
+		"make_node(tree_code)"}
 	type c struct {
-		Name  string  `json:"n"`
-		Width float64 `json:"w"`
+		Name  string   `json:"-"`
+		Forms []string `json:"f"`
+		Width float64  `json:"w"`
 	}
 	var cases []c
 	for _, n := range names {
 		for k := 0; k <= 60; k++ {
-			cases = append(cases, c{n, 6 + (float64(k)+0.5)*charW})
+			cases = append(cases, c{n, ShortNames(n), 6 + (float64(k)+0.5)*charW})
 		}
 	}
 	in, err := json.Marshal(cases)
@@ -385,7 +399,7 @@ func TestLabelScript(t *testing.T) {
 	}
 	// var W=... declares the script's constants; its frame list is stubbed.
 	prog := "var document={querySelectorAll:function(){return []}};\n" + strings.Join(fns, "\n") +
-		"\nconsole.log(JSON.stringify(" + string(in) + ".map(function(c){return lab(c.n,c.w)})));"
+		"\nconsole.log(JSON.stringify(" + string(in) + ".map(function(c){return lab(c.f,c.w)})));"
 	out, err := exec.Command(node, "-e", prog).Output()
 	if err != nil {
 		t.Fatalf("node: %v", err)

@@ -12,10 +12,12 @@ import (
 	"unicode/utf8"
 
 	"memprobe/internal/table"
+	"memprobe/report/symname"
 )
 
-// Layout of the SVG, in pixels. The root is drawn at the bottom; children
-// stand on their parent, left to right in name order.
+// Layout of the SVG, in pixels. The root is drawn at the top (an icicle
+// graph), so that the picture opens on it whatever its depth; children
+// hang below their parent, left to right in name order.
 const (
 	// Width is the width of the root frame.
 	Width  = 1200
@@ -60,10 +62,10 @@ func WriteSVG(w io.Writer, g *Graph, o Options) error {
 	fmt.Fprintf(bw, "<text x=\"%d\" y=\"18\" font-size=\"14\">%s</text>\n", Pad, esc(title))
 	var sub string
 	if g.Diff {
-		sub = fmt.Sprintf("head %s, base %s. Width: head's value; red grew, blue shrank against base. Root at the bottom.",
+		sub = fmt.Sprintf("head %s, base %s. Width: head's value; red grew, blue shrank against base. Root at the top.",
 			format(total, g.Unit), format(g.BaseTotal, g.Unit))
 	} else {
-		sub = fmt.Sprintf("total %s. Width: share of the total; colour: package. Root at the bottom.", format(total, g.Unit))
+		sub = fmt.Sprintf("total %s. Width: share of the total; colour: package. Root at the top.", format(total, g.Unit))
 	}
 	if g.Skipped > 0 {
 		sub += fmt.Sprintf(" %d samples without a positive value left out.", g.Skipped)
@@ -71,8 +73,7 @@ func WriteSVG(w io.Writer, g *Graph, o Options) error {
 	fmt.Fprintf(bw, "<text x=\"%d\" y=\"34\">%s</text>\n", Pad, esc(sub))
 	fmt.Fprintf(bw, "<text x=\"%d\" y=\"48\" fill=\"#555\">Hover: frame, value and share. Click: zoom into a frame; click the background to reset.</text>\n", Pad)
 	if total > 0 {
-		bottom := header + depth*RowH
-		drawNode(bw, g, g.Root, 0, 0, total, bottom)
+		drawNode(bw, g, g.Root, 0, 0, total)
 	}
 	bw.WriteString(script)
 	bw.WriteString("</svg>\n")
@@ -99,23 +100,29 @@ func frameWidth(v, total int64) float64 {
 
 // drawNode draws n, which starts at offset (in value units from the left
 // of the root) at depth d, and its children.
-func drawNode(w *bufio.Writer, g *Graph, n *Node, d int, offset, total int64, bottom int) {
+func drawNode(w *bufio.Writer, g *Graph, n *Node, d int, offset, total int64) {
 	fx := float64(offset) / float64(total)
 	fw := float64(n.Value) / float64(total)
 	x := Pad + fx*Width
 	width := fw * Width
-	y := bottom - d*RowH
+	y := header + d*RowH
 	tip := fmt.Sprintf("%s\n%s (%s of the total)", n.Name, format(n.Value, g.Unit), pct(n.Value, total))
 	if g.Diff {
 		tip = fmt.Sprintf("%s\nhead %s, base %s, change %s (%s)", n.Name, format(n.Value, g.Unit), format(n.Base, g.Unit),
 			signed(n.Value-n.Base, g.Unit), change(n.Base, n.Value))
 	}
-	fmt.Fprintf(w, "<g class=\"f\" data-x=\"%s\" data-w=\"%s\" data-d=\"%d\"><title>%s</title>", num(fx), num(fw), d, esc(tip))
+	forms := ShortNames(n.Name)
+	for i, f := range forms {
+		forms[i] = esc(f)
+	}
+	// data-l: the label's forms, one a line, for the zoom script.
+	fmt.Fprintf(w, "<g class=\"f\" data-x=\"%s\" data-w=\"%s\" data-d=\"%d\" data-l=\"%s\"><title>%s</title>", num(fx), num(fw), d,
+		strings.Join(forms, "&#10;"), esc(tip))
 	fmt.Fprintf(w, "<rect x=\"%s\" y=\"%d\" width=\"%s\" height=\"%d\" rx=\"2\" fill=\"%s\"/>", px(x), y, px(width), RowH-1, colour(g, n))
 	fmt.Fprintf(w, "<text x=\"%s\" y=\"%d\">%s</text></g>\n", px(x+3), y+RowH-4, esc(label(n.Name, width)))
 	for _, c := range n.Children {
 		if frameWidth(c.Value, total) >= MinWidth {
-			drawNode(w, g, c, d+1, offset, total, bottom)
+			drawNode(w, g, c, d+1, offset, total)
 		}
 		offset += c.Value
 	}
@@ -123,8 +130,9 @@ func drawNode(w *bufio.Writer, g *Graph, n *Node, d int, offset, total int64, bo
 
 // label is the longest of name's shorter forms (ShortNames) that fits
 // width pixels; when none does, the shortest, cut from the left to keep
-// the function name ("..Forward"); "" when not even 3 characters fit.
-// The script's lab does the same when zooming.
+// the end of the function's name that tells it apart ("..Forward",
+// "..alloc", never "..ong)"); "" when not even 3 characters fit. The
+// script's lab does the same when zooming, from the forms in data-l.
 func label(name string, width float64) string {
 	fit := int((width - 6) / charW)
 	if fit < 3 {
@@ -144,9 +152,24 @@ func label(name string, width float64) string {
 // longest first, as pprof shortens names: the full name
 // ("memprobe/trainer/model.(*Model).Forward"), without the package's
 // directory ("model.(*Model).Forward"), without the package
-// ("(*Model).Forward"). A name without a package path has one form.
+// ("(*Model).Forward"). A C++ name is shortened by report/symname
+// ("std::vector<…>::_M_realloc_insert<…>", its full name only in the
+// tooltip), then keeps its class and method
+// ("vector<…>::_M_realloc_insert<…>"), then its method. A name without a
+// package path or scope has one form.
 func ShortNames(name string) []string {
 	forms := []string{name}
+	if s := symname.Short(name); s != name {
+		// The full name is in the tooltip; the label starts shortened.
+		forms = []string{s}
+		if parts := strings.Split(s, "::"); len(parts) > 2 {
+			forms = append(forms, strings.Join(parts[len(parts)-2:], "::"))
+		}
+		if parts := strings.Split(s, "::"); len(parts) > 1 {
+			forms = append(forms, parts[len(parts)-1])
+		}
+		return forms
+	}
 	pkg := Package(name)
 	if pkg == name {
 		return forms
@@ -268,12 +291,11 @@ func format(v int64, unit string) string {
 const script = `<script type="text/ecmascript"><![CDATA[
 (function(){
 var W=1200,P=10,C=6.6,fr=document.querySelectorAll("g.f");
-function forms(n){var f=[n],s=n.lastIndexOf("/")+1,d=n.indexOf(".",s);if(d<=s)return f;if(s>0)f.push(n.substring(s));f.push(n.substring(d+1));return f;}
-function lab(n,w){var k=Math.floor((w-6)/C);if(k<3)return "";var f=forms(n);for(var i=0;i<f.length;i++){if(f[i].length<=k)return f[i];}var l=f[f.length-1];return ".."+l.substring(l.length-(k-2));}
+function lab(f,w){var k=Math.floor((w-6)/C);if(k<3)return "";for(var i=0;i<f.length;i++){if(Array.from(f[i]).length<=k)return f[i];}var l=Array.from(f[f.length-1]);return ".."+l.slice(l.length-(k-2)).join("");}
 function zoom(x,w,d){for(var i=0;i<fr.length;i++){var f=fr[i],fx=+f.getAttribute("data-x"),fw=+f.getAttribute("data-w"),fd=+f.getAttribute("data-d"),e=1e-9,nx,nw;
 if(fd<d){if(fx>x+e||fx+fw<x+w-e){f.style.display="none";continue;}nx=0;nw=1;}
 else{if(fx<x-e||fx+fw>x+w+e){f.style.display="none";continue;}nx=(fx-x)/w;nw=fw/w;}
-f.style.display="";var r=f.querySelector("rect"),t=f.querySelector("text"),n=f.querySelector("title").textContent.split("\n")[0];
+f.style.display="";var r=f.querySelector("rect"),t=f.querySelector("text"),n=f.getAttribute("data-l").split("\n");
 r.setAttribute("x",(P+nx*W).toFixed(2));r.setAttribute("width",(nw*W).toFixed(2));t.setAttribute("x",(P+nx*W+3).toFixed(2));t.textContent=lab(n,nw*W);}}
 for(var i=0;i<fr.length;i++){fr[i].addEventListener("click",function(ev){ev.stopPropagation();zoom(+this.getAttribute("data-x"),+this.getAttribute("data-w"),+this.getAttribute("data-d"));});}
 document.getElementById("bg").addEventListener("click",function(){zoom(0,1,0);});

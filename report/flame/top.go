@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"memprobe/internal/table"
+	"memprobe/report/symname"
 )
 
 // Func is one function's share of a graph, as pprof -top counts it: Flat
@@ -98,7 +99,9 @@ func TopTable(g *Graph, n int) *table.Table {
 	var sum int64
 	for _, f := range shown {
 		sum += f.Flat
-		t.Add(f.Flat, share(f.Flat), share(sum), f.Cum, share(f.Cum), f.Name)
+		// A C++ name as pprof shows it, templates collapsed (symname); the
+		// functions are still told apart by their full names.
+		t.Add(f.Flat, share(f.Flat), share(sum), f.Cum, share(f.Cum), symname.Short(f.Name))
 	}
 	if g.Skipped > 0 {
 		s := "samples"

@@ -292,7 +292,6 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 	pl.Legend.Top = true
 	pl.Add(plotter.NewGrid())
 	var below *plotter.BarChart
-	var negative []string
 	// Drawn bottom up; the legend lists them top down, as stacked.
 	type entry struct {
 		name  string
@@ -348,12 +347,7 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 	for i := len(legend) - 1; i >= 0; i-- {
 		pl.Legend.Add(legend[i].name, legend[i].thumb)
 	}
-	for i, rec := range recs {
-		if rec.AtPeak.UnexplainedBytes < 0 {
-			negative = append(negative, fmt.Sprintf("%s: the parts claim %s more than VmRSS", states[i],
-				table.FormatBytes(float64(-rec.AtPeak.UnexplainedBytes))))
-		}
-	}
+	negative := overclaims(states, recs)
 	pl.NominalX(states...)
 	// Room on the right for the legend.
 	pl.X.Max = float64(len(states)) + 1.2
@@ -362,6 +356,12 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 	if err != nil {
 		return nil, "no RSS reconciliation chart: " + err.Error()
 	}
+	return &Chart{Kind: "reconcile", Title: title, Caption: reconcileCaption(small, negative), SVG: svg}, ""
+}
+
+// reconcileCaption says where the parts come from, which are "other" and
+// which bars claim more than VmRSS.
+func reconcileCaption(small, negative []string) string {
 	caption := "VmRSS at the step boundary where it was highest, split into parts each from its own source (instrument/reconcile: Go's classes, thread stacks, glibc arenas, files); unexplained is what no source claims."
 	if len(small) > 0 {
 		caption += " " + otherName + ": " + strings.Join(small, ", ") + ", each under 1 % of VmRSS."
@@ -369,7 +369,20 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 	if len(negative) > 0 {
 		caption += " " + strings.Join(negative, "; ") + " (drawn as 0)."
 	}
-	return &Chart{Kind: "reconcile", Title: title, Caption: caption, SVG: svg}, ""
+	return caption
+}
+
+// overclaims names the states whose parts claim more than VmRSS, and by
+// how much.
+func overclaims(states []string, recs []*schema.RSSReconciliation) []string {
+	var negative []string
+	for i, rec := range recs {
+		if rec.AtPeak.UnexplainedBytes < 0 {
+			negative = append(negative, fmt.Sprintf("%s: the parts claim %s more than VmRSS", states[i],
+				table.FormatBytes(float64(-rec.AtPeak.UnexplainedBytes))))
+		}
+	}
+	return negative
 }
 
 // sweepAxes are the axes of the plan's runs that take two values or more,
@@ -400,17 +413,75 @@ func sweepAxes(p *planRuns) []string {
 // in the legend in IEC units, as the axis; the values of another axis are
 // spread evenly.
 func sweepChart(p *planRuns, axis string) (*Chart, string) {
-	type series struct {
-		name   string
-		xs, ys []float64
-	}
 	peakRSS, err := metric.Lookup("peak_rss_bytes")
 	if err != nil {
 		return nil, err.Error()
 	}
-	var all []*series
-	var labels []string // the values of a non-numeric axis, in order of appearance
-	numeric := true
+	all, labels, numeric := sweepSeries(p, axis, peakRSS)
+	if len(all) == 0 {
+		return nil, "no sweep chart of " + axis + ": no finished run"
+	}
+	rss, bytes := metricAxis("peak_rss_bytes")
+	pl := newPlot(false, bytes)
+	title := planTitle(p.name) + ": " + rss + " by " + axis
+	pl.Title.Text = title
+	pl.X.Label.Text = axis
+	pl.Y.Label.Text = rss
+	pl.Y.Min = 0
+	pl.Legend.Top = true
+	pl.Legend.Left = true
+	pl.Add(plotter.NewGrid())
+	top := 0.0
+	for i, s := range all {
+		xy := make(plotter.XYs, len(s.xs))
+		for k := range s.xs {
+			xy[k] = plotter.XY{X: s.xs[k], Y: s.ys[k]}
+			top = max(top, s.ys[k])
+		}
+		sc, err := plotter.NewScatter(xy)
+		if err != nil {
+			return nil, "no sweep chart of " + axis + ": " + err.Error()
+		}
+		col := colour(i)
+		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
+		pl.Add(sc)
+		name := s.name
+		if numeric {
+			fit, err := fitLine(pl, s, col, axis)
+			if err != nil {
+				return nil, "no sweep chart of " + axis + ": " + err.Error()
+			}
+			name += fit
+		}
+		pl.Legend.Add(name, sc)
+	}
+	if !numeric {
+		pl.NominalX(labels...)
+	}
+	pl.Y.Max = top * (1.2 + 0.08*float64(len(all)))
+	svg, err := renderSVG(pl, 8*vg.Inch, 4*vg.Inch)
+	if err != nil {
+		return nil, "no sweep chart of " + axis + ": " + err.Error()
+	}
+	caption := "Every repetition's peak RSS (VmHWM)."
+	if numeric {
+		caption += " Dashed: the least-squares line of each phase; its slope is what one more unit of " + axis + " adds to the peak."
+	}
+	return &Chart{Kind: "sweep", Title: title, Caption: caption, SVG: svg}, ""
+}
+
+// series is a sweep chart's points of one phase (and point of the other
+// axes): every repetition's peak RSS at its value of the axis.
+type series struct {
+	name   string
+	xs, ys []float64
+}
+
+// sweepSeries are the plan's finished runs on axis as series, phases in
+// order; on an axis whose values are not all numbers (numeric false),
+// each value is its place in labels, in order of appearance.
+func sweepSeries(p *planRuns, axis string, peakRSS metric.Def) (all []*series, labels []string, numeric bool) {
+	numeric = true
 	for _, r := range p.runs {
 		if _, err := strconv.ParseFloat(r.Sweep[axis], 64); r.Sweep[axis] != "" && err != nil {
 			numeric = false
@@ -459,66 +530,32 @@ func sweepChart(p *planRuns, axis string) (*Chart, string) {
 			}
 		}
 	}
-	if len(all) == 0 {
-		return nil, "no sweep chart of " + axis + ": no finished run"
+	return all, labels, numeric
+}
+
+// fitLine draws s's least-squares line in col, dashed, where s has two
+// values of the axis or more, and returns what the legend adds: the
+// intercept and slope in IEC units and R².
+func fitLine(pl *plot.Plot, s *series, col color.Color, axis string) (string, error) {
+	distinct := map[float64]bool{}
+	for _, x := range s.xs {
+		distinct[x] = true
 	}
-	rss, bytes := metricAxis("peak_rss_bytes")
-	pl := newPlot(false, bytes)
-	title := planTitle(p.name) + ": " + rss + " by " + axis
-	pl.Title.Text = title
-	pl.X.Label.Text = axis
-	pl.Y.Label.Text = rss
-	pl.Y.Min = 0
-	pl.Legend.Top = true
-	pl.Legend.Left = true
-	pl.Add(plotter.NewGrid())
-	top := 0.0
-	for i, s := range all {
-		xy := make(plotter.XYs, len(s.xs))
-		for k := range s.xs {
-			xy[k] = plotter.XY{X: s.xs[k], Y: s.ys[k]}
-			top = max(top, s.ys[k])
-		}
-		sc, err := plotter.NewScatter(xy)
-		if err != nil {
-			return nil, "no sweep chart of " + axis + ": " + err.Error()
-		}
-		col := colour(i)
-		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
-		pl.Add(sc)
-		name := s.name
-		distinct := map[float64]bool{}
-		for _, x := range s.xs {
-			distinct[x] = true
-		}
-		if numeric && len(distinct) > 1 {
-			a, b := stat.LinearRegression(s.xs, s.ys, nil, false)
-			lo, hi := slices.Min(s.xs), slices.Max(s.xs)
-			line, err := plotter.NewLine(plotter.XYs{{X: lo, Y: a + b*lo}, {X: hi, Y: a + b*hi}})
-			if err != nil {
-				return nil, "no sweep chart of " + axis + ": " + err.Error()
-			}
-			line.Color, line.Width = col, vg.Points(1)
-			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			pl.Add(line)
-			name += fmt.Sprintf(": %s + %s per %s", table.FormatBytes(math.Round(a)), table.FormatBytes(math.Round(b)), axis)
-			if r := stat.RSquared(s.xs, s.ys, nil, a, b); !math.IsNaN(r) {
-				name += fmt.Sprintf(", R² %.3f", r)
-			}
-		}
-		pl.Legend.Add(name, sc)
+	if len(distinct) < 2 {
+		return "", nil
 	}
-	if !numeric {
-		pl.NominalX(labels...)
-	}
-	pl.Y.Max = top * (1.2 + 0.08*float64(len(all)))
-	svg, err := renderSVG(pl, 8*vg.Inch, 4*vg.Inch)
+	a, b := stat.LinearRegression(s.xs, s.ys, nil, false)
+	lo, hi := slices.Min(s.xs), slices.Max(s.xs)
+	line, err := plotter.NewLine(plotter.XYs{{X: lo, Y: a + b*lo}, {X: hi, Y: a + b*hi}})
 	if err != nil {
-		return nil, "no sweep chart of " + axis + ": " + err.Error()
+		return "", err
 	}
-	caption := "Every repetition's peak RSS (VmHWM)."
-	if numeric {
-		caption += " Dashed: the least-squares line of each phase; its slope is what one more unit of " + axis + " adds to the peak."
+	line.Color, line.Width = col, vg.Points(1)
+	line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	pl.Add(line)
+	name := fmt.Sprintf(": %s + %s per %s", table.FormatBytes(math.Round(a)), table.FormatBytes(math.Round(b)), axis)
+	if r := stat.RSquared(s.xs, s.ys, nil, a, b); !math.IsNaN(r) {
+		name += fmt.Sprintf(", R² %.3f", r)
 	}
-	return &Chart{Kind: "sweep", Title: title, Caption: caption, SVG: svg}, ""
+	return name, nil
 }

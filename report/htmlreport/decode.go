@@ -389,30 +389,7 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 	if len(rows) == 0 {
 		return nil, "No device memory chart: no record reconciles its device's memory (probe decode does so on cuda only)."
 	}
-	type part struct {
-		name string
-		get  func(d *schema.DeviceMemory) (int64, bool)
-	}
-	always := func(f func(d *schema.DeviceMemory) int64) func(d *schema.DeviceMemory) (int64, bool) {
-		return func(d *schema.DeviceMemory) (int64, bool) { return f(d), true }
-	}
-	parts := []part{
-		// NVML's charge for the context, measured on its own: the bars
-		// stack up to NVML's figure.
-		{"context+module", func(d *schema.DeviceMemory) (int64, bool) {
-			return d.ContextProcessBytes, d.ContextProcessMeasured
-		}},
-		{"held before", always(func(d *schema.DeviceMemory) int64 { return d.HeldBeforeOpenBytes })},
-		{"stream+cuBLAS handle", always(func(d *schema.DeviceMemory) int64 { return d.StreamHandleBytes })},
-		{"ledger", always(func(d *schema.DeviceMemory) int64 { return d.LedgerBytes })},
-		{"rounding to pages", func(d *schema.DeviceMemory) (int64, bool) {
-			return d.AllocRoundingBytes, d.AllocGranularityBytes > 0
-		}},
-		{"cuBLAS workspace", always(func(d *schema.DeviceMemory) int64 { return d.CuBLASWorkspaceBytes })},
-		{"unexplained", func(d *schema.DeviceMemory) (int64, bool) {
-			return d.UnexplainedBytes, d.UnexplainedMeasured
-		}},
-	}
+	parts := deviceParts()
 	pl := newPlot(false, true)
 	gpu := rows[0].DeviceMemory.GPU
 	title := "device memory by part"
@@ -478,6 +455,46 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 	if err != nil {
 		return nil, fail + err.Error()
 	}
+	caption := deviceMemoryCaption(rows, drawn, unmeasured, negative, without)
+	return &Chart{Kind: "device-memory", Title: title, Caption: caption, SVG: svg}, ""
+}
+
+// devicePart is a part of the device memory chart: its name and its
+// bytes in a reconciliation, false where the record did not measure it.
+type devicePart struct {
+	name string
+	get  func(d *schema.DeviceMemory) (int64, bool)
+}
+
+// deviceParts are the device memory chart's parts, bottom to top.
+func deviceParts() []devicePart {
+	always := func(f func(d *schema.DeviceMemory) int64) func(d *schema.DeviceMemory) (int64, bool) {
+		return func(d *schema.DeviceMemory) (int64, bool) { return f(d), true }
+	}
+	return []devicePart{
+		// NVML's charge for the context, measured on its own: the bars
+		// stack up to NVML's figure.
+		{"context+module", func(d *schema.DeviceMemory) (int64, bool) {
+			return d.ContextProcessBytes, d.ContextProcessMeasured
+		}},
+		{"held before", always(func(d *schema.DeviceMemory) int64 { return d.HeldBeforeOpenBytes })},
+		{"stream+cuBLAS handle", always(func(d *schema.DeviceMemory) int64 { return d.StreamHandleBytes })},
+		{"ledger", always(func(d *schema.DeviceMemory) int64 { return d.LedgerBytes })},
+		{"rounding to pages", func(d *schema.DeviceMemory) (int64, bool) {
+			return d.AllocRoundingBytes, d.AllocGranularityBytes > 0
+		}},
+		{"cuBLAS workspace", always(func(d *schema.DeviceMemory) int64 { return d.CuBLASWorkspaceBytes })},
+		{"unexplained", func(d *schema.DeviceMemory) (int64, bool) {
+			return d.UnexplainedBytes, d.UnexplainedMeasured
+		}},
+	}
+}
+
+// deviceMemoryCaption says what the chart's parts are (drawn, bottom to
+// top) and what it leaves out: memory NVML charges to no process, parts
+// not measured, parts claiming more than NVML's figure, records without
+// a reconciliation.
+func deviceMemoryCaption(rows []schema.DecodeRecord, drawn, unmeasured, negative, without []string) string {
 	caption := "The process's device memory per mode in the parts the device names (cuda), bottom to top: " + strings.Join(drawn, ", ") +
 		". Context+module is the primary context and kernel module; held before, what the process held when this mode's device opened; ledger, the decoder's buffers as allocated, and rounding to pages, the least the driver charges beyond them; unexplained, what NVML's figure for the process leaves over. Parts no record has are left out."
 	var uncharged []string
@@ -498,5 +515,5 @@ func deviceMemoryChart(recs []schema.DecodeRecord) (*Chart, string) {
 	if len(without) > 0 {
 		caption += " Not drawn: " + strings.Join(without, ", ") + " (no reconciliation)."
 	}
-	return &Chart{Kind: "device-memory", Title: title, Caption: caption, SVG: svg}, ""
+	return caption
 }

@@ -29,8 +29,13 @@ type Flame struct {
 	Href       string // the profile relative to the page, "" when not linked
 	PeakRSS    string // the run's median peak RSS
 	Doc        string // the SVG document
-	Height     int    // its height in pixels
+	Height     int    // the frame's height in pixels: the SVG's, at most maxFlameHeight
 }
+
+// maxFlameHeight caps a flame graph's frame on the page: a deep graph
+// (a Python program's native frames: 1,800 px) scrolls inside it, its
+// root at the top, in view as the page opens.
+const maxFlameHeight = 640
 
 // ProfileLink is one profile of the report, for the page's list.
 type ProfileLink struct {
@@ -95,7 +100,7 @@ func heaviest(rep *schema.Report, o Options, n int) ([]Flame, []string) {
 			notes = append(notes, fmt.Sprintf("%s: no flame graph: %v", r.Name, err))
 			continue
 		}
-		f.Doc, f.Height = doc, h
+		f.Doc, f.Height = doc, min(h, maxFlameHeight)
 		f.Href, _ = link(o, path)
 		out = append(out, f)
 	}

@@ -92,6 +92,29 @@ func render(t testing.TB, rep *schema.Report, o Options) string {
 	return b.String()
 }
 
+// unfoldedText is the text of the report's blocks as WriteRunTables
+// writes them before it folds them to 120 columns (report's TestFold and
+// TestTextFitsTerminal check that part).
+func unfoldedText(t *testing.T, rep *schema.Report) *bytes.Buffer {
+	t.Helper()
+	rb, err := report.Blocks(report.ReportRows(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt bytes.Buffer
+	for i, b := range rb {
+		if i > 0 {
+			txt.WriteString("\n")
+		}
+		if b.Table == nil {
+			txt.WriteString(b.Paragraph + "\n")
+		} else if err := b.Table.Render(&txt, table.Text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &txt
+}
+
 // TestTablesAreReports: the page's paragraphs and tables are report's,
 // block for block, in the order `probe report` prints them in text: the
 // same titles, the same header, the same cells in every row, the same
@@ -111,10 +134,7 @@ func TestTablesAreReports(t *testing.T) {
 	if !set {
 		t.Fatal("no run to describe")
 	}
-	var txt bytes.Buffer
-	if err := report.WriteRunTables(&txt, rep, table.Text); err != nil {
-		t.Fatal(err)
-	}
+	txt := unfoldedText(t, rep)
 	pg, err := Build(rep, Options{})
 	if err != nil {
 		t.Fatal(err)
