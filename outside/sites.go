@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"memprobe/internal/symname"
 	"memprobe/internal/table"
 	"memprobe/outside/sites"
-	"memprobe/report/symname"
 	"memprobe/schema"
 )
 

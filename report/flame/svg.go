@@ -11,8 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"memprobe/internal/symname"
 	"memprobe/internal/table"
-	"memprobe/report/symname"
 )
 
 // Layout of the SVG, in pixels. The root is drawn at the top (an icicle

@@ -6,8 +6,8 @@ import (
 	"io"
 	"slices"
 
+	"memprobe/internal/symname"
 	"memprobe/internal/table"
-	"memprobe/report/symname"
 )
 
 // Func is one function's share of a graph, as pprof -top counts it: Flat
