@@ -26,6 +26,19 @@ func claimedBy(l *layout, addr uint64) string {
 	return ""
 }
 
+// withResident is in with pagemap showing its mappings' resident
+// ranges whole.
+func withResident(in Input) Input {
+	var rs [][2]uint64
+	for _, m := range in.Mappings {
+		if m.RssBytes > 0 {
+			rs = append(rs, [2]uint64{m.Start, m.End})
+		}
+	}
+	in.Resident = pagemap(rs...)
+	return in
+}
+
 // ruleIndex is r's place in claimRules; -1 where it is not there.
 func ruleIndex(r claimRule) int {
 	for i, x := range claimRules {
@@ -36,32 +49,25 @@ func ruleIndex(r claimRule) int {
 	return -1
 }
 
-// TestClaimRules: each of classify's rules, on a mapping planted for it,
-// claims that mapping for its part, and the rules before it leave it
-// unclaimed: the table pins each rule alone and the order they apply in.
-func TestClaimRules(t *testing.T) {
+// claimRuleCase is a mapping planted for one rule: the rule claims addr
+// for class.
+type claimRuleCase struct {
+	rule  claimRule
+	class string
+	addr  uint64
+	in    func() Input
+}
+
+// claimRuleCases are TestClaimRules' planted mappings, one per rule, in
+// claimRules' order.
+func claimRuleCases() []claimRuleCase {
 	const (
 		anon  = 0x7f0000000000
 		heap  = 0x7f0004000000 // 64 MiB-aligned
 		lib   = 0x7f1000000000
 		stack = 0x7f2000000000
 	)
-	resident := func(in Input) Input {
-		var rs [][2]uint64
-		for _, m := range in.Mappings {
-			if m.RssBytes > 0 {
-				rs = append(rs, [2]uint64{m.Start, m.End})
-			}
-		}
-		in.Resident = pagemap(rs...)
-		return in
-	}
-	tests := []struct {
-		rule  claimRule
-		class string
-		addr  uint64 // planted: what the rule claims
-		in    func() Input
-	}{
+	return []claimRuleCase{
 		{ruleByName, clBrk, anon, func() Input { return space(mk(anon, 132*KiB, "rw-p", "[heap]", 132*KiB)) }},
 		{ruleGoArenas, clGoArena, 0xc000000000, func() Input {
 			in := space(mk(0xc000000000, 4*MiB, "rw-p", "", 4*MiB))
@@ -122,6 +128,13 @@ func TestClaimRules(t *testing.T) {
 			return in
 		}},
 	}
+}
+
+// TestClaimRules: each of classify's rules, on a mapping planted for it,
+// claims that mapping for its part, and the rules before it leave it
+// unclaimed: the table pins each rule alone and the order they apply in.
+func TestClaimRules(t *testing.T) {
+	tests := claimRuleCases()
 	if len(tests) != len(claimRules) {
 		t.Errorf("%d rules tested, %d in claimRules: each rule wants its planted mapping", len(tests), len(claimRules))
 	}
@@ -130,7 +143,7 @@ func TestClaimRules(t *testing.T) {
 			if i := ruleIndex(tc.rule); i != k {
 				t.Fatalf("rule %q is at %d of claimRules, want %d", tc.rule.name, i, k)
 			}
-			in := resident(tc.in())
+			in := withResident(tc.in())
 			l := newLayout(&in)
 			for _, r := range claimRules[:k] {
 				r.claim(l, &in)
