@@ -57,7 +57,8 @@
 //     alone), and the chunks after it where the kernel merged
 //     neighbours, through Input.ReadMemory; the allocation-site
 //     library's own buffers (probe.sites) by the header each begins with,
-//     among them or alone.
+//     among them or alone, and past what has no header in a mapping that
+//     holds something known (a library's .bss, a chunk, a buffer).
 //  10. CPython's small-object allocator (python.obmalloc): runs of 16 KiB
 //     pools in anonymous read-write mappings whose headers hold
 //     obmalloc's invariants (pythonPools), through Input.ReadMemory.
