@@ -720,7 +720,7 @@ func TestMunmapSampled(t *testing.T) {
 // puts every block in the main arena: both heaps read all free.
 func TestFragmentationHeaps(t *testing.T) {
 	recs := t.TempDir()
-	cmd := exec.Command(prog(t, "../../outside/testdata/cprogs/fragment.c"), "arenas")
+	cmd := exec.Command(prog(t, "../../testdata/cprogs/fragment.c"), "arenas")
 	cmd.Env = Env(os.Environ(), lib(t), recs, 1)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("fragment arenas: %v\n%s", err, out)
@@ -806,7 +806,7 @@ func TestFragmentationSampled(t *testing.T) {
 	const rate = 16 << 10
 	for _, r := range []int64{1, rate} {
 		recs := t.TempDir()
-		cmd := exec.Command(prog(t, "../../outside/testdata/cprogs/fragment.c"), "arenas")
+		cmd := exec.Command(prog(t, "../../testdata/cprogs/fragment.c"), "arenas")
 		cmd.Env = Env(os.Environ(), lib(t), recs, r)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("fragment arenas: %v\n%s", err, out)
