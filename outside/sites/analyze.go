@@ -229,8 +229,8 @@ func newReplayer(im *image) *replayer {
 	}
 }
 
-// stackAcc is stack h's figures, made on first use.
-func (r *replayed) stackAcc(h uint64) *acc {
+// accOf is stack h's figures, made on first use.
+func (r *replayed) accOf(h uint64) *acc {
 	a := r.byStack[h]
 	if a == nil {
 		a = &acc{}
@@ -268,7 +268,7 @@ func (p *replayer) protect(i int32, e *event) {
 	}
 	p.commits += int64(n)
 	p.commitBytes += c
-	a := p.stackAcc(e.stack)
+	a := p.accOf(e.stack)
 	a.mapped = true
 	a.allocObj += float64(n)
 	a.allocBytes += c
@@ -311,7 +311,7 @@ func (p *replayer) alloc(i int32, e *event) {
 		}
 		p.live[e.addr] = i
 	}
-	a := p.stackAcc(e.stack)
+	a := p.accOf(e.stack)
 	a.mapped = a.mapped || e.kind == kindMmap
 	a.allocObj += o
 	a.allocBytes += b
@@ -353,7 +353,7 @@ func (p *replayer) free(i int32, e *event) {
 	p.inBytes -= b
 	p.inObj -= o
 	if e.flags&flagTemporary != 0 {
-		p.stackAcc(l.stack).tempObj += o
+		p.accOf(l.stack).tempObj += o
 		p.temp += o
 	}
 }
@@ -376,7 +376,7 @@ func (p *replayer) cut(i int32, lo, hi uint64, temporary bool) {
 		p.mapIn -= b
 		whole := lo <= q.start && hi >= q.end
 		if whole && temporary && q.from == q.alloc && o > 0 {
-			p.stackAcc(p.im.events[q.alloc].stack).tempObj += o
+			p.accOf(p.im.events[q.alloc].stack).tempObj += o
 			p.temp += o
 		}
 		if whole {
@@ -533,7 +533,7 @@ func (v *views) add(stack uint64, mmap bool, o, b, usable float64, from uint64, 
 	if f >= 0 {
 		end = r.im.events[f].seq
 	} else {
-		a := r.stackAcc(stack)
+		a := r.accOf(stack)
 		a.exitObj += o
 		a.exitBytes += b
 		a.exitVar += variance(o, b)
@@ -547,7 +547,7 @@ func (v *views) add(stack uint64, mmap bool, o, b, usable float64, from uint64, 
 	}
 	if len(v.window) > 0 {
 		if sh := v.liveShare(from, end); sh > 0 {
-			a := r.stackAcc(stack)
+			a := r.accOf(stack)
 			a.peakObj += o * sh
 			a.peakBytes += b * sh
 			a.peakVar += variance(o, b) * sh * sh
@@ -560,7 +560,7 @@ func (v *views) add(stack uint64, mmap bool, o, b, usable float64, from uint64, 
 		// a mapping's estimate is added to it, as above (a cc1 at the
 		// default rate read 3.8 MB, its heap alone, beside a site of 14
 		// MB of its GC's mappings).
-		a := r.stackAcc(stack)
+		a := r.accOf(stack)
 		a.peakObj += o
 		a.peakBytes += b
 		a.peakVar += variance(o, b)
