@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 )
 
 // glibcHeapFullSlack: a heap whose read-write part has grown to within this
@@ -188,51 +189,121 @@ func plural(n int, what string) string {
 // a multiple of the page, with IS_MMAPPED (2) and no other flag
 // (malloc/malloc.c sysmalloc_mmap). The kernel merges neighbouring
 // mappings, so one mapping may hold several chunks, each right after the
-// last; those it holds from its start are claimed, and what follows the
-// last stays unexplained. A block memalign placed inside a larger mapping
-// is found by the header glibc wrote at the mapping's start before it
-// cut the aligned block out (malloc/malloc.c _int_memalign). Needs
-// in.ReadMemory; glibc 2.41+ names these mappings where the kernel keeps
-// names (classify, by name).
+// last; those it holds from its start are claimed. A block memalign placed
+// inside a larger mapping is found by the header glibc wrote at the
+// mapping's start before it cut the aligned block out (malloc/malloc.c
+// _int_memalign). Needs in.ReadMemory; glibc 2.41+ names these mappings
+// where the kernel keeps names (classify, by name).
 //
 // The allocation-site library's own mappings (probe.sites: probe exec
 // --sites) are claimed the same way, by the header each begins with
 // (SitesOwnMagic, then its length), and the chain goes on after them. A
 // mapping claimed from its start (by .bss) is read from where that claim
-// ends.
+// ends. Where the chain breaks in a mapping that held something known (a
+// .bss, a chunk, a buffer), what follows is read page by page for the
+// library's next buffer (ownScan), and the chain goes on from it:
+// the kernel merges into a library's .bss whatever fills the gap above
+// it, in the order it was mapped, so a buffer may sit behind a page of
+// ld.so's or the program's that has no header. A chunk's header is too
+// weak a sign to be looked for that way (zeros, then a small number); what
+// sits behind such a page is not claimed.
 func (l *layout) mmappedChunks(in *Input) {
 	if in.ReadMemory == nil {
 		return
 	}
 	page := uint64(os.Getpagesize())
-	var b [16]byte
+	scan := ownScan{left: sitesScanMaxPages}
 	for i := range l.vmas {
 		v := &l.vmas[i]
 		if !v.anon() || v.Perms != "rw-p" || v.owner != "" || v.RssBytes == 0 {
 			continue
 		}
-		for a := claimedHead(v, page); a < v.End; {
-			if in.ReadMemory(a, b[:]) != nil {
+		head := claimedHead(v, page)
+		a, n := l.chunkChain(in, v, head, page)
+		if head == v.Start && n == 0 {
+			continue // nothing known at its start: not read further
+		}
+		for a < v.End {
+			b := scan.next(l, in, v, a+page, page)
+			if b >= v.End {
 				break
 			}
-			prev, head := binary.NativeEndian.Uint64(b[:8]), binary.NativeEndian.Uint64(b[8:])
-			size, class := head&^7, clMmap
-			if prev == SitesOwnMagic {
-				size, class = head, clSitesOwn
-			} else if prev != 0 || head&7 != 2 {
-				break
+			if a, n = l.chunkChain(in, v, b, page); n == 0 {
+				a = b
 			}
-			if size == 0 || size%page != 0 || size > v.End-a {
-				break
-			}
-			if _, got := l.claimRange(in, a, a+size, class); got == 0 {
-				break // claimed already (a stack the kernel merged in)
-			}
-			l.tally(class).count++
-			v.counted = true
-			a += size
 		}
 	}
+}
+
+// chunkChain claims the chain of headers in v from a: glibc's mmapped
+// chunks and the library's buffers, each right after the last. It returns
+// where the chain ends (v.End where it ran to the end) and how many it
+// claimed.
+func (l *layout) chunkChain(in *Input, v *vma, a, page uint64) (end uint64, n int) {
+	var b [16]byte
+	for a < v.End {
+		if in.ReadMemory(a, b[:]) != nil {
+			break
+		}
+		prev, head := binary.NativeEndian.Uint64(b[:8]), binary.NativeEndian.Uint64(b[8:])
+		size, class := head&^7, clMmap
+		if prev == SitesOwnMagic {
+			size, class = head, clSitesOwn
+		} else if prev != 0 || head&7 != 2 {
+			break
+		}
+		if size == 0 || size%page != 0 || size > v.End-a {
+			break
+		}
+		if _, got := l.claimRange(in, a, a+size, class); got == 0 {
+			break // claimed already (a stack the kernel merged in)
+		}
+		l.tally(class).count++
+		v.counted = true
+		a += size
+		n++
+	}
+	return a, n
+}
+
+// sitesScanMaxPages is the most pages a walk reads for the library's
+// buffers past a break in a chain (ownScan): 256 MiB of pages, about
+// 85 ms of reads at 1.3 µs each (a variable for a test).
+var sitesScanMaxPages = 1 << 16
+
+// ownScan is the walk's reads past breaks: left is what sitesScanMaxPages
+// leaves; warned says the warning that it ran out was given.
+type ownScan struct {
+	left   int
+	warned bool
+}
+
+// next returns the first page of v from a, outside its claimed ranges,
+// that begins one of the library's buffers (its header, a length of whole
+// pages that fits in v); v.End where none does or the reads run out.
+func (s *ownScan) next(l *layout, in *Input, v *vma, a, page uint64) uint64 {
+	var b [16]byte
+	for ; a < v.End; a += page {
+		if k := slices.IndexFunc(v.subs, func(x sub) bool { return x.lo <= a && a < x.hi }); k >= 0 {
+			a = (v.subs[k].hi+page-1)&^(page-1) - page
+			continue
+		}
+		if s.left == 0 {
+			if !s.warned {
+				l.warn("probe.sites: %d pages read past breaks in the chains of headers, the most a walk reads: the library's buffers from %#x on may be left unexplained", sitesScanMaxPages, a)
+				s.warned = true
+			}
+			return v.End
+		}
+		s.left--
+		if in.ReadMemory(a, b[:]) != nil || binary.NativeEndian.Uint64(b[:8]) != SitesOwnMagic {
+			continue
+		}
+		if n := binary.NativeEndian.Uint64(b[8:]); n > 0 && n%page == 0 && n <= v.End-a {
+			return a
+		}
+	}
+	return v.End
 }
 
 // claimedHead is where the claims on v from its start end, rounded up to

@@ -203,11 +203,61 @@ func (l *layout) claimRange(in *Input, lo, hi uint64, class string) (resident, r
 	return resident, reserved
 }
 
+// claimRule is one of classify's rules: claim gives a part the mappings,
+// or ranges of them, that the rule recognises among those no earlier rule
+// claimed. Each rule sees only what the rules before it left.
+type claimRule struct {
+	name  string // as the package comment lists it
+	claim func(l *layout, in *Input)
+}
+
+// The rules of classify, one for each step of the package comment's list.
+var (
+	ruleByName      = claimRule{"1 by name", (*layout).claimByName}
+	ruleGoArenas    = claimRule{"2 go arenas", (*layout).goArenas}
+	ruleRaceShadow  = claimRule{"3 race shadow", (*layout).claimRaceShadow}
+	ruleBSS         = claimRule{"4 .bss", (*layout).claimBSS}
+	ruleKnownStacks = claimRule{"5 known stacks", (*layout).claimKnownStacks}
+	ruleStacksBySP  = claimRule{"6 stacks by stack pointer", (*layout).claimStacksBySP}
+	ruleStacksBySh  = claimRule{"7 stacks by shape", (*layout).claimStacksByShape}
+	ruleHeaps       = claimRule{"8 malloc heaps", (*layout).claimHeaps}
+	ruleFullHeaps   = claimRule{"8b full malloc heaps", (*layout).fullHeaps}
+	ruleMmapped     = claimRule{"9 mmapped chunks", (*layout).mmappedChunks}
+	rulePythonPools = claimRule{"10 python pools", (*layout).pythonPools}
+)
+
+// claimRules are classify's rules in the order they apply: names first,
+// then what the sources know by address, then the shapes, and the
+// allocators' headers last.
+var claimRules = []claimRule{
+	ruleByName, ruleGoArenas, ruleRaceShadow, ruleBSS, ruleKnownStacks, ruleStacksBySP, ruleStacksBySh,
+	ruleHeaps, ruleFullHeaps, ruleMmapped, rulePythonPools,
+}
+
 // classify walks in.Mappings and claims each for a part: by name, by the
 // addresses the sources know (Go heap objects, registered thread stacks,
 // threads' stack pointers), and by the shapes glibc gives its stacks and
-// arenas. What no source claims is left in layout.candidates.
+// arenas (claimRules, in order). What no source claims is left in
+// layout.candidates.
 func classify(in *Input) *layout {
+	l := newLayout(in)
+	for _, r := range claimRules {
+		r.claim(l, in)
+	}
+	// An arena that outgrew its heap has several: count arenas, not
+	// heaps.
+	l.countArenas(in)
+	l.tally(clArenas).count = l.arenas
+	l.tallyClaims()
+	if l.estimated {
+		l.warn("pagemap unreadable: the resident bytes of stacks, arenas and .bss that share a mapping with other memory are estimated")
+	}
+	return l
+}
+
+// newLayout is in.Mappings by address, nothing claimed yet, with smaps'
+// sums.
+func newLayout(in *Input) *layout {
 	l := &layout{tallies: map[string]*tally{}, files: map[string]*FileShare{}}
 	l.vmas = make([]vma, 0, len(in.Mappings))
 	for _, m := range in.Mappings {
@@ -220,11 +270,14 @@ func classify(in *Input) *layout {
 		l.vmas = append(l.vmas, vma{Mapping: m})
 	}
 	slices.SortFunc(l.vmas, func(a, b vma) int { return cmp.Compare(a.Start, b.Start) })
+	return l
+}
 
-	// 1. By name: the kernel's pseudo-paths, files, shared memory, and
-	// anonymous mappings a runtime named (Linux 5.17+ with
-	// CONFIG_ANON_VMA_NAME: Go 1.25+ names its own, glibc 2.41+ its
-	// stacks and arenas when asked to).
+// claimByName is rule 1: the kernel's pseudo-paths, files, shared memory,
+// and anonymous mappings a runtime named (Linux 5.17+ with
+// CONFIG_ANON_VMA_NAME: Go 1.25+ names its own, glibc 2.41+ its stacks and
+// arenas when asked to).
+func (l *layout) claimByName(*Input) {
 	for i := range l.vmas {
 		v := &l.vmas[i]
 		switch p := v.Path; {
@@ -262,27 +315,30 @@ func classify(in *Input) *layout {
 			v.owner = clFile
 		}
 	}
+}
 
-	// 2. Go's heap arenas (goArenas).
-	l.goArenas(in)
-
-	// 3. The race detector's shadow memory, by its fixed addresses.
-	if in.Race {
-		for i := range l.vmas {
-			if v := &l.vmas[i]; v.anon() && v.Start >= raceShadow[0] && v.End <= raceShadow[1] {
-				l.claimWhole(i, clRace)
-			}
+// claimRaceShadow is rule 3: with the race detector, its shadow memory,
+// by its fixed addresses.
+func (l *layout) claimRaceShadow(in *Input) {
+	if !in.Race {
+		return
+	}
+	for i := range l.vmas {
+		if v := &l.vmas[i]; v.anon() && v.Start >= raceShadow[0] && v.End <= raceShadow[1] {
+			l.claimWhole(i, clRace)
 		}
 	}
+}
 
-	// 4. .bss: the anonymous mapping directly above a file's writable,
-	// private data mapping is the zero-initialised rest of that segment
-	// (the Go binary's holds the runtime's globals; libc's, its own), up
-	// to the end the ELF headers give the segment in memory. The rest of
-	// the anonymous mapping (the kernel merges it with an adjacent
-	// anonymous mapping of the same flags) is left to the later rules. A
-	// shared mapping (rw-s) has no .bss: MAP_SHARED maps a file, not a
-	// loaded segment, and whatever lies above it is not its.
+// claimBSS is rule 4, .bss: the anonymous mapping directly above a file's
+// writable, private data mapping is the zero-initialised rest of that
+// segment (the Go binary's holds the runtime's globals; libc's, its own),
+// up to the end the ELF headers give the segment in memory. The rest of
+// the anonymous mapping (the kernel merges it with an adjacent anonymous
+// mapping of the same flags) is left to the later rules. A shared mapping
+// (rw-s) has no .bss: MAP_SHARED maps a file, not a loaded segment, and
+// whatever lies above it is not its.
+func (l *layout) claimBSS(in *Input) {
 	page := uint64(os.Getpagesize())
 	for i := 1; i < len(l.vmas); i++ {
 		p, v := &l.vmas[i-1], &l.vmas[i]
@@ -318,9 +374,12 @@ func classify(in *Input) *layout {
 		l.warn("file.bss: the ELF headers of %s could not be used (first: %s): the %s of anonymous mappings directly above their data are taken whole as their .bss",
 			plural(n, "file"), l.bssAssumed[0], iec(l.bssAssumedBytes))
 	}
+}
 
-	// 5. Thread stacks whose address ranges are known (pthread_getattr_np
-	// in trainer/osthread), each with its guard below.
+// claimKnownStacks is rule 5: thread stacks whose address ranges are
+// known (pthread_getattr_np in trainer/osthread), each with its guard
+// below.
+func (l *layout) claimKnownStacks(in *Input) {
 	for _, s := range in.ThreadStacks {
 		st := ThreadStack{Lo: s.Lo, Hi: s.Hi, Source: "pthread_getattr_np"}
 		st.ResidentBytes, st.ReservedBytes = l.claimRange(in, s.Lo, s.Hi, clWorkers)
@@ -334,75 +393,88 @@ func classify(in *Input) *layout {
 		l.stacks = append(l.stacks, st)
 		l.liveStacks++
 	}
+}
 
-	// 6. The stacks of blocked threads: the mapping holding each one's
-	// stack pointer. A pointer into Go's arenas is a goroutine stack.
+// claimStacksBySP is rule 6: the stacks of blocked threads, the mapping
+// holding each one's stack pointer (stackBySP). A pointer into Go's arenas
+// is a goroutine stack.
+func (l *layout) claimStacksBySP(in *Input) {
 	def := uint64(cmp.Or(in.ThreadStackBytes, DefaultThreadStackReserveBytes))
 	for _, t := range in.ThreadSPs {
-		if t.SP == 0 {
-			continue
-		}
-		i := l.find(t.SP)
-		if i < 0 {
-			continue
-		}
-		v := &l.vmas[i]
-		switch {
-		case v.owner == clGoArena:
-			l.goroutineSPs++
-			continue
-		case v.owner == clMain:
-			l.liveStacks++
-			continue
-		}
-		if k := l.stackHolding(t.SP); k >= 0 {
-			if l.stacks[k].TID == 0 {
-				l.stacks[k].TID = t.TID
-				if l.stacks[k].Source != "pthread_getattr_np" {
-					l.liveStacks++
-				}
-			}
-			continue
-		}
-		// A thread's stack pointer alone does not make a stack: Go's
-		// threads (a pure-Go binary's, seen from outside where no heap
-		// address is known) run on g0 and goroutine stacks inside Go's
-		// heap mappings. glibc's and musl's thread stacks sit directly
-		// above a small PROT_NONE guard; Go's arenas have a PROT_NONE
-		// reservation of megabytes below them, or none.
-		if !v.anon() || v.Perms[:2] != "rw" || v.owner != "" || !l.guardBelow(i) {
-			continue
-		}
-		// glibc puts a stack at the bottom of its mapping, above the
-		// guard, and the thread's frames at its top: stacks grow down.
-		// A pointer within the default size from the bottom is in a
-		// stack of that size (or a larger one used that deep: the two
-		// cannot be told apart), and the rest of a larger mapping is
-		// what the kernel merged with it. A pointer above that is in a
-		// stack made larger (pthread_attr_setstacksize): it reaches at
-		// least to the pointer, and its top, where the frames are, is
-		// at the end of the mapping. That is claimed whole. On kernels
-		// before 6.7 (MAP_STACK did not set VM_NOHUGEPAGE) an anonymous
-		// read-write mapping placed directly above can be merged into
-		// it and is then claimed with it: where the stack ends inside
-		// the mapping is not visible from outside.
-		lo, hi := v.Start, stackEnd(v, def)
-		if t.SP >= hi {
-			if len(v.subs) > 0 {
-				continue // part of it is claimed: not one stack
-			}
-			hi = v.End
-		}
-		if st, ok := l.claimStack(in, i, lo, hi, "syscall sp"); ok {
-			st.TID = t.TID
-			l.stacks = append(l.stacks, st)
-			l.liveStacks++
+		if t.SP != 0 {
+			l.stackBySP(in, t, def)
 		}
 	}
+}
 
-	// 7. glibc's stack shape, for the rest (threads running now, stacks
-	// of exited threads glibc keeps for reuse): a read-write mapping of
-	// at least 64 KiB directly above a small PROT_NONE guard.
+// stackBySP claims the stack that holds thread t's stack pointer, if it
+// is in one, for rule 6; def is the default stack size.
+func (l *layout) stackBySP(in *Input, t procfs.ThreadSP, def uint64) {
+	i := l.find(t.SP)
+	if i < 0 {
+		return
+	}
+	v := &l.vmas[i]
+	switch v.owner {
+	case clGoArena:
+		l.goroutineSPs++
+		return
+	case clMain:
+		l.liveStacks++
+		return
+	}
+	if k := l.stackHolding(t.SP); k >= 0 {
+		if l.stacks[k].TID == 0 {
+			l.stacks[k].TID = t.TID
+			if l.stacks[k].Source != "pthread_getattr_np" {
+				l.liveStacks++
+			}
+		}
+		return
+	}
+	// A thread's stack pointer alone does not make a stack: Go's
+	// threads (a pure-Go binary's, seen from outside where no heap
+	// address is known) run on g0 and goroutine stacks inside Go's
+	// heap mappings. glibc's and musl's thread stacks sit directly
+	// above a small PROT_NONE guard; Go's arenas have a PROT_NONE
+	// reservation of megabytes below them, or none.
+	if !v.anon() || v.Perms[:2] != "rw" || v.owner != "" || !l.guardBelow(i) {
+		return
+	}
+	// glibc puts a stack at the bottom of its mapping, above the
+	// guard, and the thread's frames at its top: stacks grow down.
+	// A pointer within the default size from the bottom is in a
+	// stack of that size (or a larger one used that deep: the two
+	// cannot be told apart), and the rest of a larger mapping is
+	// what the kernel merged with it. A pointer above that is in a
+	// stack made larger (pthread_attr_setstacksize): it reaches at
+	// least to the pointer, and its top, where the frames are, is
+	// at the end of the mapping. That is claimed whole. On kernels
+	// before 6.7 (MAP_STACK did not set VM_NOHUGEPAGE) an anonymous
+	// read-write mapping placed directly above can be merged into
+	// it and is then claimed with it: where the stack ends inside
+	// the mapping is not visible from outside.
+	lo, hi := v.Start, stackEnd(v, def)
+	if t.SP >= hi {
+		if len(v.subs) > 0 {
+			return // part of it is claimed: not one stack
+		}
+		hi = v.End
+	}
+	if st, ok := l.claimStack(in, i, lo, hi, "syscall sp"); ok {
+		st.TID = t.TID
+		l.stacks = append(l.stacks, st)
+		l.liveStacks++
+	}
+}
+
+// claimStacksByShape is rule 7: glibc's stack shape, for the rest
+// (threads running now, stacks of exited threads glibc keeps for reuse):
+// a read-write mapping of at least 64 KiB directly above a small
+// PROT_NONE guard.
+func (l *layout) claimStacksByShape(in *Input) {
+	def := uint64(cmp.Or(in.ThreadStackBytes, DefaultThreadStackReserveBytes))
+	page := uint64(os.Getpagesize())
 	for i := 1; i < len(l.vmas); i++ {
 		v := &l.vmas[i]
 		if !v.anon() || v.Perms != "rw-p" || !l.guardBelow(i) || v.owner != "" || v.SizeBytes < minStackBytes {
@@ -415,11 +487,14 @@ func classify(in *Input) *layout {
 			l.stacks = append(l.stacks, st)
 		}
 	}
+}
 
-	// 8. glibc's malloc arenas (other than the main one, [heap]): a
-	// read-write head at a 64 MiB-aligned address, then PROT_NONE to
-	// exactly the end of the 64 MiB heap (glibc maps it MAP_NORESERVE, so
-	// the kernel does not merge the tail with its neighbours).
+// claimHeaps is rule 8: glibc's malloc arenas (other than the main one,
+// [heap]): a read-write head at a 64 MiB-aligned address, then PROT_NONE
+// to exactly the end of the 64 MiB heap (glibc maps it MAP_NORESERVE, so
+// the kernel does not merge the tail with its neighbours). Heaps grown to
+// the whole 64 MiB are rule 8b's (fullHeaps).
+func (l *layout) claimHeaps(in *Input) {
 	for i := 1; i < len(l.vmas); i++ {
 		h, t := &l.vmas[i-1], &l.vmas[i]
 		if !h.anon() || !t.anon() || h.Perms != "rw-p" || t.Perms != "---p" || h.End != t.Start ||
@@ -431,29 +506,16 @@ func classify(in *Input) *layout {
 			l.heaps = append(l.heaps, glibcHeap{start: h.Start, rw: h.SizeBytes, resident: res})
 		}
 	}
-	// 8b. Heaps grown to the whole 64 MiB: no PROT_NONE tail, and the
-	// kernel merges such a heap with a heap mapped right above it (both
-	// read-write, MAP_NORESERVE), so no shape tells them from any other
-	// large anonymous mapping. Where the process's memory can be read,
-	// each heap's header can (fullHeaps).
-	l.fullHeaps(in)
-	// An arena that outgrew its heap has several: count arenas, not
-	// heaps.
-	l.countArenas(in)
-	l.tally(clArenas).count = l.arenas
-	// 9. glibc's large blocks, each in a mapping of its own (mmapped
-	// chunks), by their headers (mmappedChunks).
-	l.mmappedChunks(in)
-	// 10. CPython's small-object allocator, by its pools' headers
-	// (pythonPools).
-	l.pythonPools(in)
+}
 
-	// Tally the claims; what is left of each mapping is reserved address
-	// space (nothing resident, or PROT_NONE) or a candidate.
+// tallyClaims adds up the claims: what is left of each mapping is
+// reserved address space (nothing resident, or PROT_NONE) or a candidate.
+func (l *layout) tallyClaims() {
 	for i := range l.vmas {
 		v := &l.vmas[i]
 		switch v.owner {
 		case "":
+			l.tallyRest(v)
 		case clFile:
 			// Clean pages are the file's; written pages of a private
 			// mapping (relocations, .data) are anonymous memory.
@@ -468,7 +530,6 @@ func classify(in *Input) *layout {
 				t.resident += cow
 				t.count++
 			}
-			continue
 		default:
 			if v.owner == clGPU {
 				l.file(v) // listed with the files too, by device
@@ -479,30 +540,6 @@ func classify(in *Input) *layout {
 			if v.owner != clThreads && v.owner != clWorkers && v.owner != clArenas && v.owner != clBSS && !v.counted {
 				t.count++ // stacks, arenas, .bss and what a rule counted are counted as they are found
 			}
-			continue
-		}
-		size, rss := int64(v.SizeBytes), int64(v.RssBytes)
-		for _, s := range v.subs {
-			t := l.tally(s.class)
-			t.resident += s.resident
-			t.reserved += int64(s.hi - s.lo)
-			size -= int64(s.hi - s.lo)
-			rss -= s.resident
-		}
-		rss = max(rss, 0)
-		switch {
-		case size <= 0:
-		case rss == 0 || v.Perms[:3] == "---":
-			t := l.tally(clReserved)
-			t.resident += rss
-			t.reserved += size
-			t.count++
-		default:
-			p := Piece{Start: v.Start, End: v.End, Perms: v.Perms, Path: v.Path, ResidentBytes: rss, ReservedBytes: size}
-			if len(v.subs) > 0 {
-				p.Note = fmt.Sprintf("rest of the mapping after %d claimed ranges", len(v.subs))
-			}
-			l.candidates = append(l.candidates, p)
 		}
 	}
 	for _, st := range l.stacks {
@@ -512,10 +549,34 @@ func classify(in *Input) *layout {
 			l.tally(clThreads).count++
 		}
 	}
-	if l.estimated {
-		l.warn("pagemap unreadable: the resident bytes of stacks, arenas and .bss that share a mapping with other memory are estimated")
+}
+
+// tallyRest tallies the claimed ranges of a mapping no rule took whole,
+// and what is left of it: reserved address space or a candidate.
+func (l *layout) tallyRest(v *vma) {
+	size, rss := int64(v.SizeBytes), int64(v.RssBytes)
+	for _, s := range v.subs {
+		t := l.tally(s.class)
+		t.resident += s.resident
+		t.reserved += int64(s.hi - s.lo)
+		size -= int64(s.hi - s.lo)
+		rss -= s.resident
 	}
-	return l
+	rss = max(rss, 0)
+	switch {
+	case size <= 0:
+	case rss == 0 || v.Perms[:3] == "---":
+		t := l.tally(clReserved)
+		t.resident += rss
+		t.reserved += size
+		t.count++
+	default:
+		p := Piece{Start: v.Start, End: v.End, Perms: v.Perms, Path: v.Path, ResidentBytes: rss, ReservedBytes: size}
+		if len(v.subs) > 0 {
+			p.Note = fmt.Sprintf("rest of the mapping after %d claimed ranges", len(v.subs))
+		}
+		l.candidates = append(l.candidates, p)
+	}
 }
 
 // claimStack claims [lo, hi) of mapping i as a thread stack, and the guard

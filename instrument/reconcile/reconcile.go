@@ -57,7 +57,8 @@
 //     alone), and the chunks after it where the kernel merged
 //     neighbours, through Input.ReadMemory; the allocation-site
 //     library's own buffers (probe.sites) by the header each begins with,
-//     among them or alone.
+//     among them or alone, and past what has no header in a mapping that
+//     holds something known (a library's .bss, a chunk, a buffer).
 //  10. CPython's small-object allocator (python.obmalloc): runs of 16 KiB
 //     pools in anonymous read-write mappings whose headers hold
 //     obmalloc's invariants (pythonPools), through Input.ReadMemory.
@@ -226,25 +227,75 @@ type MallocHeap = schema.MallocHeap
 
 // Compute splits in's RSS and VSZ into parts (see the package comment).
 // It reads pagemap through in.Resident: call it right after gathering in.
+// Its stages: Go's classes and the ledger at face value (newComputation),
+// the address space classified (classify), then the parts in the order
+// they are listed: Go's heap, Go's mappings outside it, the ledger outside
+// Go, everything else as classified, and what is left.
 func Compute(in Input) Reconciliation {
+	c := newComputation(&in)
+	if in.Mappings == nil {
+		c.countersOnly()
+		return c.r
+	}
+	l := classify(&in)
+	c.r.PSSBytes, c.r.SmapsRSSBytes, c.r.SmapsSizeBytes = l.pss, l.smapsRSS, l.smapsSize
+	c.r.Warnings = append(c.r.Warnings, l.warnings...)
+	arenaOther, arenaExcess := c.goHeap(l)
+	rest, probable := c.goOffHeap(l, arenaOther)
+	rest = c.outsideLedger(rest)
+	rest = append(append(rest, arenaExcess...), probable...)
+	c.classified(l)
+	c.stacksAndFiles(l)
+	c.unexplained(l, rest, probable)
+	return c.r
+}
+
+// computation is Compute's state between its stages: the result so far
+// and Go's classes and the ledger at face value.
+type computation struct {
+	in *Input
+	r  Reconciliation
+	m  rtstats.MemoryClasses
+	// The ledger: its components outside Go (bytes, names, the note of
+	// their part) and the note of its Go-heap part.
+	ledgerOut int64
+	outNote   string
+	// The go.heap.* parts at face value (heapFace), by name and note,
+	// in the order they are listed; heapSum their sum.
+	heapFace  [5]int64
+	heapNames [5]string
+	heapNotes [5]string
+	heapSum   int64
+	// goMeta is what runtime/metrics says Go mapped outside its heap
+	// classes (metadata, profiling buckets, other, os-stacks); goMapped
+	// all it mapped less what it released.
+	goMeta, goMapped int64
+}
+
+func (c *computation) warn(format string, args ...any) {
+	c.r.Warnings = append(c.r.Warnings, fmt.Sprintf(format, args...))
+}
+
+func (c *computation) add(name string, resident, reserved int64, count int, note string) {
+	c.r.Parts = append(c.r.Parts, Part{Name: name, Bytes: resident, ReservedBytes: reserved, Count: count, Note: note})
+}
+
+// newComputation reads Go's classes and the ledger at face value: the
+// ledger split into Go-heap and outside-Go components, the probe's own
+// heap beside it, and the go.heap.* parts they make.
+func newComputation(in *Input) *computation {
 	st, m := in.Status, in.Runtime.Memory
-	r := Reconciliation{
+	c := &computation{in: in, m: m, r: Reconciliation{
 		RSSBytes: int64(st.VmRSSBytes), VSZBytes: int64(st.VmSizeBytes),
 		Parts: []Part{}, UnexplainedMappings: []Piece{}, ThreadStacks: []ThreadStack{},
 		Files: []FileShare{}, Warnings: []string{},
-	}
-	warn := func(format string, args ...any) { r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...)) }
-	add := func(name string, resident, reserved int64, count int, note string) {
-		r.Parts = append(r.Parts, Part{Name: name, Bytes: resident, ReservedBytes: reserved, Count: count, Note: note})
-	}
-
-	// The ledger, split into Go-heap and outside-Go components.
-	var ledgerSum, ledgerOut int64
+	}}
+	var ledgerSum int64
 	var outNames []string
 	for _, e := range in.Ledger {
 		ledgerSum += e.CurrentBytes
 		if slices.Contains(in.OutsideGoComponents, e.Component) {
-			ledgerOut += e.CurrentBytes
+			c.ledgerOut += e.CurrentBytes
 			outNames = append(outNames, e.Component)
 		}
 	}
@@ -252,17 +303,17 @@ func Compute(in Input) Reconciliation {
 	if ledgerTotal == 0 {
 		ledgerTotal = ledgerSum
 	} else if len(in.Ledger) > 0 && ledgerTotal != ledgerSum {
-		warn("ledger total %d B differs from the sum of its entries %d B", ledgerTotal, ledgerSum)
+		c.warn("ledger total %d B differs from the sum of its entries %d B", ledgerTotal, ledgerSum)
 	}
-	ledgerGo := ledgerTotal - ledgerOut
+	ledgerGo := ledgerTotal - c.ledgerOut
 	ledgerHeap := min(max(ledgerGo, 0), m.HeapObjectsBytes)
 	if ledgerGo > m.HeapObjectsBytes {
-		warn("ledger holds %d B in the Go heap but heap/objects is %d B; go.heap.objects.ledger is capped", ledgerGo, m.HeapObjectsBytes)
+		c.warn("ledger holds %d B in the Go heap but heap/objects is %d B; go.heap.objects.ledger is capped", ledgerGo, m.HeapObjectsBytes)
 	}
 	ledgerNote := fmt.Sprintf("trainer ledger: %d Go-heap components", len(in.Ledger)-len(outNames))
-	outNote := "ledger components outside the Go heap: none named"
+	c.outNote = "ledger components outside the Go heap: none named"
 	if len(outNames) > 0 {
-		outNote = fmt.Sprintf("ledger components outside the Go heap %v: unclaimed mappings, largest first, up to their bytes", outNames)
+		c.outNote = fmt.Sprintf("ledger components outside the Go heap %v: unclaimed mappings, largest first, up to their bytes", outNames)
 	}
 	// The probe's own heap (its packages and libraries), beside the
 	// ledger: what a reader must not take for the trainer's.
@@ -271,70 +322,75 @@ func Compute(in Input) Reconciliation {
 	if h := in.ProbeHeap; h != nil {
 		probeHeap, probeNote = min(max(h.Bytes, 0), max(m.HeapObjectsBytes-ledgerHeap, 0)), h.Note
 		if h.Bytes > probeHeap {
-			warn("the probe's own heap is %d B but heap/objects less the ledger is %d B; probe.heap is capped", h.Bytes, m.HeapObjectsBytes-ledgerHeap)
+			c.warn("the probe's own heap is %d B but heap/objects less the ledger is %d B; probe.heap is capped", h.Bytes, m.HeapObjectsBytes-ledgerHeap)
 		}
 	}
-	heapFace := [5]int64{ledgerHeap, probeHeap, m.HeapObjectsBytes - ledgerHeap - probeHeap, m.HeapFreeBytes + m.HeapUnusedBytes, m.HeapStacksBytes}
-	heapNames := [5]string{"go.heap.objects.ledger", "probe.heap", "go.heap.objects.other", "go.heap.free", "go.stacks.goroutines"}
-	heapNotes := [5]string{ledgerNote, probeNote, "heap/objects not in the ledger, incl. unswept garbage",
+	c.heapFace = [5]int64{ledgerHeap, probeHeap, m.HeapObjectsBytes - ledgerHeap - probeHeap, m.HeapFreeBytes + m.HeapUnusedBytes, m.HeapStacksBytes}
+	c.heapNames = [5]string{"go.heap.objects.ledger", "probe.heap", "go.heap.objects.other", "go.heap.free", "go.stacks.goroutines"}
+	c.heapNotes = [5]string{ledgerNote, probeNote, "heap/objects not in the ledger, incl. unswept garbage",
 		"heap/free + heap/unused: held by Go, not returned", "heap/stacks"}
 	if in.ProbeHeap != nil {
-		heapNotes[2] = "heap/objects not in the ledger nor the probe's, incl. unswept garbage"
+		c.heapNotes[2] = "heap/objects not in the ledger nor the probe's, incl. unswept garbage"
 	}
-	heapSum := heapFace[0] + heapFace[1] + heapFace[2] + heapFace[3] + heapFace[4]
-	goMeta := m.MetadataBytes() + m.ProfilingBucketsBytes + m.OtherBytes + m.OSStacksBytes
-	goMapped := m.TotalBytes - m.HeapReleasedBytes
-	if sum := heapSum + goMeta; sum != goMapped {
-		warn("Go memory classes sum to %d B, total − released is %d B", sum, goMapped)
+	for _, b := range c.heapFace {
+		c.heapSum += b
 	}
+	c.goMeta = m.MetadataBytes() + m.ProfilingBucketsBytes + m.OtherBytes + m.OSStacksBytes
+	c.goMapped = m.TotalBytes - m.HeapReleasedBytes
+	if sum := c.heapSum + c.goMeta; sum != c.goMapped {
+		c.warn("Go memory classes sum to %d B, total − released is %d B", sum, c.goMapped)
+	}
+	return c
+}
 
-	if in.Mappings == nil {
-		// Counters only: Go's classes at face value (mapped, not
-		// resident), the kernel's file and shmem counters.
-		for i := range heapFace {
-			if i != 1 || in.ProbeHeap != nil {
-				add(heapNames[i], heapFace[i], heapFace[i], 0, heapNotes[i])
-			}
+// countersOnly is the result without smaps: Go's classes at face value
+// (mapped, not resident), the kernel's file and shmem counters.
+func (c *computation) countersOnly() {
+	st := c.in.Status
+	for i := range c.heapFace {
+		if i != 1 || c.in.ProbeHeap != nil {
+			c.add(c.heapNames[i], c.heapFace[i], c.heapFace[i], 0, c.heapNotes[i])
 		}
-		add("go.heap.released", 0, m.HeapReleasedBytes, 0, "heap/released: mapped, returned to the OS")
-		add(clGoOffHeap, goMeta, goMeta, 0, "metadata/* + profiling/buckets + other + os-stacks, mapped")
-		add("outside_go.ledger", ledgerOut, ledgerOut, 0, outNote)
-		add(clFile, int64(st.RssFileBytes), 0, 0, "RssFile")
-		add(clShmem, int64(st.RssShmemBytes), 0, 0, "RssShmem")
-		finish(&r)
-		r.UnexplainedNote = "no smaps: Go's classes at face value (mapped, not resident); C memory, stacks and the rest are unexplained"
-		return r
 	}
+	c.add("go.heap.released", 0, c.m.HeapReleasedBytes, 0, "heap/released: mapped, returned to the OS")
+	c.add(clGoOffHeap, c.goMeta, c.goMeta, 0, "metadata/* + profiling/buckets + other + os-stacks, mapped")
+	c.add("outside_go.ledger", c.ledgerOut, c.ledgerOut, 0, c.outNote)
+	c.add(clFile, int64(st.RssFileBytes), 0, 0, "RssFile")
+	c.add(clShmem, int64(st.RssShmemBytes), 0, 0, "RssShmem")
+	finish(&c.r)
+	c.r.UnexplainedNote = "no smaps: Go's classes at face value (mapped, not resident); C memory, stacks and the rest are unexplained"
+}
 
-	l := classify(&in)
-	r.PSSBytes, r.SmapsRSSBytes, r.SmapsSizeBytes = l.pss, l.smapsRSS, l.smapsSize
-	r.Warnings = append(r.Warnings, l.warnings...)
-
-	// Go's heap: the classes, at most what the arenas have resident.
+// goHeap adds Go's heap parts: the classes, at most what the arenas have
+// resident, and go.arena.other. It returns go.arena.other's resident
+// bytes and the arenas' excess over what Go says it mapped there (an
+// unexplained piece, none where there is no excess).
+func (c *computation) goHeap(l *layout) (arenaOther int64, arenaExcess []Piece) {
+	m := c.m
 	arena := *l.tally(clGoArena)
-	r.GoArenaRSSBytes = arena.resident
+	c.r.GoArenaRSSBytes = arena.resident
 	if arena.count == 0 && m.HeapObjectsBytes > 0 {
-		warn("no mapping holds a known Go heap address (Input.GoAddrs): Go's arenas are not found and its heap parts are 0")
+		c.warn("no mapping holds a known Go heap address (Input.GoAddrs): Go's arenas are not found and its heap parts are 0")
 	}
-	heapRes := heapFace
-	excess := heapSum - arena.resident
+	heapRes := c.heapFace
+	excess := c.heapSum - arena.resident
 	for _, k := range []int{3, 2, 4, 1, 0} { // free first, the probe's objects, then the ledger's, last
 		d := min(max(excess, 0), heapRes[k])
 		heapRes[k] -= d
 		excess -= d
 	}
 	var heapResSum int64
-	for i := range heapFace {
-		note := heapNotes[i]
-		if heapRes[i] < heapFace[i] {
-			note += fmt.Sprintf("; %s mapped, cut to what the arenas have resident", iec(heapFace[i]))
+	for i := range c.heapFace {
+		note := c.heapNotes[i]
+		if heapRes[i] < c.heapFace[i] {
+			note += fmt.Sprintf("; %s mapped, cut to what the arenas have resident", iec(c.heapFace[i]))
 		}
-		if i != 1 || in.ProbeHeap != nil {
-			add(heapNames[i], heapRes[i], heapFace[i], 0, note)
+		if i != 1 || c.in.ProbeHeap != nil {
+			c.add(c.heapNames[i], heapRes[i], c.heapFace[i], 0, note)
 		}
 		heapResSum += heapRes[i]
 	}
-	add("go.heap.released", 0, m.HeapReleasedBytes, 0, "heap/released: mapped, returned to the OS")
+	c.add("go.heap.released", 0, m.HeapReleasedBytes, 0, "heap/released: mapped, returned to the OS")
 
 	// What the arenas hold beyond the heap classes is bounded by what
 	// runtime/metrics says Go mapped beyond them: the metadata classes
@@ -342,83 +398,92 @@ func Compute(in Input) Reconciliation {
 	// less what Go's named mappings outside the arenas hold. The rest is
 	// no class's: unexplained, with a warning.
 	off := *l.tally(clGoOffHeap)
-	named := off.count
-	heapSys := heapSum + m.HeapReleasedBytes
-	metaRoom := max(goMeta-off.resident, 0)
-	arenaOther := arena.resident - heapResSum
+	heapSys := c.heapSum + m.HeapReleasedBytes
+	metaRoom := max(c.goMeta-off.resident, 0)
+	arenaOther = arena.resident - heapResSum
 	excessRes := max(arenaOther-metaRoom, 0)
 	arenaOther -= excessRes
 	arenaNone := l.goArenaProtNone()
-	excessResv := max(arena.reserved-arenaNone-heapSys-goMeta, 0)
+	excessResv := max(arena.reserved-arenaNone-heapSys-c.goMeta, 0)
 	arenaOtherResv := arena.reserved - heapSys - excessResv
 	if arenaOtherResv < 0 {
-		warn("Go's heap classes map %d B more than the arena mappings found hold: an arena may hold no known address", -arenaOtherResv)
+		c.warn("Go's heap classes map %d B more than the arena mappings found hold: an arena may hold no known address", -arenaOtherResv)
 		arenaOtherResv = 0
 	}
 	otherNote := fmt.Sprintf("arena mappings beyond the heap classes: in-arena metadata (GC work buffers), at most the metadata classes' %s less Go's named mappings; %s of PROT_NONE reservations",
-		iec(goMeta), iec(arenaNone))
-	var rest, arenaExcess []Piece
+		iec(c.goMeta), iec(arenaNone))
 	if excessRes > 0 || excessResv > 0 {
 		lo, hi := l.goArenaSpan()
 		arenaExcess = append(arenaExcess, Piece{Start: lo, End: hi, Perms: "rw-p", ResidentBytes: excessRes, ReservedBytes: excessResv,
 			Note: "Go's arena mappings beyond what runtime/metrics says Go mapped"})
-		warn("Go's arena mappings hold %s resident (%s mapped read-write) beyond what runtime/metrics says Go mapped there (heap classes %s, metadata classes %s): counted as unexplained; another mapping may have merged with an arena",
-			iec(excessRes), iec(excessResv), iec(heapSys), iec(goMeta))
+		c.warn("Go's arena mappings hold %s resident (%s mapped read-write) beyond what runtime/metrics says Go mapped there (heap classes %s, metadata classes %s): counted as unexplained; another mapping may have merged with an arena",
+			iec(excessRes), iec(excessResv), iec(heapSys), iec(c.goMeta))
 	}
-	add("go.arena.other", arenaOther, arenaOtherResv, arena.count, otherNote)
+	c.add("go.arena.other", arenaOther, arenaOtherResv, arena.count, otherNote)
+	return arenaOther, arenaExcess
+}
 
-	// Go's mappings outside the arenas: only those the kernel names as
-	// Go's. Unnamed candidates that fit the metadata classes' budget by
-	// size are probable Go metadata, but nothing says they are Go's: they
-	// stay unexplained, marked.
-	budget := max(goMeta-arenaOther-off.resident, 0)
+// goOffHeap adds Go's mappings outside the arenas: only those the kernel
+// names as Go's. Unnamed candidates that fit the metadata classes' budget
+// by size are probable Go metadata, but nothing says they are Go's: they
+// stay unexplained, marked (probable); the other candidates are rest, by
+// resident bytes, smallest first.
+func (c *computation) goOffHeap(l *layout, arenaOther int64) (rest, probable []Piece) {
+	off := *l.tally(clGoOffHeap)
+	budget := max(c.goMeta-arenaOther-off.resident, 0)
 	cands := l.candidates
 	slices.SortStableFunc(cands, func(a, b Piece) int {
 		return cmp.Or(cmp.Compare(a.ResidentBytes, b.ResidentBytes), cmp.Compare(a.Start, b.Start))
 	})
-	var probable []Piece
-	for _, c := range cands {
+	for _, p := range cands {
 		// A mapping larger than all Go could have mapped outside its
 		// arenas is not Go's, however little of it is resident (a BLAS
 		// buffer).
-		if c.ResidentBytes <= budget && c.ReservedBytes <= goMeta+GoHeapIndexBytes {
-			budget -= c.ResidentBytes
-			c.Note = strings.TrimPrefix(c.Note+"; "+probableGoMetadata, "; ")
-			r.ProbableGoMetadataBytes += c.ResidentBytes
-			probable = append(probable, c)
+		if p.ResidentBytes <= budget && p.ReservedBytes <= c.goMeta+GoHeapIndexBytes {
+			budget -= p.ResidentBytes
+			p.Note = strings.TrimPrefix(p.Note+"; "+probableGoMetadata, "; ")
+			c.r.ProbableGoMetadataBytes += p.ResidentBytes
+			probable = append(probable, p)
 			continue
 		}
-		rest = append(rest, c)
+		rest = append(rest, p)
 	}
-	r.ProbableGoMetadataBudgetLeftBytes = budget
-	add(clGoOffHeap, off.resident, off.reserved, off.count, fmt.Sprintf(
+	c.r.ProbableGoMetadataBudgetLeftBytes = budget
+	c.add(clGoOffHeap, off.resident, off.reserved, off.count, fmt.Sprintf(
 		"metadata/* + profiling/buckets + other + os-stacks: %s mapped; %d mappings named by the kernel as Go's (unnamed ones that fit by size are unexplained, as probable Go metadata)",
-		iec(goMeta), named))
-	r.GoMappedNotResidentBytes = max(goMapped-arena.resident-off.resident, 0)
+		iec(c.goMeta), off.count))
+	c.r.GoMappedNotResidentBytes = max(c.goMapped-l.tally(clGoArena).resident-off.resident, 0)
+	return rest, probable
+}
 
-	// Ledger components outside Go, from the largest candidates.
+// outsideLedger adds the ledger's components outside Go, taken from the
+// largest candidates of rest up to their bytes, and returns what is left.
+func (c *computation) outsideLedger(rest []Piece) []Piece {
 	var outRes, outResv int64
 	var outCount int
-	if ledgerOut > 0 {
+	if c.ledgerOut > 0 {
 		slices.Reverse(rest)
 		left := rest[:0]
-		for _, c := range rest {
-			if c.ResidentBytes <= ledgerOut-outRes {
-				outRes += c.ResidentBytes
-				outResv += c.ReservedBytes
+		for _, p := range rest {
+			if p.ResidentBytes <= c.ledgerOut-outRes {
+				outRes += p.ResidentBytes
+				outResv += p.ReservedBytes
 				outCount++
 				continue
 			}
-			left = append(left, c)
+			left = append(left, p)
 		}
 		rest = left
 		slices.Reverse(rest)
 	}
-	add("outside_go.ledger", outRes, outResv, outCount, outNote)
-	rest = append(append(rest, arenaExcess...), probable...)
+	c.add("outside_go.ledger", outRes, outResv, outCount, c.outNote)
+	return rest
+}
 
-	// Everything else, as classified.
-	stacksNote := l.stacksNote(&in)
+// classified adds everything else, as classify claimed it, and glibc's
+// heaps.
+func (c *computation) classified(l *layout) {
+	stacksNote := l.stacksNote(c.in)
 	for _, p := range []struct{ name, note string }{
 		{clMain, "[stack]: the main thread's stack"},
 		{clWorkers, "pthread stacks of trainer/osthread workers (pthread_getattr_np ranges) with their guards"},
@@ -438,20 +503,23 @@ func Compute(in Input) Reconciliation {
 		{clReserved, "anonymous address space with nothing resident, or PROT_NONE: Go's page-allocator index, untouched mappings"},
 	} {
 		t := l.tallies[p.name]
-		if t == nil && (p.name == clMmap || p.name == clPyMalloc || p.name == clSitesOwn || p.name == clGPU || p.name == clRace && !in.Race) {
+		if t == nil && (p.name == clMmap || p.name == clPyMalloc || p.name == clSitesOwn || p.name == clGPU || p.name == clRace && !c.in.Race) {
 			continue
 		}
 		if t == nil {
 			t = &tally{}
 		}
-		add(p.name, t.resident, t.reserved, t.count, p.note)
+		c.add(p.name, t.resident, t.reserved, t.count, p.note)
 	}
-	r.GlibcArenas, r.GlibcHeaps, r.GlibcArenasExact = l.arenas, len(l.heaps), l.arenasExact
+	c.r.GlibcArenas, c.r.GlibcHeaps, c.r.GlibcArenasExact = l.arenas, len(l.heaps), l.arenasExact
 	for _, h := range l.heaps {
-		r.MallocHeaps = append(r.MallocHeaps, MallocHeap{StartAddr: h.start, ReadWriteBytes: int64(h.rw), ResidentBytes: h.resident, ArenaAddr: h.arena})
+		c.r.MallocHeaps = append(c.r.MallocHeaps, MallocHeap{StartAddr: h.start, ReadWriteBytes: int64(h.rw), ResidentBytes: h.resident, ArenaAddr: h.arena})
 	}
+}
 
-	// Stacks and files, for the JSON.
+// stacksAndFiles lists the thread stacks and the files, for the JSON.
+func (c *computation) stacksAndFiles(l *layout) {
+	r := &c.r
 	for _, s := range l.stacks {
 		r.ThreadStacks = append(r.ThreadStacks, s)
 		r.ThreadStackReservedBytes += s.ReservedBytes
@@ -466,9 +534,14 @@ func Compute(in Input) Reconciliation {
 	slices.SortFunc(r.Files, func(a, b FileShare) int {
 		return cmp.Or(cmp.Compare(b.ResidentBytes+b.COWBytes+b.BSSResidentBytes, a.ResidentBytes+a.COWBytes+a.BSSResidentBytes), strings.Compare(a.Path, b.Path))
 	})
+}
 
-	// What is left.
-	finish(&r)
+// unexplained sets what is left: the unexplained bytes, the pieces no
+// part took (rest, of which probable are probable Go metadata), largest
+// first, and the note and warnings that say why.
+func (c *computation) unexplained(l *layout, rest, probable []Piece) {
+	r := &c.r
+	finish(r)
 	slices.SortStableFunc(rest, func(a, b Piece) int {
 		return cmp.Or(cmp.Compare(b.ResidentBytes, a.ResidentBytes), cmp.Compare(a.Start, b.Start))
 	})
@@ -496,7 +569,7 @@ func Compute(in Input) Reconciliation {
 	}
 	if len(probable) > 0 {
 		why = append(why, fmt.Sprintf("of which %s in %s fit Go's metadata classes by size (probable Go metadata; %s of their %s budget left)",
-			iec(r.ProbableGoMetadataBytes), plural(len(probable), "mapping"), iec(r.ProbableGoMetadataBudgetLeftBytes), iec(goMeta)))
+			iec(r.ProbableGoMetadataBytes), plural(len(probable), "mapping"), iec(r.ProbableGoMetadataBudgetLeftBytes), iec(c.goMeta)))
 	}
 	why = append(why, fmt.Sprintf("VmRSS − Σ smaps Rss = %s (status counters are per-CPU batched)", iecSigned(drift)))
 	if d := r.VSZBytes - l.smapsSize; d != 0 {
@@ -512,12 +585,11 @@ func Compute(in Input) Reconciliation {
 	}
 	r.UnexplainedNote = strings.Join(why, "; ")
 	if large(drift, r.RSSBytes) {
-		warn("VmRSS %s differs from smaps' page walk %s by %s", iec(r.RSSBytes), iec(l.smapsRSS), signed(drift))
+		c.warn("VmRSS %s differs from smaps' page walk %s by %s", iec(r.RSSBytes), iec(l.smapsRSS), signed(drift))
 	}
 	if d := r.VSZBytes - l.smapsSize; large(d, r.VSZBytes) {
-		warn("VmSize %s differs from Σ smaps Size %s by %s: %s", iec(r.VSZBytes), iec(l.smapsSize), signed(d), vszDriftCause(in.StatusBefore, in.Status))
+		c.warn("VmSize %s differs from Σ smaps Size %s by %s: %s", iec(r.VSZBytes), iec(l.smapsSize), signed(d), vszDriftCause(c.in.StatusBefore, c.in.Status))
 	}
-	return r
 }
 
 // finish sets the unexplained bytes from the parts.

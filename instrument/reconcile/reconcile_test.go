@@ -452,37 +452,29 @@ func TestComputeNamedMappings(t *testing.T) {
 	}
 }
 
-// TestComputeNextToGoArena: what lies next to Go's arena is Go's only
-// where the runtime says so (goArenas). The fixture's arena is three
-// 64 MiB arenas at 0x1a0000000000 (PROT_NONE base, 128 MiB read-write, a
-// PROT_NONE top to 0x1a000c000000).
-func TestComputeNextToGoArena(t *testing.T) {
-	anon := func(start, size uint64, perms string, rss uint64) procfs.Mapping {
-		return procfs.Mapping{Start: start, End: start + size, Perms: perms, SizeBytes: size, RssBytes: rss, AnonymousBytes: rss}
-	}
-	base := Compute(fixture(t))
-	part := func(r Reconciliation, name string) Part {
-		for _, p := range r.Parts {
-			if p.Name == name {
-				return p
-			}
-		}
-		t.Fatalf("no part %s", name)
-		return Part{}
-	}
-	for _, tc := range []struct {
-		name string
-		edit func(in *Input)
-		// unexplained and anon.reserved grow by these; go.arena.other
-		// resident is this.
-		unexplained, unexplainedReserved, reserved, arenaOther int64
-		warn                                                   string
-	}{{
+// nextToGoArenaCase is one edit of the fixture next to Go's arena: the
+// unexplained bytes and anon.reserved grow by these; go.arena.other
+// resident is arenaOther; warn is in the warnings.
+type nextToGoArenaCase struct {
+	name                                                   string
+	edit                                                   func(in *Input)
+	unexplained, unexplainedReserved, reserved, arenaOther int64
+	warn                                                   string
+}
+
+// anonMapping is an anonymous mapping of smaps, rss bytes resident.
+func anonMapping(start, size uint64, perms string, rss uint64) procfs.Mapping {
+	return procfs.Mapping{Start: start, End: start + size, Perms: perms, SizeBytes: size, RssBytes: rss, AnonymousBytes: rss}
+}
+
+// nextToGoArenaCases are TestComputeNextToGoArena's edits.
+func nextToGoArenaCases() []nextToGoArenaCase {
+	return []nextToGoArenaCase{{
 		// 32 MiB written right above the PROT_NONE top: not Go's (the
 		// heap grows from below, and that top is not yet mapped).
 		name: "plant above the reservation",
 		edit: func(in *Input) {
-			in.Mappings = append(in.Mappings, anon(0x1a000c000000, 32*MiB, "rw-p", 32*MiB))
+			in.Mappings = append(in.Mappings, anonMapping(0x1a000c000000, 32*MiB, "rw-p", 32*MiB))
 			in.Status.VmRSSBytes += 32 * MiB
 			in.Status.VmSizeBytes += 32 * MiB
 		},
@@ -491,7 +483,7 @@ func TestComputeNextToGoArena(t *testing.T) {
 		// 16 MiB written right below the PROT_NONE base: not Go's.
 		name: "plant below the reservation",
 		edit: func(in *Input) {
-			in.Mappings = append(in.Mappings, anon(0x1a0000000000-16*MiB, 16*MiB, "rw-p", 16*MiB))
+			in.Mappings = append(in.Mappings, anonMapping(0x1a0000000000-16*MiB, 16*MiB, "rw-p", 16*MiB))
 			in.Status.VmRSSBytes += 16 * MiB
 			in.Status.VmSizeBytes += 16 * MiB
 		},
@@ -536,7 +528,25 @@ func TestComputeNextToGoArena(t *testing.T) {
 		unexplained: 31*MiB - 3*MiB - 512*KiB, unexplainedReserved: 160*MiB - 127*MiB - 3*MiB - 512*KiB,
 		arenaOther: 3*MiB + 512*KiB,
 		warn:       "beyond what runtime/metrics says Go mapped there",
-	}} {
+	}}
+}
+
+// TestComputeNextToGoArena: what lies next to Go's arena is Go's only
+// where the runtime says so (goArenas). The fixture's arena is three
+// 64 MiB arenas at 0x1a0000000000 (PROT_NONE base, 128 MiB read-write, a
+// PROT_NONE top to 0x1a000c000000).
+func TestComputeNextToGoArena(t *testing.T) {
+	base := Compute(fixture(t))
+	part := func(r Reconciliation, name string) Part {
+		for _, p := range r.Parts {
+			if p.Name == name {
+				return p
+			}
+		}
+		t.Fatalf("no part %s", name)
+		return Part{}
+	}
+	for _, tc := range nextToGoArenaCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			in := fixture(t)
 			tc.edit(&in)

@@ -616,6 +616,86 @@ func TestSitesOwnAfterBSS(t *testing.T) {
 	}
 }
 
+// TestSitesOwnBehindOther: the layout of e8ab4cf's failures, where
+// outside's TestExecSitesOwnBuffers claimed 0 to 5 of the library's 7
+// buffers. A gap above a library's .bss is filled from its top down: the
+// library's buffers first, then what another maps later (ld.so's or
+// libunwind's pages, the program's own) in the hole left between them and
+// the .bss. The kernel merges all of it into the .bss's mapping, and the
+// chain of headers read from the .bss's end stops at the first page that
+// has none. Which buffers sit behind such a page depends on the gaps'
+// sizes, so on the libraries' (a page more of .bss), and on the threads'
+// timing. Read past the break, the library's buffers are found by their
+// headers wherever they land, the chunk after one of them too; what has no
+// header stays unexplained.
+func TestSitesOwnBehindOther(t *testing.T) {
+	const lib = 0x7f1000000000
+	const bss = lib + 12*KiB // .bss to lib+24 KiB, then what was merged
+	const buf = 104 * KiB
+	merged := []struct {
+		size   uint64
+		header [2]uint64
+	}{
+		{8 * KiB, [2]uint64{0x7f10000a1000, 0x51}}, // ld.so's: a pointer, a size
+		{buf, [2]uint64{SitesOwnMagic, buf}},
+		{buf, [2]uint64{SitesOwnMagic, buf}},
+		{12 * KiB, [2]uint64{0, 0x21}}, // libunwind's pool: a free chunk's look, no mmapped one
+		{buf, [2]uint64{SitesOwnMagic, buf}},
+		{128 * KiB, [2]uint64{0, 128*KiB | 2}}, // glibc's large block, after a buffer
+		{4 * KiB, [2]uint64{0, 0}},             // a page never written
+		{buf, [2]uint64{SitesOwnMagic, buf}},
+	}
+	headers := map[uint64][2]uint64{}
+	a := uint64(bss + 12*KiB)
+	for _, m := range merged {
+		headers[a] = m.header
+		a += m.size
+	}
+	in := space(
+		mk(lib, 4*KiB, "r--p", "/usr/lib/libx.so", 4*KiB),
+		mk(lib+4*KiB, 4*KiB, "r-xp", "/usr/lib/libx.so", 4*KiB),
+		mk(lib+8*KiB, 4*KiB, "rw-p", "/usr/lib/libx.so", 4*KiB),
+		mk(bss, a-bss, "rw-p", "", a-bss),
+	)
+	in.OpenFile = files(map[string][]byte{
+		"/usr/lib/libx.so": elfFile(elf.ET_DYN,
+			load(elf.PF_R, 0, 0, 0x800, 0x800),
+			load(elf.PF_R|elf.PF_X, 0x1000, 0x1000, 0x900, 0x900),
+			load(elf.PF_R|elf.PF_W, 0x2000, 0x2000, 0xa00, 0x3010)), // .bss to 0x6000
+	})
+	in.Resident = pagemap([2]uint64{bss, a})
+	in.ReadMemory = func(addr uint64, b []byte) error {
+		clear(b) // what has no header planted reads as zeros
+		if h, ok := headers[addr]; ok {
+			binary.NativeEndian.PutUint64(b[:8], h[0])
+			binary.NativeEndian.PutUint64(b[8:], h[1])
+		}
+		return nil
+	}
+	r := Compute(in)
+	checkSums(t, r)
+	parts := partsByName(r)
+	if p := parts["probe.sites"]; p.Count != 4 || p.Bytes != 4*buf {
+		t.Errorf("probe.sites %+v; want the 4 buffers, %d B", p, 4*buf)
+	}
+	if p := parts["c.malloc.mmap"]; p.Count != 1 || p.Bytes != 128*KiB {
+		t.Errorf("c.malloc.mmap %+v; want the block after the third buffer, 128 KiB", p)
+	}
+	if want := int64(24 * KiB); r.UnexplainedBytes != want {
+		t.Errorf("unexplained %d B (%+v); want %d: the pages with no header", r.UnexplainedBytes, r.UnexplainedMappings, want)
+	}
+
+	// At most so many pages read past the breaks a walk: the rest
+	// unexplained, and said.
+	defer func(n int) { sitesScanMaxPages = n }(sitesScanMaxPages)
+	sitesScanMaxPages = 2
+	r = Compute(in)
+	checkSums(t, r)
+	if p := partsByName(r)["probe.sites"]; p.Count != 2 || !strings.Contains(strings.Join(r.Warnings, "\n"), "2 pages read past breaks") {
+		t.Errorf("reading at most 2 pages past the breaks: probe.sites %+v, warnings %q; want the 2 buffers behind the first break and a warning", p, r.Warnings)
+	}
+}
+
 // pyPool is a CPython pool header (pythonPool's fields) for a pool at a of
 // pool bytes holding blocks of size class szidx.
 func pyPool(a, pool uint64, szidx uint32) []byte {

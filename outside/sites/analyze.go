@@ -164,7 +164,7 @@ func (r *replayed) pieceWeight(p *piece) (objects, bytes float64) {
 // was in use at the peak of the in-use bytes and at the end, and the
 // temporary blocks. One pass links each allocation to its free (a map of
 // the live heap blocks by address, a sorted list of the live mapping
-// pieces); the views at a moment are then scans.
+// pieces: replayer); the views at a moment are then scans (views).
 func replay(im *image) *replayed {
 	orderBySeq(im.events)
 	for i := range im.events {
@@ -173,346 +173,27 @@ func replay(im *image) *replayed {
 			*k = kindMmap
 		}
 	}
-	r := &replayed{im: im, byStack: map[uint64]*acc{}, freedBy: make([]int32, len(im.events))}
-	get := func(h uint64) *acc {
-		a := r.byStack[h]
-		if a == nil {
-			a = &acc{}
-			r.byStack[h] = a
-		}
-		return a
-	}
-	live := map[uint64]int32{}
-	var maps []int32 // the live pieces, by start; they do not overlap
-	var inBytes, inObj float64
-	// mapIn is the part of inBytes in mapping pieces; mapAt[i] its value
-	// after event i (the count leaves the mappings out).
-	var mapIn float64
-	mapAt := make([]float64, len(im.events))
-	// cut ends the live pieces that [lo, hi) overlaps at event i and
-	// starts what is left of each.
-	cut := func(i int32, lo, hi uint64, temporary bool) {
-		k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].end > lo })
-		m := k
-		var left []int32
-		for ; m < len(maps) && r.pieces[maps[m]].start < hi; m++ {
-			p := r.pieces[maps[m]]
-			r.pieces[maps[m]].to = i
-			if r.freedBy[p.alloc] < 0 {
-				r.freedBy[p.alloc] = i
-			}
-			o, b := r.pieceWeight(&p)
-			inBytes -= b
-			inObj -= o
-			mapIn -= b
-			whole := lo <= p.start && hi >= p.end
-			if whole && temporary && p.from == p.alloc && o > 0 {
-				get(im.events[p.alloc].stack).tempObj += o
-				r.temp += o
-			}
-			if whole {
-				continue
-			}
-			for _, rest := range [2][2]uint64{{p.start, min(lo, p.end)}, {max(hi, p.start), p.end}} {
-				if rest[0] >= rest[1] {
-					continue
-				}
-				q := piece{alloc: p.alloc, start: rest[0], end: rest[1], from: i, to: -1}
-				o, b := r.pieceWeight(&q)
-				inBytes += b
-				inObj += o
-				mapIn += b
-				left = append(left, int32(len(r.pieces)))
-				r.pieces = append(r.pieces, q)
-			}
-		}
-		maps = slices.Replace(maps, k, m, left...)
-	}
-	// raise makes the moment of event e the peak where in use is
-	// highest so far.
-	raise := func(e *event) {
-		if inBytes > r.peak {
-			r.peak, r.peakMapped, r.peakObj, r.peakSeq, r.peakNs = inBytes, mapIn, inObj, e.seq, e.tNs
-		}
-	}
-	// insert starts piece q.
-	insert := func(q piece) {
-		k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].start > q.start })
-		maps = slices.Insert(maps, k, int32(len(r.pieces)))
-		r.pieces = append(r.pieces, q)
-	}
-	// commit makes what of the reservations [lo, hi) covers pieces of
-	// event i's: the bytes and pieces committed.
-	var spans [][2]uint64
-	commit := func(i int32, lo, hi uint64) (bytes float64, n int) {
-		spans = spans[:0]
-		k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].end > lo })
-		for ; k < len(maps) && r.pieces[maps[k]].start < hi; k++ {
-			if p := &r.pieces[maps[k]]; reserveKind(im.events[p.alloc].kind) {
-				spans = append(spans, [2]uint64{max(lo, p.start), min(hi, p.end)})
-			}
-		}
-		for _, sp := range spans {
-			cut(i, sp[0], sp[1], false)
-			insert(piece{alloc: i, start: sp[0], end: sp[1], from: i, to: -1})
-			bytes += float64(sp[1] - sp[0])
-		}
-		return bytes, len(spans)
-	}
+	p := newReplayer(im)
 	for i := range im.events {
-		if i > 0 {
-			mapAt[i-1] = mapIn
-		}
-		e := &im.events[i]
-		r.freedBy[i] = -1
-		if !e.free {
-			o, b := im.weightOf(e)
-			if e.kind == kindProtect {
-				// A commit where it covers a reservation; elsewhere a
-				// change of access (V8's code pages, writable, then
-				// executable), nothing in use that was not.
-				c, n := commit(int32(i), e.addr, pagesEnd(e.addr, e.size))
-				if n == 0 {
-					continue
-				}
-				r.commits += int64(n)
-				r.commitBytes += c
-				a := get(e.stack)
-				a.mapped = true
-				a.allocObj += float64(n)
-				a.allocBytes += c
-				r.sampled++
-				inBytes += c
-				inObj += float64(n)
-				mapIn += c
-				raise(e)
-				continue
-			}
-			if mappingKind(e.kind) {
-				// The kernel gave the range to this mapping: a
-				// sampled one there was unmapped (MAP_FIXED) or
-				// moved (mremap, unseen). An mprotect to none ends
-				// what it covers and leaves a reservation.
-				end := e.addr + e.size
-				if e.kind == kindUnprotect {
-					end = pagesEnd(e.addr, e.size)
-				}
-				cut(int32(i), e.addr, pagesEnd(e.addr, e.size), false)
-				insert(piece{alloc: int32(i), start: e.addr, end: end, from: int32(i), to: -1})
-				if reserveKind(e.kind) {
-					// Address space: a piece for the unexplained
-					// join, no allocation, nothing in use.
-					r.sampled++
-					continue
-				}
-				mapIn += b
-			} else {
-				if old, ok := live[e.addr]; ok {
-					// A free the library did not see (a block freed by
-					// an allocator call it does not wrap): end it here.
-					oo, ob := weight(im.events[old].size, im.rate)
-					inBytes -= ob
-					inObj -= oo
-					r.freedBy[old] = int32(i)
-				}
-				live[e.addr] = int32(i)
-			}
-			a := get(e.stack)
-			a.mapped = a.mapped || e.kind == kindMmap
-			a.allocObj += o
-			a.allocBytes += b
-			a.allocVar += variance(o, b)
-			r.sampled++
-			inBytes += b
-			inObj += o
-			raise(e)
-			continue
-		}
-		if e.flags&flagMunmap != 0 {
-			// The kernel unmaps whole pages from a page-aligned
-			// address; any other munmap fails (EINVAL) and unmaps
-			// nothing. glibc's own mapped chunks (kindChunk) are
-			// not the program's to unmap: free ends them.
-			switch {
-			case e.addr%pageSize != 0 || e.size == 0:
-			case munmapStartOnly:
-				k := sort.Search(len(maps), func(k int) bool { return r.pieces[maps[k]].start >= e.addr })
-				if k < len(maps) && r.pieces[maps[k]].start == e.addr {
-					p := r.pieces[maps[k]]
-					cut(int32(i), p.start, p.end, e.flags&flagTemporary != 0)
-				}
-			default:
-				cut(int32(i), e.addr, pagesEnd(e.addr, e.size), e.flags&flagTemporary != 0)
-			}
-			continue
-		}
-		j, ok := live[e.addr]
-		if !ok {
-			continue // not sampled, or made before the library started
-		}
-		delete(live, e.addr)
-		r.freedBy[j] = int32(i)
-		l := &im.events[j]
-		o, b := weight(l.size, im.rate)
-		inBytes -= b
-		inObj -= o
-		if e.flags&flagTemporary != 0 {
-			get(l.stack).tempObj += o
-			r.temp += o
-		}
+		p.play(int32(i))
 	}
 	if n := len(im.events); n > 0 {
-		mapAt[n-1] = mapIn
+		p.mapAt[n-1] = p.mapIn
 	}
-	r.exit, r.exitObj = inBytes, inObj
-	// window are the sampled allocations made while the count (with the
-	// mappings' estimate) was within 1 % of its peak: the peak profile is
-	// the blocks sampled in use, averaged over those moments. A plateau (the peak held while
-	// blocks come and go) gives many moments and an estimate of each
-	// site's share far better than one moment's; a sharp peak, few.
-	var window []uint64
-	// Sampled, the largest in-use estimate is biased high: over a long
-	// plateau it is the largest of many noisy values (+22 to +29 % on the
-	// stress program at 512 KiB). Where the library counted every block,
-	// the peak is its count's, when it came; the profile the blocks
-	// sampled then. The count is of usable sizes, the request rounded up
-	// to the allocator's size class (+8.6 % on Python's small objects):
-	// it is scaled by the sampled blocks' bytes asked for over their
-	// usable bytes, a ratio the samples estimate well. The program's own
-	// mappings are not in the count: their estimate is added, and the
-	// peak is the moment where the two together are largest, the
-	// count's own peak or a sampled allocation's (its record holds the
-	// count then): a program may map most of its memory after its heap
-	// peaked (cc1's GC; TestPeakWithLateMappings).
+	r := p.replayed
+	r.exit, r.exitObj = p.inBytes, p.inObj
+	v := &views{r: r}
 	r.source = "replay"
 	var heapPeak float64 // the count at the peak
 	if im.rate > 1 {
 		r.source = "sampled"
 		if im.counted && im.countPeak > 0 {
-			r.source = "counted"
-			heapPeak = float64(im.countPeak)
-			r.peakSeq, r.peakNs = im.countSeq, im.countNs
-			best := heapPeak
-			if k := sort.Search(len(im.events), func(k int) bool { return im.events[k].seq > im.countSeq }); k > 0 {
-				best += mapAt[k-1]
-			}
-			for i := range im.events {
-				if e := &im.events[i]; !e.free {
-					if v := float64(e.count) + mapAt[i]; v > best {
-						best, heapPeak, r.peakSeq, r.peakNs = v, float64(e.count), e.seq, e.tNs
-					}
-				}
-			}
-			// The end, where every thread has published its count, is
-			// a moment of the run too: the counts the samples recorded
-			// lag by up to PUBLISH a thread (TestPeakNotBelowExit).
-			if n := len(im.events); n > 0 {
-				if v := float64(im.countEnd) + mapAt[n-1]; v > best {
-					best, heapPeak, r.peakSeq, r.peakNs = v, float64(im.countEnd), im.events[n-1].seq+1, max(im.endNs, im.events[n-1].tNs)
-				}
-			}
-			r.peak, r.peakMapped, r.peakObj, r.exit = 0, 0, 0, 0
-			for i := range im.events {
-				if e := &im.events[i]; !e.free && float64(e.count)+mapAt[i] >= 0.99*best {
-					window = append(window, e.seq)
-				}
-			}
+			heapPeak = r.countedPeak(p.mapAt, v)
 		}
 	}
-	// liveShare is the share of the window's moments at which a block
-	// made at seq a and freed at f (never: ^0) was in use.
-	liveShare := func(a, f uint64) float64 {
-		lo, _ := slices.BinarySearch(window, a)
-		hi, _ := slices.BinarySearch(window, f)
-		return float64(hi-lo) / float64(len(window))
-	}
-	// asked and usable: the sampled heap blocks' bytes asked for and
-	// their usable bytes, in use at the peak (averaged over the window)
-	// and at exit.
-	var peakAsked, peakUsable, exitAsked, exitUsable float64
-	// view adds a block (a heap block, or a piece of a mapping) live
-	// from seq from until event f (-1: to the end) to the views at exit
-	// and at the peak.
-	view := func(stack uint64, mmap bool, o, b, usable float64, from uint64, f int32) {
-		end := ^uint64(0)
-		if f >= 0 {
-			end = im.events[f].seq
-		} else {
-			a := get(stack)
-			a.exitObj += o
-			a.exitBytes += b
-			a.exitVar += variance(o, b)
-			switch {
-			case !mmap:
-				exitAsked += b
-				exitUsable += usable
-			case r.source == "counted":
-				r.exit += b
-			}
-		}
-		if len(window) > 0 {
-			if sh := liveShare(from, end); sh > 0 {
-				a := get(stack)
-				a.peakObj += o * sh
-				a.peakBytes += b * sh
-				a.peakVar += variance(o, b) * sh * sh
-				r.peakObj += o * sh
-				if mmap {
-					r.peak += b * sh
-					r.peakMapped += b * sh
-				} else {
-					peakAsked += b * sh
-					peakUsable += usable * sh
-				}
-			}
-		} else if from <= r.peakSeq && end > r.peakSeq {
-			// No sample came while the count was near its peak: the
-			// blocks in use at the count's moment. Where the count
-			// gives the peak, a mapping's estimate is added to it, as
-			// above (a cc1 at the default rate read 3.8 MB, its heap
-			// alone, beside a site of 14 MB of its GC's mappings).
-			a := get(stack)
-			a.peakObj += o
-			a.peakBytes += b
-			a.peakVar += variance(o, b)
-			if r.source == "counted" {
-				r.peakObj += o
-				if mmap {
-					r.peak += b
-					r.peakMapped += b
-				} else {
-					peakAsked += b
-					peakUsable += usable
-				}
-			}
-		}
-	}
-	for i := range im.events {
-		if e := &im.events[i]; !e.free && heapKind(e.kind) {
-			o, b := weight(e.size, im.rate)
-			view(e.stack, false, o, b, o*float64(max(e.usable, e.size)), e.seq, r.freedBy[i])
-		}
-	}
-	for k := range r.pieces {
-		p := &r.pieces[k]
-		o, b := r.pieceWeight(p)
-		if o == 0 {
-			continue // a reservation
-		}
-		view(im.events[p.alloc].stack, true, o, b, 0, im.events[p.from].seq, p.to)
-	}
+	v.all()
 	if r.source == "counted" {
-		ratio := func(asked, usable float64) float64 {
-			if asked <= 0 || usable <= 0 {
-				return 1
-			}
-			return asked / usable
-		}
-		r.peak += heapPeak * ratio(peakAsked, peakUsable)
-		r.exit += float64(max(im.countEnd, 0)) * ratio(exitAsked, exitUsable)
-		// Scaled by their own samples' ratios, the two may still
-		// disagree by a little: the peak is at least the end.
-		r.peak = max(r.peak, r.exit)
+		v.scaleCounted(heapPeak)
 	}
 	if len(im.maps) > 0 {
 		for _, m := range parseMaps(im.maps[len(im.maps)-1]) {
@@ -522,6 +203,403 @@ func replay(im *image) *replayed {
 		}
 	}
 	return r
+}
+
+// replayer is replay's pass over the events: the result it fills in and
+// what is in use as it goes.
+type replayer struct {
+	*replayed
+	// live are the live heap blocks by address: their allocation event.
+	live map[uint64]int32
+	// maps are the live pieces, by start; they do not overlap.
+	maps []int32
+	// inBytes and inObj are in use now; mapIn is the part of inBytes in
+	// mapping pieces, mapAt[i] its value after event i (the count
+	// leaves the mappings out).
+	inBytes, inObj, mapIn float64
+	mapAt                 []float64
+	spans                 [][2]uint64 // commit's
+}
+
+func newReplayer(im *image) *replayer {
+	return &replayer{
+		replayed: &replayed{im: im, byStack: map[uint64]*acc{}, freedBy: make([]int32, len(im.events))},
+		live:     map[uint64]int32{},
+		mapAt:    make([]float64, len(im.events)),
+	}
+}
+
+// accOf is stack h's figures, made on first use.
+func (r *replayed) accOf(h uint64) *acc {
+	a := r.byStack[h]
+	if a == nil {
+		a = &acc{}
+		r.byStack[h] = a
+	}
+	return a
+}
+
+// play plays event i.
+func (p *replayer) play(i int32) {
+	if i > 0 {
+		p.mapAt[i-1] = p.mapIn
+	}
+	e := &p.im.events[i]
+	p.freedBy[i] = -1
+	switch {
+	case !e.free && e.kind == kindProtect:
+		p.protect(i, e)
+	case !e.free:
+		p.alloc(i, e)
+	case e.flags&flagMunmap != 0:
+		p.munmap(i, e)
+	default:
+		p.free(i, e)
+	}
+}
+
+// protect plays an mprotect to access: a commit where it covers a
+// reservation; elsewhere a change of access (V8's code pages, writable,
+// then executable), nothing in use that was not.
+func (p *replayer) protect(i int32, e *event) {
+	c, n := p.commit(i, e.addr, pagesEnd(e.addr, e.size))
+	if n == 0 {
+		return
+	}
+	p.commits += int64(n)
+	p.commitBytes += c
+	a := p.accOf(e.stack)
+	a.mapped = true
+	a.allocObj += float64(n)
+	a.allocBytes += c
+	p.sampled++
+	p.inBytes += c
+	p.inObj += float64(n)
+	p.mapIn += c
+	p.raise(e)
+}
+
+// alloc plays an allocation: a heap block or a mapping.
+func (p *replayer) alloc(i int32, e *event) {
+	o, b := p.im.weightOf(e)
+	if mappingKind(e.kind) {
+		// The kernel gave the range to this mapping: a sampled one
+		// there was unmapped (MAP_FIXED) or moved (mremap, unseen). An
+		// mprotect to none ends what it covers and leaves a
+		// reservation.
+		end := e.addr + e.size
+		if e.kind == kindUnprotect {
+			end = pagesEnd(e.addr, e.size)
+		}
+		p.cut(i, e.addr, pagesEnd(e.addr, e.size), false)
+		p.insert(piece{alloc: i, start: e.addr, end: end, from: i, to: -1})
+		if reserveKind(e.kind) {
+			// Address space: a piece for the unexplained join, no
+			// allocation, nothing in use.
+			p.sampled++
+			return
+		}
+		p.mapIn += b
+	} else {
+		if old, ok := p.live[e.addr]; ok {
+			// A free the library did not see (a block freed by an
+			// allocator call it does not wrap): end it here.
+			oo, ob := weight(p.im.events[old].size, p.im.rate)
+			p.inBytes -= ob
+			p.inObj -= oo
+			p.freedBy[old] = i
+		}
+		p.live[e.addr] = i
+	}
+	a := p.accOf(e.stack)
+	a.mapped = a.mapped || e.kind == kindMmap
+	a.allocObj += o
+	a.allocBytes += b
+	a.allocVar += variance(o, b)
+	p.sampled++
+	p.inBytes += b
+	p.inObj += o
+	p.raise(e)
+}
+
+// munmap plays a munmap. The kernel unmaps whole pages from a
+// page-aligned address; any other munmap fails (EINVAL) and unmaps
+// nothing. glibc's own mapped chunks (kindChunk) are not the program's to
+// unmap: free ends them.
+func (p *replayer) munmap(i int32, e *event) {
+	switch {
+	case e.addr%pageSize != 0 || e.size == 0:
+	case munmapStartOnly:
+		k := sort.Search(len(p.maps), func(k int) bool { return p.pieces[p.maps[k]].start >= e.addr })
+		if k < len(p.maps) && p.pieces[p.maps[k]].start == e.addr {
+			q := p.pieces[p.maps[k]]
+			p.cut(i, q.start, q.end, e.flags&flagTemporary != 0)
+		}
+	default:
+		p.cut(i, e.addr, pagesEnd(e.addr, e.size), e.flags&flagTemporary != 0)
+	}
+}
+
+// free plays a free of a heap block: the sampled block there ends.
+func (p *replayer) free(i int32, e *event) {
+	j, ok := p.live[e.addr]
+	if !ok {
+		return // not sampled, or made before the library started
+	}
+	delete(p.live, e.addr)
+	p.freedBy[j] = i
+	l := &p.im.events[j]
+	o, b := weight(l.size, p.im.rate)
+	p.inBytes -= b
+	p.inObj -= o
+	if e.flags&flagTemporary != 0 {
+		p.accOf(l.stack).tempObj += o
+		p.temp += o
+	}
+}
+
+// cut ends the live pieces that [lo, hi) overlaps at event i and starts
+// what is left of each.
+func (p *replayer) cut(i int32, lo, hi uint64, temporary bool) {
+	k := sort.Search(len(p.maps), func(k int) bool { return p.pieces[p.maps[k]].end > lo })
+	m := k
+	var left []int32
+	for ; m < len(p.maps) && p.pieces[p.maps[m]].start < hi; m++ {
+		q := p.pieces[p.maps[m]]
+		p.pieces[p.maps[m]].to = i
+		if p.freedBy[q.alloc] < 0 {
+			p.freedBy[q.alloc] = i
+		}
+		o, b := p.pieceWeight(&q)
+		p.inBytes -= b
+		p.inObj -= o
+		p.mapIn -= b
+		whole := lo <= q.start && hi >= q.end
+		if whole && temporary && q.from == q.alloc && o > 0 {
+			p.accOf(p.im.events[q.alloc].stack).tempObj += o
+			p.temp += o
+		}
+		if whole {
+			continue
+		}
+		for _, rest := range [2][2]uint64{{q.start, min(lo, q.end)}, {max(hi, q.start), q.end}} {
+			if rest[0] >= rest[1] {
+				continue
+			}
+			n := piece{alloc: q.alloc, start: rest[0], end: rest[1], from: i, to: -1}
+			o, b := p.pieceWeight(&n)
+			p.inBytes += b
+			p.inObj += o
+			p.mapIn += b
+			left = append(left, int32(len(p.pieces)))
+			p.pieces = append(p.pieces, n)
+		}
+	}
+	p.maps = slices.Replace(p.maps, k, m, left...)
+}
+
+// raise makes the moment of event e the peak where in use is highest so
+// far.
+func (p *replayer) raise(e *event) {
+	if p.inBytes > p.peak {
+		p.peak, p.peakMapped, p.peakObj, p.peakSeq, p.peakNs = p.inBytes, p.mapIn, p.inObj, e.seq, e.tNs
+	}
+}
+
+// insert starts piece q.
+func (p *replayer) insert(q piece) {
+	k := sort.Search(len(p.maps), func(k int) bool { return p.pieces[p.maps[k]].start > q.start })
+	p.maps = slices.Insert(p.maps, k, int32(len(p.pieces)))
+	p.pieces = append(p.pieces, q)
+}
+
+// commit makes what of the reservations [lo, hi) covers pieces of event
+// i's: the bytes and pieces committed.
+func (p *replayer) commit(i int32, lo, hi uint64) (bytes float64, n int) {
+	p.spans = p.spans[:0]
+	k := sort.Search(len(p.maps), func(k int) bool { return p.pieces[p.maps[k]].end > lo })
+	for ; k < len(p.maps) && p.pieces[p.maps[k]].start < hi; k++ {
+		if q := &p.pieces[p.maps[k]]; reserveKind(p.im.events[q.alloc].kind) {
+			p.spans = append(p.spans, [2]uint64{max(lo, q.start), min(hi, q.end)})
+		}
+	}
+	for _, sp := range p.spans {
+		p.cut(i, sp[0], sp[1], false)
+		p.insert(piece{alloc: i, start: sp[0], end: sp[1], from: i, to: -1})
+		bytes += float64(sp[1] - sp[0])
+	}
+	return bytes, len(p.spans)
+}
+
+// countedPeak sets the peak where the library counted every block (source
+// "counted") and returns the count then; v.window gets the moments near
+// it.
+//
+// Sampled, the largest in-use estimate is biased high: over a long
+// plateau it is the largest of many noisy values (+22 to +29 % on the
+// stress program at 512 KiB). Where the library counted every block, the
+// peak is its count's, when it came; the profile the blocks sampled then.
+// The count is of usable sizes, the request rounded up to the allocator's
+// size class (+8.6 % on Python's small objects): it is scaled by the
+// sampled blocks' bytes asked for over their usable bytes, a ratio the
+// samples estimate well (views.scaleCounted). The program's own mappings
+// are not in the count: their estimate (mapAt, after each event) is
+// added, and the peak is the moment where the two together are largest,
+// the count's own peak or a sampled allocation's (its record holds the
+// count then): a program may map most of its memory after its heap
+// peaked (cc1's GC; TestPeakWithLateMappings).
+func (r *replayed) countedPeak(mapAt []float64, v *views) (heapPeak float64) {
+	im := r.im
+	r.source = "counted"
+	heapPeak = float64(im.countPeak)
+	r.peakSeq, r.peakNs = im.countSeq, im.countNs
+	best := heapPeak
+	if k := sort.Search(len(im.events), func(k int) bool { return im.events[k].seq > im.countSeq }); k > 0 {
+		best += mapAt[k-1]
+	}
+	for i := range im.events {
+		if e := &im.events[i]; !e.free {
+			if x := float64(e.count) + mapAt[i]; x > best {
+				best, heapPeak, r.peakSeq, r.peakNs = x, float64(e.count), e.seq, e.tNs
+			}
+		}
+	}
+	// The end, where every thread has published its count, is a moment
+	// of the run too: the counts the samples recorded lag by up to
+	// PUBLISH a thread (TestPeakNotBelowExit).
+	if n := len(im.events); n > 0 {
+		if x := float64(im.countEnd) + mapAt[n-1]; x > best {
+			best, heapPeak, r.peakSeq, r.peakNs = x, float64(im.countEnd), im.events[n-1].seq+1, max(im.endNs, im.events[n-1].tNs)
+		}
+	}
+	r.peak, r.peakMapped, r.peakObj, r.exit = 0, 0, 0, 0
+	for i := range im.events {
+		if e := &im.events[i]; !e.free && float64(e.count)+mapAt[i] >= 0.99*best {
+			v.window = append(v.window, e.seq)
+		}
+	}
+	return heapPeak
+}
+
+// views adds each sampled block to the views at exit and at the peak.
+type views struct {
+	r *replayed
+	// window are the sampled allocations made while the count (with the
+	// mappings' estimate) was within 1 % of its peak: the peak profile is
+	// the blocks sampled in use, averaged over those moments. A plateau
+	// (the peak held while blocks come and go) gives many moments and an
+	// estimate of each site's share far better than one moment's; a
+	// sharp peak, few.
+	window []uint64
+	// asked and usable: the sampled heap blocks' bytes asked for and
+	// their usable bytes, in use at the peak (averaged over the window)
+	// and at exit.
+	peakAsked, peakUsable, exitAsked, exitUsable float64
+}
+
+// all adds every sampled heap block and mapping piece to the views.
+func (v *views) all() {
+	r, im := v.r, v.r.im
+	for i := range im.events {
+		if e := &im.events[i]; !e.free && heapKind(e.kind) {
+			o, b := weight(e.size, im.rate)
+			v.add(e.stack, false, o, b, o*float64(max(e.usable, e.size)), e.seq, r.freedBy[i])
+		}
+	}
+	for k := range r.pieces {
+		p := &r.pieces[k]
+		o, b := r.pieceWeight(p)
+		if o == 0 {
+			continue // a reservation
+		}
+		v.add(im.events[p.alloc].stack, true, o, b, 0, im.events[p.from].seq, p.to)
+	}
+}
+
+// liveShare is the share of the window's moments at which a block made
+// at seq a and freed at f (never: ^0) was in use.
+func (v *views) liveShare(a, f uint64) float64 {
+	lo, _ := slices.BinarySearch(v.window, a)
+	hi, _ := slices.BinarySearch(v.window, f)
+	return float64(hi-lo) / float64(len(v.window))
+}
+
+// add adds a block (a heap block, or a piece of a mapping) live from seq
+// from until event f (-1: to the end) to the views at exit and at the
+// peak.
+func (v *views) add(stack uint64, mmap bool, o, b, usable float64, from uint64, f int32) {
+	r := v.r
+	end := ^uint64(0)
+	if f >= 0 {
+		end = r.im.events[f].seq
+	} else {
+		a := r.accOf(stack)
+		a.exitObj += o
+		a.exitBytes += b
+		a.exitVar += variance(o, b)
+		switch {
+		case !mmap:
+			v.exitAsked += b
+			v.exitUsable += usable
+		case r.source == "counted":
+			r.exit += b
+		}
+	}
+	if len(v.window) > 0 {
+		if sh := v.liveShare(from, end); sh > 0 {
+			a := r.accOf(stack)
+			a.peakObj += o * sh
+			a.peakBytes += b * sh
+			a.peakVar += variance(o, b) * sh * sh
+			r.peakObj += o * sh
+			v.atPeak(mmap, b*sh, usable*sh)
+		}
+	} else if from <= r.peakSeq && end > r.peakSeq {
+		// No sample came while the count was near its peak: the blocks
+		// in use at the count's moment. Where the count gives the peak,
+		// a mapping's estimate is added to it, as above (a cc1 at the
+		// default rate read 3.8 MB, its heap alone, beside a site of 14
+		// MB of its GC's mappings).
+		a := r.accOf(stack)
+		a.peakObj += o
+		a.peakBytes += b
+		a.peakVar += variance(o, b)
+		if r.source == "counted" {
+			r.peakObj += o
+			v.atPeak(mmap, b, usable)
+		}
+	}
+}
+
+// atPeak adds b bytes (usable of them usable) in use at the peak: to the
+// peak for a mapping, to the heap blocks' asked and usable bytes for a
+// heap block.
+func (v *views) atPeak(mmap bool, b, usable float64) {
+	if mmap {
+		v.r.peak += b
+		v.r.peakMapped += b
+	} else {
+		v.peakAsked += b
+		v.peakUsable += usable
+	}
+}
+
+// scaleCounted sets the counted peak and exit: the counts, scaled by
+// their sampled blocks' bytes asked for over their usable bytes, with the
+// mappings' estimates the views added.
+func (v *views) scaleCounted(heapPeak float64) {
+	r := v.r
+	ratio := func(asked, usable float64) float64 {
+		if asked <= 0 || usable <= 0 {
+			return 1
+		}
+		return asked / usable
+	}
+	r.peak += heapPeak * ratio(v.peakAsked, v.peakUsable)
+	r.exit += float64(max(r.im.countEnd, 0)) * ratio(v.exitAsked, v.exitUsable)
+	// Scaled by their own samples' ratios, the two may still disagree by
+	// a little: the peak is at least the end.
+	r.peak = max(r.peak, r.exit)
 }
 
 // pagesEnd is the end of n bytes from a rounded up to whole pages, as

@@ -150,97 +150,149 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	if len(ims) == 0 {
 		return nil, nil, ErrNoRecords
 	}
-	var warns []string
-	s := &schema.Sites{Profiles: []schema.SitesProfile{}, TopPeak: []schema.Site{}, TopExit: []schema.Site{}, TopTemporary: []schema.Site{}, Processes: []schema.SitesProcess{}}
-	s.RateBytes = int64(ims[0].rate)
-	s.Exact = ims[0].rate <= 1
-	b := newBuilder(LibName, ims[0].rate)
-	var head *replayed
-	var headSites []*siteAcc
-	var headMaps []mapping
-	// The image with the most in use at its peak, and its sites: where
-	// it is not the headline's, its top sites are listed too.
-	big, bigPeak := -1, 0.0
-	var bigSites []*siteAcc
+	a := &analysis{o: o, big: -1, b: newBuilder(LibName, ims[0].rate), s: &schema.Sites{Profiles: []schema.SitesProfile{},
+		TopPeak: []schema.Site{}, TopExit: []schema.Site{}, TopTemporary: []schema.Site{}, Processes: []schema.SitesProcess{}}}
+	a.s.RateBytes = int64(ims[0].rate)
+	a.s.Exact = ims[0].rate <= 1
 	for _, im := range ims {
-		r := replay(im)
-		ended := "unflushed"
-		switch {
-		case im.ended && im.endHow == 1:
-			ended = "execve"
-		case im.ended && im.endHow == 2:
-			ended = "signal"
-		case im.ended:
-			ended = "exit"
-		default:
-			warns = append(warns, fmt.Sprintf("sites: pid %d (image %d) ended without writing its records (SIGKILL, a crash, or a handler of its own that ended it without exit): its figures lack the allocations of its last buffer", im.pid, im.n))
-		}
-		if im.torn != "" {
-			warns = append(warns, fmt.Sprintf("sites: %s: %s; what came before is kept", filepath.Base(im.path), im.torn))
-		}
-		var maps []mapping
-		exe := ""
-		if len(im.maps) > 0 {
-			maps = parseMaps(im.maps[len(im.maps)-1])
-			for _, old := range im.maps[:len(im.maps)-1] {
-				maps = append(maps, parseMaps(old)...) // dlclosed libraries
-			}
-			sort.SliceStable(maps, func(i, j int) bool { return maps[i].start < maps[j].start })
-			exe = executablePath(maps)
-		} else if len(im.events) > 0 {
-			warns = append(warns, fmt.Sprintf("sites: pid %d (image %d) wrote no memory maps: its frames are addresses", im.pid, im.n))
-		}
-		sites := map[string]*siteAcc{}
-		for h, a := range r.byStack {
-			n := b.name(maps, im.stacks[h])
-			b.add(im.pid, n, a)
-			f := n.siteFrame()
-			key := f.key()
-			sa := sites[key]
-			if sa == nil {
-				sa = &siteAcc{}
-				sites[key] = sa
-			}
-			sa.stacks = append(sa.stacks, stackAcc{n, a})
-			sa.acc.allocObj += a.allocObj
-			sa.acc.allocBytes += a.allocBytes
-			sa.acc.peakObj += a.peakObj
-			sa.acc.peakBytes += a.peakBytes
-			sa.acc.exitObj += a.exitObj
-			sa.acc.exitBytes += a.exitBytes
-			sa.acc.tempObj += a.tempObj
-			sa.acc.mapped = sa.acc.mapped || a.mapped
-			sa.acc.allocVar += a.allocVar
-			sa.acc.peakVar += a.peakVar
-			sa.acc.exitVar += a.exitVar
-		}
-		s.Processes = append(s.Processes, schema.SitesProcess{
-			PID: im.pid, PPID: im.ppid, Image: im.n, Executable: exe,
-			PeakInUseBytes: round(r.peak), PeakMappedBytes: min(round(r.peakMapped), round(r.peak)), ExitInUseBytes: round(r.exit),
-			AllocObjects: r.allocObjects(), AllocBytes: r.allocBytes(), TemporaryObjects: round(r.temp), Ended: ended,
-		})
-		all := make([]*siteAcc, 0, len(sites))
-		for _, sa := range sites {
-			all = append(all, sa)
-		}
-		// The headline is the program's last image (images are sorted
-		// by pid and number), else the first one recorded.
-		if head == nil || im.pid == o.PID {
-			head, headMaps, headSites = r, maps, all
-		}
-		if im.pid != o.PID {
-			if ws := walksIn(o.Walks, im, func(pid int) bool { return pid == im.pid }); len(ws) > 0 {
-				pr := &s.Processes[len(s.Processes)-1]
-				pr.Fragmentation, pr.Unexplained = fragmentation(r, ws), unexplained(b, r, maps, ws)
-			}
-		}
-		if big < 0 || r.peak > bigPeak {
-			big, bigPeak, bigSites = len(s.Processes)-1, r.peak, all
+		a.image(im)
+	}
+	a.warns = append(a.warns, ownAllocators(a.s.Processes)...)
+	a.headline()
+	a.tops()
+	hw := walksIn(o.Walks, a.head.im, func(pid int) bool { return pid == 0 || pid == a.head.im.pid })
+	a.s.Fragmentation = fragmentation(a.head, hw)
+	a.s.Unexplained = unexplained(a.b, a.head, a.headMaps, hw)
+	if o.OutDir != "" {
+		if a.s.Profiles, err = a.b.write(o.OutDir); err != nil {
+			return nil, a.warns, fmt.Errorf("writing the sites profiles: %w", err)
 		}
 	}
-	warns = append(warns, ownAllocators(s.Processes)...)
+	return a.s, a.warns, nil
+}
+
+// analysis is Analyze's state: the result so far, the images' stacks
+// named (b), the headline image (head: the program's last image, else
+// the first one recorded) and the image with the most in use at its peak
+// (big: where it is not the headline's, its top sites are listed too).
+type analysis struct {
+	o         Options
+	s         *schema.Sites
+	b         *builder
+	warns     []string
+	head      *replayed
+	headSites []*siteAcc
+	headMaps  []mapping
+	big       int // in s.Processes; -1 before the first
+	bigPeak   float64
+	bigSites  []*siteAcc
+}
+
+// image replays im and adds it: its process, its sites, its figures.
+func (a *analysis) image(im *image) {
+	r := replay(im)
+	ended := a.ended(im)
+	if im.torn != "" {
+		a.warns = append(a.warns, fmt.Sprintf("sites: %s: %s; what came before is kept", filepath.Base(im.path), im.torn))
+	}
+	maps, exe := a.imageMaps(im)
+	all := a.sites(im, r, maps)
+	a.s.Processes = append(a.s.Processes, schema.SitesProcess{
+		PID: im.pid, PPID: im.ppid, Image: im.n, Executable: exe,
+		PeakInUseBytes: round(r.peak), PeakMappedBytes: min(round(r.peakMapped), round(r.peak)), ExitInUseBytes: round(r.exit),
+		AllocObjects: r.allocObjects(), AllocBytes: r.allocBytes(), TemporaryObjects: round(r.temp), Ended: ended,
+	})
+	// The headline is the program's last image (images are sorted by
+	// pid and number), else the first one recorded.
+	if a.head == nil || im.pid == a.o.PID {
+		a.head, a.headMaps, a.headSites = r, maps, all
+	}
+	if im.pid != a.o.PID {
+		if ws := walksIn(a.o.Walks, im, func(pid int) bool { return pid == im.pid }); len(ws) > 0 {
+			pr := &a.s.Processes[len(a.s.Processes)-1]
+			pr.Fragmentation, pr.Unexplained = fragmentation(r, ws), unexplained(a.b, r, maps, ws)
+		}
+	}
+	if a.big < 0 || r.peak > a.bigPeak {
+		a.big, a.bigPeak, a.bigSites = len(a.s.Processes)-1, r.peak, all
+	}
+}
+
+// ended is how im ended, as SitesProcess.Ended says it; an image that
+// wrote no end gets a warning.
+func (a *analysis) ended(im *image) string {
+	switch {
+	case im.ended && im.endHow == 1:
+		return "execve"
+	case im.ended && im.endHow == 2:
+		return "signal"
+	case im.ended:
+		return "exit"
+	}
+	a.warns = append(a.warns, fmt.Sprintf("sites: pid %d (image %d) ended without writing its records (SIGKILL, a crash, or a handler of its own that ended it without exit): its figures lack the allocations of its last buffer", im.pid, im.n))
+	return "unflushed"
+}
+
+// imageMaps is im's memory maps, by start: the last written, and the
+// libraries dlclosed before it, with the executable's path.
+func (a *analysis) imageMaps(im *image) (maps []mapping, exe string) {
+	if len(im.maps) == 0 {
+		if len(im.events) > 0 {
+			a.warns = append(a.warns, fmt.Sprintf("sites: pid %d (image %d) wrote no memory maps: its frames are addresses", im.pid, im.n))
+		}
+		return nil, ""
+	}
+	maps = parseMaps(im.maps[len(im.maps)-1])
+	for _, old := range im.maps[:len(im.maps)-1] {
+		maps = append(maps, parseMaps(old)...) // dlclosed libraries
+	}
+	sort.SliceStable(maps, func(i, j int) bool { return maps[i].start < maps[j].start })
+	return maps, executablePath(maps)
+}
+
+// sites names im's stacks, adds them to the profiles, and sums them by
+// site.
+func (a *analysis) sites(im *image, r *replayed, maps []mapping) []*siteAcc {
+	sites := map[string]*siteAcc{}
+	for h, x := range r.byStack {
+		n := a.b.name(maps, im.stacks[h])
+		a.b.add(im.pid, n, x)
+		key := n.siteFrame().key()
+		sa := sites[key]
+		if sa == nil {
+			sa = &siteAcc{}
+			sites[key] = sa
+		}
+		sa.stacks = append(sa.stacks, stackAcc{n, x})
+		sa.acc.add(x)
+	}
+	all := make([]*siteAcc, 0, len(sites))
+	for _, sa := range sites {
+		all = append(all, sa)
+	}
+	return all
+}
+
+// add adds x's figures to a's.
+func (a *acc) add(x *acc) {
+	a.allocObj += x.allocObj
+	a.allocBytes += x.allocBytes
+	a.peakObj += x.peakObj
+	a.peakBytes += x.peakBytes
+	a.exitObj += x.exitObj
+	a.exitBytes += x.exitBytes
+	a.tempObj += x.tempObj
+	a.mapped = a.mapped || x.mapped
+	a.allocVar += x.allocVar
+	a.peakVar += x.peakVar
+	a.exitVar += x.exitVar
+}
+
+// headline sets the result's figures from the headline image.
+func (a *analysis) headline() {
+	s, head, o := a.s, a.head, a.o
 	if head.im.pid != o.PID && o.PID != 0 {
-		warns = append(warns, fmt.Sprintf("sites: no records of pid %d itself: the figures are pid %d's", o.PID, head.im.pid))
+		a.warns = append(a.warns, fmt.Sprintf("sites: no records of pid %d itself: the figures are pid %d's", o.PID, head.im.pid))
 	}
 	s.PID, s.PeakSource = head.im.pid, head.source
 	s.PeakInUseBytes, s.PeakInUseObjects, s.PeakAtMs = round(head.peak), round(head.peakObj), float64(head.peakNs)/1e6
@@ -258,24 +310,22 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	}
 	s.AllocObjects, s.AllocBytes, s.SampledObjects = head.allocObjects(), head.allocBytes(), head.sampled
 	s.TemporaryObjects = round(head.temp)
-	peak := func(a *acc) (float64, float64, float64) { return a.peakBytes, a.peakObj, a.peakVar }
+}
+
+// tops lists the headline's top sites at the peak, at exit and of
+// temporary blocks, and the biggest image's at its peak where it is not
+// the headline's.
+func (a *analysis) tops() {
+	s, n := a.s, a.o.Top
+	peak := func(x *acc) (float64, float64, float64) { return x.peakBytes, x.peakObj, x.peakVar }
 	unnamed := map[string]*unnamedUse{}
-	s.TopPeak = top(headSites, o.Top, peak, false, s.AllocObjects, unnamed)
-	s.TopExit = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.exitBytes, a.exitObj, a.exitVar }, false, s.AllocObjects, unnamed)
-	s.TopTemporary = top(headSites, o.Top, func(a *acc) (float64, float64, float64) { return a.allocBytes, a.allocObj, a.allocVar }, true, s.AllocObjects, unnamed)
-	if pr := &s.Processes[big]; pr.PeakInUseBytes > s.PeakInUseBytes && bigPeak > head.peak {
-		pr.TopPeak = top(bigSites, o.Top, peak, false, pr.AllocObjects, unnamed)
+	s.TopPeak = top(a.headSites, n, peak, false, s.AllocObjects, unnamed)
+	s.TopExit = top(a.headSites, n, func(x *acc) (float64, float64, float64) { return x.exitBytes, x.exitObj, x.exitVar }, false, s.AllocObjects, unnamed)
+	s.TopTemporary = top(a.headSites, n, func(x *acc) (float64, float64, float64) { return x.allocBytes, x.allocObj, x.allocVar }, true, s.AllocObjects, unnamed)
+	if pr := &s.Processes[a.big]; pr.PeakInUseBytes > s.PeakInUseBytes && a.bigPeak > a.head.peak {
+		pr.TopPeak = top(a.bigSites, n, peak, false, pr.AllocObjects, unnamed)
 	}
-	warns = append(warns, b.sym.unnamedWarnings(unnamed)...)
-	hw := walksIn(o.Walks, head.im, func(pid int) bool { return pid == 0 || pid == head.im.pid })
-	s.Fragmentation = fragmentation(head, hw)
-	s.Unexplained = unexplained(b, head, headMaps, hw)
-	if o.OutDir != "" {
-		if s.Profiles, err = b.write(o.OutDir); err != nil {
-			return nil, warns, fmt.Errorf("writing the sites profiles: %w", err)
-		}
-	}
-	return s, warns, nil
+	a.warns = append(a.warns, a.b.sym.unnamedWarnings(unnamed)...)
 }
 
 // siteAcc is one site's figures, summed over its stacks.
