@@ -143,7 +143,7 @@ func TestLiveSitesExec(t *testing.T) {
 		t.Skip("gcc not found")
 	}
 	bin := filepath.Join(t.TempDir(), "livesites")
-	src := filepath.Join("..", "..", "probe", "outside", "testdata", "cprogs", "livesites.c")
+	src := filepath.Join("..", "..", "outside", "testdata", "cprogs", "livesites.c")
 	if out, err := exec.Command("gcc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}

@@ -14,6 +14,7 @@ import (
 	"memprobe/instrument/profiling"
 	"memprobe/instrument/sampler"
 	"memprobe/outside"
+	"memprobe/report/process"
 	"memprobe/schema"
 )
 
@@ -85,6 +86,7 @@ func runProcess(ctx context.Context, c Config, o Options, rep int) (schema.Outsi
 		out.Status, out.Reason = schema.StatusFailed, "watching the program: "+err.Error()
 		return out, nil
 	}
+	res.Process.Diagnosis = process.Diagnose(res, s.TimelineCut())
 	p := res.Process
 	out.WallSeconds = p.DurationMs / 1e3
 	out.UserSeconds, out.SystemSeconds = p.RusageUserMs/1e3, p.RusageSystemMs/1e3

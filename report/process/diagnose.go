@@ -1,4 +1,4 @@
-package outside
+package process
 
 import (
 	"fmt"
@@ -6,10 +6,40 @@ import (
 	"path/filepath"
 	"strings"
 
-	"memprobe/instrument/reconcile"
 	"memprobe/internal/table"
 	"memprobe/schema"
 )
+
+// Diagnose is the diagnosis of a process result (schema.Process's
+// Diagnosis, stored in the JSON): what its figures mean, a sentence
+// each, with the figure behind it. It is a function of the result and
+// of one fact of the watch the result does not hold: timelineCut, the
+// sampler stopped while the process lived on (outside's
+// Session.TimelineCut), when the timeline's final figure is not the end
+// and growth is not judged. The caller (cmd/probe, the runner) runs it
+// before writing the JSON.
+func Diagnose(r *schema.Result, timelineCut bool) []schema.Finding {
+	f := facts{aliveSamples: -1, releasedByMs: -1, timelineCut: timelineCut}
+	if r.Sampler != nil {
+		f.aliveSamples = r.Sampler.AliveSamples()
+		f.releasedByMs, f.endMs = r.Sampler.ReleasedBy()
+	}
+	return diagnose(r.Process, f)
+}
+
+// facts are what the diagnosis needs to know that the schema's process
+// result does not say.
+type facts struct {
+	// aliveSamples is the number of samples taken while the process
+	// lived; -1 when unknown (a result without its sampler part).
+	aliveSamples int
+	// timelineCut says the sampler stopped while the process lived on.
+	timelineCut bool
+	// releasedByMs is when RSS, after its peak, first came down halfway
+	// to its final value; endMs is the time of the last sample taken while
+	// the process lived. -1 (releasedByMs) or 0 when unknown.
+	releasedByMs, endMs float64
+}
 
 // diagnose says what the figures of p mean, a sentence each, with the
 // figure behind it. Thresholds: a part is worth a line when it is at
@@ -24,7 +54,7 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 	tl := p.Timeline
 
 	// The peak, two ways.
-	under := undersampled(p, f.aliveSamples) && p.RusageMaxRSSBytes > 0
+	under := p.Undersampled(f.aliveSamples) && p.RusageMaxRSSBytes > 0
 	if under {
 		// One sample, taken as execve left the program, is no peak:
 		// wait4's maxrss is the one figure of its whole life.
@@ -33,7 +63,7 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 			which = "the first"
 		}
 		interval := interval(p.IntervalMs)
-		if forkImage(p) {
+		if p.ForkImage() {
 			add("peak", "rusage_maxrss_bytes", float64(p.RusageMaxRSSBytes), "peak RSS at most %s: the program exited before %s sample (every %s), and wait4's maxrss at exit is no more than the probe's own size when it started the program (Linux carries the replaced image's peak across exec), so it bounds the program's peak from above only",
 				iec(int64(p.RusageMaxRSSBytes)), which, interval)
 		} else {
@@ -44,7 +74,7 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 	if p.PeakAgreementPct != nil && !under {
 		d := *p.PeakAgreementPct
 		switch {
-		case forkImage(p):
+		case p.ForkImage():
 			add("peak", "vm_hwm_bytes", float64(p.VmHWMBytes), "peak RSS %s (VmHWM as last sampled); wait4's maxrss %s is the probe's own size when it started the program (Linux carries the replaced image's peak across exec), not the program's",
 				iec(int64(p.VmHWMBytes)), iec(int64(p.RusageMaxRSSBytes)))
 		case math.Abs(d) <= 2:
@@ -208,7 +238,7 @@ func diagnoseChildren(p *schema.Process, add func(topic, metric string, value fl
 			of, childName(c), iec(int64(childPeak(c))), rel, iec(int64(own)), iec(int64(p.TreePeakRSSBytes)))
 	}
 	seenTop := max(own, p.DescendantPeakRSSBytes)
-	hidden := p.RusageMaxRSSBytes > seenTop && 100*(p.RusageMaxRSSBytes-seenTop) > descendantPct*seenTop && !forkImage(p)
+	hidden := p.RusageMaxRSSBytes > seenTop && 100*(p.RusageMaxRSSBytes-seenTop) > descendantPct*seenTop && !p.ForkImage()
 	maxrss := ""
 	if hidden {
 		maxrss = fmt.Sprintf("; wait4's maxrss says one of them peaked at %s, above all the probe saw", iec(int64(p.RusageMaxRSSBytes)))
@@ -271,13 +301,13 @@ func diagnoseGap(p *schema.Process, add func(topic, metric string, value float64
 
 func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric string, value float64, format string, args ...any)) {
 	r := s.Reconciliation
-	part := func(name string) reconcile.Part {
+	part := func(name string) schema.ReconciliationPart {
 		for _, x := range r.Parts {
 			if x.Name == name {
 				return x
 			}
 		}
-		return reconcile.Part{}
+		return schema.ReconciliationPart{}
 	}
 	share := func(b int64) float64 {
 		if r.RSSBytes == 0 {

@@ -1,4 +1,4 @@
-package outside
+package process
 
 import (
 	"cmp"
@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode"
 
-	"memprobe/instrument/reconcile"
 	"memprobe/internal/table"
 	"memprobe/schema"
 )
@@ -114,7 +113,7 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	if s := p.AtPeak; s != nil {
 		rec := s.Reconciliation
 		heading(fmt.Sprintf("Resident and reserved memory at the peak walk (%.2f s, RSS %s, VSZ %s)", s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
-		render(reconcile.Table(rec))
+		render(ReconciliationTable(rec))
 		e.line("thread stacks: %d found, %s reserved, %s guard, %s resident (%d threads, %d stack pointers read; default stack %s)",
 			rec.PthreadStacks, iec(rec.ThreadStackReservedBytes), iec(rec.ThreadStackGuardBytes), iec(rec.ThreadStackResidentBytes),
 			s.Threads, s.StackPointers, iec(s.ThreadStackDefaultBytes))
@@ -157,7 +156,7 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		rec := s.Reconciliation
 		heading(fmt.Sprintf("Resident and reserved memory of %s, the largest descendant walked, at its highest walk (%.2f s, RSS %s, VSZ %s)",
 			childName(c), s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
-		render(reconcile.Table(rec))
+		render(ReconciliationTable(rec))
 		e.line("%d walks of the descendants, each of the largest at a read of them, at its new highs; this is the highest (the JSON has its files and mappings: children[].at_peak)", p.DescendantWalks)
 	}
 
@@ -197,7 +196,7 @@ func peakLine(r *schema.Result) string {
 	p := r.Process
 	n := -1 // samples while it lived; unknown without the sampler's part
 	if r.Sampler != nil {
-		n = aliveSamples(r.Sampler.Timeline)
+		n = r.Sampler.AliveSamples()
 	}
 	maxrss := iec(int64(p.RusageMaxRSSBytes))
 	sampled := "the program exited before the first sample"
@@ -205,16 +204,16 @@ func peakLine(r *schema.Result) string {
 		sampled = fmt.Sprintf("the program exited before a second sample, and its one sample, at the start, read %s", iec(int64(p.Timeline.PeakRSSBytes)))
 	}
 	switch {
-	case p.Exited && undersampled(p, n) && p.RusageMaxRSSBytes > 0 && forkImage(p):
+	case p.Exited && p.Undersampled(n) && p.RusageMaxRSSBytes > 0 && p.ForkImage():
 		return fmt.Sprintf("peak RSS at most %s (wait4's maxrss at exit, no more than the probe's own size when it started the program): %s",
 			maxrss, sampled)
-	case p.Exited && undersampled(p, n) && p.RusageMaxRSSBytes > 0:
+	case p.Exited && p.Undersampled(n) && p.RusageMaxRSSBytes > 0:
 		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit): %s", maxrss, sampled)
-	case p.Exited && n == 1 && undersampled(p, n):
+	case p.Exited && n == 1 && p.Undersampled(n):
 		return fmt.Sprintf("peak RSS %s (VmHWM at the one sample: the process exited before a second)", iec(int64(p.VmHWMBytes)))
 	case p.VmHWMBytes == 0 && p.RusageMaxRSSBytes > 0:
 		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit; never sampled)", maxrss)
-	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil && *p.PeakAgreementPct < -descendantPct && !forkImage(p):
+	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil && *p.PeakAgreementPct < -descendantPct && !p.ForkImage():
 		// The kernel's maxrss is well above the program's own VmHWM: a
 		// descendant it waited for peaked higher (ru_maxrss is the
 		// largest over them, not the sum). peak_rss_bytes is then that.
@@ -285,7 +284,7 @@ func renderChildren(e *errWriter, p *schema.Process, render func(*table.Table)) 
 // come from.
 func countersLine(p *schema.Process) string {
 	src := "wait4's rusage at exit: the program and the descendants it waited for, as time -v reads them"
-	if p.RusageSource == rusageProc {
+	if p.RusageSource == schema.RusageProc {
 		src = "/proc/PID/stat and its threads' status at the last read: the process's own since it started, its children not counted; context switches of its live threads only"
 	}
 	return fmt.Sprintf("user %.2f s, system %.2f s; page faults: %d major, %d minor; context switches: %d voluntary, %d involuntary (%s)",
