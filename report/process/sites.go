@@ -83,6 +83,36 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 	if st == nil {
 		return
 	}
+	sitesHeadline(e, heading, st)
+	renderSiteList(e, render, "in use at the peak", st.TopPeak, false)
+	renderSiteList(e, render, "in use at exit (leaks)", st.TopExit, false)
+	renderSiteList(e, render, "temporary allocations", st.TopTemporary, true)
+	if len(st.Processes) > 1 {
+		renderImages(e, render, st)
+	}
+	if f := st.Fragmentation; f != nil {
+		renderFragmentation(e, render, f, st.RateBytes, "")
+	}
+	if u := st.Unexplained; u != nil && u.UnexplainedBytes > 0 {
+		renderUnexplained(e, render, u, st.Exact, "")
+	}
+	// A descendant walked (--children): its own arenas and unexplained
+	// memory, joined with its image's records.
+	for _, pr := range st.Processes {
+		who := fmt.Sprintf("%s (pid %d)", filepath.Base(pr.Executable), pr.PID)
+		if f := pr.Fragmentation; f != nil {
+			renderFragmentation(e, render, f, st.RateBytes, who)
+		}
+		if u := pr.Unexplained; u != nil && u.UnexplainedBytes > 0 {
+			renderUnexplained(e, render, u, st.Exact, who)
+		}
+	}
+}
+
+// sitesHeadline is the sites section's heading and first line: how the
+// run was recorded, what was allocated, the peak in use and when, at
+// exit, and the temporary blocks.
+func sitesHeadline(e *errWriter, heading func(string), st *schema.Sites) {
 	how := "every allocation recorded (rate 1): exact"
 	if !st.Exact {
 		how = fmt.Sprintf("sampled at one per %s allocated on average, scaled: estimates", iec(st.RateBytes))
@@ -129,113 +159,102 @@ func renderSites(e *errWriter, heading func(string), render func(*table.Table), 
 	e.line("allocated %s, %s in all; in use at the peak %s%s (%s%s); at exit %s%s; %s (freed before their thread allocated again)",
 		nBlocks(st.AllocObjects), iec(st.AllocBytes), iec(st.PeakInUseBytes), peakIn, when, source,
 		iec(st.ExitInUseBytes), exitIn, nBlocks(st.TemporaryObjects, "temporary"))
-	site := func(x schema.Site) string {
-		s := siteLine(x.Function, x.File, x.Line, x.Stack)
-		if x.Mapped {
-			s = "[mmap] " + s
-		}
-		if x.Stacks > 1 {
-			s += fmt.Sprintf(" (the heaviest of %d stacks: %.0f %%)", x.Stacks, x.StackSharePct)
-		}
-		return s
+}
+
+// siteCell is a site in a table of sites: siteLine, marked where it
+// is a mapping, with its share of its heaviest stack.
+func siteCell(x schema.Site) string {
+	s := siteLine(x.Function, x.File, x.Line, x.Stack)
+	if x.Mapped {
+		s = "[mmap] " + s
 	}
-	// list prints a table of sites, or that there are none.
-	list := func(title string, rows []schema.Site, temp bool) {
-		if len(rows) == 0 {
-			e.line("%s: none", title)
-			return
-		}
-		sampled := false
-		for _, x := range rows {
-			sampled = sampled || x.BytesSE > 0
-		}
-		cols := []table.Column{{Name: "bytes", Kind: table.Bytes}}
-		if temp {
-			// Sorted by temporary blocks; bytes and blocks are all the
-			// site allocated, temporary or not.
-			cols[0].Name = "allocated"
-			title += " (allocated: all the site allocated)"
-		}
+	if x.Stacks > 1 {
+		s += fmt.Sprintf(" (the heaviest of %d stacks: %.0f %%)", x.Stacks, x.StackSharePct)
+	}
+	return s
+}
+
+// renderSiteList prints a table of sites, or that there are none; temp:
+// sorted by temporary blocks.
+func renderSiteList(e *errWriter, render func(*table.Table), title string, rows []schema.Site, temp bool) {
+	if len(rows) == 0 {
+		e.line("%s: none", title)
+		return
+	}
+	sampled := false
+	for _, x := range rows {
+		sampled = sampled || x.BytesSE > 0
+	}
+	cols := []table.Column{{Name: "bytes", Kind: table.Bytes}}
+	if temp {
+		// Sorted by temporary blocks; bytes and blocks are all the
+		// site allocated, temporary or not.
+		cols[0].Name = "allocated"
+		title += " (allocated: all the site allocated)"
+	}
+	if sampled {
+		cols = append(cols, table.Column{Name: "± (1 s.e.)", Kind: table.Bytes})
+		title += " (sampled: ± one standard error; sites closer than about two of it are tied)"
+	}
+	cols = append(cols, table.Column{Name: "blocks", Kind: table.Int}, table.Column{Name: "temporary", Kind: table.Int}, table.Column{Name: "site"})
+	tb := table.New(title, cols...)
+	for _, x := range rows {
 		if sampled {
-			cols = append(cols, table.Column{Name: "± (1 s.e.)", Kind: table.Bytes})
-			title += " (sampled: ± one standard error; sites closer than about two of it are tied)"
-		}
-		cols = append(cols, table.Column{Name: "blocks", Kind: table.Int}, table.Column{Name: "temporary", Kind: table.Int}, table.Column{Name: "site"})
-		tb := table.New(title, cols...)
-		for _, x := range rows {
-			if sampled {
-				tb.Add(x.Bytes, x.BytesSE, x.Objects, x.Temporary, site(x))
-			} else {
-				tb.Add(x.Bytes, x.Objects, x.Temporary, site(x))
-			}
-		}
-		render(tb)
-	}
-	list("in use at the peak", st.TopPeak, false)
-	list("in use at exit (leaks)", st.TopExit, false)
-	list("temporary allocations", st.TopTemporary, true)
-	if len(st.Processes) > 1 {
-		// A wrapper (sh -c, a launcher) may be the program started while
-		// a child does the allocating: each image is listed, and the
-		// profiles hold them all (label pid).
-		tb := table.New("every process image recorded (the profiles hold them all, by pid)",
-			table.Column{Name: "pid"}, table.Column{Name: "parent"}, table.Column{Name: "image"},
-			table.Column{Name: "executable"}, table.Column{Name: "peak in use", Kind: table.Bytes}, table.Column{Name: "at exit", Kind: table.Bytes},
-			table.Column{Name: "allocations", Kind: table.Int}, table.Column{Name: "ended"})
-		shown := shownImages(st)
-		var more []schema.SitesProcess
-		for i, pr := range st.Processes {
-			if !shown[i] {
-				more = append(more, pr)
-				continue
-			}
-			tb.Add(pr.PID, pr.PPID, pr.Image, pr.Executable, pr.PeakInUseBytes, pr.ExitInUseBytes, pr.AllocObjects, pr.Ended)
-		}
-		if len(more) > 0 {
-			// A launcher's shells (pyenv's shims: bash and env execs a
-			// dozen deep) would fill the table: the smallest are summed.
-			var top, exit, allocs int64
-			names := map[string]bool{}
-			for _, pr := range more {
-				top, exit, allocs = max(top, pr.PeakInUseBytes), exit+pr.ExitInUseBytes, allocs+pr.AllocObjects
-				names[filepath.Base(pr.Executable)] = true
-			}
-			tb.Add("", "", "", fmt.Sprintf("%d more (%s): the largest peak, the sums", len(more), strings.Join(slices.Sorted(maps.Keys(names)), ", ")),
-				top, exit, allocs, "")
-		}
-		render(tb)
-		// The headline and its sites are the program's; a driver (gcc,
-		// a launcher) may leave the memory to a child.
-		if big := largestImage(st); big != nil {
-			peak := "sites-peak.pb.gz"
-			for _, f := range st.Profiles {
-				if f.Kind == schema.SitesPeak {
-					peak = f.Path
-				}
-			}
-			lead := fmt.Sprintf("the most in use at a peak was in %s (pid %d): %s, against the program's %s; all its sites: go tool pprof -top -tagfocus=pid=%d %s",
-				filepath.Base(big.Executable), big.PID, iec(big.PeakInUseBytes), iec(st.PeakInUseBytes), big.PID, peak)
-			e.line("%s", lead)
-			if len(big.TopPeak) > 0 { // absent in a result from before the field
-				list(fmt.Sprintf("in use at the peak of %s, pid %d", filepath.Base(big.Executable), big.PID), big.TopPeak, false)
-			}
+			tb.Add(x.Bytes, x.BytesSE, x.Objects, x.Temporary, siteCell(x))
+		} else {
+			tb.Add(x.Bytes, x.Objects, x.Temporary, siteCell(x))
 		}
 	}
-	if f := st.Fragmentation; f != nil {
-		renderFragmentation(e, render, f, st.RateBytes, "")
-	}
-	if u := st.Unexplained; u != nil && u.UnexplainedBytes > 0 {
-		renderUnexplained(e, render, u, st.Exact, "")
-	}
-	// A descendant walked (--children): its own arenas and unexplained
-	// memory, joined with its image's records.
-	for _, pr := range st.Processes {
-		who := fmt.Sprintf("%s (pid %d)", filepath.Base(pr.Executable), pr.PID)
-		if f := pr.Fragmentation; f != nil {
-			renderFragmentation(e, render, f, st.RateBytes, who)
+	render(tb)
+}
+
+// renderImages prints the process images a --sites run recorded (a
+// wrapper, a launcher and their children), and the sites of the largest
+// where that is not the program.
+func renderImages(e *errWriter, render func(*table.Table), st *schema.Sites) {
+	// A wrapper (sh -c, a launcher) may be the program started while
+	// a child does the allocating: each image is listed, and the
+	// profiles hold them all (label pid).
+	tb := table.New("every process image recorded (the profiles hold them all, by pid)",
+		table.Column{Name: "pid"}, table.Column{Name: "parent"}, table.Column{Name: "image"},
+		table.Column{Name: "executable"}, table.Column{Name: "peak in use", Kind: table.Bytes}, table.Column{Name: "at exit", Kind: table.Bytes},
+		table.Column{Name: "allocations", Kind: table.Int}, table.Column{Name: "ended"})
+	shown := shownImages(st)
+	var more []schema.SitesProcess
+	for i, pr := range st.Processes {
+		if !shown[i] {
+			more = append(more, pr)
+			continue
 		}
-		if u := pr.Unexplained; u != nil && u.UnexplainedBytes > 0 {
-			renderUnexplained(e, render, u, st.Exact, who)
+		tb.Add(pr.PID, pr.PPID, pr.Image, pr.Executable, pr.PeakInUseBytes, pr.ExitInUseBytes, pr.AllocObjects, pr.Ended)
+	}
+	if len(more) > 0 {
+		// A launcher's shells (pyenv's shims: bash and env execs a
+		// dozen deep) would fill the table: the smallest are summed.
+		var top, exit, allocs int64
+		names := map[string]bool{}
+		for _, pr := range more {
+			top, exit, allocs = max(top, pr.PeakInUseBytes), exit+pr.ExitInUseBytes, allocs+pr.AllocObjects
+			names[filepath.Base(pr.Executable)] = true
+		}
+		tb.Add("", "", "", fmt.Sprintf("%d more (%s): the largest peak, the sums", len(more), strings.Join(slices.Sorted(maps.Keys(names)), ", ")),
+			top, exit, allocs, "")
+	}
+	render(tb)
+	// The headline and its sites are the program's; a driver (gcc,
+	// a launcher) may leave the memory to a child.
+	if big := largestImage(st); big != nil {
+		peak := "sites-peak.pb.gz"
+		for _, f := range st.Profiles {
+			if f.Kind == schema.SitesPeak {
+				peak = f.Path
+			}
+		}
+		lead := fmt.Sprintf("the most in use at a peak was in %s (pid %d): %s, against the program's %s; all its sites: go tool pprof -top -tagfocus=pid=%d %s",
+			filepath.Base(big.Executable), big.PID, iec(big.PeakInUseBytes), iec(st.PeakInUseBytes), big.PID, peak)
+		e.line("%s", lead)
+		if len(big.TopPeak) > 0 { // absent in a result from before the field
+			renderSiteList(e, render, fmt.Sprintf("in use at the peak of %s, pid %d", filepath.Base(big.Executable), big.PID), big.TopPeak, false)
 		}
 	}
 }
