@@ -71,12 +71,14 @@ const (
 // taken.
 const liveWindow = 5 * time.Second
 
-// Live hands show the live view's figures of s (with RSS's growth over
-// the last few seconds) every period until ctx ends (LiveDone) or keys
-// gives a q, Q or Ctrl-C (LiveQuit). keys may be nil (no keyboard); a
-// read error or end of keys only stops the reading. The drawing is
-// show's (report/process.LiveFrame).
-func Live(ctx context.Context, s *Session, keys io.Reader, period time.Duration, show func(schema.LiveSample)) LiveEnd {
+// Live sends the live view's figures of s (with RSS's growth over the
+// last few seconds) on frames every period until ctx ends (LiveDone) or
+// keys gives a q, Q or Ctrl-C (LiveQuit), and closes frames when it
+// returns. keys may be nil (no keyboard); a read error or end of keys
+// only stops the reading. The drawing is the receiver's
+// (report/process.LiveFrame).
+func Live(ctx context.Context, s *Session, keys io.Reader, period time.Duration, frames chan<- schema.LiveSample) LiveEnd {
+	defer close(frames)
 	quit := make(chan struct{})
 	stop := make(chan struct{})
 	if keys != nil {
@@ -106,7 +108,13 @@ func Live(ctx context.Context, s *Session, keys io.Reader, period time.Duration,
 			hist = hist[1:]
 		}
 		ls.GrowthBytesPerSec = growthRate(hist[0].t, hist[0].rss, now, ls.RSS)
-		show(ls)
+		select {
+		case frames <- ls:
+		case <-ctx.Done():
+			return LiveDone
+		case <-quit:
+			return LiveQuit
+		}
 		select {
 		case <-ctx.Done():
 			return LiveDone

@@ -25,17 +25,22 @@ type syncBuf struct {
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// drawTo draws each sample on out as probe exec --live does, at 80
-// columns, with the sites in use read from recs (nil: none).
-func drawTo(out io.Writer, recs *sites.LiveReader) func(schema.LiveSample) {
-	return func(ls schema.LiveSample) {
-		var extra strings.Builder
-		if recs != nil {
-			err := recs.Poll()
-			process.LiveSites(&extra, 80, recs.Top(5), err)
+// drawTo is a channel of frames for Live, each drawn on out as probe
+// exec --live does, at 80 columns, with the sites in use read from recs
+// (nil: none).
+func drawTo(out io.Writer, recs *sites.LiveReader) chan<- schema.LiveSample {
+	frames := make(chan schema.LiveSample)
+	go func() {
+		for ls := range frames {
+			var extra strings.Builder
+			if recs != nil {
+				err := recs.Poll()
+				process.LiveSites(&extra, 80, recs.Top(5), err)
+			}
+			process.DrawFrame(out, process.LiveFrame(ls, 80, extra.String()))
 		}
-		process.DrawFrame(out, process.LiveFrame(ls, 80, extra.String()))
-	}
+	}()
+	return frames
 }
 
 // TestLiveQuit: the live view ends on q from the keyboard (a pipe

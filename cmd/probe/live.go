@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"memprobe/outside"
+	"memprobe/outside/sites"
 	"memprobe/report/process"
 	"memprobe/schema"
 )
@@ -79,17 +80,12 @@ func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func()) *l
 	v.cancel = cancel
 	go func() {
 		defer close(v.done)
-		recs := s.SitesReader() // nil without --sites
-		draw := func(ls schema.LiveSample) {
-			w := width()
-			var extra strings.Builder
-			if recs != nil {
-				err := recs.Poll()
-				process.LiveSites(&extra, w, recs.Top(liveSitesTop), err)
-			}
-			_ = process.DrawFrame(out, process.LiveFrame(ls, w, extra.String()))
-		}
-		if outside.Live(ctx, s, keys, time.Second, draw) == outside.LiveQuit {
+		frames := make(chan schema.LiveSample)
+		drawn := make(chan struct{})
+		go func() { defer close(drawn); drawLive(out, s.SitesReader(), frames, width) }()
+		end := outside.Live(ctx, s, keys, time.Second, frames)
+		<-drawn // the last frame on the screen before the terminal goes back
+		if end == outside.LiveQuit {
 			// The terminal back at once: the program may take its time
 			// to end.
 			v.restore()
@@ -97,6 +93,22 @@ func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func()) *l
 		}
 	}()
 	return v
+}
+
+// drawLive draws each frame of the live view on out as it comes: the
+// figures outside sends, exec --sites' top sites in use read from recs
+// (nil without --sites), in report/process's words, at the terminal's
+// width at the time.
+func drawLive(out io.Writer, recs *sites.LiveReader, frames <-chan schema.LiveSample, width func() int) {
+	for ls := range frames {
+		w := width()
+		var extra strings.Builder
+		if recs != nil {
+			err := recs.Poll()
+			process.LiveSites(&extra, w, recs.Top(liveSitesTop), err)
+		}
+		_ = process.DrawFrame(out, process.LiveFrame(ls, w, extra.String()))
+	}
 }
 
 // stop ends the view and gives the terminal back as it was; again, or
