@@ -19,6 +19,7 @@ import (
 	"memprobe/instrument/reconcile"
 	"memprobe/instrument/sampler"
 	"memprobe/internal/table"
+	"memprobe/report/process"
 	"memprobe/schema"
 )
 
@@ -62,7 +63,7 @@ func TestRelease(t *testing.T) {
 	waitFor(t, "an idle as long as the run before the release", func() bool { return h.s.smp.Peek().DurationMs >= 2*released+100 })
 	h.stdin.Close()
 	go io.Copy(io.Discard, h.out)
-	r, err := h.s.Wait(context.Background())
+	r, err := waitDiagnosed(h.s, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,105 +79,6 @@ func TestRelease(t *testing.T) {
 	d := p.Diagnosis[i]
 	if d.Metric != "released_bytes" || d.Value < 60<<20 || !strings.Contains(d.Text, "then released") || !strings.Contains(d.Text, "at the end") {
 		t.Errorf("release finding %+v: want released_bytes about 64 MiB, saying where it ended", d)
-	}
-}
-
-// TestDiagnoseGrowthKinds: the growth line's three shapes from the
-// timeline's summary alone: still growing, a plateau at the peak, and a
-// release (down from the peak by more than a tenth of the growth at the
-// end, which a negative last-quarter growth used to send to the plateau).
-func TestDiagnoseGrowthKinds(t *testing.T) {
-	for _, c := range []struct {
-		name               string
-		peak, final        uint64
-		lastQuarter        int64
-		topic, text, notIn string
-	}{
-		{"growing", 100 << 20, 100 << 20, 40 << 20, "growth", "with no plateau", ""},
-		{"plateau", 100 << 20, 99 << 20, 0, "growth", "then levelled off at 100 MiB", ""},
-		{"released", 257 << 20, 1 << 20, -256 << 20, "release", "then released 256 MiB by 0.75 s, down to 1 MiB at the end (1.80 s)", "levelled"},
-	} {
-		p := &schema.Process{Timeline: schema.TimelineSummary{Samples: 180, StartRSSBytes: 1 << 20, PeakRSSBytes: c.peak, FinalRSSBytes: c.final,
-			GrowthBytes: int64(c.peak) - 1<<20, PeakAtMs: 150, LastQuarterGrowthBytes: c.lastQuarter}}
-		got := diagnose(p, facts{aliveSamples: 180, releasedByMs: 750, endMs: 1800})
-		tp := topics(&schema.Process{Diagnosis: got})
-		if !strings.Contains(tp[c.topic], c.text) || c.notIn != "" && strings.Contains(tp[c.topic], c.notIn) {
-			t.Errorf("%s: %s finding %q, want it to say %q; all: %+v", c.name, c.topic, tp[c.topic], c.text, got)
-		}
-	}
-	// A timeline the sampler cut short has no final figure to judge by.
-	p := &schema.Process{Timeline: schema.TimelineSummary{Samples: 10, StartRSSBytes: 1 << 20, PeakRSSBytes: 257 << 20, FinalRSSBytes: 1 << 20,
-		GrowthBytes: 256 << 20, LastQuarterGrowthBytes: -256 << 20}}
-	if got := diagnose(p, facts{aliveSamples: 10, timelineCut: true, releasedByMs: -1}); slices.ContainsFunc(got, func(d schema.Finding) bool {
-		return d.Topic == "growth" || d.Topic == "release"
-	}) {
-		t.Errorf("a cut timeline judged: %+v", got)
-	}
-}
-
-// TestDiagnosePeakDescendant: g++ under --children, whose wait4 maxrss
-// (240 MiB) is its cc1plus's peak, not the driver's 3.5 MiB: the peak
-// line names the descendant, where it said "after the last sample, or in
-// a descendant". A descendant that peaked at half of maxrss (planted),
-// or none seen, leaves the old line.
-func TestDiagnosePeakDescendant(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		kids []schema.Child
-		text string
-	}{
-		{"cc1plus", []schema.Child{{PID: 16144, Command: []string{"/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", "-quiet"}, VmHWMBytes: 239 << 20}, {PID: 16146, Command: []string{"as"}, VmHWMBytes: 10 << 20}},
-			"peak RSS 240 MiB at exit (wait4's maxrss) is a descendant's: cc1plus (pid 16144) peaked at 239 MiB (VmHWM as last read); the program's own was 3.5 MiB (-98.5 %)"},
-		{"half", []schema.Child{{PID: 16144, Command: []string{"cc1plus"}, VmHWMBytes: 120 << 20}}, "the peak came after the last sample, or in a descendant"},
-		{"none", nil, "the peak came after the last sample, or in a descendant"},
-	} {
-		d := -98.5
-		p := &schema.Process{Mode: schema.ModeExec, RusageMaxRSSBytes: 240 << 20, VmHWMBytes: 7 << 19, PeakAgreementPct: &d, ChildrenWatched: true, Children: c.kids,
-			Timeline: schema.TimelineSummary{Samples: 100, PeakRSSBytes: 7 << 19}}
-		f := finding(&schema.Process{Diagnosis: diagnose(p, facts{aliveSamples: 100, releasedByMs: -1})}, "peak")
-		if f == nil || !strings.Contains(f.Text, c.text) {
-			t.Errorf("%s: peak finding %+v, want %q", c.name, f, c.text)
-		}
-	}
-}
-
-// TestDiagnoseSitesMapped: where the program's own mappings are most of
-// what --sites saw in use at its peak (rustc's jemalloc, a JVM), the
-// diagnosis says the sites name who mapped, with the largest mapped
-// site; where they are less than half (planted: 40 %), nothing. The
-// same of the largest process image where it is not the headline's.
-func TestDiagnoseSitesMapped(t *testing.T) {
-	for _, c := range []struct {
-		mapped int64
-		want   bool
-	}{{97 << 20, true}, {40 << 20, false}} {
-		p := &schema.Process{Sites: &schema.Sites{PeakInUseBytes: 100 << 20, PeakMappedBytes: c.mapped, TopPeak: []schema.Site{
-			{Function: "heap_site", Bytes: 3 << 20}, {Function: "pages_map", Bytes: c.mapped, Mapped: true}}}}
-		f := finding(&schema.Process{Diagnosis: diagnose(p, facts{aliveSamples: -1, releasedByMs: -1})}, "sites-mapped")
-		switch {
-		case c.want && (f == nil || !strings.Contains(f.Text, "97 MiB of the 100 MiB in use at the sites' peak (97 %) are mappings the program made itself, the most by pages_map") || f.Value != float64(c.mapped)):
-			t.Errorf("97 %% mapped: finding %+v", f)
-		case !c.want && f != nil:
-			t.Errorf("40 %% mapped: finding %+v, want none", f)
-		}
-	}
-	// The largest image, where it is not the headline's: g++'s cc1plus,
-	// most of whose peak is GCC's own pages; planted, 40 % of it.
-	for _, c := range []struct {
-		mapped int64
-		want   bool
-	}{{200 << 20, true}, {84 << 20, false}} {
-		st := &schema.Sites{PID: 100, PeakInUseBytes: 169 << 10, Processes: []schema.SitesProcess{
-			{PID: 100, Executable: "/usr/bin/g++", PeakInUseBytes: 169 << 10},
-			{PID: 101, PPID: 100, Executable: "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", PeakInUseBytes: 210 << 20, PeakMappedBytes: c.mapped,
-				TopPeak: []schema.Site{{Function: "ggc_internal_alloc", Bytes: c.mapped, Mapped: true}}}}}
-		f := finding(&schema.Process{Diagnosis: diagnose(&schema.Process{Sites: st}, facts{aliveSamples: -1, releasedByMs: -1})}, "sites-mapped-largest")
-		switch {
-		case c.want && (f == nil || !strings.HasPrefix(f.Text, "in cc1plus (pid 101), the largest process image: 200 MiB of the 210 MiB in use at the sites' peak (95 %) are mappings the program made itself, the most by ggc_internal_alloc")):
-			t.Errorf("cc1plus, 95 %% mapped: finding %+v", f)
-		case !c.want && f != nil:
-			t.Errorf("cc1plus, 40 %% mapped: finding %+v, want none", f)
-		}
 	}
 }
 
@@ -245,7 +147,7 @@ func TestGoAfterExec(t *testing.T) {
 		return len(h.s.execs) > 0
 	})
 	h.stdin.Close()
-	r, err := h.s.Wait(context.Background())
+	r, err := waitDiagnosed(h.s, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +274,7 @@ func fullResult(t *testing.T) *schema.Result {
 		Files: []string{"out/smaps-peak.txt", "out/smaps-end.txt"},
 		GPU:   &schema.ProcessGPU{IntervalMs: 100, Samples: 10, PeakBytes: 1 << 30, FinalBytes: 1 << 30, MeanUtilPct: &util, Timeline: []schema.GPUSample{}},
 	}
-	p.Diagnosis = diagnose(p, facts{aliveSamples: -1, releasedByMs: -1})
+	p.Diagnosis = process.Diagnose(&schema.Result{Process: p}, false)
 	return &schema.Result{Kind: schema.KindProcess, Process: p, Warnings: []string{"one thing", "another"}}
 }
 
@@ -384,7 +286,7 @@ func fullResult(t *testing.T) *schema.Result {
 func TestRenderMarkdownBlocks(t *testing.T) {
 	r := fullResult(t)
 	var b bytes.Buffer
-	if err := Render(&b, r, table.Markdown); err != nil {
+	if err := process.Render(&b, r, table.Markdown); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -411,15 +313,15 @@ func TestQuoteCommand(t *testing.T) {
 		{[]string{"sh", "-c", "echo a\nb", ""}, `sh -c "echo a\nb" ""`},
 		{[]string{"a=$HOME", "it's"}, `"a=$HOME" "it's"`},
 	} {
-		if got := QuoteCommand(c.args); got != c.want {
-			t.Errorf("QuoteCommand(%q) = %s, want %s", c.args, got, c.want)
+		if got := process.QuoteCommand(c.args); got != c.want {
+			t.Errorf("process.QuoteCommand(%q) = %s, want %s", c.args, got, c.want)
 		}
 	}
 	r := fullResult(t)
 	r.Process.Command = []string{"sh", "-c", "echo `a`\necho b"}
 	for _, f := range []table.Format{table.Text, table.Markdown} {
 		var b bytes.Buffer
-		if err := Render(&b, r, f); err != nil {
+		if err := process.Render(&b, r, f); err != nil {
 			t.Fatal(err)
 		}
 		first, _, _ := strings.Cut(b.String(), "\n")
@@ -547,8 +449,8 @@ func TestPeakOneSample(t *testing.T) {
 	r := execWait(t, ExecOptions{Options: Options{Interval: time.Hour, NoGPU: true}, Args: []string{cprog(t, "grow"), "64", "8", "0", "200"},
 		Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
 	p := r.Process
-	if aliveSamples(r.Sampler.Timeline) > 1 {
-		t.Skipf("%d samples with a 1 h interval", aliveSamples(r.Sampler.Timeline))
+	if r.Sampler.AliveSamples() > 1 {
+		t.Skipf("%d samples with a 1 h interval", r.Sampler.AliveSamples())
 	}
 	// Linux carries the test process's own peak across the exec: after
 	// other tests (go test -count=2) it can pass the program's, and the
@@ -578,10 +480,10 @@ func TestPeakOneSample(t *testing.T) {
 	if got := peakRSS(small, 1); got != 17<<20 {
 		t.Errorf("peak_rss_bytes %d, want wait4's 17 MiB", got)
 	}
-	if got := peakLine(sr); !strings.HasPrefix(got, "peak RSS at most 17 MiB (wait4's maxrss at exit, no more than the probe's own size when it started the program): the program exited before a second sample, and its one sample, at the start, read 16 KiB") {
+	if _, got, _ := strings.Cut(render(t, sr), "\n"); !strings.HasPrefix(got, "peak RSS at most 17 MiB (wait4's maxrss at exit, no more than the probe's own size when it started the program): the program exited before a second sample, and its one sample, at the start, read 16 KiB") {
 		t.Errorf("peak line %q", got)
 	}
-	if d := diagnose(small, facts{aliveSamples: 1, releasedByMs: -1}); len(d) == 0 || !strings.HasPrefix(d[0].Text, "peak RSS at most 17 MiB: the program exited before a second sample (every 1h0m0s)") {
+	if d := process.Diagnose(sr, false); len(d) == 0 || !strings.HasPrefix(d[0].Text, "peak RSS at most 17 MiB: the program exited before a second sample (every 1h0m0s)") {
 		t.Errorf("diagnosis %+v", d)
 	}
 }
@@ -606,7 +508,7 @@ func TestSummarizeEndpoints(t *testing.T) {
 	if tl.StartRSSBytes != mib/50 || tl.FinalRSSBytes != mib || tl.FinalVSZBytes != 2*mib || tl.GrowthBytes != 101*mib-mib/50 || tl.PeakAtMs != 9 {
 		t.Errorf("summary %+v", tl)
 	}
-	if at, end := releasedBy(r); at != 31 || end != 31 {
+	if at, end := r.ReleasedBy(); at != 31 || end != 31 {
 		t.Errorf("released by %v, end %v; want 31, 31", at, end)
 	}
 	// A result without them (written before they existed) falls back

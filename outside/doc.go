@@ -24,15 +24,17 @@
 //     memory, the process's glibc arena limit and MALLOC_ARENA_MAX.
 //  3. At exit (exec), wait4's rusage: the kernel's peak RSS at death,
 //     which must agree with the last sampled VmHWM.
-//  4. A diagnosis: a few plain sentences, each with its figure; where the
-//     breakdown is not of the peak, it says how far from it.
-//  5. With Options.Sites (exec only), the program's allocation sites
+//  4. With Options.Sites (exec only), the program's allocation sites
 //     ([memprobe/outside/sites], an LD_PRELOAD library) read after it
 //     exits, and glibc's arenas split into in use and free but resident
 //     (sites.go).
 //
 // The result is a [memprobe/schema.Result] of kind "process", so the
-// readers of `probe train`'s results read it too. Render prints it.
+// readers of `probe train`'s results read it too. This package draws no
+// text: [memprobe/report/process] diagnoses the result (Diagnose, with
+// Session.TimelineCut), prints it (Render) and draws the live view
+// (LiveFrame) from the figures Session.LiveSample and Session.SitesReader
+// hand over.
 //
 // Limits. A process that exits cannot be walked: for exec the end walk is
 // the last one taken while it lived. Reading another user's smaps needs

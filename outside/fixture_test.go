@@ -10,6 +10,7 @@ import (
 	"memprobe/instrument/reconcile"
 	"memprobe/internal/golden"
 	"memprobe/internal/table"
+	"memprobe/report/process"
 	"memprobe/schema"
 )
 
@@ -176,11 +177,11 @@ func TestRenderGolden(t *testing.T) {
 	p.GPU = &schema.ProcessGPU{IntervalMs: 100, Samples: 400, PeakBytes: 1536 << 20, FinalBytes: 1024 << 20, MeanUtilPct: &util,
 		MeanProcessSMUtilPct: &ownSM, MeanProcessMemUtilPct: &ownMem, ProcessUtilNoSampleReadings: 150,
 		Timeline: []schema.GPUSample{}}
-	p.Diagnosis = diagnose(p, facts{aliveSamples: -1, releasedByMs: -1})
+	p.Diagnosis = process.Diagnose(&schema.Result{Process: p}, false)
 	r := &schema.Result{Kind: schema.KindProcess, Process: p, Warnings: []string{}}
 	for _, f := range []table.Format{table.Text, table.Markdown} {
 		var b bytes.Buffer
-		if err := Render(&b, r, f); err != nil {
+		if err := process.Render(&b, r, f); err != nil {
 			t.Fatal(err)
 		}
 		golden.Check(t, "report_"+string(f)+".golden", b.Bytes())

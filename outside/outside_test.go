@@ -22,6 +22,7 @@ import (
 	"memprobe/instrument/procfs"
 	"memprobe/instrument/reconcile"
 	"memprobe/internal/fakenvml"
+	"memprobe/report/process"
 	"memprobe/schema"
 )
 
@@ -139,7 +140,7 @@ func (h *held) release(t *testing.T) *schema.Result {
 	}
 	h.stdin.Close()
 	go io.Copy(io.Discard, h.out) // the program may still write
-	r, err := h.s.Wait(context.Background())
+	r, err := waitDiagnosed(h.s, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +175,16 @@ func runThreads(t *testing.T, stackMiB int) *schema.Result {
 		t.Fatalf("no walk at the peak; warnings %v", r.Warnings)
 	}
 	return r
+}
+
+// waitDiagnosed is s.Wait with the result diagnosed, as probe exec and
+// attach write it (report/process.Diagnose).
+func waitDiagnosed(s *Session, ctx context.Context) (*schema.Result, error) {
+	r, err := s.Wait(ctx)
+	if err == nil {
+		r.Process.Diagnosis = process.Diagnose(r, s.TimelineCut())
+	}
+	return r, err
 }
 
 func topics(p *schema.Process) map[string]string {
@@ -349,7 +360,7 @@ func maxRSS(t *testing.T, args ...string) (uint64, string) {
 func render(t *testing.T, r *schema.Result) string {
 	t.Helper()
 	var b strings.Builder
-	if err := Render(&b, r, "text"); err != nil {
+	if err := process.Render(&b, r, "text"); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -398,7 +409,7 @@ func TestExecStatus(t *testing.T) {
 			}
 			t.Fatal(err)
 		}
-		r, err := s.Wait(context.Background())
+		r, err := waitDiagnosed(s, context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,7 +433,7 @@ func TestExecStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.stdin.Close()
-	r, err := h.s.Wait(context.Background())
+	r, err := waitDiagnosed(h.s, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +540,7 @@ func TestAttachExitsMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdin.Close() // it exits; the cleanup reaps it (until then a zombie: exited all the same)
-	r, err := s.Wait(context.Background())
+	r, err := waitDiagnosed(s, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -644,7 +655,7 @@ func attachOnce(t *testing.T, pid int, o Options) *schema.Result {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r, err := s.Wait(ctx)
+	r, err := waitDiagnosed(s, ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -657,7 +668,7 @@ func attachOnce(t *testing.T, pid int, o Options) *schema.Result {
 // grows past 160 MiB under make test's load, above these programs).
 func peakAgrees(t *testing.T, p *schema.Process) {
 	t.Helper()
-	if forkImage(p) {
+	if p.ForkImage() {
 		t.Logf("wait4's maxrss %d B is the test process's image, not the program's: VmHWM %d B not compared", p.RusageMaxRSSBytes, p.VmHWMBytes)
 		return
 	}
@@ -673,7 +684,7 @@ func execWait(t testing.TB, o ExecOptions) *schema.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Wait(context.Background())
+	r, err := waitDiagnosed(s, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

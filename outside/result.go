@@ -71,8 +71,7 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	// sampler.Options.StatusEvery above 1, or after the last read).
 	p.VmHWMBytes = max(samp.Peaks.VmHWMBytes, s.hwm, samp.Peaks.RSSBytes)
 	p.ProbeVmHWMAtStartBytes = s.probeHWM
-	f := facts{aliveSamples: aliveSamples(samp.Timeline), timelineCut: s.timelineCut}
-	f.releasedByMs, f.endMs = releasedBy(samp)
+	f := struct{ aliveSamples int }{samp.AliveSamples()}
 	if p.RusageMaxRSSBytes > 0 && p.VmHWMBytes > 0 {
 		d := 100 * (float64(p.VmHWMBytes) - float64(p.RusageMaxRSSBytes)) / float64(p.RusageMaxRSSBytes)
 		p.PeakAgreementPct = &d
@@ -102,13 +101,13 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	if p.AtPeak == nil {
 		s.warnf("no smaps walk was taken: the process ended before the first (it lived %.0f ms; the first is taken at the first sample after the start, %v in)", p.DurationMs, s.opts.Interval)
 	}
-	if p.Exited && undersampled(p, f.aliveSamples) {
+	if p.Exited && p.Undersampled(f.aliveSamples) {
 		which := "a second"
 		if f.aliveSamples == 0 {
 			which = "the first"
 		}
 		switch {
-		case p.RusageMaxRSSBytes > 0 && forkImage(p):
+		case p.RusageMaxRSSBytes > 0 && p.ForkImage():
 			s.warnf("the program exited before %s sample (every %v; it lived %.2f s): its peak is not measured; peak_rss_bytes is wait4's maxrss at exit, %s, which is no more than the probe's own size when it started the program, so an upper bound",
 				which, s.opts.Interval, p.DurationMs/1000, iec(int64(p.RusageMaxRSSBytes)))
 		case p.RusageMaxRSSBytes > 0:
@@ -122,7 +121,9 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	for _, e := range s.execs {
 		s.warnf("pid %d called execve %s: the figures before it are the first program's", s.pid, e)
 	}
-	p.Diagnosis = diagnose(p, f)
+	// The diagnosis is report/process.Diagnose's, run on the result by
+	// its caller (it needs TimelineCut besides).
+	p.Diagnosis = []schema.Finding{}
 
 	r := &schema.Result{
 		Schema: schema.ResultVersion, Kind: schema.KindProcess, Process: p,
@@ -143,8 +144,8 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	if r.CommandLine == nil {
 		r.CommandLine = []string{}
 	}
-	if pts := aliveTimeline(samp.Timeline); len(pts) > 0 {
-		_, last := endpoints(samp, pts)
+	if pts := samp.AliveTimeline(); len(pts) > 0 {
+		_, last := samp.Endpoints(pts)
 		r.OSThreads = last.Threads
 	}
 	r.RSSAgreement = &schema.RSSAgreement{SamplerPeakRSSBytes: samp.Peaks.RSSBytes, VmHWMBytes: p.VmHWMBytes}
@@ -173,86 +174,13 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 	return r, nil
 }
 
-// facts are what the diagnosis needs to know that the schema's process
-// result does not say.
-type facts struct {
-	// aliveSamples is the number of samples taken while the process
-	// lived; -1 when unknown (a result without its sampler part).
-	aliveSamples int
-	// timelineCut says the sampler stopped while the process lived on.
-	timelineCut bool
-	// releasedByMs is when RSS, after its peak, first came down halfway
-	// to its final value; endMs is the time of the last sample taken while
-	// the process lived. -1 (releasedByMs) or 0 when unknown.
-	releasedByMs, endMs float64
-}
-
-// releasedBy finds in the timeline when RSS came down from its peak,
-// halfway to where it ended (releasedByMs, -1 if it did not come down),
-// and when the last sample of the living process was taken.
-func releasedBy(r sampler.Result) (releasedByMs, endMs float64) {
-	pts := aliveTimeline(r.Timeline)
-	if len(pts) == 0 {
-		return -1, 0
-	}
-	peak := 0
-	for i, p := range pts {
-		if p.RSSBytes > pts[peak].RSSBytes {
-			peak = i
-		}
-	}
-	_, final := endpoints(r, pts)
-	half := final.RSSBytes + (pts[peak].RSSBytes-final.RSSBytes)/2
-	for _, p := range pts[peak+1:] {
-		if p.RSSBytes <= half && p.RSSBytes < pts[peak].RSSBytes {
-			return p.TMs, final.TMs
-		}
-	}
-	// Released within the last bucket, whose maximum still holds the
-	// peak: the last sample says so.
-	if final.RSSBytes <= half && final.RSSBytes < pts[peak].RSSBytes {
-		return final.TMs, final.TMs
-	}
-	return -1, final.TMs
-}
-
-// aliveSamples counts the samples of the timeline's points taken while
-// the process lived.
-func aliveSamples(pts []sampler.Point) int {
-	n := 0
-	for _, p := range aliveTimeline(pts) {
-		n += max(p.Samples, 1)
-	}
-	return n
-}
-
-// undersampled says whether the timeline saw the process fewer than twice
-// and no walk was taken: its one sample (at the start, for exec: the
-// program as execve left it, before it ran) is no peak. n < 0: unknown.
-func undersampled(p *schema.Process, n int) bool {
-	return n >= 0 && n < 2 && p.Walks == 0
-}
-
-// aliveTimeline is the timeline without the points sampled after the
-// process died (a zombie's statm reads 0 before it is reaped).
-func aliveTimeline(pts []sampler.Point) []sampler.Point {
-	n := len(pts)
-	for n > 0 && pts[n-1].VSZBytes == 0 {
-		n--
-	}
-	return pts[:n]
-}
-
-// endpoints are the run's first and last samples as taken (the sampler's
-// First and Last), or, in a result that lacks them, the first and last of
-// the alive points pts: maxima of their buckets once the timeline merged
-// (a program that freed 100 MiB just before it ended kept it as final).
-func endpoints(r sampler.Result, pts []sampler.Point) (first, last sampler.Point) {
-	first, last = pts[0], pts[len(pts)-1]
-	if r.First != nil && r.Last != nil {
-		first, last = *r.First, *r.Last
-	}
-	return first, last
+// TimelineCut says, once Wait has returned, that the sampler stopped
+// while the process lived on: the timeline's final figure is not the
+// end, which report/process.Diagnose must know.
+func (s *Session) TimelineCut() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.timelineCut
 }
 
 // summarize sums up the sampler's timeline.
@@ -262,11 +190,11 @@ func summarize(r sampler.Result) schema.TimelineSummary {
 		PeakPSSBytes: r.Peaks.PssBytes, PeakRssAnonBytes: r.Peaks.RssAnonBytes, PeakRssFileBytes: r.Peaks.RssFileBytes,
 		PeakRssShmemBytes: r.Peaks.RssShmemBytes, PeakSwapBytes: r.Peaks.SwapBytes, PeakThreads: r.Peaks.Threads,
 	}
-	pts := aliveTimeline(r.Timeline)
+	pts := r.AliveTimeline()
 	if len(pts) == 0 {
 		return t
 	}
-	first, last := endpoints(r, pts)
+	first, last := r.Endpoints(pts)
 	t.StartRSSBytes, t.FinalRSSBytes, t.FinalVSZBytes = first.RSSBytes, last.RSSBytes, last.VSZBytes
 	t.GrowthBytes = int64(r.Peaks.RSSBytes) - int64(first.RSSBytes)
 	// When the peak was sampled; a result written before the sampler
@@ -295,14 +223,6 @@ func summarize(r sampler.Result) schema.TimelineSummary {
 	return t
 }
 
-// forkImage says whether wait4's maxrss is the probe's own image at the
-// start rather than the program's: no more than 1 % above the probe's
-// VmHWM then, and above what the program was seen to hold.
-func forkImage(p *schema.Process) bool {
-	return p.ProbeVmHWMAtStartBytes > 0 && p.RusageMaxRSSBytes > p.VmHWMBytes &&
-		float64(p.RusageMaxRSSBytes) <= 1.01*float64(p.ProbeVmHWMAtStartBytes)
-}
-
 // peakRSS is the result's peak_rss_bytes: the larger of the sampled
 // VmHWM and wait4's maxrss, unless the latter is the probe's own image.
 // A program that exited before a second sample (n, the samples taken
@@ -311,10 +231,10 @@ func forkImage(p *schema.Process) bool {
 // peak then, even where it is the probe's image (an upper bound: the
 // report and a warning say so).
 func peakRSS(p *schema.Process, n int) uint64 {
-	if undersampled(p, n) && p.RusageMaxRSSBytes > 0 {
+	if p.Undersampled(n) && p.RusageMaxRSSBytes > 0 {
 		return max(p.VmHWMBytes, p.RusageMaxRSSBytes)
 	}
-	if forkImage(p) {
+	if p.ForkImage() {
 		return p.VmHWMBytes
 	}
 	return max(p.VmHWMBytes, p.RusageMaxRSSBytes)

@@ -14,8 +14,8 @@ import (
 
 // Sources of schema.Process.RusageSource.
 const (
-	rusageWait4 = "wait4"
-	rusageProc  = "proc"
+	rusageWait4 = schema.RusageWait4
+	rusageProc  = schema.RusageProc
 )
 
 // userHZ is the unit of /proc/PID/stat's times (USER_HZ, clock ticks):

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"memprobe/outside"
+	"memprobe/report/process"
 )
 
 func newAttachCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -61,7 +62,7 @@ note. See docs/exec.md.`,
 				var quit context.CancelFunc
 				ctx, quit = context.WithCancel(ctx)
 				defer quit()
-				view = startLive(s, liveStdin, stderr, quit, nil)
+				view = startLive(s, liveStdin, stderr, quit)
 				defer view.stop()
 			}
 			r, err := s.Wait(ctx)
@@ -69,6 +70,7 @@ note. See docs/exec.md.`,
 			if err != nil {
 				return err
 			}
+			r.Process.Diagnosis = process.Diagnose(r, s.TimelineCut())
 			return writeOutside(stdout, stderr, f.jsonPath, format, r)
 		},
 	}

@@ -20,6 +20,7 @@ import (
 	"memprobe/internal/table"
 	"memprobe/outside"
 	"memprobe/outside/sites"
+	"memprobe/report/process"
 	"memprobe/schema"
 )
 
@@ -209,81 +210,7 @@ docs/exec.md.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o, format, err := f.options()
-			if err != nil {
-				return usageError{err}
-			}
-			// The program's stderr and the probe's progress lines share
-			// one writer, from two goroutines. A file is passed to the
-			// program as it is (its stderr stays a terminal, or whatever
-			// it is); another writer is serialised.
-			if _, ok := stderr.(*os.File); !ok {
-				stderr = &lockedWriter{w: stderr}
-			}
-			o.Progress = stderr
-			if f.live {
-				o.Progress = nil // the view shows the walks
-			}
-			survivePipe()
-			// With --json -, stdout is the JSON's: the program's own
-			// output there would make it unreadable (the report moves to
-			// stderr for the same reason), so the program writes to
-			// stderr too.
-			progOut := stdout
-			if f.jsonPath == "-" {
-				progOut = stderr
-			}
-			// Catch the signals before the program starts, so none is lost.
-			sigs := make(chan os.Signal, 4)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-			defer signal.Stop(sigs)
-			eo := outside.ExecOptions{Options: o, Args: args, Stdout: progOut, Stderr: stderr}
-			if f.live && liveKeys(liveStdin) {
-				// The terminal is the view's, for its keys.
-				null, err := os.Open(os.DevNull)
-				if err != nil {
-					return err
-				}
-				defer null.Close()
-				eo.Stdin = null
-			}
-			s, err := outside.Exec(eo)
-			if err != nil {
-				return err
-			}
-			var view *liveView
-			if f.live {
-				view = startLive(s, liveStdin, stderr, func() { _ = s.Signal(os.Interrupt) }, s.SitesSection())
-				defer view.stop()
-			}
-			done := make(chan struct{})
-			defer close(done)
-			go func() {
-				for {
-					select {
-					case sig := <-sigs:
-						_ = s.Signal(sig)
-					case <-done:
-						return
-					}
-				}
-			}()
-			r, err := s.Wait(context.Background())
-			if err != nil {
-				return err
-			}
-			view.stop() // the view off and the terminal back before the report
-			code := 0
-			if c := r.Process.ExitCode; c != nil {
-				code = *c
-			}
-			if err := writeOutside(stdout, stderr, f.jsonPath, format, r); err != nil {
-				return outputError{status: programStatus(args[0], r.Process), code: code, err: err}
-			}
-			if code != 0 {
-				return exitStatus{code, "exec: " + programStatus(args[0], r.Process)}
-			}
-			return nil
+			return runExec(&f, args, stdout, stderr)
 		},
 	}
 	f.register(cmd.Flags())
@@ -292,6 +219,88 @@ docs/exec.md.`,
 	// Everything after the program's name is the program's.
 	cmd.Flags().SetInterspersed(false)
 	return cmd
+}
+
+// runExec is probe exec: the program started and watched (outside), the
+// live view while it runs (--live), the result diagnosed and written
+// (report/process), and the program's status as the probe's.
+func runExec(f *outsideFlags, args []string, stdout, stderr io.Writer) error {
+	o, format, err := f.options()
+	if err != nil {
+		return usageError{err}
+	}
+	// The program's stderr and the probe's progress lines share
+	// one writer, from two goroutines. A file is passed to the
+	// program as it is (its stderr stays a terminal, or whatever
+	// it is); another writer is serialised.
+	if _, ok := stderr.(*os.File); !ok {
+		stderr = &lockedWriter{w: stderr}
+	}
+	o.Progress = stderr
+	if f.live {
+		o.Progress = nil // the view shows the walks
+	}
+	survivePipe()
+	// With --json -, stdout is the JSON's: the program's own
+	// output there would make it unreadable (the report moves to
+	// stderr for the same reason), so the program writes to
+	// stderr too.
+	progOut := stdout
+	if f.jsonPath == "-" {
+		progOut = stderr
+	}
+	// Catch the signals before the program starts, so none is lost.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	eo := outside.ExecOptions{Options: o, Args: args, Stdout: progOut, Stderr: stderr}
+	if f.live && liveKeys(liveStdin) {
+		// The terminal is the view's, for its keys.
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return err
+		}
+		defer null.Close()
+		eo.Stdin = null
+	}
+	s, err := outside.Exec(eo)
+	if err != nil {
+		return err
+	}
+	var view *liveView
+	if f.live {
+		view = startLive(s, liveStdin, stderr, func() { _ = s.Signal(os.Interrupt) })
+		defer view.stop()
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				_ = s.Signal(sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+	r, err := s.Wait(context.Background())
+	if err != nil {
+		return err
+	}
+	r.Process.Diagnosis = process.Diagnose(r, s.TimelineCut())
+	view.stop() // the view off and the terminal back before the report
+	code := 0
+	if c := r.Process.ExitCode; c != nil {
+		code = *c
+	}
+	if err := writeOutside(stdout, stderr, f.jsonPath, format, r); err != nil {
+		return outputError{status: programStatus(args[0], r.Process), code: code, err: err}
+	}
+	if code != 0 {
+		return exitStatus{code, "exec: " + programStatus(args[0], r.Process)}
+	}
+	return nil
 }
 
 // writeOutside writes the JSON, then prints the report: with --json -,
@@ -315,7 +324,7 @@ func writeOutside(stdout, stderr io.Writer, jsonPath string, format table.Format
 		jerr = schema.WriteResult(jsonPath, r)
 	}
 	var rerr error
-	if err := outside.Render(reportTo, r, format); err != nil {
+	if err := process.Render(reportTo, r, format); err != nil {
 		rerr = fmt.Errorf("printing the report: %w", err)
 	}
 	switch {

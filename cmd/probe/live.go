@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -12,7 +13,13 @@ import (
 	"golang.org/x/term"
 
 	"memprobe/outside"
+	"memprobe/outside/sites"
+	"memprobe/report/process"
+	"memprobe/schema"
 )
+
+// liveSitesTop is how many sites the live view lists (exec --sites).
+const liveSitesTop = 5
 
 // liveStdin is where --live reads its keys: the probe's standard input
 // (a variable so that a test can put a pseudo-terminal there).
@@ -37,9 +44,9 @@ type liveView struct {
 
 // startLive starts the view of s. onQuit is called (once, from the
 // view's goroutine) when the user quits: exec sends the program SIGINT,
-// attach ends the watch. extra is drawn under the figures (exec --sites:
-// the top sites in use); nil for none.
-func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func(), extra outside.LiveSection) *liveView {
+// attach ends the watch. Each frame is drawn by report/process from the
+// figures outside hands over, with exec --sites' top sites in use.
+func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func()) *liveView {
 	v := &liveView{done: make(chan struct{}), restore: func() {}, stopSig: func() {}}
 	var keys io.Reader
 	if liveKeys(in) {
@@ -73,7 +80,12 @@ func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func(), ex
 	v.cancel = cancel
 	go func() {
 		defer close(v.done)
-		if outside.Live(ctx, s, out, keys, time.Second, width, extra) == outside.LiveQuit {
+		frames := make(chan schema.LiveSample)
+		drawn := make(chan struct{})
+		go func() { defer close(drawn); drawLive(out, s.SitesReader(), frames, width) }()
+		end := outside.Live(ctx, s, keys, time.Second, frames)
+		<-drawn // the last frame on the screen before the terminal goes back
+		if end == outside.LiveQuit {
 			// The terminal back at once: the program may take its time
 			// to end.
 			v.restore()
@@ -81,6 +93,22 @@ func startLive(s *outside.Session, in *os.File, out io.Writer, onQuit func(), ex
 		}
 	}()
 	return v
+}
+
+// drawLive draws each frame of the live view on out as it comes: the
+// figures outside sends, exec --sites' top sites in use read from recs
+// (nil without --sites), in report/process's words, at the terminal's
+// width at the time.
+func drawLive(out io.Writer, recs *sites.LiveReader, frames <-chan schema.LiveSample, width func() int) {
+	for ls := range frames {
+		w := width()
+		var extra strings.Builder
+		if recs != nil {
+			err := recs.Poll()
+			process.LiveSites(&extra, w, recs.Top(liveSitesTop), err)
+		}
+		_ = process.DrawFrame(out, process.LiveFrame(ls, w, extra.String()))
+	}
 }
 
 // stop ends the view and gives the terminal back as it was; again, or

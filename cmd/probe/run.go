@@ -16,6 +16,7 @@ import (
 
 	"memprobe/internal/atomicfile"
 	"memprobe/internal/table"
+	"memprobe/report/process"
 	"memprobe/run/job"
 	"memprobe/run/runner"
 	"memprobe/schema"
@@ -79,7 +80,7 @@ func (f *runFlags) options() (runner.Options, error) {
 	o := runner.Options{
 		Threads: f.threads, Data: f.data, Preset: f.preset, Steps: f.steps, Count: f.count,
 		Quick: f.quick, Out: f.out, ProfileDir: f.profileDir, Timeout: f.timeout, Verbose: f.verbose,
-		Resume: f.resume, Sites: f.sites,
+		Resume: f.resume, Sites: f.sites, Diagnose: process.Diagnose,
 	}
 	if f.threads < 1 { // 0 would mean the runner's default
 		return o, fmt.Errorf("--threads %d out of range [1, 1024]", f.threads)

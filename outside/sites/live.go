@@ -11,6 +11,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"memprobe/schema"
 )
 
 // LiveReader reads the record files of a directory while the program
@@ -435,35 +437,11 @@ func (f *liveFile) add(stack uint64, bytes, objects float64) {
 }
 
 // LiveTop is the sampled blocks in use of the images that have not
-// ended, as of their last records read.
-type LiveTop struct {
-	// Rate is the sampling rate in bytes (1: every block; 0 before any
-	// file was read).
-	Rate uint64
-	// Bytes and Objects are in use, scaled from the samples.
-	Bytes, Objects int64
-	// Sites is the number of named sites with blocks in use; Top the
-	// largest of them, by bytes.
-	Sites int
-	Top   []LiveSite
-	// Unnamed is the stacks with blocks in use not yet named (the
-	// naming budget ran out) and their bytes: not in Sites.
-	Unnamed      int
-	UnnamedBytes int64
-	// Processes is the images read that have not ended.
-	Processes int
-	// BehindBytes is the records written that the last Poll left to
-	// read (PollBytes).
-	BehindBytes int64
-}
+// ended, as of their last records read (the live view draws it).
+type LiveTop = schema.LiveSites
 
-// LiveSite is a site with blocks in use: the first frame that is not the
-// allocator's, as in the report's tables.
-type LiveSite struct {
-	Function, File string
-	Line           int
-	Bytes, Objects int64
-}
+// LiveSite is a site with blocks in use.
+type LiveSite = schema.LiveSite
 
 // Top is the n sites with the most bytes in use, naming the stacks it
 // has not named yet (largest first, within NameBudget): the process's

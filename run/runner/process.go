@@ -85,6 +85,9 @@ func runProcess(ctx context.Context, c Config, o Options, rep int) (schema.Outsi
 		out.Status, out.Reason = schema.StatusFailed, "watching the program: "+err.Error()
 		return out, nil
 	}
+	if o.Diagnose != nil {
+		res.Process.Diagnosis = o.Diagnose(res, s.TimelineCut())
+	}
 	p := res.Process
 	out.WallSeconds = p.DurationMs / 1e3
 	out.UserSeconds, out.SystemSeconds = p.RusageUserMs/1e3, p.RusageSystemMs/1e3

@@ -43,6 +43,10 @@ type Options struct {
 	// environment (the tests' crash hook).
 	Executable string
 	Env        []string
+	// Diagnose words the findings of a plan file's program watched from
+	// outside (report/process.Diagnose; the command sets it, so that the
+	// runner does not import report/): nil leaves them empty.
+	Diagnose func(r *schema.Result, timelineCut bool) []schema.Finding
 
 	// Threads is every configuration's logical workers (a threads sweep
 	// overrides it); 0 is DefaultThreads.

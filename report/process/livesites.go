@@ -1,4 +1,4 @@
-package outside
+package process
 
 import (
 	"fmt"
@@ -6,31 +6,15 @@ import (
 	"path/filepath"
 
 	"memprobe/internal/table"
-	"memprobe/outside/sites"
+	"memprobe/schema"
 )
 
-// liveSitesTop is how many sites the live view lists.
-const liveSitesTop = 5
-
-// SitesSection is the live view's section of an exec --sites watch: the
-// sites with the most sampled bytes in use, read from the records as the
-// program writes them (sites.LiveReader), at each frame. nil without
-// --sites.
-func (s *Session) SitesSection() LiveSection {
-	if s.sites == nil {
-		return nil
-	}
-	l := sites.NewLiveReader(s.sites.dir)
-	return func(w io.Writer, width int) {
-		err := l.Poll()
-		renderLiveSites(w, width, l.Top(liveSitesTop), err)
-	}
-}
-
-// renderLiveSites writes the section: a line of the totals, then one a
+// LiveSites writes the live view's section of an exec --sites watch
+// (the sites with the most sampled bytes in use, read from the records
+// as the program writes them): a line of the totals, then one a
 // site, each within width columns (below 60 without the objects); err,
 // a file the reader could not read, is said last.
-func renderLiveSites(w io.Writer, width int, t sites.LiveTop, err error) {
+func LiveSites(w io.Writer, width int, t schema.LiveSites, err error) {
 	how := "sampled"
 	if t.Rate == 1 {
 		how = "every block"

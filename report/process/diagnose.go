@@ -1,4 +1,4 @@
-package outside
+package process
 
 import (
 	"fmt"
@@ -6,10 +6,40 @@ import (
 	"path/filepath"
 	"strings"
 
-	"memprobe/instrument/reconcile"
 	"memprobe/internal/table"
 	"memprobe/schema"
 )
+
+// Diagnose is the diagnosis of a process result (schema.Process's
+// Diagnosis, stored in the JSON): what its figures mean, a sentence
+// each, with the figure behind it. It is a function of the result and
+// of one fact of the watch the result does not hold: timelineCut, the
+// sampler stopped while the process lived on (outside's
+// Session.TimelineCut), when the timeline's final figure is not the end
+// and growth is not judged. The caller (cmd/probe, the runner) runs it
+// before writing the JSON.
+func Diagnose(r *schema.Result, timelineCut bool) []schema.Finding {
+	f := facts{aliveSamples: -1, releasedByMs: -1, timelineCut: timelineCut}
+	if r.Sampler != nil {
+		f.aliveSamples = r.Sampler.AliveSamples()
+		f.releasedByMs, f.endMs = r.Sampler.ReleasedBy()
+	}
+	return diagnose(r.Process, f)
+}
+
+// facts are what the diagnosis needs to know that the schema's process
+// result does not say.
+type facts struct {
+	// aliveSamples is the number of samples taken while the process
+	// lived; -1 when unknown (a result without its sampler part).
+	aliveSamples int
+	// timelineCut says the sampler stopped while the process lived on.
+	timelineCut bool
+	// releasedByMs is when RSS, after its peak, first came down halfway
+	// to its final value; endMs is the time of the last sample taken while
+	// the process lived. -1 (releasedByMs) or 0 when unknown.
+	releasedByMs, endMs float64
+}
 
 // diagnose says what the figures of p mean, a sentence each, with the
 // figure behind it. Thresholds: a part is worth a line when it is at
@@ -22,9 +52,38 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 		out = append(out, schema.Finding{Topic: topic, Text: fmt.Sprintf(format, args...), Metric: metric, Value: value})
 	}
 	tl := p.Timeline
+	diagnosePeak(p, f, add)
+	diagnoseGrowth(p, f, add)
 
+	if p.AtPeak != nil {
+		diagnoseGap(p, add)
+		diagnoseWalk(p, p.AtPeak, add)
+	}
+
+	if st := p.Sites; st != nil {
+		diagnoseSites(st, add)
+	}
+	if g := p.GPU; g != nil {
+		diagnoseGPU(g, add)
+	}
+
+	if tl.PeakSwapBytes > 0 {
+		add("swap", "peak_swap_bytes", float64(tl.PeakSwapBytes), "%s of it was swapped out at the most: RSS understates its memory by that much", iec(int64(tl.PeakSwapBytes)))
+	}
+	if p.ChildrenWatched || len(p.Children) > 0 {
+		diagnoseChildren(p, add)
+	}
+	diagnoseWalkedChild(p, add)
+	return out
+}
+
+// diagnosePeak says where the peak comes from: wait4's maxrss for a
+// program sampled fewer than twice, else how VmHWM and maxrss agree,
+// and for attach the kernel's high-water mark.
+func diagnosePeak(p *schema.Process, f facts, add addFunc) {
+	tl := p.Timeline
 	// The peak, two ways.
-	under := undersampled(p, f.aliveSamples) && p.RusageMaxRSSBytes > 0
+	under := p.Undersampled(f.aliveSamples) && p.RusageMaxRSSBytes > 0
 	if under {
 		// One sample, taken as execve left the program, is no peak:
 		// wait4's maxrss is the one figure of its whole life.
@@ -33,7 +92,7 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 			which = "the first"
 		}
 		interval := interval(p.IntervalMs)
-		if forkImage(p) {
+		if p.ForkImage() {
 			add("peak", "rusage_maxrss_bytes", float64(p.RusageMaxRSSBytes), "peak RSS at most %s: the program exited before %s sample (every %s), and wait4's maxrss at exit is no more than the probe's own size when it started the program (Linux carries the replaced image's peak across exec), so it bounds the program's peak from above only",
 				iec(int64(p.RusageMaxRSSBytes)), which, interval)
 		} else {
@@ -44,7 +103,7 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 	if p.PeakAgreementPct != nil && !under {
 		d := *p.PeakAgreementPct
 		switch {
-		case forkImage(p):
+		case p.ForkImage():
 			add("peak", "vm_hwm_bytes", float64(p.VmHWMBytes), "peak RSS %s (VmHWM as last sampled); wait4's maxrss %s is the probe's own size when it started the program (Linux carries the replaced image's peak across exec), not the program's",
 				iec(int64(p.VmHWMBytes)), iec(int64(p.RusageMaxRSSBytes)))
 		case math.Abs(d) <= 2:
@@ -69,8 +128,14 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 			iec(int64(p.VmHWMBytes)), iec(int64(tl.StartRSSBytes)), iec(int64(tl.PeakRSSBytes)))
 	}
 
+}
+
+// diagnoseGrowth says how RSS grew and what became of it: no plateau,
+// released, or levelled off.
+func diagnoseGrowth(p *schema.Process, f facts, add addFunc) {
 	// Growth, and what became of it. Not from a timeline the sampler
 	// cut short: its final figure is not the end (a warning says so).
+	tl := p.Timeline
 	if g := tl.GrowthBytes; g > 16<<20 && float64(g) > 0.2*float64(tl.PeakRSSBytes) && !f.timelineCut {
 		secs := seconds(tl.PeakAtMs)
 		released := int64(tl.PeakRSSBytes) - int64(tl.FinalRSSBytes)
@@ -97,47 +162,39 @@ func diagnose(p *schema.Process, f facts) []schema.Finding {
 				iec(g), secs, iec(int64(tl.PeakRSSBytes)))
 		}
 	}
-
-	if p.AtPeak != nil {
-		diagnoseGap(p, add)
-		diagnoseWalk(p, p.AtPeak, add)
-	}
-
-	if st := p.Sites; st != nil {
-		diagnoseSites(st, add)
-	}
-	if g := p.GPU; g != nil {
-		diagnoseGPU(g, add)
-	}
-
-	if tl.PeakSwapBytes > 0 {
-		add("swap", "peak_swap_bytes", float64(tl.PeakSwapBytes), "%s of it was swapped out at the most: RSS understates its memory by that much", iec(int64(tl.PeakSwapBytes)))
-	}
-	if p.ChildrenWatched || len(p.Children) > 0 {
-		diagnoseChildren(p, add)
-	}
-	if c := walkedChild(p); c != nil && (p.AtPeak == nil || c.AtPeak.Reconciliation.RSSBytes > p.AtPeak.Reconciliation.RSSBytes) {
-		// Its walk's lines, said of it: the program's breakdown may be
-		// a driver's few MiB.
-		of := childName(c)
-		// --sites' join of its walk is its image's (SitesProcess).
-		cp := &schema.Process{Sites: p.Sites, AtPeak: c.AtPeak}
-		if st := p.Sites; st != nil {
-			joined := *st
-			joined.Unexplained = nil
-			for _, pr := range st.Processes {
-				if pr.PID == c.PID && pr.Unexplained != nil {
-					joined.Unexplained = pr.Unexplained
-				}
-			}
-			cp.Sites = &joined
-		}
-		diagnoseWalk(cp, c.AtPeak, func(topic, metric string, value float64, format string, args ...any) {
-			add("descendant-"+topic, metric, value, "in %s, the largest descendant walked: "+format, append([]any{of}, args...)...)
-		})
-	}
-	return out
 }
+
+// diagnoseWalkedChild says the walk's lines of the largest descendant
+// walked, of it, where it held more than the program: the program's
+// breakdown may be a driver's few MiB.
+func diagnoseWalkedChild(p *schema.Process, add addFunc) {
+	c := walkedChild(p)
+	if c == nil || p.AtPeak != nil && c.AtPeak.Reconciliation.RSSBytes <= p.AtPeak.Reconciliation.RSSBytes {
+		return
+	}
+	// Its walk's lines, said of it: the program's breakdown may be
+	// a driver's few MiB.
+	of := childName(c)
+	// --sites' join of its walk is its image's (SitesProcess).
+	cp := &schema.Process{Sites: p.Sites, AtPeak: c.AtPeak}
+	if st := p.Sites; st != nil {
+		joined := *st
+		joined.Unexplained = nil
+		for _, pr := range st.Processes {
+			if pr.PID == c.PID && pr.Unexplained != nil {
+				joined.Unexplained = pr.Unexplained
+			}
+		}
+		cp.Sites = &joined
+	}
+	diagnoseWalk(cp, c.AtPeak, func(topic, metric string, value float64, format string, args ...any) {
+		add("descendant-"+topic, metric, value, "in %s, the largest descendant walked: "+format, append([]any{of}, args...)...)
+	})
+}
+
+// addFunc adds a finding: its topic, its figure (metric, value) and its
+// sentence.
+type addFunc = func(topic, metric string, value float64, format string, args ...any)
 
 // largestChild is the descendant with the highest peak; nil when none.
 func largestChild(p *schema.Process) *schema.Child {
@@ -208,7 +265,7 @@ func diagnoseChildren(p *schema.Process, add func(topic, metric string, value fl
 			of, childName(c), iec(int64(childPeak(c))), rel, iec(int64(own)), iec(int64(p.TreePeakRSSBytes)))
 	}
 	seenTop := max(own, p.DescendantPeakRSSBytes)
-	hidden := p.RusageMaxRSSBytes > seenTop && 100*(p.RusageMaxRSSBytes-seenTop) > descendantPct*seenTop && !forkImage(p)
+	hidden := p.RusageMaxRSSBytes > seenTop && 100*(p.RusageMaxRSSBytes-seenTop) > descendantPct*seenTop && !p.ForkImage()
 	maxrss := ""
 	if hidden {
 		maxrss = fmt.Sprintf("; wait4's maxrss says one of them peaked at %s, above all the probe saw", iec(int64(p.RusageMaxRSSBytes)))
@@ -269,23 +326,46 @@ func diagnoseGap(p *schema.Process, add func(topic, metric string, value float64
 		seconds(w.TMs), iec(int64(walked)), iec(int64(gap)), 100*float64(gap)/float64(peak), iec(int64(peak)), when)
 }
 
-func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric string, value float64, format string, args ...any)) {
-	r := s.Reconciliation
-	part := func(name string) reconcile.Part {
-		for _, x := range r.Parts {
-			if x.Name == name {
-				return x
-			}
-		}
-		return reconcile.Part{}
-	}
-	share := func(b int64) float64 {
-		if r.RSSBytes == 0 {
-			return 0
-		}
-		return 100 * float64(b) / float64(r.RSSBytes)
-	}
+// diagnoseWalk says what the parts of the walk s of p mean: stacks,
+// arenas, heaps, what nothing names, and the rest of the mappings.
+func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add addFunc) {
+	w := walkView{p: p, s: s, r: s.Reconciliation}
+	w.diagnoseStacks(add)
+	w.diagnoseArenas(add)
+	w.diagnoseHeaps(add)
+	w.diagnoseUnexplained(add)
+	w.diagnoseMappedRest(add)
+}
 
+// walkView is a walk as the diagnosis reads it: the process, the walk
+// and its reconciliation.
+type walkView struct {
+	p *schema.Process
+	s *schema.Snapshot
+	r schema.Reconciliation
+}
+
+// part is the reconciliation's part of that name; zero when none.
+func (w walkView) part(name string) schema.ReconciliationPart {
+	for _, x := range w.r.Parts {
+		if x.Name == name {
+			return x
+		}
+	}
+	return schema.ReconciliationPart{}
+}
+
+// share is b in percent of the walk's RSS; 0 without one.
+func (w walkView) share(b int64) float64 {
+	if w.r.RSSBytes == 0 {
+		return 0
+	}
+	return 100 * float64(b) / float64(w.r.RSSBytes)
+}
+
+// diagnoseStacks says what the thread stacks reserve against what they hold.
+func (w walkView) diagnoseStacks(add addFunc) {
+	r := w.r
 	// Thread stacks: address space against memory.
 	if n := r.PthreadStacks; n >= 2 {
 		res, resv := r.ThreadStackResidentBytes, r.ThreadStackReservedBytes
@@ -301,9 +381,14 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 				"%d thread stacks reserve %s and hold %s resident", n, iec(resv), iec(res))
 		}
 	}
+}
 
+// diagnoseArenas says what glibc's arenas reserve and hold, and whether
+// MALLOC_ARENA_MAX matters.
+func (w walkView) diagnoseArenas(add addFunc) {
+	s := w.s
 	// glibc's arenas.
-	if a := part("c.malloc.arenas"); a.Count > 0 {
+	if a := w.part("c.malloc.arenas"); a.Count > 0 {
 		limit := fmt.Sprintf("glibc's default limit on %d CPUs is %d with the main arena", s.CPUs, s.GlibcArenaLimit)
 		cap := "MALLOC_ARENA_MAX would cap them"
 		if s.MallocArenaMax != "" {
@@ -323,21 +408,27 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 		}
 		// The cap is advice only where the arenas matter: at the limit,
 		// a quarter GiB of address space, or a tenth of the resident set.
-		if s.MallocArenaMax != "" || atLimit || a.ReservedBytes >= 256<<20 || share(a.Bytes) >= 10 {
+		if s.MallocArenaMax != "" || atLimit || a.ReservedBytes >= 256<<20 || w.share(a.Bytes) >= 10 {
 			add("arenas", "glibc_arenas", float64(a.Count), "%s: %s", text, cap)
 		} else {
 			add("arenas", "glibc_arenas", float64(a.Count), "%s", text)
 		}
 	}
-	if b := part("c.malloc.brk"); share(b.Bytes) >= 10 {
-		add("heap", "brk_resident_bytes", float64(b.Bytes), "the main malloc heap ([heap]) holds %s resident, %.0f %% of RSS", iec(b.Bytes), share(b.Bytes))
+}
+
+// diagnoseHeaps says what the main heap, CPython's pools, glibc's large
+// blocks and a Go runtime hold where they are a tenth of RSS or more.
+func (w walkView) diagnoseHeaps(add addFunc) {
+	p := w.p
+	if b := w.part("c.malloc.brk"); w.share(b.Bytes) >= 10 {
+		add("heap", "brk_resident_bytes", float64(b.Bytes), "the main malloc heap ([heap]) holds %s resident, %.0f %% of RSS", iec(b.Bytes), w.share(b.Bytes))
 	}
-	if py := part("python.obmalloc"); share(py.Bytes) >= 10 {
+	if py := w.part("python.obmalloc"); w.share(py.Bytes) >= 10 {
 		add("python", "python_obmalloc_resident_bytes", float64(py.Bytes),
 			"CPython's small-object allocator holds %s resident in %d pools, %.0f %% of RSS: Python's objects of up to 512 bytes (dicts, ints, short strings, frames); tracemalloc names the lines that made them",
-			iec(py.Bytes), py.Count, share(py.Bytes))
+			iec(py.Bytes), py.Count, w.share(py.Bytes))
 	}
-	if m := part("c.malloc.mmap"); share(m.Bytes) >= 10 {
+	if m := w.part("c.malloc.mmap"); w.share(m.Bytes) >= 10 {
 		text := fmt.Sprintf("%d large malloc blocks reserve %s and hold %s resident", m.Count, iec(m.ReservedBytes), iec(m.Bytes))
 		if m.Count == 1 {
 			text = fmt.Sprintf("1 large malloc block reserves %s and holds %s resident", iec(m.ReservedBytes), iec(m.Bytes))
@@ -348,19 +439,25 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 		}
 		add("large", "malloc_mmap_resident_bytes", float64(m.Bytes),
 			"%s, %.0f %% of RSS: glibc maps a block of 128 KiB and more on its own, outside its heaps; %s",
-			text, share(m.Bytes), who)
+			text, w.share(m.Bytes), who)
 	}
 
 	// A Go program.
 	if p.Go != nil {
-		g := part("go.runtime.anon")
+		g := w.part("go.runtime.anon")
 		add("go", "go_anon_resident_bytes", float64(g.Bytes),
 			"a Go program (%s, %s): %s resident in its anonymous mappings is Go's heap and runtime, which from outside cannot be split further; --pprof URL fetches its heap profile at the peak",
 			p.Go.GoVersion, p.Go.Path, iec(g.Bytes))
 	}
+}
 
+// diagnoseUnexplained says what no source names, and where --sites
+// found some of it.
+func (w walkView) diagnoseUnexplained(add addFunc) {
+	p := w.p
+	r := w.r
 	// What nothing names.
-	if u := r.UnexplainedBytes; u > 1<<20 && share(u) >= 5 {
+	if u := r.UnexplainedBytes; u > 1<<20 && w.share(u) >= 5 {
 		where := ""
 		if len(r.UnexplainedMappings) > 0 {
 			m := r.UnexplainedMappings[0]
@@ -375,21 +472,26 @@ func diagnoseWalk(p *schema.Process, s *schema.Snapshot, add func(topic, metric 
 				iec(su.MappedBytes), pct(su.MappedBytes, su.UnexplainedBytes), su.Sites[0].Function, iec(su.Sites[0].ResidentBytes))
 		}
 		add("unexplained", "unexplained_bytes", float64(u),
-			"%s resident (%.0f %% of RSS) is in anonymous mappings no source names%s: %s", iec(u), share(u), where, why)
+			"%s resident (%.0f %% of RSS) is in anonymous mappings no source names%s: %s", iec(u), w.share(u), where, why)
 	}
+}
 
-	if g := part("gpu.driver"); g.Count > 0 {
+// diagnoseMappedRest says what GPU driver mappings, files and shared
+// memory hold, and an address space far above the resident set.
+func (w walkView) diagnoseMappedRest(add addFunc) {
+	r := w.r
+	if g := w.part("gpu.driver"); g.Count > 0 {
 		add("gpu", "gpu_driver_resident_bytes", float64(g.Bytes), "%d GPU driver mappings reserve %s, %s resident (pinned host memory and device apertures)",
 			g.Count, iec(g.ReservedBytes), iec(g.Bytes))
 	}
-	if f := part("file.mapped"); share(f.Bytes) >= 10 && len(r.Files) > 0 {
+	if f := w.part("file.mapped"); w.share(f.Bytes) >= 10 && len(r.Files) > 0 {
 		top := r.Files[0]
 		add("files", "file_resident_bytes", float64(f.Bytes), "files (code, libraries, mapped data) hold %s resident, %.0f %% of RSS; the largest is %s (%s)",
-			iec(f.Bytes), share(f.Bytes), top.Path, iec(top.ResidentBytes+top.COWBytes))
+			iec(f.Bytes), w.share(f.Bytes), top.Path, iec(top.ResidentBytes+top.COWBytes))
 	}
-	if sh := part("shmem"); share(sh.Bytes) >= 10 {
+	if sh := w.part("shmem"); w.share(sh.Bytes) >= 10 {
 		add("shmem", "shmem_resident_bytes", float64(sh.Bytes), "shared memory holds %s resident, %.0f %% of RSS (counted in every process that maps it; PSS divides it)",
-			iec(sh.Bytes), share(sh.Bytes))
+			iec(sh.Bytes), w.share(sh.Bytes))
 	}
 	if r.VSZBytes > 1<<30 && r.VSZBytes > 4*r.RSSBytes {
 		var big []string

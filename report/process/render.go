@@ -1,4 +1,4 @@
-package outside
+package process
 
 import (
 	"cmp"
@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode"
 
-	"memprobe/instrument/reconcile"
 	"memprobe/internal/table"
+	"memprobe/report"
 	"memprobe/schema"
 )
 
@@ -45,7 +45,48 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		}
 	}
 
-	// The run.
+	runLines(e, r, md)
+
+	renderTimeline(e, p, heading, render)
+
+	if len(p.Children) > 0 || p.DescendantsMissed > 0 {
+		heading("Descendants (--children), by peak RSS")
+		renderChildren(e, p, render)
+	}
+
+	if p.RusageSource != "" {
+		heading("CPU time, page faults, context switches (as /usr/bin/time -v)")
+		e.line("%s", countersLine(p))
+	}
+
+	if g := p.GPU; g != nil {
+		heading("GPU (NVML)")
+		renderGPU(e, g)
+	}
+
+	if s := p.AtPeak; s != nil {
+		renderAtPeak(e, p, s, heading, render)
+	}
+
+	if c := walkedChild(p); c != nil {
+		s := c.AtPeak
+		rec := s.Reconciliation
+		heading(fmt.Sprintf("Resident and reserved memory of %s, the largest descendant walked, at its highest walk (%.2f s, RSS %s, VSZ %s)",
+			childName(c), s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
+		render(report.ReconciliationTable(rec))
+		e.line("%d walks of the descendants, each of the largest at a read of them, at its new highs; this is the highest (the JSON has its files and mappings: children[].at_peak)", p.DescendantWalks)
+	}
+
+	renderSites(e, heading, render, p.Sites)
+
+	renderEnd(e, r, heading)
+	return e.err
+}
+
+// runLines are the report's first lines: the run (how it ended, the
+// language), the peak and, with descendants, the tree's peak.
+func runLines(e *errWriter, r *schema.Result, md bool) {
+	p := r.Process
 	status := "still running"
 	switch {
 	case p.ExitCode != nil && p.Signal != "":
@@ -72,97 +113,84 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		e.line("%s", treeLine(p))
 	}
 
-	// The timeline.
+}
+
+// renderTimeline writes the timeline: the sampled figures at the start,
+// the peak and the end, and how RSS grew.
+func renderTimeline(e *errWriter, p *schema.Process, heading func(string), render func(*table.Table)) {
 	heading("Timeline")
 	tl := p.Timeline
 	if tl.Samples == 0 {
 		e.line("no samples: the process ended before the first")
-	} else {
-		tt := table.New("", table.Column{Name: "figure"}, table.Column{Name: "start", Kind: table.Bytes},
-			table.Column{Name: "peak", Kind: table.Bytes}, table.Column{Name: "final", Kind: table.Bytes}, table.Column{Name: "source"})
-		tt.Add("RSS", tl.StartRSSBytes, tl.PeakRSSBytes, tl.FinalRSSBytes, "status VmRSS, every sample")
-		tt.Add("RSS anon", nil, tl.PeakRssAnonBytes, nil, "status RssAnon, every sample")
-		tt.Add("RSS file", nil, tl.PeakRssFileBytes, nil, "status RssFile, every sample")
-		tt.Add("RSS shmem", nil, tl.PeakRssShmemBytes, nil, "status RssShmem, every sample")
-		tt.Add("VSZ", nil, tl.PeakVSZBytes, tl.FinalVSZBytes, "status VmSize, every sample")
-		tt.Add("PSS", nil, tl.PeakPSSBytes, nil, "smaps_rollup Pss, its readings only")
-		tt.Add("swap", nil, tl.PeakSwapBytes, nil, "smaps_rollup Swap, its readings only")
-		render(tt)
-		samples := fmt.Sprintf("%d samples", tl.Samples)
-		if tl.Samples == 1 {
-			samples = "1 sample"
+		return
+	}
+	tt := table.New("", table.Column{Name: "figure"}, table.Column{Name: "start", Kind: table.Bytes},
+		table.Column{Name: "peak", Kind: table.Bytes}, table.Column{Name: "final", Kind: table.Bytes}, table.Column{Name: "source"})
+	tt.Add("RSS", tl.StartRSSBytes, tl.PeakRSSBytes, tl.FinalRSSBytes, "status VmRSS, every sample")
+	tt.Add("RSS anon", nil, tl.PeakRssAnonBytes, nil, "status RssAnon, every sample")
+	tt.Add("RSS file", nil, tl.PeakRssFileBytes, nil, "status RssFile, every sample")
+	tt.Add("RSS shmem", nil, tl.PeakRssShmemBytes, nil, "status RssShmem, every sample")
+	tt.Add("VSZ", nil, tl.PeakVSZBytes, tl.FinalVSZBytes, "status VmSize, every sample")
+	tt.Add("PSS", nil, tl.PeakPSSBytes, nil, "smaps_rollup Pss, its readings only")
+	tt.Add("swap", nil, tl.PeakSwapBytes, nil, "smaps_rollup Swap, its readings only")
+	render(tt)
+	samples := fmt.Sprintf("%d samples", tl.Samples)
+	if tl.Samples == 1 {
+		samples = "1 sample"
+	}
+	e.line("%s every %s over %.2f s; threads at most %d; RSS grew %s, peak at %.2f s, %s in the last quarter",
+		samples, interval(p.IntervalMs), p.DurationMs/1000, tl.PeakThreads, iec(tl.GrowthBytes), tl.PeakAtMs/1000, iec(tl.LastQuarterGrowthBytes))
+}
+
+// renderAtPeak writes the breakdown of the peak walk s: the
+// reconciliation, thread stacks and arenas, anonymous mappings by size,
+// files, and the end walk where it is another.
+func renderAtPeak(e *errWriter, p *schema.Process, s *schema.Snapshot, heading func(string), render func(*table.Table)) {
+	rec := s.Reconciliation
+	heading(fmt.Sprintf("Resident and reserved memory at the peak walk (%.2f s, RSS %s, VSZ %s)", s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
+	render(report.ReconciliationTable(rec))
+	e.line("thread stacks: %d found, %s reserved, %s guard, %s resident (%d threads, %d stack pointers read; default stack %s)",
+		rec.PthreadStacks, iec(rec.ThreadStackReservedBytes), iec(rec.ThreadStackGuardBytes), iec(rec.ThreadStackResidentBytes),
+		s.Threads, s.StackPointers, iec(s.ThreadStackDefaultBytes))
+	arenaMax := "unset"
+	if s.MallocArenaMax != "" {
+		arenaMax = s.MallocArenaMax
+	}
+	e.line("glibc arenas: %d besides the main one; default limit 8 × %d CPUs = %d; MALLOC_ARENA_MAX %s",
+		rec.GlibcArenas, s.CPUs, s.GlibcArenaLimit, arenaMax)
+
+	heading("Anonymous mappings by size (all of them, stacks and arenas included)")
+	at := table.New("", table.Column{Name: "size"}, table.Column{Name: "mappings", Kind: table.Int},
+		table.Column{Name: "reserved", Kind: table.Bytes}, table.Column{Name: "resident", Kind: table.Bytes})
+	for _, c := range s.AnonBySize {
+		at.Add(c.Class, c.Mappings, c.ReservedBytes, c.ResidentBytes)
+	}
+	render(at)
+
+	heading("Files by the memory they hold (top 8): clean pages, written pages, .bss")
+	ft := table.New("", table.Column{Name: "file"}, table.Column{Name: "resident", Kind: table.Bytes},
+		table.Column{Name: "written (cow)", Kind: table.Bytes}, table.Column{Name: ".bss resident", Kind: table.Bytes},
+		table.Column{Name: "reserved", Kind: table.Bytes}, table.Column{Name: "mappings", Kind: table.Int})
+	for i, fs := range rec.Files {
+		if i == 8 {
+			break
 		}
-		e.line("%s every %s over %.2f s; threads at most %d; RSS grew %s, peak at %.2f s, %s in the last quarter",
-			samples, interval(p.IntervalMs), p.DurationMs/1000, tl.PeakThreads, iec(tl.GrowthBytes), tl.PeakAtMs/1000, iec(tl.LastQuarterGrowthBytes))
+		ft.Add(fs.Path, fs.ResidentBytes, fs.COWBytes, fs.BSSResidentBytes, fs.ReservedBytes, fs.Mappings)
 	}
-
-	if len(p.Children) > 0 || p.DescendantsMissed > 0 {
-		heading("Descendants (--children), by peak RSS")
-		renderChildren(e, p, render)
+	render(ft)
+	if end := p.End; end != nil && end != s {
+		er := end.Reconciliation
+		e.line("end walk (%.2f s): RSS %s, VSZ %s, %d stacks (%s reserved, %s resident), %d arenas, unexplained %s",
+			end.TMs/1000, iec(er.RSSBytes), iec(er.VSZBytes), er.PthreadStacks, iec(er.ThreadStackReservedBytes),
+			iec(er.ThreadStackResidentBytes), er.GlibcArenas, iec(er.UnexplainedBytes))
 	}
+}
 
-	if p.RusageSource != "" {
-		heading("CPU time, page faults, context switches (as /usr/bin/time -v)")
-		e.line("%s", countersLine(p))
-	}
-
-	if g := p.GPU; g != nil {
-		heading("GPU (NVML)")
-		renderGPU(e, g)
-	}
-
-	if s := p.AtPeak; s != nil {
-		rec := s.Reconciliation
-		heading(fmt.Sprintf("Resident and reserved memory at the peak walk (%.2f s, RSS %s, VSZ %s)", s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
-		render(reconcile.Table(rec))
-		e.line("thread stacks: %d found, %s reserved, %s guard, %s resident (%d threads, %d stack pointers read; default stack %s)",
-			rec.PthreadStacks, iec(rec.ThreadStackReservedBytes), iec(rec.ThreadStackGuardBytes), iec(rec.ThreadStackResidentBytes),
-			s.Threads, s.StackPointers, iec(s.ThreadStackDefaultBytes))
-		arenaMax := "unset"
-		if s.MallocArenaMax != "" {
-			arenaMax = s.MallocArenaMax
-		}
-		e.line("glibc arenas: %d besides the main one; default limit 8 × %d CPUs = %d; MALLOC_ARENA_MAX %s",
-			rec.GlibcArenas, s.CPUs, s.GlibcArenaLimit, arenaMax)
-
-		heading("Anonymous mappings by size (all of them, stacks and arenas included)")
-		at := table.New("", table.Column{Name: "size"}, table.Column{Name: "mappings", Kind: table.Int},
-			table.Column{Name: "reserved", Kind: table.Bytes}, table.Column{Name: "resident", Kind: table.Bytes})
-		for _, c := range s.AnonBySize {
-			at.Add(c.Class, c.Mappings, c.ReservedBytes, c.ResidentBytes)
-		}
-		render(at)
-
-		heading("Files by the memory they hold (top 8): clean pages, written pages, .bss")
-		ft := table.New("", table.Column{Name: "file"}, table.Column{Name: "resident", Kind: table.Bytes},
-			table.Column{Name: "written (cow)", Kind: table.Bytes}, table.Column{Name: ".bss resident", Kind: table.Bytes},
-			table.Column{Name: "reserved", Kind: table.Bytes}, table.Column{Name: "mappings", Kind: table.Int})
-		for i, fs := range rec.Files {
-			if i == 8 {
-				break
-			}
-			ft.Add(fs.Path, fs.ResidentBytes, fs.COWBytes, fs.BSSResidentBytes, fs.ReservedBytes, fs.Mappings)
-		}
-		render(ft)
-		if end := p.End; end != nil && end != s {
-			er := end.Reconciliation
-			e.line("end walk (%.2f s): RSS %s, VSZ %s, %d stacks (%s reserved, %s resident), %d arenas, unexplained %s",
-				end.TMs/1000, iec(er.RSSBytes), iec(er.VSZBytes), er.PthreadStacks, iec(er.ThreadStackReservedBytes),
-				iec(er.ThreadStackResidentBytes), er.GlibcArenas, iec(er.UnexplainedBytes))
-		}
-	}
-
-	if c := walkedChild(p); c != nil {
-		s := c.AtPeak
-		rec := s.Reconciliation
-		heading(fmt.Sprintf("Resident and reserved memory of %s, the largest descendant walked, at its highest walk (%.2f s, RSS %s, VSZ %s)",
-			childName(c), s.TMs/1000, iec(rec.RSSBytes), iec(rec.VSZBytes)))
-		render(reconcile.Table(rec))
-		e.line("%d walks of the descendants, each of the largest at a read of them, at its new highs; this is the highest (the JSON has its files and mappings: children[].at_peak)", p.DescendantWalks)
-	}
-
-	renderSites(e, heading, render, p.Sites)
-
+// renderEnd writes the report's end: the diagnosis, what watching cost,
+// the files written and the warnings.
+func renderEnd(e *errWriter, r *schema.Result, heading func(string)) {
+	p := r.Process
+	tl := p.Timeline
 	heading("Diagnosis")
 	if len(p.Diagnosis) == 0 {
 		e.item("nothing stands out")
@@ -185,7 +213,6 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 	for _, w := range r.Warnings {
 		e.line("warning: %s", w)
 	}
-	return e.err
 }
 
 // peakLine is the report's second line: the peak RSS and where it comes
@@ -197,7 +224,7 @@ func peakLine(r *schema.Result) string {
 	p := r.Process
 	n := -1 // samples while it lived; unknown without the sampler's part
 	if r.Sampler != nil {
-		n = aliveSamples(r.Sampler.Timeline)
+		n = r.Sampler.AliveSamples()
 	}
 	maxrss := iec(int64(p.RusageMaxRSSBytes))
 	sampled := "the program exited before the first sample"
@@ -205,16 +232,16 @@ func peakLine(r *schema.Result) string {
 		sampled = fmt.Sprintf("the program exited before a second sample, and its one sample, at the start, read %s", iec(int64(p.Timeline.PeakRSSBytes)))
 	}
 	switch {
-	case p.Exited && undersampled(p, n) && p.RusageMaxRSSBytes > 0 && forkImage(p):
+	case p.Exited && p.Undersampled(n) && p.RusageMaxRSSBytes > 0 && p.ForkImage():
 		return fmt.Sprintf("peak RSS at most %s (wait4's maxrss at exit, no more than the probe's own size when it started the program): %s",
 			maxrss, sampled)
-	case p.Exited && undersampled(p, n) && p.RusageMaxRSSBytes > 0:
+	case p.Exited && p.Undersampled(n) && p.RusageMaxRSSBytes > 0:
 		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit): %s", maxrss, sampled)
-	case p.Exited && n == 1 && undersampled(p, n):
+	case p.Exited && n == 1 && p.Undersampled(n):
 		return fmt.Sprintf("peak RSS %s (VmHWM at the one sample: the process exited before a second)", iec(int64(p.VmHWMBytes)))
 	case p.VmHWMBytes == 0 && p.RusageMaxRSSBytes > 0:
 		return fmt.Sprintf("peak RSS %s (wait4's maxrss at exit; never sampled)", maxrss)
-	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil && *p.PeakAgreementPct < -descendantPct && !forkImage(p):
+	case p.RusageMaxRSSBytes > 0 && p.PeakAgreementPct != nil && *p.PeakAgreementPct < -descendantPct && !p.ForkImage():
 		// The kernel's maxrss is well above the program's own VmHWM: a
 		// descendant it waited for peaked higher (ru_maxrss is the
 		// largest over them, not the sum). peak_rss_bytes is then that.
@@ -285,7 +312,7 @@ func renderChildren(e *errWriter, p *schema.Process, render func(*table.Table)) 
 // come from.
 func countersLine(p *schema.Process) string {
 	src := "wait4's rusage at exit: the program and the descendants it waited for, as time -v reads them"
-	if p.RusageSource == rusageProc {
+	if p.RusageSource == schema.RusageProc {
 		src = "/proc/PID/stat and its threads' status at the last read: the process's own since it started, its children not counted; context switches of its live threads only"
 	}
 	return fmt.Sprintf("user %.2f s, system %.2f s; page faults: %d major, %d minor; context switches: %d voluntary, %d involuntary (%s)",
