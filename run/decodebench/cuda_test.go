@@ -48,7 +48,7 @@ func runCUDA(t *testing.T, pinned bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	B, T, C, V := cfg.Batch, cfg.Context, cfg.Dim, cfg.Vocab
+	T, C, V := cfg.Context, cfg.Dim, cfg.Vocab
 	for i, m := range ms {
 		wantPinned := pinned && (m.Decode == decode.PerTokenPrealloc.String() || m.Decode == decode.Batch.String())
 		if m.Config.PinnedHost != wantPinned {
@@ -67,43 +67,8 @@ func runCUDA(t *testing.T, pinned bool) {
 		if (m.Decode == decode.Batch.String() || m.Decode == decode.PerTokenPrealloc.String()) && !raceEnabled && m.HostAllocsPerToken != 0 {
 			t.Errorf("%s: %v host allocations per token, want 0", m.Decode, m.HostAllocsPerToken)
 		}
-		dm := m.DeviceMemory
-		if dm == nil {
-			t.Fatalf("%s: no device memory reconciliation", m.Decode)
-		}
-		rows := 1
-		if m.Decode == decode.Batch.String() {
-			rows = T
-		}
-		// The ledger in whole 2 MiB pages: the five buffers' total, not
-		// each rounded.
-		var ledgerBytes int64
-		for _, n := range []int{V * C, rows * C, rows * V, rows, rows * 2} {
-			ledgerBytes += int64(4 * n)
-		}
-		rounded := (ledgerBytes + 2<<20 - 1) / (2 << 20) * (2 << 20)
-		if dm.GPU != fakecuda.DeviceName || dm.LedgerBytes != ledgerBytes || dm.AllocRoundingBytes != rounded-ledgerBytes ||
-			dm.StreamHandleBytes != 0 || !strings.Contains(dm.NVMLNote, "no NVML") || !strings.Contains(dm.ContextNote, "no NVML") ||
-			dm.ContextProcessMeasured || !strings.Contains(dm.ContextProcessNote, "no NVML") || dm.UnexplainedMeasured {
-			t.Errorf("%s: device memory %+v; want ledger %d, rounding %d, no stream cost, no context or remainder, and notes on NVML and the context",
-				m.Decode, *dm, ledgerBytes, rounded-ledgerBytes)
-		}
-		// cuBLAS's kernels, loaded by the first GEMM in the context (CUDA
-		// loads modules lazily) and kept there, are in the workspace
-		// figure of the mode that loaded them and held before every later
-		// mode's device opened; a run that finds them loaded (an earlier
-		// test in this process) has them in its context.
-		loaded := ms[0].DeviceMemory.CuBLASWorkspaceBytes - fakecuda.WorkspaceBytes
-		if loaded != 0 && loaded != fakecuda.BLASKernelBytes ||
-			i > 0 && (dm.HeldBeforeOpenBytes != loaded || dm.CuBLASWorkspaceBytes != fakecuda.WorkspaceBytes) {
-			t.Errorf("%s (mode %d): held before %d B, workspace %d B; want the workspace's %d B, and the kernels' %d B in the first mode's workspace and held before every later one, or in neither",
-				m.Decode, i, dm.HeldBeforeOpenBytes, dm.CuBLASWorkspaceBytes, fakecuda.WorkspaceBytes, fakecuda.BLASKernelBytes)
-		}
-		if m.DevicePeakSource != "ledger" || m.LedgerPeakBytes != ledgerBytes || len(m.Buffers) != 5 {
-			t.Errorf("%s: record peak %d (%s), ledger %d, %d buffers", m.Decode, m.DevicePeakBytes, m.DevicePeakSource, m.LedgerPeakBytes, len(m.Buffers))
-		}
+		checkCUDADeviceMemory(t, m, i, ms[0], T, C, V)
 	}
-	_ = B
 	var out bytes.Buffer
 	if err := report.WriteDecode(&out, o.Records(ms, nil, time.Now()), table.Text); err != nil {
 		t.Fatal(err)
@@ -114,6 +79,50 @@ func runCUDA(t *testing.T, pinned bool) {
 		}
 	}
 	t.Logf("\n%s", out.String())
+}
+
+// checkCUDADeviceMemory checks mode i's record m of runCUDA (first, the
+// first mode's; T, C, V the shape) without NVML: the ledger's five buffers
+// in whole 2 MiB pages, no stream cost, no context or remainder, notes on
+// NVML and the context, cuBLAS's kernels in the first mode's workspace,
+// and the record's peak the ledger's.
+func checkCUDADeviceMemory(t *testing.T, m schema.DecodeRecord, i int, first schema.DecodeRecord, T, C, V int) {
+	t.Helper()
+	dm := m.DeviceMemory
+	if dm == nil {
+		t.Fatalf("%s: no device memory reconciliation", m.Decode)
+	}
+	rows := 1
+	if m.Decode == decode.Batch.String() {
+		rows = T
+	}
+	// The ledger in whole 2 MiB pages: the five buffers' total, not
+	// each rounded.
+	var ledgerBytes int64
+	for _, n := range []int{V * C, rows * C, rows * V, rows, rows * 2} {
+		ledgerBytes += int64(4 * n)
+	}
+	rounded := (ledgerBytes + 2<<20 - 1) / (2 << 20) * (2 << 20)
+	if dm.GPU != fakecuda.DeviceName || dm.LedgerBytes != ledgerBytes || dm.AllocRoundingBytes != rounded-ledgerBytes ||
+		dm.StreamHandleBytes != 0 || !strings.Contains(dm.NVMLNote, "no NVML") || !strings.Contains(dm.ContextNote, "no NVML") ||
+		dm.ContextProcessMeasured || !strings.Contains(dm.ContextProcessNote, "no NVML") || dm.UnexplainedMeasured {
+		t.Errorf("%s: device memory %+v; want ledger %d, rounding %d, no stream cost, no context or remainder, and notes on NVML and the context",
+			m.Decode, *dm, ledgerBytes, rounded-ledgerBytes)
+	}
+	// cuBLAS's kernels, loaded by the first GEMM in the context (CUDA
+	// loads modules lazily) and kept there, are in the workspace
+	// figure of the mode that loaded them and held before every later
+	// mode's device opened; a run that finds them loaded (an earlier
+	// test in this process) has them in its context.
+	loaded := first.DeviceMemory.CuBLASWorkspaceBytes - fakecuda.WorkspaceBytes
+	if loaded != 0 && loaded != fakecuda.BLASKernelBytes ||
+		i > 0 && (dm.HeldBeforeOpenBytes != loaded || dm.CuBLASWorkspaceBytes != fakecuda.WorkspaceBytes) {
+		t.Errorf("%s (mode %d): held before %d B, workspace %d B; want the workspace's %d B, and the kernels' %d B in the first mode's workspace and held before every later one, or in neither",
+			m.Decode, i, dm.HeldBeforeOpenBytes, dm.CuBLASWorkspaceBytes, fakecuda.WorkspaceBytes, fakecuda.BLASKernelBytes)
+	}
+	if m.DevicePeakSource != "ledger" || m.LedgerPeakBytes != ledgerBytes || len(m.Buffers) != 5 {
+		t.Errorf("%s: record peak %d (%s), ledger %d, %d buffers", m.Decode, m.DevicePeakBytes, m.DevicePeakSource, m.LedgerPeakBytes, len(m.Buffers))
+	}
 }
 
 // runWithFakeNVML points the run at the fake driver instance built with
