@@ -58,41 +58,41 @@ func buildReport(t *testing.T) *schema.Report {
 	}
 	trim(before)
 	trim(after)
-	const scale = "tiny preset, 3 steps (the note's figures are for the seed preset with 63 threads)"
-	threads := func(n int, phase, desc, claim string, expect []schema.Expectation, reps ...*schema.Result) schema.Run {
-		run := schema.Run{
-			Name: "threads-" + phase, Plan: "threads", Phase: phase, Description: desc,
-			Status: schema.StatusOK, Reason: "", Repetitions: []schema.Result{}, Outside: []schema.Outside{},
-			Claim: claim, Expect: expect, Scale: scale,
-			Sweep:                 map[string]string{"threads": itoa(n)},
-			PredictedPeakRSSBytes: 0,
-		}
-		for i, r := range reps {
-			r.Label = "threads-" + phase
-			r.Config.Phase, r.Threads, r.Config.Threads = phase, n, n
-			run.Config = r.Config
-			run.Repetitions = append(run.Repetitions, *r)
-			run.Outside = append(run.Outside, schema.Outside{
-				Repetition: i, ExitCode: 0, Status: schema.StatusOK, WallSeconds: 1.5, UserSeconds: 2.1, SystemSeconds: 0.4,
-				MaxRSSBytes: int64(r.PeakRSSBytes), PeakRSSBytes: int64(r.PeakRSSBytes), PeakVSZBytes: int64(r.FinalVSZBytes),
-				Timeline: []schema.SamplerPoint{},
-			})
-		}
-		run.Summary = summarise(run.Repetitions, len(reps))
-		return run
+	runs := fixtureThreadsRuns(t, before, after)
+	arena := func(phase string, status schema.Status, reason, claim string, expect []schema.Expectation) schema.Run {
+		cfg := before.Config
+		cfg.Plan, cfg.Phase, cfg.Engine, cfg.GEMM = "arena", phase, "tape", "naive"
+		return schema.Run{Name: "arena-" + phase, Plan: "arena", Phase: phase, Config: cfg, Status: status, Reason: reason,
+			Repetitions: []schema.Result{}, Outside: []schema.Outside{}, Summary: summarise(nil, 3),
+			Claim: claim, Expect: expect}
 	}
-	// vary copies r with its peak RSS moved by dRSS bytes and its tokens/s
-	// scaled by speed, without the detail only the recorded results need
-	// (the ledger, the reconciliation, allocations by site, the sampler):
-	// the before and P6 tables show the recorded ones, the repetitions
-	// nearest the median.
-	vary := func(r *schema.Result, dRSS int64, speed float64) *schema.Result {
-		c := clone(t, r)
-		c.Ledger, c.RSSReconciliation, c.AllocsBySite, c.Sampler, c.RSSAgreement = []schema.LedgerRow{}, nil, nil, nil, nil
-		c.PeakRSSBytes = uint64(int64(c.PeakRSSBytes) + dRSS)
-		c.TokensPerSec *= speed
-		return c
+	runs = append(runs,
+		arena("before", schema.StatusSkipped, "the naive GEMM takes about 40 s a step at the seed preset; run it with --preset tiny",
+			"60 GB, 30-60 s per iteration (--small)", []schema.Expectation{{Metric: "peak_rss_bytes", Versus: "absolute", Delta: 60e9}}),
+		arena("P1", schema.StatusTimeout, "ran past its limit of 10m0s and was stopped", "60 GB -> 1.9 GB (97 %) with P2", nil))
+	runs[len(runs)-1].Outside = append(runs[len(runs)-1].Outside, schema.Outside{Repetition: 0, ExitCode: -1, Signal: "killed",
+		Status: schema.StatusTimeout, Reason: "ran past its limit of 10m0s", WallSeconds: 600, Timeline: []schema.SamplerPoint{}})
+	return &schema.Report{
+		Schema:      schema.ReportVersion,
+		Environment: before.Environment,
+		CommandLine: []string{"bin/probe", "run", "--plan", "threads,arena", "--preset", "tiny", "--steps", "3", "--sweep", "threads=1,2,7"},
+		StartTime:   "2026-11-26T02:00:00Z",
+		EndTime:     "2026-11-26T02:12:41Z",
+		Runs:        runs,
+		Warnings:    []string{"load average 4.1 at the start: tokens/s are noisy"},
 	}
+}
+
+// fixtureScale is the scale note of the fixture's threads runs.
+const fixtureScale = "tiny preset, 3 steps (the note's figures are for the seed preset with 63 threads)"
+
+// fixtureThreadsRuns are buildReport's threads plan: every phase at seven
+// threads (P2 failed), then before and P6 at 1 and 2 threads, made from
+// the recorded results before and after.
+func fixtureThreadsRuns(t *testing.T, before, after *schema.Result) []schema.Run {
+	t.Helper()
+	threads := fixtureThreadsRun
+	vary := func(r *schema.Result, dRSS int64, speed float64) *schema.Result { return varyResult(t, r, dRSS, speed) }
 	const mib = 1 << 20
 	p1 := vary(before, -180<<10, 1.01)
 	p1.Config.Pathology.WorkerStackBytes = 1 << 20
@@ -114,7 +114,7 @@ func buildReport(t *testing.T) *schema.Report {
 		Summary: summarise(nil, 3),
 		Claim:   "save 376 MB (28 %): ~4 MB per unused sphere x 94",
 		Expect:  []schema.Expectation{{Metric: "peak_rss_bytes", Versus: "previous", Delta: -376e6}},
-		Scale:   scale, Sweep: map[string]string{"threads": "7"},
+		Scale:   fixtureScale, Sweep: map[string]string{"threads": "7"},
 	}
 	failed.Config.Phase = "P2"
 	failed.Config.Pathology.SphereHierarchy = false
@@ -143,28 +143,46 @@ func buildReport(t *testing.T) *schema.Report {
 			threads(n, "P6", afterDesc, "", nil, vary(after, int64(n-7)*100_000-int64(n)*20_000, 1)))
 	}
 	runs[0].Summary.Warnings = append(runs[0].Summary.Warnings, "3 repetitions: the 95 % interval of the median is [min, max]")
-	arena := func(phase string, status schema.Status, reason, claim string, expect []schema.Expectation) schema.Run {
-		cfg := before.Config
-		cfg.Plan, cfg.Phase, cfg.Engine, cfg.GEMM = "arena", phase, "tape", "naive"
-		return schema.Run{Name: "arena-" + phase, Plan: "arena", Phase: phase, Config: cfg, Status: status, Reason: reason,
-			Repetitions: []schema.Result{}, Outside: []schema.Outside{}, Summary: summarise(nil, 3),
-			Claim: claim, Expect: expect}
+	return runs
+}
+
+// fixtureThreadsRun is the threads plan's phase at n threads, ok, with
+// the repetitions reps (relabelled for it) and what the parent saw of
+// each.
+func fixtureThreadsRun(n int, phase, desc, claim string, expect []schema.Expectation, reps ...*schema.Result) schema.Run {
+	run := schema.Run{
+		Name: "threads-" + phase, Plan: "threads", Phase: phase, Description: desc,
+		Status: schema.StatusOK, Reason: "", Repetitions: []schema.Result{}, Outside: []schema.Outside{},
+		Claim: claim, Expect: expect, Scale: fixtureScale,
+		Sweep:                 map[string]string{"threads": itoa(n)},
+		PredictedPeakRSSBytes: 0,
 	}
-	runs = append(runs,
-		arena("before", schema.StatusSkipped, "the naive GEMM takes about 40 s a step at the seed preset; run it with --preset tiny",
-			"60 GB, 30-60 s per iteration (--small)", []schema.Expectation{{Metric: "peak_rss_bytes", Versus: "absolute", Delta: 60e9}}),
-		arena("P1", schema.StatusTimeout, "ran past its limit of 10m0s and was stopped", "60 GB -> 1.9 GB (97 %) with P2", nil))
-	runs[len(runs)-1].Outside = append(runs[len(runs)-1].Outside, schema.Outside{Repetition: 0, ExitCode: -1, Signal: "killed",
-		Status: schema.StatusTimeout, Reason: "ran past its limit of 10m0s", WallSeconds: 600, Timeline: []schema.SamplerPoint{}})
-	return &schema.Report{
-		Schema:      schema.ReportVersion,
-		Environment: before.Environment,
-		CommandLine: []string{"bin/probe", "run", "--plan", "threads,arena", "--preset", "tiny", "--steps", "3", "--sweep", "threads=1,2,7"},
-		StartTime:   "2026-11-26T02:00:00Z",
-		EndTime:     "2026-11-26T02:12:41Z",
-		Runs:        runs,
-		Warnings:    []string{"load average 4.1 at the start: tokens/s are noisy"},
+	for i, r := range reps {
+		r.Label = "threads-" + phase
+		r.Config.Phase, r.Threads, r.Config.Threads = phase, n, n
+		run.Config = r.Config
+		run.Repetitions = append(run.Repetitions, *r)
+		run.Outside = append(run.Outside, schema.Outside{
+			Repetition: i, ExitCode: 0, Status: schema.StatusOK, WallSeconds: 1.5, UserSeconds: 2.1, SystemSeconds: 0.4,
+			MaxRSSBytes: int64(r.PeakRSSBytes), PeakRSSBytes: int64(r.PeakRSSBytes), PeakVSZBytes: int64(r.FinalVSZBytes),
+			Timeline: []schema.SamplerPoint{},
+		})
 	}
+	run.Summary = summarise(run.Repetitions, len(reps))
+	return run
+}
+
+// varyResult copies r with its peak RSS moved by dRSS bytes and its
+// tokens/s scaled by speed, without the detail only the recorded results
+// need (the ledger, the reconciliation, allocations by site, the
+// sampler): the before and P6 tables show the recorded ones, the
+// repetitions nearest the median.
+func varyResult(t *testing.T, r *schema.Result, dRSS int64, speed float64) *schema.Result {
+	c := clone(t, r)
+	c.Ledger, c.RSSReconciliation, c.AllocsBySite, c.Sampler, c.RSSAgreement = []schema.LedgerRow{}, nil, nil, nil, nil
+	c.PeakRSSBytes = uint64(int64(c.PeakRSSBytes) + dRSS)
+	c.TokensPerSec *= speed
+	return c
 }
 
 // summarise is what the runner's statistics stage writes for peak RSS and

@@ -15,8 +15,9 @@
 // DeviceMemory). The instrument packages fill these types (instrument/sampler's
 // Result is an alias of SamplerResult, and so on), so a field cannot
 // change in the JSON without a change here, where the version is. The
-// package is a leaf: it imports no memprobe package, so that reading a
-// file links no instrument and no trainer. A test checks this with
+// package is a leaf: it imports no memprobe package but the internal/
+// helpers (internal/atomicfile writes its files), so that reading a file
+// links no instrument and no trainer. A test checks this with
 // `go list -deps`.
 //
 // The formats, field by field with units and sources, are in

@@ -8,8 +8,8 @@ import (
 )
 
 // TestWriteFile: a file is replaced whole, a symbolic link kept and its
-// target replaced, a device written through, a directory refused; no
-// temporary file is left behind.
+// target replaced, a dangling link kept and its target created, a device
+// written through, a directory refused; no temporary file is left behind.
 func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "r.json")
@@ -38,6 +38,25 @@ func TestWriteFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "through the link" {
 		t.Errorf("the link's target holds %q, want what was written through the link", b)
+	}
+
+	// A dangling link is followed: the file it names is created and the
+	// link kept. schema's own copy of the writer replaced the link with a
+	// regular file, losing the link and writing beside it rather than
+	// where the commands' check (atomicfile.CheckWritable) had looked.
+	dangling := filepath.Join(dir, "dangling.json")
+	later := filepath.Join(dir, "later.json")
+	if err := os.Symlink("later.json", dangling); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(dangling, []byte("made through the link")); err != nil {
+		t.Fatalf("writeFile %s: %v", dangling, err)
+	}
+	if fi, err := os.Lstat(dangling); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("%s is no longer a symbolic link (%v)", dangling, err)
+	}
+	if b, err := os.ReadFile(later); err != nil || string(b) != "made through the link" {
+		t.Errorf("the dangling link's target holds %q (%v), want what was written through the link", b, err)
 	}
 
 	if err := writeFile(os.DevNull, []byte("x")); err != nil {

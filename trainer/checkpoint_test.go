@@ -155,12 +155,7 @@ func TestCheckpointData(t *testing.T) {
 	}
 	abcCk, synthCk := save(abc), save(synth1)
 
-	for _, c := range []struct {
-		ck      string
-		ds      *data.Dataset
-		refused []string // substrings of the error; nil: loads
-		note    string   // substring of the one caveat; "": none
-	}{
+	for _, c := range []dataCase{
 		{abcCk, abc, nil, ""},
 		{abcCk, same, nil, "was trained on " + abc.Source + ", this run reads " + same.Source},
 		{abcCk, other, []string{abcCk, "map characters to ids differently", "3 of 4 ids differ; id 1 is 'a' in " + abc.Source + ", 'x' in " + other.Source}, ""},
@@ -168,46 +163,65 @@ func TestCheckpointData(t *testing.T) {
 		{synthCk, synth1big, nil, "was trained on synthetic:1KB, this run reads synthetic:2KB"},
 		{synthCk, synth2, []string{"another synthetic language", "seed 1", "seed 2"}, ""},
 	} {
-		name := filepath.Base(c.ck) + " with " + filepath.Base(c.ds.Source)
-		tr := newTestTrainer(t, o, c.ds)
-		err := tr.LoadCheckpoint(c.ck)
-		if c.refused == nil {
-			if err != nil {
-				t.Errorf("%s: %v", name, err)
-			}
-		} else {
-			if err == nil {
-				t.Errorf("%s: loaded, want refused", name)
-				continue
-			}
-			for _, want := range c.refused {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("%s: error %q does not say %q", name, err, want)
-				}
-			}
-			continue
-		}
-		info, err := ReadCheckpointInfo(c.ck)
-		if err != nil {
-			t.Fatal(err)
-		}
-		notes := CheckpointDataNotes(c.ck, info, c.ds)
-		if c.note == "" && len(notes) != 0 || c.note != "" && (len(notes) != 1 || !strings.Contains(notes[0], c.note)) {
-			t.Errorf("%s: notes %q, want %q", name, notes, c.note)
-		}
+		c.check(t, o)
 	}
+	checkV1Data(t, o, abcCk, other)
+}
 
-	// Version 1: the same file without its data, which loads with any
-	// data and says it could not check.
-	b, err := os.ReadFile(abcCk)
+// dataCase is a checkpoint loaded with a dataset, and what should come of
+// it.
+type dataCase struct {
+	ck      string
+	ds      *data.Dataset
+	refused []string // substrings of the error; nil: loads
+	note    string   // substring of the one caveat; "": none
+}
+
+// check loads c.ck into a trainer over c.ds: refused naming each of
+// c.refused, or loaded with c.note as its one caveat (none for "").
+func (c dataCase) check(t *testing.T, o Options) {
+	t.Helper()
+	name := filepath.Base(c.ck) + " with " + filepath.Base(c.ds.Source)
+	tr := newTestTrainer(t, o, c.ds)
+	err := tr.LoadCheckpoint(c.ck)
+	if c.refused != nil {
+		if err == nil {
+			t.Errorf("%s: loaded, want refused", name)
+			return
+		}
+		for _, want := range c.refused {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not say %q", name, err, want)
+			}
+		}
+		return
+	}
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+	}
+	info, err := ReadCheckpointInfo(c.ck)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1 := filepath.Join(dir, "v1.ck")
+	notes := CheckpointDataNotes(c.ck, info, c.ds)
+	if c.note == "" && len(notes) != 0 || c.note != "" && (len(notes) != 1 || !strings.Contains(notes[0], c.note)) {
+		t.Errorf("%s: notes %q, want %q", name, notes, c.note)
+	}
+}
+
+// checkV1Data: the checkpoint ck in version 1's layout, without its data,
+// loads with any data (ds) and says it could not check.
+func checkV1Data(t *testing.T, o Options, ck string, ds *data.Dataset) {
+	t.Helper()
+	b, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := filepath.Join(filepath.Dir(ck), "v1.ck")
 	if err := os.WriteFile(v1, checkpointV1(t, b), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := newTestTrainer(t, o, other)
+	tr := newTestTrainer(t, o, ds)
 	if err := tr.LoadCheckpoint(v1); err != nil {
 		t.Fatalf("version 1 checkpoint: %v", err)
 	}
@@ -215,7 +229,7 @@ func TestCheckpointData(t *testing.T) {
 	if err != nil || info.Data != nil || info.Step != 1 {
 		t.Fatalf("version 1 checkpoint: %+v, %v; want no data at step 1", info, err)
 	}
-	if n := CheckpointDataNotes(v1, info, other); len(n) != 1 || !strings.Contains(n[0], "does not record its training data (version 1)") {
+	if n := CheckpointDataNotes(v1, info, ds); len(n) != 1 || !strings.Contains(n[0], "does not record its training data (version 1)") {
 		t.Errorf("version 1 notes %q", n)
 	}
 }

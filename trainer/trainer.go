@@ -120,48 +120,9 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 	}
 	t.engine = staticEngine{t}
 	t.stepFn, t.sideFn = t.stepBody, t.sideBody
-	led := opts.Ledger
-	t.acct.params = led.Account(ledger.Params)
-	t.acct.grads = led.Account(ledger.Grads)
-	t.acct.m = led.Account(ledger.AdamM)
-	t.acct.v = led.Account(ledger.AdamV)
-	if opts.Engine != "tape" { // the tape's tensors are counted by its allocator
-		t.acct.acts = led.Account(ledger.Activations)
-		t.acct.gacts = led.Account(ledger.ActivationGrads)
-	}
+	t.openAccounts()
 	path := opts.Pathology
-	if path.cacheScale() > 1 {
-		t.acct.cacheAtt = led.Account(ledger.CacheAttention)
-		t.acct.cacheBwd = led.Account(ledger.CacheBackward)
-	}
-	if path.EmbeddingCache {
-		t.acct.cacheEmb = led.Account(ledger.CacheEmbedding)
-	}
-	t.acct.batches = led.Account(ledger.Batches)
-	if path.SphereHierarchy {
-		t.acct.contexts = led.Account(ledger.WorkerContexts)
-	}
-	if path.WorkerStackBytes > 0 {
-		t.acct.stacks = led.Account(ledger.WorkerStacks)
-	}
-	t.acct.stepSums = led.Account(ledger.StepSums)
-	if opts.Decode != "" {
-		t.acct.devices = led.Account(ledger.DeviceBuffers)
-		t.acct.decodeHost = led.Account(ledger.DecodeHost)
-	}
-
-	P := cfg.NumParams()
-	t.Param = model.NewParams(cfg, ledger.Make[float32](t.acct.params, P))
-	t.Grad = model.NewParams(cfg, ledger.Make[float32](t.acct.grads, P))
-	t.M = model.NewParams(cfg, ledger.Make[float32](t.acct.m, P))
-	t.V = model.NewParams(cfg, ledger.Make[float32](t.acct.v, P))
-	model.Init(cfg, t.Param, opts.Seed)
-	if plant.duplicateGrads {
-		t.plantedGrads = ledger.Make[float32](t.acct.grads, P)
-	}
-	if plant.unledgeredBytes > 0 {
-		t.plantedHeap = make([]byte, plant.unledgeredBytes)
-	}
+	P := t.allocParams()
 
 	t.layout = layoutOf(cfg, path)
 	t.turns = newTurnSlots(cfg.NumSlots())
@@ -198,7 +159,75 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 		t.engine = tp
 	}
 
-	t.workers = make([]*worker, opts.Threads)
+	if err := t.startWorkers(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// openAccounts opens the ledger's accounts of the buffers this trainer's
+// options make: the parameters, gradients and moments always; activations
+// except with the tape (its allocator counts them); the pathologies'
+// caches, contexts and stacks; the decode head's.
+func (t *Trainer) openAccounts() {
+	opts, led := t.opts, t.opts.Ledger
+	t.acct.params = led.Account(ledger.Params)
+	t.acct.grads = led.Account(ledger.Grads)
+	t.acct.m = led.Account(ledger.AdamM)
+	t.acct.v = led.Account(ledger.AdamV)
+	if opts.Engine != "tape" { // the tape's tensors are counted by its allocator
+		t.acct.acts = led.Account(ledger.Activations)
+		t.acct.gacts = led.Account(ledger.ActivationGrads)
+	}
+	path := opts.Pathology
+	if path.cacheScale() > 1 {
+		t.acct.cacheAtt = led.Account(ledger.CacheAttention)
+		t.acct.cacheBwd = led.Account(ledger.CacheBackward)
+	}
+	if path.EmbeddingCache {
+		t.acct.cacheEmb = led.Account(ledger.CacheEmbedding)
+	}
+	t.acct.batches = led.Account(ledger.Batches)
+	if path.SphereHierarchy {
+		t.acct.contexts = led.Account(ledger.WorkerContexts)
+	}
+	if path.WorkerStackBytes > 0 {
+		t.acct.stacks = led.Account(ledger.WorkerStacks)
+	}
+	t.acct.stepSums = led.Account(ledger.StepSums)
+	if opts.Decode != "" {
+		t.acct.devices = led.Account(ledger.DeviceBuffers)
+		t.acct.decodeHost = led.Account(ledger.DecodeHost)
+	}
+}
+
+// allocParams allocates the parameters (initialised from the seed), their
+// gradients and AdamW's moments, P floats each, and what a planted fault
+// adds; it returns P.
+func (t *Trainer) allocParams() (P int) {
+	cfg := t.cfg
+	P = cfg.NumParams()
+	t.Param = model.NewParams(cfg, ledger.Make[float32](t.acct.params, P))
+	t.Grad = model.NewParams(cfg, ledger.Make[float32](t.acct.grads, P))
+	t.M = model.NewParams(cfg, ledger.Make[float32](t.acct.m, P))
+	t.V = model.NewParams(cfg, ledger.Make[float32](t.acct.v, P))
+	model.Init(cfg, t.Param, t.opts.Seed)
+	if plant.duplicateGrads {
+		t.plantedGrads = ledger.Make[float32](t.acct.grads, P)
+	}
+	if plant.unledgeredBytes > 0 {
+		t.plantedHeap = make([]byte, plant.unledgeredBytes)
+	}
+	return P
+}
+
+// startWorkers starts the Threads workers: goroutines, or OS threads with
+// stacks of Pathology.WorkerStackBytes (counted in the ledger). On an
+// error t.workers holds those started, for Close.
+func (t *Trainer) startWorkers() error {
+	path := t.opts.Pathology
+	t.workers = make([]*worker, t.opts.Threads)
 	for i := range t.workers {
 		w := &worker{id: i, t: t, start: make(chan struct{}), labels: newWorkerLabels(i)}
 		if path.ContextWorkspaces {
@@ -212,14 +241,13 @@ func New(opts Options, ds *data.Dataset) (*Trainer, error) {
 		th, err := osthread.Start(path.WorkerStackBytes, w.loop)
 		if err != nil {
 			t.workers = t.workers[:i]
-			t.Close()
-			return nil, err
+			return err
 		}
 		w.thread = th
 		t.stackBytes = th.StackBytes()
 		t.acct.stacks.Alloc(th.StackBytes())
 	}
-	return t, nil
+	return nil
 }
 
 // NumExecutors is the number of workspaces that run sequences: the pool's

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"memprobe/metric"
 	"memprobe/report"
@@ -60,7 +61,40 @@ func newDiffCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff BASE HEAD | diff BASE..HEAD [--reports DIR]",
 		Short: "compare two run reports (or decode results) configuration by configuration; --fail-on makes it a CI gate",
-		Long: `diff compares two run reports (probe run's memprobe.report/v1 JSON; a job
+		Long:  diffLong,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && isRange(args[0]) {
+				return nil
+			}
+			if err := cobra.ExactArgs(2)(cmd, args); err != nil {
+				return usageError{fmt.Errorf("diff: want two report files or directories, BASE and HEAD, or one git range BASE..HEAD: %w", err)}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				return runDiff(stdout, stderr, args[0], "", f)
+			}
+			return runDiff(stdout, stderr, args[0], args[1], f)
+		},
+	}
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register adds probe diff's flags to fs, bound to f.
+func (f *diffCmdFlags) register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.metrics, "metric", nil, "metrics to compare, comma-separated (default: "+strings.Join(metric.Defaults(metric.Run), ",")+
+		"; for decode results "+strings.Join(metric.Defaults(metric.Decode), ",")+")")
+	fs.StringVar(&f.failOn, "fail-on", "", "regression limits, e.g. 'peak_rss_bytes:+5%,go_heap_allocs_per_step:+0': exit 1 past one, or where head cannot be checked (a configuration failed or missing)")
+	fs.Float64Var(&f.alpha, "alpha", report.DefaultAlpha, "significance level of the U test")
+	fs.StringVar(&f.format, "format", "text", "output format: "+strings.Join(report.DiffFormats, ", "))
+	fs.StringVar(&f.reports, "reports", ".", "with a range BASE..HEAD: the directory of the probe-<commit>.json reports")
+}
+
+// diffLong is probe diff's help: what it compares, how, and what makes
+// --fail-on fail.
+const diffLong = `diff compares two run reports (probe run's memprobe.report/v1 JSON; a job
 result of probe train or probe exec is read as a report of one run), matching
 configurations by plan, phase and sweep values. Per metric it prints the base
 and head medians with their 95 % intervals, the change in percent and the
@@ -143,31 +177,7 @@ a token is +0.5); any change from 0 is. Where both sides pool several runs
 (probe decode --runs N, or a directory of decode results, each file a run,
 pooled as probe merge pools them), the measured figures are compared over
 the runs, independent samples, instead of the passes. A decode result
-against a run report is refused, and so is a directory that mixes them.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 && isRange(args[0]) {
-				return nil
-			}
-			if err := cobra.ExactArgs(2)(cmd, args); err != nil {
-				return usageError{fmt.Errorf("diff: want two report files or directories, BASE and HEAD, or one git range BASE..HEAD: %w", err)}
-			}
-			return nil
-		},
-		RunE: func(_ *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				return runDiff(stdout, stderr, args[0], "", f)
-			}
-			return runDiff(stdout, stderr, args[0], args[1], f)
-		},
-	}
-	cmd.Flags().StringSliceVar(&f.metrics, "metric", nil, "metrics to compare, comma-separated (default: "+strings.Join(metric.Defaults(metric.Run), ",")+
-		"; for decode results "+strings.Join(metric.Defaults(metric.Decode), ",")+")")
-	cmd.Flags().StringVar(&f.failOn, "fail-on", "", "regression limits, e.g. 'peak_rss_bytes:+5%,go_heap_allocs_per_step:+0': exit 1 past one, or where head cannot be checked (a configuration failed or missing)")
-	cmd.Flags().Float64Var(&f.alpha, "alpha", report.DefaultAlpha, "significance level of the U test")
-	cmd.Flags().StringVar(&f.format, "format", "text", "output format: "+strings.Join(report.DiffFormats, ", "))
-	cmd.Flags().StringVar(&f.reports, "reports", ".", "with a range BASE..HEAD: the directory of the probe-<commit>.json reports")
-	return cmd
-}
+against a run report is refused, and so is a directory that mixes them.`
 
 func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags) error {
 	if !slices.Contains(report.DiffFormats, f.format) {

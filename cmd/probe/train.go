@@ -148,7 +148,17 @@ func newTrainCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train",
 		Short: "train the reference GPT in this process and print its tables or one JSON result",
-		Long: `train runs one training job in-process: progress lines (step, loss,
+		Long:  trainLong,
+		Args:  noArgs,
+		RunE:  func(*cobra.Command, []string) error { return runTrain(stdout, stderr, &f) },
+	}
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// trainLong is probe train's help: where its output goes, what stops
+// it, and how its files are written.
+const trainLong = `train runs one training job in-process: progress lines (step, loss,
 tokens/s, RSS) go to stderr, and at the end the summary's tables go to
 stderr and one JSON object to stdout, or to --json FILE (written to a
 temporary file, then renamed). On a terminal stdout gets the tables and
@@ -167,83 +177,82 @@ Profiles (--cpuprofile, --memprofile, --allocprofile, --mutexprofile,
 one included, each through a temporary file beside it: a run that fails
 leaves the files they name as they were. Every output is checked before
 anything is built: it must be writable and name no input (--resume, a
---data file) and no other output.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if done, err := f.phase.listPhases(stdout); done {
-				return err
-			}
-			o, err := f.options()
-			if err != nil {
-				return usageError{err}
-			}
-			if err := checkDevice(&o); err != nil {
-				return err
-			}
-			format, err := f.stdoutFormat(stdout)
-			if err != nil {
-				return usageError{err}
-			}
-			if f.jsonPath == "-" {
-				f.jsonPath = ""
-			}
-			// No output may replace an input or another output (the
-			// checkpoint overwritten by the JSON, the data file by a
-			// profile); job.Run checks the rest of the files.
-			if err := atomicfile.CheckDistinct(f.outputs(&o), o.Inputs()); err != nil {
-				return usageError{err}
-			}
-			if f.jsonPath != "" {
-				if err := atomicfile.CheckWritable(f.jsonPath); err != nil {
-					return usageError{fmt.Errorf("--json %w", err)}
-				}
-			}
-			o.CommandLine = os.Args
-			crashHook(&o)
-			o.MemHardStop = func(e *job.MemLimitError) {
-				fmt.Fprintln(stderr, "probe:", e)
-				os.Exit(1)
-			}
-			ctx, stop := notifyContext()
-			defer stop()
-			r, err := job.Run(ctx, o, stderr)
-			if oe := (*job.OptionsError)(nil); errors.As(err, &oe) {
-				return usageError{err}
-			}
-			if r == nil {
-				return stoppedExit(err, "")
-			}
-			tables := stderr
-			if format == "text" {
-				tables = stdout
-			}
-			if werr := report.WriteSummary(tables, r); werr != nil && err == nil {
-				return werr
-			}
-			// The summary's tables are garbage now: returned to the
-			// system, their pages make room for the JSON's, so that
-			// writing it does not raise VmHWM past the peak_rss_bytes it
-			// reports (job.Run did the same before the summary).
-			debug.FreeOSMemory()
-			where := "the tables above (--json FILE writes the result)"
-			switch {
-			case f.jsonPath != "":
-				where = f.jsonPath
-			case format == "json":
-				where = "stdout"
-			}
-			if f.jsonPath != "" || format == "json" {
-				if werr := writeJSON(stdout, f.jsonPath, r); werr != nil {
-					return werr
-				}
-			} else if f.format == "" {
-				fmt.Fprintln(stderr, "probe train: stdout is a terminal: the tables, not the result JSON (--format json or --json FILE writes it)")
-			}
-			return stoppedExit(err, where)
-		},
+--data file) and no other output.`
+
+// runTrain is probe train with the flags f: the outputs checked before
+// anything is built, the job run, the summary's tables and the JSON
+// written where the flags say.
+func runTrain(stdout, stderr io.Writer, f *trainFlags) error {
+	if done, err := f.phase.listPhases(stdout); done {
+		return err
 	}
-	f.register(cmd.Flags())
-	return cmd
+	o, err := f.options()
+	if err != nil {
+		return usageError{err}
+	}
+	if err := checkDevice(&o); err != nil {
+		return err
+	}
+	format, err := f.stdoutFormat(stdout)
+	if err != nil {
+		return usageError{err}
+	}
+	if f.jsonPath == "-" {
+		f.jsonPath = ""
+	}
+	// No output may replace an input or another output (the
+	// checkpoint overwritten by the JSON, the data file by a
+	// profile); job.Run checks the rest of the files.
+	if err := atomicfile.CheckDistinct(f.outputs(&o), o.Inputs()); err != nil {
+		return usageError{err}
+	}
+	if f.jsonPath != "" {
+		if err := atomicfile.CheckWritable(f.jsonPath); err != nil {
+			return usageError{fmt.Errorf("--json %w", err)}
+		}
+	}
+	o.CommandLine = os.Args
+	crashHook(&o)
+	o.MemHardStop = func(e *job.MemLimitError) {
+		fmt.Fprintln(stderr, "probe:", e)
+		os.Exit(1)
+	}
+	ctx, stop := notifyContext()
+	defer stop()
+	r, err := job.Run(ctx, o, stderr)
+	if oe := (*job.OptionsError)(nil); errors.As(err, &oe) {
+		return usageError{err}
+	}
+	if r == nil {
+		return stoppedExit(err, "")
+	}
+	tables := stderr
+	if format == "text" {
+		tables = stdout
+	}
+	if werr := report.WriteSummary(tables, r); werr != nil && err == nil {
+		return werr
+	}
+	// The summary's tables are garbage now: returned to the
+	// system, their pages make room for the JSON's, so that
+	// writing it does not raise VmHWM past the peak_rss_bytes it
+	// reports (job.Run did the same before the summary).
+	debug.FreeOSMemory()
+	where := "the tables above (--json FILE writes the result)"
+	switch {
+	case f.jsonPath != "":
+		where = f.jsonPath
+	case format == "json":
+		where = "stdout"
+	}
+	if f.jsonPath != "" || format == "json" {
+		if werr := writeJSON(stdout, f.jsonPath, r); werr != nil {
+			return werr
+		}
+	} else if f.format == "" {
+		fmt.Fprintln(stderr, "probe train: stdout is a terminal: the tables, not the result JSON (--format json or --json FILE writes it)")
+	}
+	return stoppedExit(err, where)
 }
 
 // stdoutFormat is what stdout gets, from --format and --json: "json" (the

@@ -421,15 +421,7 @@ func (s *Sampler) run() {
 func (s *Sampler) read() {
 	per, err := s.n.ProcessBytesPerDevice(s.tl.PID)
 	at := time.Since(s.start).Seconds()
-	var b int64
-	var utilSum float64
-	var utilN int
-	var utilFailed bool // a GPU of the process gave no utilization
-	var utilErr error   // why, when the timeline has no UtilFirstErr yet
-	var procSM, procMem float64
-	var procN int
-	var procFailed bool // a GPU of the process gave no per-process reading
-	var procErr error   // why, when the timeline has no ProcessUtilFirstErr yet
+	var r reading
 	if err == nil && s.procSeen == nil {
 		// The samples NVML stamped before the watch began are not the
 		// watch's: start every GPU's since at the Sampler's start.
@@ -440,79 +432,21 @@ func (s *Sampler) read() {
 	}
 	if err == nil {
 		for i, v := range per {
-			b += v
+			r.bytes += v
 			if v <= 0 {
 				continue // not on this GPU: its utilization is others' work
 			}
 			if i < len(s.procSeen) {
-				pu, ret, perr := s.n.processUtilization(i, s.tl.PID, s.procSeen[i])
-				s.procSeen[i] = pu.LastSeen
-				switch {
-				case !processUtilOK(ret, perr):
-					if !s.procWorded && !procFailed {
-						procErr = s.n.processUtilErr(i, ret, perr)
-					}
-					procFailed = true
-				case pu.Known():
-					procSM += pu.SMPct
-					procMem += pu.MemPct
-					procN++
-				}
+				s.readProcessUtil(i, &r)
 			}
-			var g int
-			ok := false
-			if s.utilWorded || utilFailed {
-				g, ok = s.n.gpuUtil(i) // counted only: no error built
-			} else {
-				var uerr error
-				g, _, uerr = s.n.Utilization(i)
-				ok, utilErr = uerr == nil, uerr
-			}
-			if !ok {
-				utilFailed = true
-				continue
-			}
-			utilSum += float64(g)
-			utilN++
+			s.readGPUUtil(i, &r)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case err == nil:
-		smp := Sample{Seconds: at, Bytes: b}
-		if utilN > 0 {
-			smp.GPUUtilPct = s.pct(utilSum / float64(utilN))
-			s.utilSum += *smp.GPUUtilPct
-			s.utilN++
-		}
-		if utilFailed {
-			if utilErr != nil {
-				s.tl.UtilFirstErr = utilErr.Error()
-				s.utilWorded = true
-			}
-			s.tl.UtilErrors++
-		}
-		switch {
-		case procN > 0:
-			smp.ProcessSMUtilPct = s.pct(procSM / float64(procN))
-			smp.ProcessMemUtilPct = s.pct(procMem / float64(procN))
-			s.procSMSum += *smp.ProcessSMUtilPct
-			s.procMemSum += *smp.ProcessMemUtilPct
-			s.procN++
-		case !procFailed:
-			s.tl.ProcessUtilNoSample++
-		}
-		if procFailed {
-			if procErr != nil {
-				s.tl.ProcessUtilFirstErr = procErr.Error()
-				s.procWorded = true
-			}
-			s.tl.ProcessUtilErrors++
-		}
-		s.tl.Samples = append(s.tl.Samples, smp)
-		s.tl.PeakBytes = max(s.tl.PeakBytes, b)
-		s.last, s.seen = smp, true
+		s.add(at, &r)
 	case errors.Is(err, ErrNoProcessEntry):
 		s.tl.NoEntry++
 		s.tl.NoEntryReason = err.Error()
@@ -522,6 +456,98 @@ func (s *Sampler) read() {
 		}
 		s.tl.Errors++
 	}
+}
+
+// reading is one reading's figures over the process's GPUs, before they
+// are added to the timeline.
+type reading struct {
+	bytes      int64 // the process's device memory, all GPUs
+	utilSum    float64
+	utilN      int
+	utilFailed bool  // a GPU of the process gave no utilization
+	utilErr    error // why, when the timeline has no UtilFirstErr yet
+	procSM     float64
+	procMem    float64
+	procN      int
+	procFailed bool  // a GPU of the process gave no per-process reading
+	procErr    error // why, when the timeline has no ProcessUtilFirstErr yet
+}
+
+// readProcessUtil adds to r the process's own utilization of GPU i since
+// the last reading.
+func (s *Sampler) readProcessUtil(i int, r *reading) {
+	pu, ret, perr := s.n.processUtilization(i, s.tl.PID, s.procSeen[i])
+	s.procSeen[i] = pu.LastSeen
+	switch {
+	case !processUtilOK(ret, perr):
+		if !s.procWorded && !r.procFailed {
+			r.procErr = s.n.processUtilErr(i, ret, perr)
+		}
+		r.procFailed = true
+	case pu.Known():
+		r.procSM += pu.SMPct
+		r.procMem += pu.MemPct
+		r.procN++
+	}
+}
+
+// readGPUUtil adds to r GPU i's utilization, building the error only for
+// the first failure the timeline will word.
+func (s *Sampler) readGPUUtil(i int, r *reading) {
+	var g int
+	ok := false
+	if s.utilWorded || r.utilFailed {
+		g, ok = s.n.gpuUtil(i) // counted only: no error built
+	} else {
+		var uerr error
+		g, _, uerr = s.n.Utilization(i)
+		ok, r.utilErr = uerr == nil, uerr
+	}
+	if !ok {
+		r.utilFailed = true
+		return
+	}
+	r.utilSum += float64(g)
+	r.utilN++
+}
+
+// add puts reading r, taken at seconds, in the timeline: a sample with
+// the GPUs' mean utilization and the process's, and the counts and first
+// words of the failures. s.mu is held.
+func (s *Sampler) add(at float64, r *reading) {
+	smp := Sample{Seconds: at, Bytes: r.bytes}
+	if r.utilN > 0 {
+		smp.GPUUtilPct = s.pct(r.utilSum / float64(r.utilN))
+		s.utilSum += *smp.GPUUtilPct
+		s.utilN++
+	}
+	if r.utilFailed {
+		if r.utilErr != nil {
+			s.tl.UtilFirstErr = r.utilErr.Error()
+			s.utilWorded = true
+		}
+		s.tl.UtilErrors++
+	}
+	switch {
+	case r.procN > 0:
+		smp.ProcessSMUtilPct = s.pct(r.procSM / float64(r.procN))
+		smp.ProcessMemUtilPct = s.pct(r.procMem / float64(r.procN))
+		s.procSMSum += *smp.ProcessSMUtilPct
+		s.procMemSum += *smp.ProcessMemUtilPct
+		s.procN++
+	case !r.procFailed:
+		s.tl.ProcessUtilNoSample++
+	}
+	if r.procFailed {
+		if r.procErr != nil {
+			s.tl.ProcessUtilFirstErr = r.procErr.Error()
+			s.procWorded = true
+		}
+		s.tl.ProcessUtilErrors++
+	}
+	s.tl.Samples = append(s.tl.Samples, smp)
+	s.tl.PeakBytes = max(s.tl.PeakBytes, r.bytes)
+	s.last, s.seen = smp, true
 }
 
 // pct returns a pointer to v for a Sample's percentage, from a block of 64

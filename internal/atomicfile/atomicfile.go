@@ -23,11 +23,17 @@ import (
 // failed rename) leaves path as it was and removes the temporary file.
 //
 // A symbolic link is followed: the file it names is replaced, the link
-// kept (a rename over the link would turn it into a regular file). A path
-// that is not a regular file (a named pipe, /dev/null, /dev/stdout, a
-// terminal) is written through, as a shell's redirection would: a rename
-// would replace the device node or pipe with a regular file; there is
-// nothing to keep atomic in a stream.
+// kept (a rename over the link would turn it into a regular file). A
+// dangling link is followed too: the file it names is created and the
+// link kept, as a shell's redirection does, never replaced by a regular
+// file (the link is what its owner made, and a later reader through it
+// finds the new bytes). A path that is not a regular file (a named pipe,
+// /dev/null, /dev/stdout, a terminal) is written through, as a shell's
+// redirection would: a rename would replace the device node or pipe with
+// a regular file; there is nothing to keep atomic in a stream.
+//
+// It is the module's one atomic writer: schema's result and report
+// writers use it too.
 func Write(path string, write func(w io.Writer) error) (err error) {
 	dst, through, err := Target(path)
 	if err != nil {

@@ -360,3 +360,63 @@ func TestStaged(t *testing.T) {
 		t.Errorf("temporary file %s left: %v", tmp, err)
 	}
 }
+
+// TestWriteDanglingLinks: Write's dangling-link rule. A chain of links
+// whose last names a missing file, relative or absolute, creates that file
+// and keeps every link; so does CommitStaged. A dangling link into a
+// missing directory is an error that leaves the link as it was.
+func TestWriteDanglingLinks(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.json")
+	first, second := filepath.Join(dir, "first.json"), filepath.Join(dir, "second.json")
+	if err := os.Symlink("second.json", first); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, second); err != nil {
+		t.Fatal(err)
+	}
+	isLink := func(p string) bool {
+		fi, err := os.Lstat(p)
+		return err == nil && fi.Mode()&fs.ModeSymlink != 0
+	}
+	if err := WriteBytes(first, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "one" || !isLink(first) || !isLink(second) {
+		t.Errorf("after Write through two links: target %q (%v), links kept %v %v; want the target made, both links kept", b, err, isLink(first), isLink(second))
+	}
+
+	staged := filepath.Join(dir, "staged.pprof")
+	if err := os.Symlink("staged-target.pprof", staged); err != nil {
+		t.Fatal(err)
+	}
+	f, err := CreateStaged(staged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("profile")
+	f.Close()
+	if err := CommitStaged(f.Name(), staged); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "staged-target.pprof")); err != nil || string(b) != "profile" || !isLink(staged) {
+		t.Errorf("after CommitStaged through a dangling link: target %q (%v), link kept %v", b, err, isLink(staged))
+	}
+
+	nowhere := filepath.Join(dir, "nowhere.json")
+	if err := os.Symlink(filepath.Join(dir, "missing", "x.json"), nowhere); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(nowhere, []byte("x")); err == nil {
+		t.Error("Write through a link into a missing directory: no error")
+	}
+	if !isLink(nowhere) {
+		t.Errorf("%s is no longer a link after a failed write", nowhere)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}

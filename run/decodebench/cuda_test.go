@@ -13,6 +13,7 @@ import (
 	"memprobe/internal/fakenvml"
 	"memprobe/internal/table"
 	"memprobe/report"
+	"memprobe/schema"
 	"memprobe/trainer/decode"
 	"memprobe/trainer/device"
 	"memprobe/trainer/model"
@@ -47,62 +48,27 @@ func runCUDA(t *testing.T, pinned bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	B, T, C, V := cfg.Batch, cfg.Context, cfg.Dim, cfg.Vocab
+	T, C, V := cfg.Context, cfg.Dim, cfg.Vocab
 	for i, m := range ms {
-		wantPinned := pinned && (m.Mode == decode.PerTokenPrealloc.String() || m.Mode == decode.Batch.String())
-		if r := Record(m); m.PinnedHost != wantPinned || r.Config.PinnedHost != wantPinned {
-			t.Errorf("%s: measurement pinned_host %v, record %v; want %v", m.Mode, m.PinnedHost, r.Config.PinnedHost, wantPinned)
+		wantPinned := pinned && (m.Decode == decode.PerTokenPrealloc.String() || m.Decode == decode.Batch.String())
+		if m.Config.PinnedHost != wantPinned {
+			t.Errorf("%s: record pinned_host %v; want %v", m.Decode, m.Config.PinnedHost, wantPinned)
 		}
 		if m.Device != "cuda" || m.Check == nil || !m.Check.Pass || m.Check.TokensDiffer != 0 {
-			t.Errorf("%s: device %s, check %+v: want cuda agreeing with cpu", m.Mode, m.Device, m.Check)
+			t.Errorf("%s: device %s, check %+v: want cuda agreeing with cpu", m.Decode, m.Device, m.Check)
 		}
 		want := 1.0
-		if m.Mode == decode.Batch.String() {
+		if m.Decode == decode.Batch.String() {
 			want = 1.0 / float64(T)
 		}
 		if m.SyncsPerToken != want {
-			t.Errorf("%s: %v waits per token, want %v", m.Mode, m.SyncsPerToken, want)
+			t.Errorf("%s: %v waits per token, want %v", m.Decode, m.SyncsPerToken, want)
 		}
-		if (m.Mode == decode.Batch.String() || m.Mode == decode.PerTokenPrealloc.String()) && !raceEnabled && m.HostAllocsPerToken != 0 {
-			t.Errorf("%s: %v host allocations per token, want 0", m.Mode, m.HostAllocsPerToken)
+		if (m.Decode == decode.Batch.String() || m.Decode == decode.PerTokenPrealloc.String()) && !raceEnabled && m.HostAllocsPerToken != 0 {
+			t.Errorf("%s: %v host allocations per token, want 0", m.Decode, m.HostAllocsPerToken)
 		}
-		dm := m.DeviceMemory
-		if dm == nil {
-			t.Fatalf("%s: no device memory reconciliation", m.Mode)
-		}
-		rows := 1
-		if m.Mode == decode.Batch.String() {
-			rows = T
-		}
-		// The ledger in whole 2 MiB pages: the five buffers' total, not
-		// each rounded.
-		var ledgerBytes int64
-		for _, n := range []int{V * C, rows * C, rows * V, rows, rows * 2} {
-			ledgerBytes += int64(4 * n)
-		}
-		rounded := (ledgerBytes + 2<<20 - 1) / (2 << 20) * (2 << 20)
-		if dm.GPU != fakecuda.DeviceName || dm.LedgerBytes != ledgerBytes || dm.AllocRoundingBytes != rounded-ledgerBytes ||
-			dm.StreamHandleBytes != 0 || !strings.Contains(dm.NVMLNote, "no NVML") || !strings.Contains(dm.ContextNote, "no NVML") ||
-			dm.ContextProcessMeasured || !strings.Contains(dm.ContextProcessNote, "no NVML") || dm.UnexplainedMeasured {
-			t.Errorf("%s: device memory %+v; want ledger %d, rounding %d, no stream cost, no context or remainder, and notes on NVML and the context",
-				m.Mode, *dm, ledgerBytes, rounded-ledgerBytes)
-		}
-		// cuBLAS's kernels, loaded by the first GEMM in the context (CUDA
-		// loads modules lazily) and kept there, are in the workspace
-		// figure of the mode that loaded them and held before every later
-		// mode's device opened; a run that finds them loaded (an earlier
-		// test in this process) has them in its context.
-		loaded := ms[0].DeviceMemory.CuBLASWorkspaceBytes - fakecuda.WorkspaceBytes
-		if loaded != 0 && loaded != fakecuda.BLASKernelBytes ||
-			i > 0 && (dm.HeldBeforeOpenBytes != loaded || dm.CuBLASWorkspaceBytes != fakecuda.WorkspaceBytes) {
-			t.Errorf("%s (mode %d): held before %d B, workspace %d B; want the workspace's %d B, and the kernels' %d B in the first mode's workspace and held before every later one, or in neither",
-				m.Mode, i, dm.HeldBeforeOpenBytes, dm.CuBLASWorkspaceBytes, fakecuda.WorkspaceBytes, fakecuda.BLASKernelBytes)
-		}
-		if r := Record(m); r.DevicePeakSource != "ledger" || r.LedgerPeakBytes != ledgerBytes || len(r.Buffers) != 5 {
-			t.Errorf("%s: record peak %d (%s), ledger %d, %d buffers", m.Mode, r.DevicePeakBytes, r.DevicePeakSource, r.LedgerPeakBytes, len(r.Buffers))
-		}
+		checkCUDADeviceMemory(t, m, i, ms[0], T, C, V)
 	}
-	_ = B
 	var out bytes.Buffer
 	if err := report.WriteDecode(&out, o.Records(ms, nil, time.Now()), table.Text); err != nil {
 		t.Fatal(err)
@@ -115,13 +81,57 @@ func runCUDA(t *testing.T, pinned bool) {
 	t.Logf("\n%s", out.String())
 }
 
+// checkCUDADeviceMemory checks mode i's record m of runCUDA (first, the
+// first mode's; T, C, V the shape) without NVML: the ledger's five buffers
+// in whole 2 MiB pages, no stream cost, no context or remainder, notes on
+// NVML and the context, cuBLAS's kernels in the first mode's workspace,
+// and the record's peak the ledger's.
+func checkCUDADeviceMemory(t *testing.T, m schema.DecodeRecord, i int, first schema.DecodeRecord, T, C, V int) {
+	t.Helper()
+	dm := m.DeviceMemory
+	if dm == nil {
+		t.Fatalf("%s: no device memory reconciliation", m.Decode)
+	}
+	rows := 1
+	if m.Decode == decode.Batch.String() {
+		rows = T
+	}
+	// The ledger in whole 2 MiB pages: the five buffers' total, not
+	// each rounded.
+	var ledgerBytes int64
+	for _, n := range []int{V * C, rows * C, rows * V, rows, rows * 2} {
+		ledgerBytes += int64(4 * n)
+	}
+	rounded := (ledgerBytes + 2<<20 - 1) / (2 << 20) * (2 << 20)
+	if dm.GPU != fakecuda.DeviceName || dm.LedgerBytes != ledgerBytes || dm.AllocRoundingBytes != rounded-ledgerBytes ||
+		dm.StreamHandleBytes != 0 || !strings.Contains(dm.NVMLNote, "no NVML") || !strings.Contains(dm.ContextNote, "no NVML") ||
+		dm.ContextProcessMeasured || !strings.Contains(dm.ContextProcessNote, "no NVML") || dm.UnexplainedMeasured {
+		t.Errorf("%s: device memory %+v; want ledger %d, rounding %d, no stream cost, no context or remainder, and notes on NVML and the context",
+			m.Decode, *dm, ledgerBytes, rounded-ledgerBytes)
+	}
+	// cuBLAS's kernels, loaded by the first GEMM in the context (CUDA
+	// loads modules lazily) and kept there, are in the workspace
+	// figure of the mode that loaded them and held before every later
+	// mode's device opened; a run that finds them loaded (an earlier
+	// test in this process) has them in its context.
+	loaded := first.DeviceMemory.CuBLASWorkspaceBytes - fakecuda.WorkspaceBytes
+	if loaded != 0 && loaded != fakecuda.BLASKernelBytes ||
+		i > 0 && (dm.HeldBeforeOpenBytes != loaded || dm.CuBLASWorkspaceBytes != fakecuda.WorkspaceBytes) {
+		t.Errorf("%s (mode %d): held before %d B, workspace %d B; want the workspace's %d B, and the kernels' %d B in the first mode's workspace and held before every later one, or in neither",
+			m.Decode, i, dm.HeldBeforeOpenBytes, dm.CuBLASWorkspaceBytes, fakecuda.WorkspaceBytes, fakecuda.BLASKernelBytes)
+	}
+	if m.DevicePeakSource != "ledger" || m.LedgerPeakBytes != ledgerBytes || len(m.Buffers) != 5 {
+		t.Errorf("%s: record peak %d (%s), ledger %d, %d buffers", m.Decode, m.DevicePeakBytes, m.DevicePeakSource, m.LedgerPeakBytes, len(m.Buffers))
+	}
+}
+
 // runWithFakeNVML points the run at the fake driver instance built with
 // define and at a fake NVML instance of its own (the same define, so its
 // init-time settings are this run's) wired to it, with a 256 MiB driver
 // reservation that NVML counts as used and CUDA leaves out of its total,
 // as a real GPU does; then runs two modes at the micro preset. It returns
 // the measurements and their tables as text.
-func runWithFakeNVML(t *testing.T, define string) ([]Measurement, string) {
+func runWithFakeNVML(t *testing.T, define string) ([]schema.DecodeRecord, string) {
 	t.Helper()
 	lib := fakecuda.Use(t, define)
 	fakenvml.Use(t, define) // sets MEMPROBE_LIBNVML
@@ -161,19 +171,19 @@ func TestRunCUDAWithNVML(t *testing.T) {
 	for _, m := range ms {
 		dm := m.DeviceMemory
 		if dm == nil || dm.NVMLNote != "" {
-			t.Fatalf("%s: device memory %+v, want NVML's figures", m.Mode, dm)
+			t.Fatalf("%s: device memory %+v, want NVML's figures", m.Decode, dm)
 		}
 		if !dm.UnexplainedMeasured || dm.UnexplainedBytes != 0 || dm.ProcessPeakBytes < dm.ProcessBytes || dm.NVMLSamples < 1 || len(dm.NVMLTimeline) != dm.NVMLSamples {
-			t.Errorf("%s: %+v: want nothing unexplained, a peak at least NVML's figure at the end", m.Mode, *dm)
+			t.Errorf("%s: %+v: want nothing unexplained, a peak at least NVML's figure at the end", m.Decode, *dm)
 		}
 		if !dm.ContextProcessMeasured || dm.ContextProcessBytes != dm.ContextBytes {
-			t.Errorf("%s: context measured by NVML %d B (%v), by the fall in free memory %d B: want them equal", m.Mode, dm.ContextProcessBytes, dm.ContextProcessMeasured, dm.ContextBytes)
+			t.Errorf("%s: context measured by NVML %d B (%v), by the fall in free memory %d B: want them equal", m.Decode, dm.ContextProcessBytes, dm.ContextProcessMeasured, dm.ContextBytes)
 		}
-		if r := Record(m); r.DevicePeakSource != "nvml" || r.DevicePeakBytes != dm.ProcessPeakBytes || r.LedgerPeakBytes >= r.DevicePeakBytes {
-			t.Errorf("%s: record peak %d B from %s, ledger %d B: want NVML's peak, above the ledger's", m.Mode, r.DevicePeakBytes, r.DevicePeakSource, r.LedgerPeakBytes)
+		if m.DevicePeakSource != "nvml" || m.DevicePeakBytes != dm.ProcessPeakBytes || m.LedgerPeakBytes >= m.DevicePeakBytes {
+			t.Errorf("%s: record peak %d B from %s, ledger %d B: want NVML's peak, above the ledger's", m.Decode, m.DevicePeakBytes, m.DevicePeakSource, m.LedgerPeakBytes)
 		}
 		if dm.ProcessSource != "nvml" {
-			t.Errorf("%s: process_source %q, want nvml", m.Mode, dm.ProcessSource)
+			t.Errorf("%s: process_source %q, want nvml", m.Decode, dm.ProcessSource)
 		}
 	}
 }
@@ -196,16 +206,16 @@ func TestRunCUDAInPIDNamespace(t *testing.T) {
 	for _, m := range ms {
 		dm := m.DeviceMemory
 		if dm == nil || dm.ProcessSource != "gpu_free_delta" || !strings.Contains(dm.NVMLNote, "no other process") {
-			t.Fatalf("%s: device memory %+v, want the GPU's free-memory delta, said so", m.Mode, dm)
+			t.Fatalf("%s: device memory %+v, want the GPU's free-memory delta, said so", m.Decode, dm)
 		}
 		if !dm.UnexplainedMeasured || dm.UnexplainedBytes != 0 || dm.ProcessPeakBytes != 0 {
-			t.Errorf("%s: %+v: want nothing unexplained, no peak", m.Mode, *dm)
+			t.Errorf("%s: %+v: want nothing unexplained, no peak", m.Decode, *dm)
 		}
 		if !dm.ContextProcessMeasured || dm.ContextProcessBytes != dm.ContextBytes {
-			t.Errorf("%s: context measured as a delta %d B (%v), want the fall in free memory %d B", m.Mode, dm.ContextProcessBytes, dm.ContextProcessMeasured, dm.ContextBytes)
+			t.Errorf("%s: context measured as a delta %d B (%v), want the fall in free memory %d B", m.Decode, dm.ContextProcessBytes, dm.ContextProcessMeasured, dm.ContextBytes)
 		}
-		if r := Record(m); r.DevicePeakSource != "ledger" {
-			t.Errorf("%s: record peak from %s, want the ledger's", m.Mode, r.DevicePeakSource)
+		if m.DevicePeakSource != "ledger" {
+			t.Errorf("%s: record peak from %s, want the ledger's", m.Decode, m.DevicePeakSource)
 		}
 	}
 }

@@ -15,9 +15,10 @@
 //     MeasureBatch times passes over the B sequences after a warm-up one:
 //     tokens per second, device syncs, kernel launches and bytes copied
 //     each way (the device's counters), host heap allocations by site
-//     ([memprobe/instrument/allocsite]) and the device's peak memory.
-//  3. Records turns the measurements into the JSON records package schema
-//     owns (schema.DecodeRecord), with the configuration and environment;
+//     ([memprobe/instrument/allocsite]) and the device's peak memory,
+//     each mode's as the JSON record package schema owns
+//     (schema.DecodeRecord): there is no type of this package's own.
+//  3. Records adds the configuration and environment to the records;
 //     report.WriteDecode prints them, as `probe decode` and `probe report`
 //     do.
 package decodebench
@@ -81,28 +82,15 @@ type Options struct {
 }
 
 // Run builds the model and the hidden states and measures each mode in
-// o.Modes in turn, in that order. Progress lines (the model, then one line
-// per mode) go to progress, which may be nil.
-func Run(o Options, progress io.Writer) (ms []Measurement, err error) {
+// o.Modes in turn, in that order: one decode record per mode, with its
+// figures, the model and the GEMM backend that ran (Records adds the rest
+// of the configuration). Progress lines (the model, then one line per
+// mode) go to progress, which may be nil.
+func Run(o Options, progress io.Writer) (recs []schema.DecodeRecord, err error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	switch {
-	case len(o.Modes) == 0:
-		return nil, errors.New("measuring decode: no modes")
-	case o.Passes < 1:
-		return nil, fmt.Errorf("measuring decode: %d passes is not positive", o.Passes)
-	case o.Check != "" && o.Check != "cpu":
-		return nil, fmt.Errorf("measuring decode: check against %q: only cpu is a reference", o.Check)
-	}
-	if o.CPUProfile != "" {
-		// Before any work: a profile that could not be written fails
-		// now (the command checks it too, with the other files).
-		if err := atomicfile.CheckWritable(o.CPUProfile); err != nil {
-			return nil, fmt.Errorf("--cpuprofile %w", err)
-		}
-	}
-	if err := device.Available(o.Device); err != nil {
+	if err := o.check(); err != nil {
 		return nil, err
 	}
 	g, err := gemm.Get(o.GEMM)
@@ -113,13 +101,92 @@ func Run(o Options, progress io.Writer) (ms []Measurement, err error) {
 	if err != nil {
 		return nil, err
 	}
+	ds, err := loadData(o, cfg, ckInfo, progress)
+	if err != nil {
+		return nil, err
+	}
+	hidden, targets := hiddenStates(g, cfg, params, ds.Tokens)
+	fmt.Fprintf(progress, "model %v: %s; data %s; gemm %s\n", cfg, modelSource(o), ds.Source, g.Name())
+
+	if o.CPUProfile != "" {
+		// The profile streams to a temporary file beside its path,
+		// renamed over it once every mode is measured: a failed run
+		// leaves what was there before.
+		stop, perr := startCPUProfile(o.CPUProfile)
+		if perr != nil {
+			return nil, perr
+		}
+		defer func() { // err is Run's result
+			if serr := stop(err == nil); err == nil && serr != nil {
+				recs, err = nil, serr
+			}
+		}()
+	}
+	var watch *gpuWatch
+	if o.Device == "cuda" {
+		// Before the first device: the GPU's memory without our context.
+		watch = newGPUWatch()
+		defer watch.close()
+	}
+	recs = make([]schema.DecodeRecord, 0, len(o.Modes))
+	for _, m := range o.Modes {
+		r, err := measureMode(o.Device, g, m, cfg, params.WTE, hidden, targets, o.Probs, o.PinnedHost, o.Passes, watch)
+		if err != nil {
+			return nil, err
+		}
+		// The whole model (layers and heads too), the shape decoded as
+		// the measurement has it.
+		shape := r.Config.Model
+		r.Config.Model = schema.Model(cfg)
+		r.Config.Model.Vocab, r.Config.Model.Dim, r.Config.Model.Context, r.Config.Model.Batch = shape.Vocab, shape.Dim, shape.Context, shape.Batch
+		r.Config.GEMMUsed = g.Name()
+		tokens := r.Config.Passes * shape.Batch * shape.Context
+		fmt.Fprintf(progress, "%s: %.0f tokens/s over %d tokens (%.2f s)\n", m, r.TokensPerSec, tokens, float64(tokens)/r.TokensPerSec)
+		if o.Check == "cpu" {
+			c, err := checkMode(o.Device, g, m, cfg.Vocab, cfg.Dim, cfg.Context, params.WTE, hidden, targets, cfg.Batch, o.PinnedHost)
+			if err != nil {
+				return nil, fmt.Errorf("checking %s against cpu: %w", m, err)
+			}
+			r.Check = &c
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+// check says what makes o unfit to run, before any work: no modes, no
+// passes, a reference other than cpu, a CPU profile that could not be
+// written, a device this machine lacks.
+func (o Options) check() error {
+	switch {
+	case len(o.Modes) == 0:
+		return errors.New("measuring decode: no modes")
+	case o.Passes < 1:
+		return fmt.Errorf("measuring decode: %d passes is not positive", o.Passes)
+	case o.Check != "" && o.Check != "cpu":
+		return fmt.Errorf("measuring decode: check against %q: only cpu is a reference", o.Check)
+	}
+	if o.CPUProfile != "" {
+		// Before any work: a profile that could not be written fails
+		// now (the command checks it too, with the other files).
+		if err := atomicfile.CheckWritable(o.CPUProfile); err != nil {
+			return fmt.Errorf("--cpuprofile %w", err)
+		}
+	}
+	return device.Available(o.Device)
+}
+
+// loadData loads the sequences of o for the model cfg, printing its
+// caveats to progress: data other than the checkpoint's (ckInfo, nil
+// without one) is a caveat here, not an error as it is for resuming
+// training, since the figures measure speed, which the tokens' meaning
+// does not change. A dataset with more distinct tokens than the vocab, or
+// too short for one context, is an error.
+func loadData(o Options, cfg model.Config, ckInfo *trainer.CheckpointInfo, progress io.Writer) (*data.Dataset, error) {
 	ds, err := data.Load(o.Data, cfg.Vocab, o.DataSeed)
 	if err != nil {
 		return nil, err
 	}
-	// The figures measure speed, which the tokens' meaning does not
-	// change: data other than the checkpoint's is a caveat here, not an
-	// error as it is for resuming training.
 	notes := slices.Clone(ds.Warnings)
 	if ckInfo != nil {
 		if err := trainer.CheckCheckpointData(o.Checkpoint, *ckInfo, ds); err != nil {
@@ -134,63 +201,28 @@ func Run(o Options, progress io.Writer) (ms []Measurement, err error) {
 	if ds.Vocab > cfg.Vocab {
 		return nil, fmt.Errorf("dataset %s has %d distinct tokens but the model's vocab is %d", ds.Source, ds.Vocab, cfg.Vocab)
 	}
-	B, T, C := cfg.Batch, cfg.Context, cfg.Dim
-	if len(ds.Tokens) < T+1 {
+	if T := cfg.Context; len(ds.Tokens) < T+1 {
 		return nil, fmt.Errorf("dataset %s has %d tokens, fewer than context+1 = %d", ds.Source, len(ds.Tokens), T+1)
 	}
-	// Hidden states (B, T, C) and targets (B, T): sequence b starts at b*T,
-	// wrapping as the trainer's steps do.
-	hidden := make([]float32, B*T*C)
-	targets := make([]uint16, B*T)
+	return ds, nil
+}
+
+// hiddenStates computes on the host, with the model's body, the hidden
+// states (B, T, C) of B sequences and their targets (B, T): sequence b
+// starts at token b*T, wrapping as the trainer's steps do.
+func hiddenStates(g gemm.Backend, cfg model.Config, params *model.Params, tokens []uint16) (hidden []float32, targets []uint16) {
+	B, T, C := cfg.Batch, cfg.Context, cfg.Dim
+	hidden = make([]float32, B*T*C)
+	targets = make([]uint16, B*T)
 	acts := model.NewActs(cfg, make([]float32, cfg.ActsSize()))
-	n := len(ds.Tokens) - T
+	n := len(tokens) - T
 	for b := 0; b < B; b++ {
 		p := (b * T) % n
-		model.ForwardBody(g, cfg, params, acts, ds.Tokens[p:p+T])
+		model.ForwardBody(g, cfg, params, acts, tokens[p:p+T])
 		copy(hidden[b*T*C:], acts.LNF)
-		copy(targets[b*T:], ds.Tokens[p+1:p+T+1])
+		copy(targets[b*T:], tokens[p+1:p+T+1])
 	}
-	acts = nil
-	fmt.Fprintf(progress, "model %v: %s; data %s; gemm %s\n", cfg, modelSource(o), ds.Source, g.Name())
-
-	if o.CPUProfile != "" {
-		// The profile streams to a temporary file beside its path,
-		// renamed over it once every mode is measured: a failed run
-		// leaves what was there before.
-		stop, perr := startCPUProfile(o.CPUProfile)
-		if perr != nil {
-			return nil, perr
-		}
-		defer func() { // err is Run's result
-			if serr := stop(err == nil); err == nil && serr != nil {
-				ms, err = nil, serr
-			}
-		}()
-	}
-	var watch *gpuWatch
-	if o.Device == "cuda" {
-		// Before the first device: the GPU's memory without our context.
-		watch = newGPUWatch()
-		defer watch.close()
-	}
-	ms = make([]Measurement, 0, len(o.Modes))
-	for _, m := range o.Modes {
-		meas, err := measureMode(o.Device, g, m, cfg, params.WTE, hidden, targets, o.Probs, o.PinnedHost, o.Passes, watch)
-		if err != nil {
-			return nil, err
-		}
-		meas.Model, meas.GEMM = schema.Model(cfg), g.Name()
-		fmt.Fprintf(progress, "%s: %.0f tokens/s over %d tokens (%.2f s)\n", m, meas.TokensPerSecond, meas.Tokens, meas.Seconds)
-		if o.Check == "cpu" {
-			c, err := checkMode(o.Device, g, m, cfg.Vocab, cfg.Dim, cfg.Context, params.WTE, hidden, targets, cfg.Batch, o.PinnedHost)
-			if err != nil {
-				return nil, fmt.Errorf("checking %s against cpu: %w", m, err)
-			}
-			meas.Check = &c
-		}
-		ms = append(ms, meas)
-	}
-	return ms, nil
+	return hidden, targets
 }
 
 // startCPUProfile starts the CPU profile of --cpuprofile path, written to
@@ -261,7 +293,7 @@ func loadModel(o Options) (model.Config, *model.Params, *trainer.CheckpointInfo,
 // host buffers where pinned asks and the device has them), measures it and
 // closes both. With watch (cuda), the device memory is sampled from NVML
 // during the mode and reconciled at its end.
-func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config, wte, hidden []float32, targets []uint16, probs, pinned bool, passes int, watch *gpuWatch) (meas Measurement, err error) {
+func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config, wte, hidden []float32, targets []uint16, probs, pinned bool, passes int, watch *gpuWatch) (rec schema.DecodeRecord, err error) {
 	if watch != nil {
 		watch.start()
 	}
@@ -270,7 +302,7 @@ func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config
 		if watch != nil {
 			watch.finish(nil, 0)
 		}
-		return meas, err
+		return rec, err
 	}
 	if watch != nil {
 		watch.stage(dev)
@@ -285,7 +317,7 @@ func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config
 		if watch != nil {
 			watch.finish(nil, 0)
 		}
-		return meas, err
+		return rec, err
 	}
 	defer func() {
 		if cerr := d.Close(); err == nil && cerr != nil {
@@ -295,31 +327,33 @@ func measureMode(devName string, g gemm.Backend, m decode.Mode, cfg model.Config
 	if watch != nil {
 		watch.stage(dev)
 	}
-	meas, err = MeasureBatch(dev, d, hidden, cfg.Batch, cfg.Context, targets, probs, passes)
+	rec, err = MeasureBatch(dev, d, hidden, cfg.Batch, cfg.Context, targets, probs, passes)
 	if watch != nil {
 		var ledgerBytes int64
-		for _, b := range meas.Buffers {
+		for _, b := range rec.Buffers {
 			ledgerBytes += b.Bytes
 		}
-		meas.DeviceMemory = watch.finish(dev, ledgerBytes)
+		rec.DeviceMemory = watch.finish(dev, ledgerBytes)
+		if dm := rec.DeviceMemory; dm != nil && dm.ProcessPeakBytes > 0 {
+			rec.DevicePeakBytes, rec.DevicePeakSource = dm.ProcessPeakBytes, "nvml"
+		}
 	}
-	return meas, err
+	return rec, err
 }
 
 // Records are the JSON records of `probe decode --json` (package schema
-// owns the format): each measurement's figures (Record) with the
-// configuration o ran, this machine's environment, the command line and
-// the time the run started.
-func (o Options) Records(ms []Measurement, commandLine []string, start time.Time) []schema.DecodeRecord {
+// owns the format): Run's records, one per mode, with the configuration o
+// ran, this machine's environment, the command line and the time the run
+// started. The records given are not changed.
+func (o Options) Records(measured []schema.DecodeRecord, commandLine []string, start time.Time) []schema.DecodeRecord {
 	env := schema.CurrentEnvironment()
 	env.OpenBLASConfig = gemm.OpenBLASConfig()
 	preset := o.Preset
 	if o.Checkpoint != "" {
 		preset = ""
 	}
-	recs := make([]schema.DecodeRecord, len(ms))
-	for i, m := range ms {
-		r := Record(m)
+	recs := make([]schema.DecodeRecord, len(measured))
+	for i, r := range measured {
 		c := &r.Config
 		c.Preset, c.Checkpoint, c.Seed, c.Data, c.DataSeed = preset, o.Checkpoint, o.Seed, o.Data, o.DataSeed
 		c.GEMM, c.Probs, c.Check = o.GEMM, o.Probs, o.Check
@@ -330,28 +364,4 @@ func (o Options) Records(ms []Measurement, commandLine []string, start time.Time
 		recs[i] = r
 	}
 	return recs
-}
-
-// Record is one mode's figures as its JSON record holds them; Records
-// adds what produced them.
-func Record(m Measurement) schema.DecodeRecord {
-	r := schema.DecodeRecord{
-		Schema: schema.DecodeVersion, TokensPerSecPasses: append([]float64{}, m.PassTokensPerSecond...),
-		HostWaitNsPerTokenPasses: append([]float64{}, m.PassHostWaitNsPerToken...), DeviceBusyPctPasses: slices.Clone(m.PassDeviceBusyPct),
-		Config:       schema.DecodeConfig{Model: m.Model, Device: m.Device, GEMMUsed: m.GEMM, Passes: m.Passes, PinnedHost: m.PinnedHost},
-		TokensPerSec: m.TokensPerSecond, SyncsPerToken: m.SyncsPerToken, LaunchesPerToken: m.LaunchesPerToken,
-		HostWaitNsPerToken: m.HostWaitNsPerToken, DeviceBusyNsPerToken: m.DeviceBusyNsPerToken, DeviceBusyPct: m.DeviceBusyPct,
-		HostAllocsPerToken: m.HostAllocsPerToken, H2DBytes: m.H2DBytesPerPass, D2HBytes: m.D2HBytesPerPass,
-		DevicePeakBytes: m.DeviceBytesPeak, DevicePeakSource: "ledger", LedgerPeakBytes: m.DeviceBytesPeak,
-		DeviceMemory: m.DeviceMemory, Check: m.Check, Decode: m.Mode, Device: m.Device,
-	}
-	// The shape decoded, from the measurement itself (Run sets the rest).
-	r.Config.Model.Vocab, r.Config.Model.Dim, r.Config.Model.Context, r.Config.Model.Batch = m.V, m.C, m.T, m.Sequences
-	if dm := m.DeviceMemory; dm != nil && dm.ProcessPeakBytes > 0 {
-		r.DevicePeakBytes, r.DevicePeakSource = dm.ProcessPeakBytes, "nvml"
-	}
-	for _, b := range m.Buffers {
-		r.Buffers = append(r.Buffers, schema.DeviceBuffer{Name: b.Name, Bytes: b.Bytes})
-	}
-	return r
 }

@@ -87,11 +87,12 @@ func TestCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s probs=%v: syncs/token %.3f launches/token %.3f allocs/token %.3f bytes/token %.0f h2d B/token %.0f d2h B/token %.0f device peak %d B",
-				m, withProbs, meas.SyncsPerToken, meas.LaunchesPerToken, meas.HostAllocsPerToken, meas.HostBytesPerToken, meas.H2DBytesPerToken, meas.D2HBytesPerToken, meas.DeviceBytesPeak)
-			if meas.Mode != m.String() || meas.Device != "cpu" || meas.Sequences != B || meas.T != T || meas.Tokens != passes*B*T {
+			t.Logf("%s probs=%v: syncs/token %.3f launches/token %.3f allocs/token %.3f h2d B/pass %d d2h B/pass %d device peak %d B",
+				m, withProbs, meas.SyncsPerToken, meas.LaunchesPerToken, meas.HostAllocsPerToken, meas.H2DBytes, meas.D2HBytes, meas.LedgerPeakBytes)
+			tokens := meas.Config.Passes * meas.Config.Model.Batch * meas.Config.Model.Context
+			if meas.Decode != m.String() || meas.Device != "cpu" || meas.Config.Model.Batch != B || meas.Config.Model.Context != T || tokens != passes*B*T {
 				t.Errorf("%s: measurement labelled %s on %s, B=%d T=%d tokens %d; want %s on cpu, B=%d T=%d tokens %d",
-					m, meas.Mode, meas.Device, meas.Sequences, meas.T, meas.Tokens, m, B, T, passes*B*T)
+					m, meas.Decode, meas.Device, meas.Config.Model.Batch, meas.Config.Model.Context, tokens, m, B, T, passes*B*T)
 			}
 			wantSyncs, wantLaunches := 1.0, 2.0
 			if m == decode.Batch {
@@ -109,8 +110,8 @@ func TestCounts(t *testing.T) {
 			if withProbs {
 				wantD2H += 4 * B * T * tV
 			}
-			if meas.H2DBytesPerPass != wantH2D || meas.D2HBytesPerPass != wantD2H {
-				t.Errorf("%s: %d bytes up, %d down per pass, want %d, %d", m, meas.H2DBytesPerPass, meas.D2HBytesPerPass, wantH2D, wantD2H)
+			if meas.H2DBytes != wantH2D || meas.D2HBytes != wantD2H {
+				t.Errorf("%s: %d bytes up, %d down per pass, want %d, %d", m, meas.H2DBytes, meas.D2HBytes, wantH2D, wantD2H)
 			}
 			switch m {
 			case decode.PerTokenCopy, decode.PerTokenView:
@@ -130,7 +131,7 @@ func TestCounts(t *testing.T) {
 					t.Errorf("%s: %v host allocations/token, want more than %v", m, meas.HostAllocsPerToken, whole)
 				}
 			default:
-				if objs := meas.HostAllocsPerToken * float64(meas.Tokens); objs != 0 {
+				if objs := meas.HostAllocsPerToken * float64(tokens); objs != 0 {
 					t.Errorf("%s: %v host allocations over %d passes, want 0", m, objs, passes)
 				}
 			}
@@ -180,12 +181,9 @@ func TestRun(t *testing.T) {
 		t.Fatalf("%d measurements, want %d", len(ms), len(o.Modes))
 	}
 	for i, m := range o.Modes {
-		if ms[i].Mode != m.String() || ms[i].Sequences != cfg.Batch || ms[i].T != cfg.Context || ms[i].V != cfg.Vocab {
-			t.Errorf("measurement %d: %s B=%d T=%d V=%d, want %s B=%d T=%d V=%d",
-				i, ms[i].Mode, ms[i].Sequences, ms[i].T, ms[i].V, m, cfg.Batch, cfg.Context, cfg.Vocab)
-		}
-		if r := Record(ms[i]); r.Decode != m.String() || r.H2DBytes != ms[i].H2DBytesPerPass {
-			t.Errorf("%s: record %+v does not match its measurement", m, r)
+		if shape := ms[i].Config.Model; ms[i].Decode != m.String() || shape != schema.Model(cfg) || ms[i].Config.GEMMUsed == "" {
+			t.Errorf("measurement %d: %s model %+v gemm %q, want %s model %+v and the gemm used",
+				i, ms[i].Decode, shape, ms[i].Config.GEMMUsed, m, schema.Model(cfg))
 		}
 	}
 	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
@@ -207,7 +205,7 @@ func TestRun(t *testing.T) {
 	for i, r := range back {
 		c := r.Config
 		if r.Schema != schema.DecodeVersion || c.Model != schema.Model(o.Config) || c.Seed != o.Seed || c.Data != o.Data || c.Passes != o.Passes ||
-			c.Probs != o.Probs || c.PinnedHost || c.GEMMUsed != ms[i].GEMM || c.GEMMUsed == "" || len(r.TokensPerSecPasses) != o.Passes ||
+			c.Probs != o.Probs || c.PinnedHost || c.GEMMUsed != ms[i].Config.GEMMUsed || c.GEMMUsed == "" || len(r.TokensPerSecPasses) != o.Passes ||
 			r.Environment.GoVersion == "" || r.StartTime != start.UTC().Format(time.RFC3339) || !slices.Equal(r.CommandLine, []string{"probe", "decode"}) {
 			t.Errorf("record %d: %+v, config %+v; want the run's configuration, environment, passes and start", i, r, c)
 		}

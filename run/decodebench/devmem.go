@@ -171,13 +171,36 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 	// NVML's free memory at the same moment as cuMemGetInfo's: the
 	// baseline above is NVML's, the parts below are CUDA's, and the two
 	// are compared only through this pair (free_gap_bytes).
-	var nvmlFree uint64
-	haveNVMLFree := false
+	nvmlFree, haveNVMLFree := w.nvmlFree()
+	dm := w.stages(now, ledgerBytes)
+	if w.nvml == nil {
+		dm.NVMLNote = w.note
+		return dm
+	}
+	w.processFigure(dm)
+	w.compareContext(dm)
+	if dm.ProcessSource != "" && w.baseTaken && haveNVMLFree {
+		w.freeGap(dm, now, nvmlFree)
+	}
+	return dm
+}
+
+// nvmlFree is NVML's free memory of the one GPU now, where the watch has
+// NVML, its baseline and one GPU.
+func (w *gpuWatch) nvmlFree() (uint64, bool) {
 	if w.nvml != nil && w.baseTaken {
 		if devs, err := w.nvml.Devices(); err == nil && len(devs) == 1 {
-			nvmlFree, haveNVMLFree = devs[0].FreeBytes, true
+			return devs[0].FreeBytes, true
 		}
 	}
+	return 0, false
+}
+
+// stages is the reconciliation's parts that CUDA's free memory and the
+// ledger give, the end state now: the context, what was held before the
+// device opened, its stream and handles, the ledger and its rounding, the
+// cuBLAS workspace.
+func (w *gpuWatch) stages(now device.MemoryInfo, ledgerBytes int64) *schema.DeviceMemory {
 	// The context since this run made it (or found it made): what the
 	// device itself recorded when it made it, where the watch could not.
 	ctxFree := now.GPU.FreeAfterContextBytes
@@ -208,10 +231,14 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 	default:
 		dm.ContextNote = "not measured: no NVML, so no figure from before the context"
 	}
-	if w.nvml == nil {
-		dm.NVMLNote = w.note
-		return dm
-	}
+	return dm
+}
+
+// processFigure stops the sampler and puts in dm the process's device
+// memory at the end (NVML's, or the GPU's fall in free memory where NVML
+// lists the process under no PID it can see), its peak and timeline, and
+// why a figure is missing.
+func (w *gpuWatch) processFigure(dm *schema.DeviceMemory) {
 	tl := w.sampler.Stop()
 	w.sampler = nil
 	p, err := w.nvml.ProcessBytes(os.Getpid())
@@ -244,6 +271,12 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 	case tl.FirstErr != "":
 		dm.NVMLNote = tl.FirstErr
 	}
+}
+
+// compareContext says whether the context measured on its own compares
+// with the process's figure at the end, and where it does, puts the
+// remainder in dm.
+func (w *gpuWatch) compareContext(dm *schema.DeviceMemory) {
 	switch {
 	case !w.ctxMeasured:
 	case dm.ProcessSource == "":
@@ -259,26 +292,26 @@ func (w *gpuWatch) finish(dev device.Device, ledgerBytes int64) *schema.DeviceMe
 		// free memory falling, is left here.
 		dm.UnexplainedBytes, dm.UnexplainedMeasured = remainder(dm), true
 	}
-	if dm.ProcessSource != "" && w.baseTaken {
-		if haveNVMLFree {
-			dm.FreeGapBytes = int64(now.FreeNowBytes) - int64(nvmlFree)
-			dm.FreeGapMeasured = true
-			switch {
-			case dm.ProcessSource != "nvml":
-			case w.ctxAtBase:
-				dm.UnchargedNote = "not measured: the context was made before this run's baseline (an earlier run in this process), and the baseline adds back only NVML's charge for it, which leaves out memory charged to no process"
-			default:
-				// Device memory the driver took for this process but
-				// charges to no process: what the GPU's free memory fell
-				// by NVML's own count, less NVML's charge. Beside the
-				// reconciliation, not in it: the context is NVML's
-				// charge for it, which leaves this out as ProcessBytes
-				// does.
-				dm.UnchargedBytes = int64(w.baseFree) - int64(nvmlFree) - dm.ProcessBytes
-			}
-		}
+}
+
+// freeGap puts in dm the gap between CUDA's and NVML's free memory at the
+// end, and the memory charged to no process where it can be measured.
+func (w *gpuWatch) freeGap(dm *schema.DeviceMemory, now device.MemoryInfo, nvmlFree uint64) {
+	dm.FreeGapBytes = int64(now.FreeNowBytes) - int64(nvmlFree)
+	dm.FreeGapMeasured = true
+	switch {
+	case dm.ProcessSource != "nvml":
+	case w.ctxAtBase:
+		dm.UnchargedNote = "not measured: the context was made before this run's baseline (an earlier run in this process), and the baseline adds back only NVML's charge for it, which leaves out memory charged to no process"
+	default:
+		// Device memory the driver took for this process but
+		// charges to no process: what the GPU's free memory fell
+		// by NVML's own count, less NVML's charge. Beside the
+		// reconciliation, not in it: the context is NVML's
+		// charge for it, which leaves this out as ProcessBytes
+		// does.
+		dm.UnchargedBytes = int64(w.baseFree) - int64(nvmlFree) - dm.ProcessBytes
 	}
-	return dm
 }
 
 // remainder is NVML's figure for the process less the parts of the

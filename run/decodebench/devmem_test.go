@@ -35,20 +35,20 @@ func TestRunCUDAHidden(t *testing.T) {
 	for _, m := range ms {
 		dm := m.DeviceMemory
 		if dm == nil {
-			t.Fatalf("%s: no device memory reconciliation", m.Mode)
+			t.Fatalf("%s: no device memory reconciliation", m.Decode)
 		}
 		if len(m.Buffers) != decoderBuffers {
-			t.Fatalf("%s: %d buffers in the ledger, want %d", m.Mode, len(m.Buffers), decoderBuffers)
+			t.Fatalf("%s: %d buffers in the ledger, want %d", m.Decode, len(m.Buffers), decoderBuffers)
 		}
 		if w := int64(decoderBuffers * hidden); dm.UnexplainedBytes != w {
 			t.Errorf("%s: unexplained %d B, want the hidden %d B (%d allocations of %d B planted)",
-				m.Mode, dm.UnexplainedBytes, w, decoderBuffers, hidden)
+				m.Decode, dm.UnexplainedBytes, w, decoderBuffers, hidden)
 		}
 		if dm.NVMLNote != "" || dm.ProcessSource != "nvml" || !dm.ContextProcessMeasured || !dm.UnexplainedMeasured {
-			t.Errorf("%s: device memory %+v, want NVML's figures, the context measured and the remainder", m.Mode, dm)
+			t.Errorf("%s: device memory %+v, want NVML's figures, the context measured and the remainder", m.Decode, dm)
 		}
-		if got := tableCell(out, "device memory on", m.Mode, "unexplained"); got != want {
-			t.Errorf("%s: the device-memory table's unexplained cell %q, want %q", m.Mode, got, want)
+		if got := tableCell(out, "device memory on", m.Decode, "unexplained"); got != want {
+			t.Errorf("%s: the device-memory table's unexplained cell %q, want %q", m.Decode, got, want)
 		}
 	}
 }
@@ -107,22 +107,22 @@ func TestRunCUDAUncharged(t *testing.T) {
 	for _, m := range ms {
 		dm := m.DeviceMemory
 		if dm == nil || dm.NVMLNote != "" || dm.ProcessSource != "nvml" || !dm.UnexplainedMeasured {
-			t.Fatalf("%s: device memory %+v, want NVML's figures", m.Mode, dm)
+			t.Fatalf("%s: device memory %+v, want NVML's figures", m.Decode, dm)
 		}
 		if !dm.FreeGapMeasured || dm.FreeGapBytes != 0 || dm.UnchargedBytes != uncharged || dm.UnexplainedBytes != 0 {
 			t.Errorf("%s: free gap %d B (measured %v), uncharged %d B, unexplained %d B; want 0, %d B, 0",
-				m.Mode, dm.FreeGapBytes, dm.FreeGapMeasured, dm.UnchargedBytes, dm.UnexplainedBytes, uncharged)
+				m.Decode, dm.FreeGapBytes, dm.FreeGapMeasured, dm.UnchargedBytes, dm.UnexplainedBytes, uncharged)
 		}
 		if got := dm.ContextBytes - dm.ContextProcessBytes; got != uncharged {
 			t.Errorf("%s: the context's fall in free memory %d B less NVML's charge for it %d B = %d B, want the uncharged %d B",
-				m.Mode, dm.ContextBytes, dm.ContextProcessBytes, got, uncharged)
+				m.Decode, dm.ContextBytes, dm.ContextProcessBytes, got, uncharged)
 		}
 	}
 	ms, _ = runWithFakeNVML(t, define)
 	for _, m := range ms {
 		dm := m.DeviceMemory
 		if dm == nil || dm.UnchargedBytes != 0 || !strings.Contains(dm.UnchargedNote, "before this run's baseline") || dm.UnexplainedBytes != 0 || !dm.UnexplainedMeasured {
-			t.Errorf("%s, again in the same process: %+v; want no uncharged figure, a note why, nothing unexplained", m.Mode, dm)
+			t.Errorf("%s, again in the same process: %+v; want no uncharged figure, a note why, nothing unexplained", m.Decode, dm)
 		}
 	}
 }

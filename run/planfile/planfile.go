@@ -168,137 +168,190 @@ func Parse(path string, b []byte, sweeps []Sweep) (*Plan, error) {
 		}
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
-	loc := newLocator(b)
-	fail := func(line int, format string, args ...any) error {
-		return &Error{path, line, fmt.Sprintf(format, args...)}
-	}
+	ps := &parser{path: path, md: md, loc: newLocator(b), used: map[string]bool{}}
 	if un := md.Undecoded(); len(un) > 0 {
 		k := un[0]
-		return nil, fail(loc.key(k), "unknown field %q%s", k.String(), hint(k))
+		return nil, ps.fail(ps.loc.key(k), "unknown field %q%s", k.String(), hint(k))
 	}
-	p := &Plan{Path: path, Name: f.Name, Description: f.Description, Vars: map[string]string{}}
+	ps.p = &Plan{Path: path, Name: f.Name, Description: f.Description, Vars: map[string]string{}}
+	if err := ps.top(&f); err != nil {
+		return nil, err
+	}
+	if err := ps.vars(f.Vars); err != nil {
+		return nil, err
+	}
+	if err := ps.sweeps(sweeps); err != nil {
+		return nil, err
+	}
+	if len(f.Phase) == 0 {
+		return nil, ps.fail(0, "no phase: a plan needs at least one [[phase]] with a name and a command")
+	}
+	if err := checkRefs(ps.p.Setup, ps.defined, ps.used); err != "" {
+		return nil, ps.fail(ps.loc.top("setup"), "setup: %s", err)
+	}
+	seen := map[string]int{}
+	for i, ph := range f.Phase {
+		out, err := ps.phase(i, ph, seen)
+		if err != nil {
+			return nil, err
+		}
+		ps.p.Phases = append(ps.p.Phases, out)
+	}
+	for _, s := range ps.p.Sweep {
+		if !ps.used[s.Name] {
+			return nil, fmt.Errorf("--sweep %s: %s uses no {%s} (its variables: %s)", s.Name, path, s.Name, strings.Join(sortedKeys(ps.used), ", "))
+		}
+	}
+	return ps.p, nil
+}
+
+// parser is Parse's state: the file decoded, where its keys are, the plan
+// so far and the variables its commands used.
+type parser struct {
+	path string
+	md   toml.MetaData
+	loc  *locator
+	p    *Plan
+	used map[string]bool // variables referenced, by name
+}
+
+// fail is an error at line of the file (0: none).
+func (ps *parser) fail(line int, format string, args ...any) error {
+	return &Error{ps.path, line, fmt.Sprintf(format, args...)}
+}
+
+// defined reports whether name is a variable of the plan or a built-in.
+func (ps *parser) defined(name string) bool {
+	_, ok := ps.p.Vars[name]
+	return ok || slices.Contains(builtins, name)
+}
+
+// top checks and takes the plan's top-level fields: name, count, workdir
+// (which must be a directory) and setup.
+func (ps *parser) top(f *fileTOML) error {
+	p, loc := ps.p, ps.loc
 	switch {
 	case f.Name == "":
-		return nil, fail(0, "no name: the plan's name is required (name = \"...\")")
+		return ps.fail(0, "no name: the plan's name is required (name = \"...\")")
 	case !nameRE.MatchString(f.Name):
-		return nil, fail(loc.top("name"), "name %q: want letters, digits, '.', '_' or '-' (at most 64)", f.Name)
+		return ps.fail(loc.top("name"), "name %q: want letters, digits, '.', '_' or '-' (at most 64)", f.Name)
 	}
 	if f.Count != nil {
 		if *f.Count < 1 || *f.Count > MaxCount {
-			return nil, fail(loc.top("count"), "count %d out of range [1, %d]", *f.Count, MaxCount)
+			return ps.fail(loc.top("count"), "count %d out of range [1, %d]", *f.Count, MaxCount)
 		}
 		p.Count = int(*f.Count)
 	}
-	p.Dir, err = filepath.Abs(filepath.Join(filepath.Dir(path), f.Workdir))
+	var err error
+	p.Dir, err = filepath.Abs(filepath.Join(filepath.Dir(ps.path), f.Workdir))
 	if err != nil {
-		return nil, fail(loc.top("workdir"), "workdir %q: %v", f.Workdir, err)
+		return ps.fail(loc.top("workdir"), "workdir %q: %v", f.Workdir, err)
 	}
 	if fi, err := os.Stat(p.Dir); err != nil || !fi.IsDir() {
 		why := "not a directory"
 		if err != nil {
 			why = unwrapPath(err).Error()
 		}
-		return nil, fail(loc.top("workdir"), "workdir %q (%s): %s", f.Workdir, p.Dir, why)
+		return ps.fail(loc.top("workdir"), "workdir %q (%s): %s", f.Workdir, p.Dir, why)
 	}
 	if f.Setup != nil {
 		if len(f.Setup) == 0 || f.Setup[0] == "" {
-			return nil, fail(loc.top("setup"), "setup: an empty command (want a program and its arguments, or no setup)")
+			return ps.fail(loc.top("setup"), "setup: an empty command (want a program and its arguments, or no setup)")
 		}
 		p.Setup = f.Setup
 	}
-	for _, k := range sortedKeys(f.Vars) {
-		v, line := f.Vars[k], loc.in("vars", 0, k)
+	return nil
+}
+
+// vars checks the [vars] table and takes its values as strings.
+func (ps *parser) vars(vars map[string]any) error {
+	for _, k := range sortedKeys(vars) {
+		v, line := vars[k], ps.loc.in("vars", 0, k)
 		if !varRE.MatchString(k) {
-			return nil, fail(line, "variable %q: want a name of letters, digits and '_'", k)
+			return ps.fail(line, "variable %q: want a name of letters, digits and '_'", k)
 		}
 		if slices.Contains(builtins, k) {
-			return nil, fail(line, "variable %q is built in (its value comes from the run): name yours otherwise", k)
+			return ps.fail(line, "variable %q is built in (its value comes from the run): name yours otherwise", k)
 		}
 		switch x := v.(type) {
 		case string:
-			p.Vars[k] = x
+			ps.p.Vars[k] = x
 		case int64:
-			p.Vars[k] = strconv.FormatInt(x, 10)
+			ps.p.Vars[k] = strconv.FormatInt(x, 10)
 		case float64:
-			p.Vars[k] = strconv.FormatFloat(x, 'g', -1, 64)
+			ps.p.Vars[k] = strconv.FormatFloat(x, 'g', -1, 64)
 		case bool:
-			p.Vars[k] = strconv.FormatBool(x)
+			ps.p.Vars[k] = strconv.FormatBool(x)
 		default:
-			return nil, fail(line, "variable %q: want a string or a number, not %s", k, md.Type("vars", k))
+			return ps.fail(line, "variable %q: want a string or a number, not %s", k, ps.md.Type("vars", k))
 		}
 	}
+	return nil
+}
+
+// sweeps takes the --sweep flags: each variable's first value is its
+// value until the run sweeps it. A built-in or a variable swept twice is
+// an error.
+func (ps *parser) sweeps(sweeps []Sweep) error {
+	p := ps.p
 	for _, s := range sweeps {
 		if slices.Contains(builtins, s.Name) {
-			return nil, fmt.Errorf("--sweep %s: a built-in variable cannot be swept", s.Name)
+			return fmt.Errorf("--sweep %s: a built-in variable cannot be swept", s.Name)
 		}
 		if slices.ContainsFunc(p.Sweep, func(t Sweep) bool { return t.Name == s.Name }) {
-			return nil, fmt.Errorf("--sweep %s given twice", s.Name)
+			return fmt.Errorf("--sweep %s given twice", s.Name)
 		}
 		p.Vars[s.Name] = s.Values[0]
 		p.Sweep = append(p.Sweep, s)
 	}
-	if len(f.Phase) == 0 {
-		return nil, fail(0, "no phase: a plan needs at least one [[phase]] with a name and a command")
+	return nil
+}
+
+// phase checks the file's phase i, ph, and returns it; seen holds the
+// lines of the names of the phases before it.
+func (ps *parser) phase(i int, ph phaseTOML, seen map[string]int) (Phase, error) {
+	line := ps.loc.header("phase", i)
+	at := func(field string) int {
+		if l := ps.loc.in("phase", i, field); l > 0 {
+			return l
+		}
+		return line
 	}
-	used := map[string]bool{}
-	defined := func(name string) bool {
-		_, ok := p.Vars[name]
-		return ok || slices.Contains(builtins, name)
+	switch {
+	case ph.Name == "":
+		return Phase{}, ps.fail(line, "phase %d has no name", i+1)
+	case !nameRE.MatchString(ph.Name):
+		return Phase{}, ps.fail(at("name"), "phase name %q: want letters, digits, '.', '_' or '-' (at most 64)", ph.Name)
 	}
-	if err := checkRefs(p.Setup, defined, used); err != "" {
-		return nil, fail(loc.top("setup"), "setup: %s", err)
+	if j, ok := seen[ph.Name]; ok {
+		return Phase{}, ps.fail(at("name"), "phase %q is named twice (first at line %d)", ph.Name, j)
 	}
-	seen := map[string]int{}
-	for i, ph := range f.Phase {
-		line := loc.header("phase", i)
-		at := func(field string) int {
-			if l := loc.in("phase", i, field); l > 0 {
-				return l
-			}
-			return line
-		}
-		switch {
-		case ph.Name == "":
-			return nil, fail(line, "phase %d has no name", i+1)
-		case !nameRE.MatchString(ph.Name):
-			return nil, fail(at("name"), "phase name %q: want letters, digits, '.', '_' or '-' (at most 64)", ph.Name)
-		}
-		if j, ok := seen[ph.Name]; ok {
-			return nil, fail(at("name"), "phase %q is named twice (first at line %d)", ph.Name, j)
-		}
-		seen[ph.Name] = at("name")
-		if len(ph.Command) == 0 || ph.Command[0] == "" {
-			return nil, fail(line, "phase %q has no command (command = [\"program\", \"arg\", ...])", ph.Name)
-		}
-		if err := checkRefs(ph.Command, defined, used); err != "" {
-			return nil, fail(at("command"), "phase %q: command: %s", ph.Name, err)
-		}
-		for _, k := range sortedKeys(ph.Env) {
-			v := ph.Env[k]
-			if k == "" || strings.ContainsAny(k, "=\x00") {
-				return nil, fail(at("env"), "phase %q: env: %q is not a variable name", ph.Name, k)
-			}
-			if err := checkRefs([]string{v}, defined, used); err != "" {
-				return nil, fail(at("env"), "phase %q: env %s: %s", ph.Name, k, err)
-			}
-		}
-		out := Phase{Name: ph.Name, Description: ph.Description, Claim: ph.Claim,
-			Command: ph.Command, Env: ph.Env, Expect: []schema.Expectation{}, Line: line}
-		for _, e := range ph.Expect {
-			x, err := expectation(e, i)
-			if err != nil {
-				return nil, fail(at("expect"), "phase %q: expect: %v", ph.Name, err)
-			}
-			out.Expect = append(out.Expect, x)
-		}
-		p.Phases = append(p.Phases, out)
+	seen[ph.Name] = at("name")
+	if len(ph.Command) == 0 || ph.Command[0] == "" {
+		return Phase{}, ps.fail(line, "phase %q has no command (command = [\"program\", \"arg\", ...])", ph.Name)
 	}
-	for _, s := range p.Sweep {
-		if !used[s.Name] {
-			return nil, fmt.Errorf("--sweep %s: %s uses no {%s} (its variables: %s)", s.Name, path, s.Name, strings.Join(sortedKeys(used), ", "))
+	if err := checkRefs(ph.Command, ps.defined, ps.used); err != "" {
+		return Phase{}, ps.fail(at("command"), "phase %q: command: %s", ph.Name, err)
+	}
+	for _, k := range sortedKeys(ph.Env) {
+		v := ph.Env[k]
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return Phase{}, ps.fail(at("env"), "phase %q: env: %q is not a variable name", ph.Name, k)
+		}
+		if err := checkRefs([]string{v}, ps.defined, ps.used); err != "" {
+			return Phase{}, ps.fail(at("env"), "phase %q: env %s: %s", ph.Name, k, err)
 		}
 	}
-	return p, nil
+	out := Phase{Name: ph.Name, Description: ph.Description, Claim: ph.Claim,
+		Command: ph.Command, Env: ph.Env, Expect: []schema.Expectation{}, Line: line}
+	for _, e := range ph.Expect {
+		x, err := expectation(e, i)
+		if err != nil {
+			return Phase{}, ps.fail(at("expect"), "phase %q: expect: %v", ph.Name, err)
+		}
+		out.Expect = append(out.Expect, x)
+	}
+	return out, nil
 }
 
 // hint says what an unknown field may have meant.

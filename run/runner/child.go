@@ -50,17 +50,7 @@ type child struct {
 func (c *child) run(ctx context.Context, rep int) (schema.Outside, *schema.Result) {
 	out := schema.Outside{Repetition: rep, Timeline: []sampler.Point{}}
 	tail := newTailWriter(stderrLines)
-	cmd := exec.Command(c.exe, c.args...)
-	cmd.Env = append(os.Environ(), c.env...)
-	cmd.Stderr = tail
-	if c.verbose != nil {
-		cmd.Stderr = io.MultiWriter(tail, c.verbose)
-	}
-	// A process group of its own, so that a kill reaches whatever it
-	// started, and the terminal's Ctrl-C reaches only the parent, which
-	// decides; the child dies with the parent (childproc.Start).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = 5 * time.Second // stderr held open by a stray grandchild
+	cmd := c.command(tail)
 	start := time.Now()
 	release, err := childproc.Start(cmd)
 	if err != nil {
@@ -77,17 +67,7 @@ func (c *child) run(ctx context.Context, rep int) (schema.Outside, *schema.Resul
 		smp = nil // exited before its first sample
 	}
 	statm, _ := procfs.FS{}.OpenStatm(pid)
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		var info unix.Siginfo
-		for {
-			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if !errors.Is(err, unix.EINTR) {
-				return
-			}
-		}
-	}()
+	exited := exitOf(pid)
 
 	// The child stops itself at the limit (probe train --mem-limit: a
 	// partial result) at its next step boundary; the parent's kill is the
@@ -121,6 +101,48 @@ func (c *child) run(ctx context.Context, rep int) (schema.Outside, *schema.Resul
 		}
 		return out, nil
 	}
+	res := c.verdict(&out, ps, tail)
+	return out, res
+}
+
+// command is the child's command: its arguments and environment, stderr
+// kept in tail (and copied to c.verbose), in a process group of its own.
+func (c *child) command(tail *tailWriter) *exec.Cmd {
+	cmd := exec.Command(c.exe, c.args...)
+	cmd.Env = append(os.Environ(), c.env...)
+	cmd.Stderr = tail
+	if c.verbose != nil {
+		cmd.Stderr = io.MultiWriter(tail, c.verbose)
+	}
+	// A process group of its own, so that a kill reaches whatever it
+	// started, and the terminal's Ctrl-C reaches only the parent, which
+	// decides; the child dies with the parent (childproc.Start).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second // stderr held open by a stray grandchild
+	return cmd
+}
+
+// exitOf is closed once process pid has exited, before it is reaped
+// (WNOWAIT: the PID stays its own until the caller waits for it).
+func exitOf(pid int) <-chan struct{} {
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if !errors.Is(err, unix.EINTR) {
+				return
+			}
+		}
+	}()
+	return exited
+}
+
+// verdict puts in out how the reaped child ended (its exit code, times,
+// peak RSS, signal) and the repetition's status, and returns its result,
+// read from c.jsonPath, where the status is ok.
+func (c *child) verdict(out *schema.Outside, ps *os.ProcessState, tail *tailWriter) *schema.Result {
 	out.ExitCode = ps.ExitCode()
 	out.UserSeconds, out.SystemSeconds = ps.UserTime().Seconds(), ps.SystemTime().Seconds()
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
@@ -153,12 +175,12 @@ func (c *child) run(ctx context.Context, rep int) (schema.Outside, *schema.Resul
 		r, err := schema.ReadResult(c.jsonPath)
 		if err != nil {
 			out.Status, out.Reason = schema.StatusFailed, "exit status 0 but no readable result: "+err.Error()
-			return out, nil
+			return nil
 		}
 		out.Status = schema.StatusOK
-		return out, r
+		return r
 	}
-	return out, nil
+	return nil
 }
 
 // trimExited drops the samples taken after the child had exited (a zombie

@@ -348,18 +348,8 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Out != "" {
-		if err := CheckOutput(o.Out); err != nil {
-			return nil, &OptionsError{err}
-		}
-		// The report may replace --resume's (it holds it), not the data.
-		var in []atomicfile.Path
-		if o.Data != "" && !strings.HasPrefix(o.Data, "synthetic:") {
-			in = append(in, atomicfile.Path{Flag: "--data", Path: o.Data})
-		}
-		if err := atomicfile.CheckDistinct([]atomicfile.Path{{Flag: "--out", Path: o.Out}}, in); err != nil {
-			return nil, &OptionsError{err}
-		}
+	if err := checkOut(o); err != nil {
+		return nil, err
 	}
 	if o.Executable == "" {
 		if o.Executable, err = os.Executable(); err != nil {
@@ -378,6 +368,67 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 		return nil, err
 	}
 
+	rep := newReport(o, cs)
+	if resumed != nil {
+		rep.Warnings = append(rep.Warnings, resumeWarnings(o.Resume, resumed, rep, cs, done, partial)...)
+	}
+	prog := newProgress(o.Stderr, o.Terminal && !o.Verbose, cs, o.Count)
+	interrupted := false
+	for i, c := range cs {
+		if ctx.Err() != nil {
+			interrupted = true
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("interrupted: %d of %d configurations not run", len(cs)-i, len(cs)))
+			break
+		}
+		if old, ok := done[c.identity()]; ok {
+			prog.note(c.Name + ": measured in " + o.Resume + "; not run again")
+			prog.skip(c)
+			rep.Runs = append(rep.Runs, old)
+			continue
+		}
+		rep.Runs = append(rep.Runs, runConfig(ctx, o, i, c, partial, prog))
+		if ctx.Err() != nil && i+1 < len(cs) {
+			interrupted = true
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("interrupted: %d of %d configurations not run", len(cs)-i-1, len(cs)))
+			break
+		}
+	}
+	prog.done(len(rep.Runs))
+	rep.EndTime = time.Now().Format(time.RFC3339)
+	if o.Out != "" {
+		if err := schema.WriteReport(o.Out, rep); err != nil {
+			return rep, err
+		}
+	}
+	if interrupted || ctx.Err() != nil {
+		return rep, ErrInterrupted
+	}
+	return rep, nil
+}
+
+// checkOut refuses, before any child starts, an --out that could not be
+// written or that names the data (the report may replace --resume's: it
+// holds it).
+func checkOut(o Options) error {
+	if o.Out == "" {
+		return nil
+	}
+	if err := CheckOutput(o.Out); err != nil {
+		return &OptionsError{err}
+	}
+	var in []atomicfile.Path
+	if o.Data != "" && !strings.HasPrefix(o.Data, "synthetic:") {
+		in = append(in, atomicfile.Path{Flag: "--data", Path: o.Data})
+	}
+	if err := atomicfile.CheckDistinct([]atomicfile.Path{{Flag: "--out", Path: o.Out}}, in); err != nil {
+		return &OptionsError{err}
+	}
+	return nil
+}
+
+// newReport is the report before any run: the environment, the command
+// line and start time, and the warnings of --quick and of a shard.
+func newReport(o Options, cs []Config) *schema.Report {
 	rep := &schema.Report{
 		Schema: schema.ReportVersion, Environment: job.Environment(),
 		CommandLine: nonNil(o.CommandLine), StartTime: time.Now().Format(time.RFC3339),
@@ -399,104 +450,76 @@ func Run(ctx context.Context, o Options) (*schema.Report, error) {
 		rep.Shard = &schema.Shard{Index: o.Shard, Count: o.Shards, Source: src,
 			Plan: o.whole.label, Configurations: o.whole.n, PlanDigest: o.whole.digest}
 	}
-	if resumed != nil {
-		rep.Warnings = append(rep.Warnings, resumeWarnings(o.Resume, resumed, rep, cs, done, partial)...)
+	return rep
+}
+
+// runConfig is configuration i's run, c: the repetitions --resume's report
+// holds of it (partial), then the rest, run one at a time, or none where
+// its predicted peak is above the memory limit; summarized.
+func runConfig(ctx context.Context, o Options, i int, c Config, partial map[string]schema.Run, prog *progress) schema.Run {
+	run := newRun(c, o.Count)
+	first := 1
+	if old, ok := partial[c.identity()]; ok {
+		run.Config = old.Config
+		run.Repetitions = append(run.Repetitions, old.Repetitions...)
+		run.Outside = keptOutside(old)
+		first = len(run.Repetitions) + 1
+		prog.note(fmt.Sprintf("%s: %d of %d repetitions measured in %s; running the rest", c.Name, first-1, o.Count, o.Resume))
+		prog.skipRest(c, first-1)
 	}
-	prog := newProgress(o.Stderr, o.Terminal && !o.Verbose, cs, o.Count)
-	interrupted := false
-	for i, c := range cs {
-		if ctx.Err() != nil {
-			interrupted = true
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("interrupted: %d of %d configurations not run", len(cs)-i, len(cs)))
-			break
+	if c.Prediction.PeakRSSBytes > o.MemLimit {
+		run.Status = schema.StatusSkipped
+		run.Reason = fmt.Sprintf("predicted peak RSS %s is above --mem-limit %s; not started", iec(c.Prediction.PeakRSSBytes), iec(o.MemLimit))
+		prog.note(c.Name + ": skipped: " + run.Reason)
+		prog.skip(c)
+	} else {
+		runRepetitions(ctx, o, i, c, &run, first, prog)
+	}
+	Summarize(&run, o.Count)
+	return run
+}
+
+// runRepetitions runs c's repetitions first to o.Count into run, each in
+// a child of its own (a process configuration: the process watched from
+// outside). The first repetition that does not finish decides the status;
+// the others are not run (a crash, a limit or an interruption would
+// repeat).
+func runRepetitions(ctx context.Context, o Options, i int, c Config, run *schema.Run, first int, prog *progress) {
+	for r := first; r <= o.Count; r++ {
+		prog.start(i, c, r)
+		var out schema.Outside
+		var res *schema.Result
+		if c.Process != nil {
+			out, res = runProcess(ctx, c, o, r)
+		} else {
+			ch := &child{
+				exe: o.Executable, env: o.Env, timeout: o.Timeout, memLimit: o.MemLimit,
+				interval: o.SampleInterval, jsonPath: filepath.Join(o.tmp, fmt.Sprintf("%d-r%d.json", c.Index, r)),
+			}
+			ch.args = c.childArgs(o, r, ch.jsonPath)
+			if o.Verbose {
+				ch.verbose = o.Stderr
+			}
+			out, res = ch.run(ctx, r)
+			os.Remove(ch.jsonPath)
 		}
-		if old, ok := done[c.identity()]; ok {
-			prog.note(c.Name + ": measured in " + o.Resume + "; not run again")
-			prog.skip(c)
-			rep.Runs = append(rep.Runs, old)
+		prog.finish(c)
+		run.Outside = append(run.Outside, out)
+		if res != nil {
+			if c.Process == nil && len(run.Repetitions) == 0 {
+				run.Config = res.Config // the child's record is complete
+			}
+			run.Repetitions = append(run.Repetitions, *res)
 			continue
 		}
-		run := newRun(c, o.Count)
-		first := 1
-		if old, ok := partial[c.identity()]; ok {
-			run.Config = old.Config
-			run.Repetitions = append(run.Repetitions, old.Repetitions...)
-			run.Outside = keptOutside(old)
-			first = len(run.Repetitions) + 1
-			prog.note(fmt.Sprintf("%s: %d of %d repetitions measured in %s; running the rest", c.Name, first-1, o.Count, o.Resume))
-			prog.skipRest(c, first-1)
-		}
-		if c.Prediction.PeakRSSBytes > o.MemLimit {
-			run.Status = schema.StatusSkipped
-			run.Reason = fmt.Sprintf("predicted peak RSS %s is above --mem-limit %s; not started", iec(c.Prediction.PeakRSSBytes), iec(o.MemLimit))
-			prog.note(c.Name + ": skipped: " + run.Reason)
-			prog.skip(c)
-		} else {
-			for r := first; r <= o.Count; r++ {
-				prog.start(i, c, r)
-				if c.Process != nil {
-					out, res := runProcess(ctx, c, o, r)
-					prog.finish(c)
-					run.Outside = append(run.Outside, out)
-					if res != nil {
-						run.Repetitions = append(run.Repetitions, *res)
-						continue
-					}
-					run.Status, run.Reason = out.Status, fmt.Sprintf("repetition %d of %d: %s", r, o.Count, out.Reason)
-					prog.note(c.Name + ": " + string(run.Status) + ": " + run.Reason)
-					prog.skipRest(c, o.Count-r)
-					break
-				}
-				ch := &child{
-					exe: o.Executable, env: o.Env, timeout: o.Timeout, memLimit: o.MemLimit,
-					interval: o.SampleInterval, jsonPath: filepath.Join(tmp, fmt.Sprintf("%d-r%d.json", c.Index, r)),
-				}
-				ch.args = c.childArgs(o, r, ch.jsonPath)
-				if o.Verbose {
-					ch.verbose = o.Stderr
-				}
-				out, res := ch.run(ctx, r)
-				os.Remove(ch.jsonPath)
-				prog.finish(c)
-				run.Outside = append(run.Outside, out)
-				if res != nil {
-					if len(run.Repetitions) == 0 {
-						run.Config = res.Config // the child's record is complete
-					}
-					run.Repetitions = append(run.Repetitions, *res)
-					continue
-				}
-				// The first repetition that did not finish decides the
-				// status; the others are not run (a crash, a limit or an
-				// interruption would repeat).
-				run.Status, run.Reason = out.Status, fmt.Sprintf("repetition %d of %d: %s", r, o.Count, out.Reason)
-				prog.note(c.Name + ": " + string(run.Status) + ": " + run.Reason)
-				prog.skipRest(c, o.Count-r)
-				break
-			}
-			if run.Status == "" {
-				run.Status = schema.StatusOK
-			}
-		}
-		Summarize(&run, o.Count)
-		rep.Runs = append(rep.Runs, run)
-		if ctx.Err() != nil && i+1 < len(cs) {
-			interrupted = true
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("interrupted: %d of %d configurations not run", len(cs)-i-1, len(cs)))
-			break
-		}
+		run.Status, run.Reason = out.Status, fmt.Sprintf("repetition %d of %d: %s", r, o.Count, out.Reason)
+		prog.note(c.Name + ": " + string(run.Status) + ": " + run.Reason)
+		prog.skipRest(c, o.Count-r)
+		break
 	}
-	prog.done(len(rep.Runs))
-	rep.EndTime = time.Now().Format(time.RFC3339)
-	if o.Out != "" {
-		if err := schema.WriteReport(o.Out, rep); err != nil {
-			return rep, err
-		}
+	if run.Status == "" {
+		run.Status = schema.StatusOK
 	}
-	if interrupted || ctx.Err() != nil {
-		return rep, ErrInterrupted
-	}
-	return rep, nil
 }
 
 // newRun is c's Run before any repetition.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"memprobe/run/planfile"
 	"memprobe/schema"
 )
 
@@ -97,44 +98,62 @@ command = ["/bin/sh", "-c", "exit {ok}"]
 		},
 	}
 	for sched, env := range envs {
-		var reps []*schema.Report
-		var files []string
-		for k := range 4 {
-			o := planOptions(t, p)
-			o.Count = 1
-			if o.Shard, o.Shards, o.ShardSource, err = ParseShardSpec("auto/4", env(k)); err != nil {
-				t.Fatal(err)
-			}
-			rep, err := Run(context.Background(), o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.Shard == nil || rep.Shard.Index != k || rep.Shard.Count != 4 || rep.Shard.Configurations != 9 {
-				t.Fatalf("%s shard %d: %+v", sched, k, rep.Shard)
-			}
-			reps, files = append(reps, rep), append(files, o.Out)
+		checkAutoShards(t, p, all, sched, env)
+	}
+	checkShardRefusals(t, src, p)
+}
+
+// checkAutoShards runs plan p in four shards under --shard auto/4, the
+// scheduler's variables for shard k from env(k), and checks that the
+// shards, merged in reverse order, hold the configurations and commands of
+// the unsharded run all in its order, and that a merge of three names the
+// missing shard.
+func checkAutoShards(t *testing.T, p *planfile.Plan, all *schema.Report, sched string, env func(int) func(string) string) {
+	t.Helper()
+	var reps []*schema.Report
+	var files []string
+	for k := range 4 {
+		o := planOptions(t, p)
+		o.Count = 1
+		var err error
+		if o.Shard, o.Shards, o.ShardSource, err = ParseShardSpec("auto/4", env(k)); err != nil {
+			t.Fatal(err)
 		}
-		// The shards come in any order.
-		slices.Reverse(reps)
-		slices.Reverse(files)
-		m, err := Merge(files, reps, nil)
+		rep, err := Run(context.Background(), o)
 		if err != nil {
-			t.Fatalf("%s: %v", sched, err)
+			t.Fatal(err)
 		}
-		if got, want := runNames(m), runNames(all); !slices.Equal(got, want) {
-			t.Errorf("%s: merged %q, want %q", sched, got, want)
+		if rep.Shard == nil || rep.Shard.Index != k || rep.Shard.Count != 4 || rep.Shard.Configurations != 9 {
+			t.Fatalf("%s shard %d: %+v", sched, k, rep.Shard)
 		}
-		for i := range m.Runs {
-			if a, b := m.Runs[i].Command, all.Runs[i].Command; !slices.Equal(a, b) {
-				t.Errorf("%s: %s command %q, unsharded %q", sched, m.Runs[i].Name, a, b)
-			}
-		}
-		if _, err := Merge(files[1:], reps[1:], nil); err != nil {
-			t.Errorf("%s: three of four shards: %v", sched, err)
-		} else if m3, _ := Merge(files[1:], reps[1:], nil); !slices.ContainsFunc(m3.Warnings, func(w string) bool { return strings.Contains(w, "shard 3/4") && strings.Contains(w, "missing") }) {
-			t.Errorf("%s: the missing shard 3/4 is not named: %q", sched, m3.Warnings)
+		reps, files = append(reps, rep), append(files, o.Out)
+	}
+	// The shards come in any order.
+	slices.Reverse(reps)
+	slices.Reverse(files)
+	m, err := Merge(files, reps, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", sched, err)
+	}
+	if got, want := runNames(m), runNames(all); !slices.Equal(got, want) {
+		t.Errorf("%s: merged %q, want %q", sched, got, want)
+	}
+	for i := range m.Runs {
+		if a, b := m.Runs[i].Command, all.Runs[i].Command; !slices.Equal(a, b) {
+			t.Errorf("%s: %s command %q, unsharded %q", sched, m.Runs[i].Name, a, b)
 		}
 	}
+	if _, err := Merge(files[1:], reps[1:], nil); err != nil {
+		t.Errorf("%s: three of four shards: %v", sched, err)
+	} else if m3, _ := Merge(files[1:], reps[1:], nil); !slices.ContainsFunc(m3.Warnings, func(w string) bool { return strings.Contains(w, "shard 3/4") && strings.Contains(w, "missing") }) {
+		t.Errorf("%s: the missing shard 3/4 is not named: %q", sched, m3.Warnings)
+	}
+}
+
+// checkShardRefusals: shards of plan p (from src) and of another plan,
+// another split or another commit do not merge.
+func checkShardRefusals(t *testing.T, src string, p *planfile.Plan) {
+	t.Helper()
 	// Another plan: the same file with another variable's value.
 	other := writePlan(t, strings.Replace(src, `"exit {ok}"`, `"exit {ok} # {n}"`, -1), "n=1,2,4")
 	o := planOptions(t, other)

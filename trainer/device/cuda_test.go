@@ -550,6 +550,15 @@ func TestCUDAHostMemory(t *testing.T) {
 		t.Errorf("fake driver: %+v; want no pageable copy, 3 pinned blocks (parameters and the two)", c)
 	}
 
+	checkFreeHost(t, d, hm, lib, buf, up, down)
+}
+
+// checkFreeHost: FreeHost of up with a copy from it into buf still queued
+// waits first (counted), so the device gets the values, then frees; a
+// block freed twice, a Go slice, a slice not at a block's start and nil
+// are refused, and so is AllocHost of nothing. down stays allocated.
+func checkFreeHost(t *testing.T, d *CUDA, hm HostMemory, lib string, buf Buffer, up, down []float32) {
+	t.Helper()
 	// FreeHost with a copy from the block still queued: it waits first
 	// (counted), so the device gets the values, then frees.
 	for i := range up {
