@@ -108,12 +108,12 @@ func Live(ctx context.Context, s *Session, keys io.Reader, period time.Duration,
 			hist = hist[1:]
 		}
 		ls.GrowthBytesPerSec = growthRate(hist[0].t, hist[0].rss, now, ls.RSS)
+		// Each sample taken is drawn, a q pressed meanwhile included: the
+		// drawing side always receives, so this waits only for a frame.
 		select {
 		case frames <- ls:
 		case <-ctx.Done():
 			return LiveDone
-		case <-quit:
-			return LiveQuit
 		}
 		select {
 		case <-ctx.Done():

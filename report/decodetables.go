@@ -28,7 +28,7 @@ func WriteDecode(w io.Writer, recs []schema.DecodeRecord, f table.Format) error 
 	for i, t := range tables {
 		bs[i] = Block{Table: t}
 	}
-	return writeBlocks(w, bs, f) // an empty line between tables, as the run tables have
+	return writeBlocks(w, fitBlocks(bs, f, TextWidth), f) // an empty line between tables, as the run tables have
 }
 
 // decodeBlocks are decode records' blocks (Blocks).

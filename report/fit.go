@@ -15,7 +15,8 @@ const TextWidth = 120
 // fitBlocks makes text blocks fit width columns: a table wider than that
 // is folded into parts that each repeat its first column (the row's name)
 // and keep the columns' order, the notes after the last part; paragraphs
-// and notes longer than width wrap at spaces, their next lines indented.
+// titles, and notes longer than width wrap at spaces, their next lines
+// indented.
 // Other formats are returned as they are (a page or a pull request lays
 // out its own width; CSV is for programs).
 func fitBlocks(blocks []Block, f table.Format, width int) []Block {
@@ -36,6 +37,7 @@ func fitBlocks(blocks []Block, f table.Format, width int) []Block {
 		}
 		last.Notes = notes
 		for _, p := range parts {
+			p.Title = wrapText(p.Title, width, "  ")
 			out = append(out, Block{Table: p})
 		}
 	}
