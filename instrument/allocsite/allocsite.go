@@ -260,8 +260,9 @@ func classify(stk []uintptr, own, helpers []string) Site {
 // classifyFrames does classify's work on symbolised frames, innermost
 // first: the innermost frame that is neither an allocation entry point nor
 // a helper is the site; a site in the runtime is a runtime allocation (with the frame that
-// led to it); otherwise the innermost frame of this module says whether the
-// program or the probe made it.
+// led to it); otherwise the innermost frame of this module outside the
+// helpers says whether the program or the probe made it (the ledger sorting
+// its snapshot for the probe is the probe's).
 func classifyFrames(frames []runtime.Frame, own, helpers []string) Site {
 	site := Site{Function: "(unknown)", Class: Runtime}
 	found := false
@@ -280,7 +281,7 @@ func classifyFrames(frames []runtime.Frame, own, helpers []string) Site {
 		case site.Class == Runtime && !isRuntime(f.Function) && !isRuntimeHelper(f.Function):
 			site.CalledFrom = f.Function
 			return site
-		case site.Class != Runtime && isModule(f.Function, own):
+		case site.Class != Runtime && isModule(f.Function, own) && !hasPrefix(f.Function, helpers):
 			if hasPrefix(f.Function, own) {
 				site.Class = Probe
 			}

@@ -46,6 +46,10 @@ func TestClassifyFrames(t *testing.T) {
 			Program, "memprobe/trainer/tape.(*Heap).Float32s", ""},
 		{"the probe's own use of the ledger", frames("runtime.mallocgc", "runtime.makeslice", "memprobe/ledger.Make[...]", "memprobe/run/job.(*instruments).setUp"),
 			Probe, "memprobe/run/job.(*instruments).setUp", ""},
+		{"the ledger's own work for the probe", frames("runtime.mallocgc", "internal/reflectlite.Swapper", "sort.Slice", "memprobe/ledger.(*Ledger).Snapshot", "memprobe/run/job.(*instruments).endStep"),
+			Probe, "internal/reflectlite.Swapper", ""},
+		{"the ledger's own work for the trainer", frames("runtime.mallocgc", "internal/reflectlite.Swapper", "sort.Slice", "memprobe/ledger.(*Ledger).Snapshot", "memprobe/trainer.(*Trainer).Step"),
+			Program, "internal/reflectlite.Swapper", ""},
 	} {
 		s := classifyFrames(c.frames, own, helpers)
 		if s.Class != c.class || s.Function != c.fn || s.CalledFrom != c.calledFrom {

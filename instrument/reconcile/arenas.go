@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 )
 
@@ -212,7 +213,7 @@ func (l *layout) mmappedChunks(in *Input) {
 		return
 	}
 	page := uint64(os.Getpagesize())
-	scan := ownScan{left: sitesScanMaxPages}
+	scan := ownScan{left: sitesScanMaxPages, off: !l.sitesLibMapped()}
 	for i := range l.vmas {
 		v := &l.vmas[i]
 		if !v.anon() || v.Perms != "rw-p" || v.owner != "" || v.RssBytes == 0 {
@@ -272,16 +273,33 @@ func (l *layout) chunkChain(in *Input, v *vma, a, page uint64) (end uint64, n in
 var sitesScanMaxPages = 1 << 16
 
 // ownScan is the walk's reads past breaks: left is what sitesScanMaxPages
-// leaves; warned says the warning that it ran out was given.
+// leaves; warned says the warning that it ran out was given; off, that the
+// process has no allocation-site library, so no buffer of it to look for
+// (an in-process walk of the trainer read 42,000 pages past its glibc
+// chunks, each through an open of /proc/self/mem, for nothing).
 type ownScan struct {
 	left   int
 	warned bool
+	off    bool
+}
+
+// sitesLibName is the allocation-site library's file name (outside/sites'
+// LibName), whose mapping says its buffers may be in the process.
+const sitesLibName = "libmemprobe-sites.so"
+
+// sitesLibMapped says whether the process has the allocation-site library
+// mapped.
+func (l *layout) sitesLibMapped() bool {
+	return slices.ContainsFunc(l.vmas, func(v vma) bool { return filepath.Base(v.Path) == sitesLibName })
 }
 
 // next returns the first page of v from a, outside its claimed ranges,
 // that begins one of the library's buffers (its header, a length of whole
 // pages that fits in v); v.End where none does or the reads run out.
 func (s *ownScan) next(l *layout, in *Input, v *vma, a, page uint64) uint64 {
+	if s.off {
+		return v.End
+	}
 	var b [16]byte
 	for ; a < v.End; a += page {
 		if k := slices.IndexFunc(v.subs, func(x sub) bool { return x.lo <= a && a < x.hi }); k >= 0 {

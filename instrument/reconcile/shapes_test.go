@@ -652,17 +652,16 @@ func TestSitesOwnBehindOther(t *testing.T) {
 		a += m.size
 	}
 	in := space(
-		mk(lib, 4*KiB, "r--p", "/usr/lib/libx.so", 4*KiB),
-		mk(lib+4*KiB, 4*KiB, "r-xp", "/usr/lib/libx.so", 4*KiB),
-		mk(lib+8*KiB, 4*KiB, "rw-p", "/usr/lib/libx.so", 4*KiB),
+		mk(lib, 4*KiB, "r--p", "/usr/lib/libmemprobe-sites.so", 4*KiB),
+		mk(lib+4*KiB, 4*KiB, "r-xp", "/usr/lib/libmemprobe-sites.so", 4*KiB),
+		mk(lib+8*KiB, 4*KiB, "rw-p", "/usr/lib/libmemprobe-sites.so", 4*KiB),
 		mk(bss, a-bss, "rw-p", "", a-bss),
 	)
-	in.OpenFile = files(map[string][]byte{
-		"/usr/lib/libx.so": elfFile(elf.ET_DYN,
-			load(elf.PF_R, 0, 0, 0x800, 0x800),
-			load(elf.PF_R|elf.PF_X, 0x1000, 0x1000, 0x900, 0x900),
-			load(elf.PF_R|elf.PF_W, 0x2000, 0x2000, 0xa00, 0x3010)), // .bss to 0x6000
-	})
+	libELF := elfFile(elf.ET_DYN,
+		load(elf.PF_R, 0, 0, 0x800, 0x800),
+		load(elf.PF_R|elf.PF_X, 0x1000, 0x1000, 0x900, 0x900),
+		load(elf.PF_R|elf.PF_W, 0x2000, 0x2000, 0xa00, 0x3010)) // .bss to 0x6000
+	in.OpenFile = files(map[string][]byte{"/usr/lib/libmemprobe-sites.so": libELF})
 	in.Resident = pagemap([2]uint64{bss, a})
 	in.ReadMemory = func(addr uint64, b []byte) error {
 		clear(b) // what has no header planted reads as zeros
@@ -683,6 +682,22 @@ func TestSitesOwnBehindOther(t *testing.T) {
 	}
 	if want := int64(24 * KiB); r.UnexplainedBytes != want {
 		t.Errorf("unexplained %d B (%+v); want %d: the pages with no header", r.UnexplainedBytes, r.UnexplainedMappings, want)
+	}
+
+	// A process without the library: no page read past a break, and
+	// only the buffers of the chain from the .bss claimed.
+	other := in
+	other.Mappings = slices.Clone(in.Mappings)
+	for k := range other.Mappings[:3] {
+		other.Mappings[k].Path = "/usr/lib/libx.so"
+	}
+	other.OpenFile = files(map[string][]byte{"/usr/lib/libx.so": libELF})
+	reads := 0
+	other.ReadMemory = func(addr uint64, b []byte) error { reads++; return in.ReadMemory(addr, b) }
+	r = Compute(other)
+	checkSums(t, r)
+	if p := partsByName(r)["probe.sites"]; p.Count != 0 || reads > 8 {
+		t.Errorf("no library mapped: probe.sites %+v after %d reads; want none claimed past the break, and no scan", p, reads)
 	}
 
 	// At most so many pages read past the breaks a walk: the rest
