@@ -32,7 +32,8 @@ import (
 //	'M'     u64 len, len bytes of /proc/self/maps
 //	'P'     i64 peak, u64 seq, u64 t_ns, i64 end  the count of every block in use by
 //	        its usable size: its peak (when), and its value at the end
-//	'E'     u8 how, u64 seq, u64 t_ns          the image ended: exit (0) or execve (1)
+//	'E'     u8 how, u64 seq, u64 t_ns          the image ended: exit (0), execve (1) or
+//	        a signal (2; 0x82 where that cut records: cutNote)
 //
 // Each thread writes whole records in chunks, so the file is ordered per
 // thread, not globally: seq orders the events of one image.
@@ -154,6 +155,16 @@ func readDir(dir string) ([]*image, error) {
 	})
 	return out, nil
 }
+
+// endCut is added to an end record's how (2, a signal) where the end cut
+// records (cutNote).
+const endCut = 0x80
+
+// cutNote is an image's torn where its end record says it is cut: a
+// signal ended the process while a thread was in the middle of a record
+// (that record, and any the thread had not yet written, are missing),
+// or while the records could not be written.
+const cutNote = "a signal ended the process in the middle of a record: its last records are cut"
 
 // readFile reads one record file. A file cut short or with a record it
 // cannot read keeps what came before (torn says what).
@@ -323,7 +334,10 @@ func (d *decoder) next(im *image) error {
 		if b, err = read(17); err != nil {
 			break
 		}
-		im.ended, im.endHow, im.endNs = true, b[0], le.Uint64(b[9:])
+		im.ended, im.endHow, im.endNs = true, b[0]&^endCut, le.Uint64(b[9:])
+		if b[0]&endCut != 0 {
+			im.torn = cutNote
+		}
 	default:
 		return fmt.Errorf("record type %#x at a place where a record starts", t)
 	}

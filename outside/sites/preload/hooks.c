@@ -359,3 +359,40 @@ EXPORT int mprotect(void *addr, size_t len, int prot) {
 	}
 	return r;
 }
+
+// dlopen drops RTLD_DEEPBIND where the library records (as heaptrack's
+// does): a library loaded with it binds malloc and free to the C
+// library's before this one's, so that its free of a sampled block (the
+// program's, marked: its pointer is inside the allocator's block) aborts
+// in glibc, and its own blocks go unrecorded, their frees miscounted.
+// The mark cannot go instead: the fast path tells a sampled block by the
+// word before it, and a table looked up by every free costs more than
+// the whole fast path. What the program loses: such a library's own
+// definitions no longer come before the program's of the same names
+// (one line on stderr says so). The call is a tail call: dlopen finds
+// its caller's RUNPATH by its return address, which stays the caller's.
+static _Atomic int deepbind_told;
+
+__attribute__((noinline)) static void deepbind_tell(const char *file) {
+	if (atomic_exchange(&deepbind_told, 1))
+		return;
+	char msg[512];
+	int n = snprintf(msg, sizeof msg,
+			 "libmemprobe-sites: dlopen(%.300s) with RTLD_DEEPBIND: the flag is dropped (its malloc and free must be the recorded ones)\n",
+			 file);
+	int e = errno;
+	if (n > (int)sizeof msg - 1)
+		n = (int)sizeof msg - 1;
+	if (n > 0)
+		(void)!write(2, msg, (size_t)n);
+	errno = e;
+}
+
+EXPORT void *dlopen(const char *file, int flags) {
+	NEED(dlopen);
+	if (UNLIKELY(flags & RTLD_DEEPBIND) && rate != 0 && file != NULL) {
+		flags &= ~RTLD_DEEPBIND;
+		deepbind_tell(file);
+	}
+	return real_dlopen(file, flags);
+}

@@ -31,6 +31,7 @@
 	X(mmap, void *, (void *, size_t, int, int, int, off_t))                                                        \
 	X(munmap, int, (void *, size_t))                                                                               \
 	X(mprotect, int, (void *, size_t, int))                                                                        \
+	X(dlopen, void *, (const char *, int))                                                                         \
 	X(dlclose, int, (void *))                                                                                      \
 	X(_exit, void, (int))                                                                                          \
 	X(_Exit, void, (int))                                                                                          \

@@ -7,38 +7,44 @@
 
 // ---- the process's start, fork, exec and end -----------------------------
 
+// The maps are read whole before their record is written (its length
+// comes first), into maps_buf: mapped once at the start (address space,
+// MAP_NORESERVE; its pages given back after each use), so that an end
+// by a signal maps nothing. A process with more than MAPS_CAP bytes of
+// maps lines is cut. maps_buf holds the record: its 9 bytes of head,
+// then the text.
+enum { MAPS_CAP = 4 << 20 };
+static unsigned char *maps_buf;
+
+// write_maps_locked writes /proc/self/maps ('M'); wlock held (maps_buf
+// is the lock's). Async-signal-safe: open, read, write, madvise.
 static void write_maps_locked(void) {
+	if (maps_buf == NULL || getpid() != file_pid)
+		return;
 	int m = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (m < 0)
 		return;
-	// The maps are read whole before the record is written: its length
-	// comes first. A process with more than 4 MiB of maps lines is cut.
-	size_t cap = 4 << 20, len = 0;
-	char *t = own_map(cap, 0);
-	if (t == NULL) {
-		close(m);
-		return;
-	}
+	unsigned char *t = maps_buf + 9;
+	size_t len = 0;
 	for (;;) {
-		ssize_t r = read(m, t + len, cap - len);
+		ssize_t r = read(m, t + len, MAPS_CAP - len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		len += (size_t)r;
-		if (len == cap)
+		if (len == MAPS_CAP)
 			break;
 	}
 	close(m);
-	unsigned char h[9];
 	uint64_t l = len;
-	h[0] = R_MAPS;
-	memcpy(h + 1, &l, 8);
-	if (getpid() == file_pid) {
-		write_all(h, 9);
-		write_all(t, len);
-	}
-	own_unmap(t);
+	maps_buf[0] = R_MAPS;
+	memcpy(maps_buf + 1, &l, 8);
+	write_all(maps_buf, 9 + len); // one write: whole, whoever else writes
+	uintptr_t from = ((uintptr_t)maps_buf + page - 1) & ~(uintptr_t)(page - 1);
+	uintptr_t to = ((uintptr_t)t + len + page - 1) & ~(uintptr_t)(page - 1);
+	if (to > from)
+		madvise((void *)from, to - from, MADV_DONTNEED);
 }
 
 static void open_file(void) {
@@ -81,50 +87,102 @@ static void open_file(void) {
 	write_all(h, sizeof h);
 }
 
-// finish writes every buffer, the maps and the end record: at exit, and
-// before an execve replaces the image.
+// unpub is t's count not yet in inuse_total, read without changing it:
+// t may be another thread's, running.
+static int64_t unpub(struct tstate *t) {
+	int64_t d = __atomic_load_n(&t->over, __ATOMIC_RELAXED) + PUBLISH;
+	if (d < UNPUB_NEW / 2)
+		d -= UNPUB_NEW; // its first count
+	return d;
+}
+
+// send_locked writes what of b's records is committed and not yet
+// written, then its thread's counts ('T', made here); wlock held. Of b it
+// changes only sent: its thread may be in the middle of a record (the
+// thread that ends, a signal's, or any other), which stays its own to
+// finish, and to write at its next flush if the image goes on (a failed
+// execve). Async-signal-safe: plain loads and write.
+static void send_locked(struct tbuf *b) {
+	size_t c = atomic_load_explicit(&b->committed, memory_order_acquire);
+	if (c > b->sent) {
+		write_all(b->data + b->sent, c - b->sent);
+		b->sent = c;
+	}
+	struct tstate *t = b->owner;
+	if (t == NULL)
+		return;
+	uint64_t a = __atomic_load_n(&t->allocs, __ATOMIC_RELAXED);
+	uint64_t by = (uint64_t)(__atomic_load_n(&t->drawn, __ATOMIC_RELAXED) - __atomic_load_n(&t->left, __ATOMIC_RELAXED));
+	if (a == t->allocs_w)
+		return;
+	unsigned char r[17];
+	uint64_t da = a - t->allocs_w, db = by - t->bytes_w;
+	r[0] = R_TOTALS;
+	memcpy(r + 1, &da, 8);
+	memcpy(r + 9, &db, 8);
+	write_all(r, sizeof r);
+	t->allocs_w = a, t->bytes_w = by;
+}
+
+// write_end writes the end record ('E'), how ended.
+static void write_end(int how) {
+	unsigned char e[18];
+	uint64_t s = atomic_load(&shared.seq);
+	e[0] = R_END;
+	e[1] = (unsigned char)how;
+	memcpy(e + 2, &s, 8);
+	uint64_t t = now_ns() - start_ns;
+	memcpy(e + 10, &t, 8);
+	write_all(e, sizeof e);
+}
+
+// end_locked ends the image's records: every buffer's committed records,
+// the maps, the count and the end record (how, END_CUT added by a
+// signal's end that cut records); wlock held, the process the file's.
+// It changes no thread's state but the buffers' sent: an end by a signal
+// runs it (async-signal-safe), and so does one by exit or execve while
+// other threads record.
+static void end_locked(int how) {
+	enabled = 0;
+	int64_t ex = atomic_load(&shared.inuse_total);
+	for (struct tbuf *b = bufs; b; b = b->next) {
+		send_locked(b);
+		if (b->owner != NULL)
+			ex += unpub(b->owner);
+	}
+	write_maps_locked();
+	unsigned char c[33];
+	int64_t pk = atomic_load(&shared.inuse_peak);
+	uint64_t ps = atomic_load(&shared.peak_seq), pn = atomic_load(&shared.peak_ns);
+	// The end, with every thread's count added, is a moment of the run
+	// too: a heap that never moved a thread's count by PUBLISH peaks
+	// here, not at its first block (TestSmallHeapPeak).
+	if (ex > pk) {
+		pk = ex;
+		ps = atomic_load(&shared.seq);
+		pn = now_ns() - start_ns;
+	}
+	c[0] = R_COUNT;
+	memcpy(c + 1, &pk, 8);
+	memcpy(c + 9, &ps, 8);
+	memcpy(c + 17, &pn, 8);
+	memcpy(c + 25, &ex, 8);
+	if (count != COUNT_NONE)
+		write_all(c, sizeof c);
+	write_end(how);
+	if ((how & ~END_CUT) != END_EXEC)
+		fd_close();
+}
+
+// finish ends the records (end_locked): at exit, and before an execve
+// replaces the image.
 static void finish(int how) {
 	if (!enabled)
 		return;
 	ts.in_hook++;
 	pthread_mutex_lock(&wlock);
-	if (getpid() == file_pid) {
-		enabled = 0;
-		for (struct tbuf *b = bufs; b; b = b->next) {
-			flush_locked(b);
-			if (b->owner != NULL)
-				publish(b->owner);
-		}
-		write_maps_locked();
-		unsigned char c[33];
-		int64_t pk = atomic_load(&shared.inuse_peak), ex = atomic_load(&shared.inuse_total);
-		uint64_t ps = atomic_load(&shared.peak_seq), pn = atomic_load(&shared.peak_ns);
-		// The end, with every thread's count published, is a moment of
-		// the run too: a heap that never moved a thread's count by
-		// PUBLISH peaks here, not at its first block (TestSmallHeapPeak).
-		if (ex > pk) {
-			pk = ex;
-			ps = atomic_load(&shared.seq);
-			pn = now_ns() - start_ns;
-		}
-		c[0] = R_COUNT;
-		memcpy(c + 1, &pk, 8);
-		memcpy(c + 9, &ps, 8);
-		memcpy(c + 17, &pn, 8);
-		memcpy(c + 25, &ex, 8);
-		if (count != COUNT_NONE)
-			write_all(c, sizeof c);
-		unsigned char e[18];
-		uint64_t s = atomic_load(&shared.seq);
-		e[0] = R_END;
-		e[1] = (unsigned char)how;
-		memcpy(e + 2, &s, 8);
-		uint64_t t = now_ns() - start_ns;
-		memcpy(e + 10, &t, 8);
-		write_all(e, sizeof e);
-		if (how != END_EXEC)
-			fd_close();
-	}
+	if (enabled && getpid() == file_pid)
+		end_locked(how);
 	pthread_mutex_unlock(&wlock);
 	ts.in_hook--;
 }
@@ -149,7 +207,8 @@ static void fork_parent(void) {
 static void fork_child(void) {
 	pthread_mutex_init(&wlock, NULL);
 	for (struct tbuf *b = bufs; b; b = b->next) {
-		b->len = 0;
+		b->len = 0, b->sent = 0;
+		commit(b);
 		if (b != ts.buf)
 			b->owner = NULL;
 	}
@@ -235,6 +294,7 @@ __attribute__((constructor(101))) static void init(void) {
 		}
 		filter = f;
 	}
+	maps_buf = own_map(9 + MAPS_CAP, MAP_NORESERVE);
 	struct hook h = hook_enter();
 	const char *u = getenv("MEMPROBE_SITES_UNWIND");
 	if (u != NULL && strcmp(u, "libgcc") == 0)

@@ -103,9 +103,10 @@ static void flush_locked(struct tbuf *b) {
 		put64(b, by - t->bytes_w);
 		t->allocs_w = a, t->bytes_w = by;
 	}
-	if (b->len > 0 && fd >= 0 && getpid() == file_pid)
-		write_all(b->data, b->len);
-	b->len = 0;
+	if (b->len > b->sent && fd >= 0 && getpid() == file_pid)
+		write_all(b->data + b->sent, b->len - b->sent);
+	b->len = 0, b->sent = 0;
+	commit(b);
 }
 
 static void flush(struct tbuf *b) {
@@ -160,7 +161,7 @@ static void *own_map(size_t n, int flags) {
 	return (char *)h + OWN_HEAD;
 }
 
-static void own_unmap(void *p) {
+static __attribute__((unused)) void own_unmap(void *p) {
 	uint64_t *h = (uint64_t *)((char *)p - OWN_HEAD);
 	real_munmap(h, h[1]);
 }
@@ -242,11 +243,13 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	put8(b, (uint8_t)kind);
 	put64(b, atomic_fetch_add_explicit(&shared.seq, 1, memory_order_relaxed));
 	put64(b, t - start_ns);
+	MID_RECORD();
 	put64(b, (uint64_t)(uintptr_t)p);
 	put64(b, n);
 	put64(b, h);
 	put64(b, (uint64_t)atomic_load_explicit(&shared.inuse_total, memory_order_relaxed));
 	put64(b, u);
+	commit(b);
 	flush_if_old(b, t, n);
 }
 
@@ -268,6 +271,7 @@ static void record_free(void *p, int flags, size_t len) {
 	put64(b, (uint64_t)(uintptr_t)p);
 	if (flags & F_MUNMAP)
 		put64(b, len);
+	commit(b);
 	flush_if_old(b, t, len);
 }
 

@@ -9,9 +9,9 @@
 // The signals whose default action ends the process without a core and
 // that a user or a pipe sends (Ctrl-C, kill, a closed pipe): where the
 // program left them at their default, the library's handler writes the
-// records (as at exit; not on a thread inside the library, whose buffer
-// is mid-record) and raises the signal again at its default, so that the
-// program dies of it as it would have. Before, a program stopped with
+// records (as at exit, by async-signal-safe means only: end_by_signal)
+// and raises the signal again at its default, so that the program dies
+// of it as it would have. Before, a program stopped with
 // Ctrl-C lost its last buffers and its maps: its frames read as
 // addresses. A handler the program sets replaces this one; a default it
 // sets puts it back.
@@ -40,10 +40,75 @@ static int end_slot(int sig) {
 
 static int at_default(const struct sigaction *a) { return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL; }
 
+// The end by a signal does only what is async-signal-safe: the
+// interrupted code may hold anything (the records' lock, the
+// allocator's). It waits for the records' lock a bounded time
+// (LOCK_WAIT_NS: a flush takes microseconds, the maps a few
+// milliseconds), writes every buffer's committed records, the maps, the
+// count and the end with write(2), and keeps the lock until the process
+// dies, so that nothing is written after the end. A thread in the middle
+// of a record (this one among them) or a lock that stayed taken (this
+// thread was inside it) marks the end cut (END_CUT): the end alone is
+// written then. Before, the handler took the lock with
+// pthread_mutex_lock, wrote each buffer as it stood (a record half
+// written among them) and mapped memory.
+enum { LOCK_WAIT_NS = 50000000, LOCK_STEP_NS = 100000 };
+
+// ending: 0, then 1 while the first end signal's handler writes, 2 once
+// it has. A second end signal (on another thread) waits for it.
+static _Atomic int ending;
+
+// lock_bounded takes wlock within LOCK_WAIT_NS; 0 where it cannot.
+static int lock_bounded(void) {
+	for (long w = 0; w <= LOCK_WAIT_NS; w += LOCK_STEP_NS) {
+		if (pthread_mutex_trylock(&wlock) == 0)
+			return 1;
+		struct timespec d = {0, LOCK_STEP_NS};
+		nanosleep(&d, NULL);
+	}
+	return 0;
+}
+
+// mid_record says whether a thread is in the middle of a record: its
+// buffer holds more than it has committed.
+static int mid_record(void) {
+	for (struct tbuf *b = bufs; b; b = b->next)
+		if (b->owner != NULL && __atomic_load_n(&b->len, __ATOMIC_RELAXED) != atomic_load_explicit(&b->committed, memory_order_acquire))
+			return 1;
+	return 0;
+}
+
+// end_by_signal ends the records as a signal ends the process.
+static void end_by_signal(void) {
+	if (!enabled || getpid() != file_pid)
+		return;
+	ts.in_hook++;
+	if (!lock_bounded()) {
+		enabled = 0;
+		if (fd_ours())
+			write_end(END_SIGNAL | END_CUT);
+		return;
+	}
+	// An end that began on another thread (exit) has written its own;
+	// a descriptor the program took over is not reopened here.
+	if (enabled && fd_ours())
+		end_locked(END_SIGNAL | (mid_record() ? END_CUT : 0));
+	enabled = 0;
+	// wlock stays taken: the process dies of the signal next.
+}
+
 static void on_end_signal(int sig) {
 	int e = errno, i = end_slot(sig);
-	if (!ts.in_hook)
-		finish(END_SIGNAL);
+	int first = 0;
+	if (atomic_compare_exchange_strong(&ending, &first, 1)) {
+		end_by_signal();
+		atomic_store(&ending, 2);
+	} else {
+		for (long w = 0; w <= 2 * LOCK_WAIT_NS && atomic_load(&ending) == 1; w += LOCK_STEP_NS) {
+			struct timespec d = {0, LOCK_STEP_NS};
+			nanosleep(&d, NULL);
+		}
+	}
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	if (i >= 0) {
 		dfl = view[i];

@@ -140,10 +140,19 @@ struct rule {
 // A thread's buffer of records. Buffers are mmapped (never malloc'd),
 // listed in bufs, and reused after their thread exits. owner is the
 // thread's state while it runs: the counts its totals record takes.
+//
+// Only its thread writes records into it (len, data). committed is len
+// at the end of its last whole record, stored with release once the
+// record is complete (commit): an end on another thread (finish, a
+// signal's) writes data up to committed, read with acquire, and never a
+// record half written; sent is how much of that it wrote (wlock held),
+// which the thread's next flush does not write again.
 struct tbuf {
 	struct tbuf *next;
 	struct tstate *owner; // NULL once the thread has exited
 	size_t len;
+	_Atomic size_t committed;
+	size_t sent;
 	uint64_t flushed_ns; // when the buffer was last written
 	uint64_t cache[STACK_CACHE];
 	unsigned rules_gen; // rules_gen when the rules were last cleared
@@ -151,6 +160,10 @@ struct tbuf {
 	unsigned char data[BUF_BYTES];
 };
 static struct tbuf *bufs;
+
+// commit marks the records in b so far whole: they may be written by
+// another thread's end.
+static inline void commit(struct tbuf *b) { atomic_store_explicit(&b->committed, b->len, memory_order_release); }
 
 static uint64_t now_ns(void) {
 	struct timespec t;
@@ -181,6 +194,27 @@ static inline size_t usable(void *p) {
 // the fast paths where the exact figure takes five; every path counts a
 // block this way, so the 8 bytes go when the block does.
 static inline int64_t count_h(size_t h) { return (int64_t)(h & ~(size_t)7) - 8; }
+
+// MID_RECORD is the safety tests' hook (outside/sites' TestEndMidRecord,
+// in the library built with SITES_TEST_HOOKS; nothing otherwise): called
+// in the middle of an allocation's record, it calls the program's
+// memprobe_sites_mid_record where the program defines one, which may
+// stop the thread there for good.
+#ifdef SITES_TEST_HOOKS
+extern void memprobe_sites_mid_record(void) __attribute__((weak, visibility("default")));
+#define MID_RECORD()                                                                                                   \
+	do {                                                                                                           \
+		if (memprobe_sites_mid_record)                                                                         \
+			memprobe_sites_mid_record();                                                                   \
+	} while (0)
+#else
+#define MID_RECORD() ((void)0)
+#endif
+
+// END_CUT is added to an end record's END_SIGNAL where the end by a
+// signal cut records: a thread was in the middle of one, or the
+// records' lock stayed taken (records.go, cutNote).
+enum { END_CUT = 0x80 };
 
 // Defined in a later unit, called by an earlier one.
 static struct tbuf *own_buf(void);
