@@ -56,28 +56,28 @@ func TestRunCUDAHidden(t *testing.T) {
 // tableCell returns the cell of row (its first cell) and column in the
 // first text table whose title starts with title, "" if there is none.
 func tableCell(out, title, row, column string) string {
+	// A table wider than the terminal is folded into parts, each titled
+	// (the later ones "... (continued)", long titles wrapped) and each
+	// with the row names first: the cell is in the part whose header
+	// has the column.
 	var header []string
 	in := false
 	for _, line := range strings.Split(out, "\n") {
 		switch {
 		case strings.HasPrefix(line, title):
-			in = true
+			in, header = true, nil
 		case !in:
 		case strings.TrimSpace(line) == "":
-			if header != nil {
-				return ""
-			}
+			in, header = false, nil
+		case header == nil && strings.HasPrefix(line, "  "): // the title, wrapped
 		default:
 			cells := regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(line), -1)
 			if header == nil {
 				header = cells
 				continue
 			}
-			if cells[0] == row {
-				if i := slices.Index(header, column); i >= 0 && i < len(cells) {
-					return cells[i]
-				}
-				return ""
+			if i := slices.Index(header, column); cells[0] == row && i >= 0 && i < len(cells) {
+				return cells[i]
 			}
 		}
 	}
