@@ -284,11 +284,18 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 func unaccountedHeap(r *schema.Result, led *ledger.Ledger, device string, probeHeap int64, progress io.Writer) {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
-	heap := int64(s[0].Value.Uint64()) - probeHeap
+	live := int64(s[0].Value.Uint64())
+	heap := live - probeHeap
 	inLedger := memmodel.GoHeapBytes(led.Snapshot(), device)
 	rss := int64(r.FinalRSSBytes)
-	fmt.Fprintf(progress, "go heap outside the ledger: %s of %s live, less the probe's own %s (finding above %s)\n",
-		mib(heap-inLedger), mib(heap+probeHeap), mib(probeHeap), mib(memmodel.UnaccountedThreshold(rss)))
+	outside := fmt.Sprintf("%s of %s live", mib(heap-inLedger), mib(live))
+	if heap < inLedger {
+		// The probe's heap at job start held set-up objects freed since:
+		// the two together can exceed the live heap, never a negative.
+		outside = fmt.Sprintf("0 MiB of %s live (the ledger and the probe's own at job start exceed it by %s)", mib(live), mib(inLedger-heap))
+	}
+	fmt.Fprintf(progress, "go heap outside the ledger: %s, less the probe's own %s (finding above %s)\n",
+		outside, mib(probeHeap), mib(memmodel.UnaccountedThreshold(rss)))
 	if row, ok := memmodel.UnaccountedHeap(heap, inLedger, rss); ok {
 		r.Ledger = append(r.Ledger, row)
 		r.LedgerFindings++
