@@ -184,6 +184,9 @@ func (o *Options) profiling() profiling.Options {
 // gradients and two Adam moments, one sequence's activations and backward
 // workspace per executor, and the token array. Nothing smaller can train
 // this model this way; the measured peak RSS is compared against it.
+// executors is the configuration's (PredictedExecutors), not the count a
+// trainer made: a trainer that makes one too many is a finding of the
+// model's, not a higher floor.
 func Floor(cfg model.Config, executors int, datasetTokens int) (floor, perExecutor int64) {
 	perExecutor = 4 * int64(cfg.ActsSize()+cfg.GradActsSize())
 	floor = 4*4*int64(cfg.NumParams()) + int64(executors)*perExecutor + 2*int64(datasetTokens)
