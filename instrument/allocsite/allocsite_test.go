@@ -46,6 +46,10 @@ func TestClassifyFrames(t *testing.T) {
 			Program, "memprobe/trainer/tape.(*Heap).Float32s", ""},
 		{"the probe's own use of the ledger", frames("runtime.mallocgc", "runtime.makeslice", "memprobe/ledger.Make[...]", "memprobe/run/job.(*instruments).setUp"),
 			Probe, "memprobe/run/job.(*instruments).setUp", ""},
+		// The standard library inside a helper, for the probe: the peak
+		// reconciliation's ledger snapshot sorts (sort.Slice's swapper).
+		{"the standard library inside a helper", frames("runtime.mallocgc", "runtime.newobject", "internal/reflectlite.Swapper", "sort.Slice", "memprobe/ledger.(*Ledger).Snapshot", "memprobe/instrument/reconcile.GatherSelf", "memprobe/run/job.(*instruments).reconcile"),
+			Probe, "internal/reflectlite.Swapper", ""},
 	} {
 		s := classifyFrames(c.frames, own, helpers)
 		if s.Class != c.class || s.Function != c.fn || s.CalledFrom != c.calledFrom {
