@@ -282,6 +282,8 @@ func classifyFrames(frames []runtime.Frame, own, helpers []string) Site {
 			site.CalledFrom = f.Function
 			return site
 		case site.Class != Runtime && isModule(f.Function, own) && !hasPrefix(f.Function, helpers):
+			// A helper's own work (the ledger's Snapshot sorting) is
+			// its caller's, as its allocations are.
 			if hasPrefix(f.Function, own) {
 				site.Class = Probe
 			}

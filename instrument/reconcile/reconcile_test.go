@@ -142,6 +142,11 @@ func checkParts(t *testing.T, r Reconciliation, wants map[string]want) {
 	}
 }
 
+// checkSums is a sanity check: parts + unexplained = RSS holds by
+// construction (finish takes the unexplained bytes as the rest), so it
+// proves nothing about the figures. A test that relies on them checks the
+// unexplained bytes against what it knows: a sum by hand, a plant, or
+// checkWalk.
 func checkSums(t *testing.T, r Reconciliation) {
 	t.Helper()
 	var sum, vsum int64
@@ -157,6 +162,26 @@ func checkSums(t *testing.T, r Reconciliation) {
 	}
 	if vsum+r.UnexplainedReservedBytes != r.VSZBytes {
 		t.Errorf("reserved %d + unexplained %d != VSZ %d", vsum, r.UnexplainedReservedBytes, r.VSZBytes)
+	}
+}
+
+// checkWalk: the unexplained bytes, which finish() takes as RSS less the
+// parts, are what the pieces no rule claimed hold resident by smaps, plus
+// the status counters' drift from the page walk (VmRSS − Σ smaps Rss): a
+// part that counts a page twice, or a page neither a part nor a piece
+// holds, breaks it. Without smaps (counters only) there are no pieces.
+func checkWalk(t *testing.T, r Reconciliation) {
+	t.Helper()
+	if r.SmapsRSSBytes == 0 {
+		t.Fatalf("checkWalk on a reconciliation without smaps")
+	}
+	var pieces int64
+	for _, p := range r.UnexplainedAll {
+		pieces += p.ResidentBytes
+	}
+	if want := pieces + r.RSSBytes - r.SmapsRSSBytes; r.UnexplainedBytes != want {
+		t.Errorf("unexplained %d B, but the %d unclaimed pieces hold %d B resident and VmRSS − Σ smaps Rss is %d B: want %d B",
+			r.UnexplainedBytes, len(r.UnexplainedAll), pieces, r.RSSBytes-r.SmapsRSSBytes, want)
 	}
 }
 
@@ -253,6 +278,7 @@ func TestComputeFixtureNoPagemap(t *testing.T) {
 	in.Resident = nil
 	r := Compute(in)
 	checkSums(t, r)
+	checkWalk(t, r)
 	for _, p := range r.Parts {
 		if p.Name == "stacks.threads" && p.Bytes != 8*KiB+2056*KiB {
 			t.Errorf("stacks.threads %d, want the whole merged mapping's 2056 KiB + 8 KiB", p.Bytes)
@@ -270,6 +296,7 @@ func TestComputeNoGoAddrs(t *testing.T) {
 	in.GoAddrs = nil
 	r := Compute(in)
 	checkSums(t, r)
+	checkWalk(t, r)
 	if r.UnexplainedBytes < 168*MiB || !strings.Contains(strings.Join(r.Warnings, "\n"), "no mapping holds a known Go heap address") {
 		t.Errorf("unexplained %d, warnings %q", r.UnexplainedBytes, r.Warnings)
 	}
@@ -359,6 +386,7 @@ func TestLiveSumsToRSS(t *testing.T) {
 	}
 	r := Compute(in)
 	checkSums(t, r)
+	checkWalk(t, r)
 	if r.RSSBytes <= 0 || r.VSZBytes < r.RSSBytes {
 		t.Errorf("RSS %d, VSZ %d", r.RSSBytes, r.VSZBytes)
 	}
@@ -590,7 +618,8 @@ func TestComputeProbeHeap(t *testing.T) {
 	in.ProbeHeap.Bytes = 20 * MiB
 	r = Compute(in)
 	checkSums(t, r)
-	if p := r.Parts[1]; p.Name != "probe.heap" || p.ReservedBytes != 10*MiB || !strings.Contains(strings.Join(r.Warnings, "\n"), "probe.heap is capped") {
+	if p := r.Parts[1]; p.Name != "probe.heap" || p.ReservedBytes != 10*MiB || r.UnexplainedBytes != base.UnexplainedBytes ||
+		!strings.Contains(strings.Join(r.Warnings, "\n"), "probe.heap is capped") {
 		t.Errorf("probe.heap %+v with 20 MiB measured and 10 MiB of objects outside the ledger; warnings %q", p, r.Warnings)
 	}
 }

@@ -154,7 +154,7 @@ func TestGoHeapIsNotAThreadStack(t *testing.T) {
 	if p := partsByName(r)["stacks.threads"]; p.Bytes != 16*KiB || p.ReservedBytes != 8*MiB+4*KiB || p.Count != 1 {
 		t.Errorf("stacks.threads %+v", p)
 	}
-	if len(r.UnexplainedMappings) != 1 || r.UnexplainedMappings[0].Start != heap+8*MiB || r.UnexplainedMappings[0].ResidentBytes != 100*MiB {
+	if r.UnexplainedBytes != 100*MiB || len(r.UnexplainedMappings) != 1 || r.UnexplainedMappings[0].Start != heap+8*MiB || r.UnexplainedMappings[0].ResidentBytes != 100*MiB {
 		t.Errorf("unexplained %+v, want Go's heap mapping whole", r.UnexplainedMappings)
 	}
 }
@@ -216,7 +216,7 @@ func TestBSSBoundedByELF(t *testing.T) {
 		big = big || p.Start == lib+12*KiB && p.ResidentBytes == 40*MiB && p.ReservedBytes == 64*MiB
 		data = data || p.Start == 0x7e0000100000 && p.ResidentBytes == 2*MiB
 	}
-	if !big || !data || len(r.Warnings) != 0 {
+	if !big || !data || r.UnexplainedBytes != 42*MiB || len(r.Warnings) != 0 {
 		t.Errorf("unexplained %+v, want the 64 MiB above the .bss and the 2 MiB above the data file; warnings %q", r.UnexplainedMappings, r.Warnings)
 	}
 }
@@ -248,7 +248,7 @@ func TestBSSUnreadableFile(t *testing.T) {
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "/app/trainer (deleted) (the file is deleted)") || !strings.Contains(r.Warnings[0], "taken whole") {
 		t.Errorf("warnings %q", r.Warnings)
 	}
-	if len(r.UnexplainedMappings) != 1 || r.UnexplainedMappings[0].Start != 0x7f2000002000 {
+	if r.UnexplainedBytes != 1*MiB || len(r.UnexplainedMappings) != 1 || r.UnexplainedMappings[0].Start != 0x7f2000002000 {
 		t.Errorf("unexplained %+v, want liby's neighbour", r.UnexplainedMappings)
 	}
 }
@@ -316,6 +316,7 @@ func TestBigThreadStacks(t *testing.T) {
 	in.Resident = nil
 	r = Compute(in)
 	checkSums(t, r)
+	checkWalk(t, r)
 	if len(r.ThreadStacks) != 4 || r.ThreadStacks[0].ReservedBytes != 16*MiB || r.ThreadStacks[1].ReservedBytes != 8*MiB || r.ThreadStacks[3].ReservedBytes != 1024*MiB {
 		t.Errorf("without pagemap: stacks %+v", r.ThreadStacks)
 	}
@@ -342,8 +343,8 @@ func TestArenasNotHeaps(t *testing.T) {
 	r := Compute(heapsSpace())
 	checkSums(t, r)
 	p := partsByName(r)["c.malloc.arenas"]
-	if r.GlibcArenas != 2 || r.GlibcHeaps != 3 || r.GlibcArenasExact || p.Count != 2 || p.ReservedBytes != 192*MiB || p.Bytes != 80*MiB+44*KiB {
-		t.Errorf("arenas %d, heaps %d, exact %v; part %+v", r.GlibcArenas, r.GlibcHeaps, r.GlibcArenasExact, p)
+	if r.GlibcArenas != 2 || r.GlibcHeaps != 3 || r.GlibcArenasExact || p.Count != 2 || p.ReservedBytes != 192*MiB || p.Bytes != 80*MiB+44*KiB || r.UnexplainedBytes != 0 {
+		t.Errorf("arenas %d, heaps %d, exact %v; part %+v; unexplained %d B, want none", r.GlibcArenas, r.GlibcHeaps, r.GlibcArenasExact, p, r.UnexplainedBytes)
 	}
 	if !strings.Contains(p.Note, "3 heaps, 2 arenas (estimated") {
 		t.Errorf("note %q", p.Note)
@@ -706,6 +707,7 @@ func TestSitesOwnBehindOther(t *testing.T) {
 	sitesScanMaxPages = 2
 	r = Compute(in)
 	checkSums(t, r)
+	checkWalk(t, r)
 	if p := partsByName(r)["probe.sites"]; p.Count != 2 || !strings.Contains(strings.Join(r.Warnings, "\n"), "2 pages read past breaks") {
 		t.Errorf("reading at most 2 pages past the breaks: probe.sites %+v, warnings %q; want the 2 buffers behind the first break and a warning", p, r.Warnings)
 	}
@@ -790,6 +792,7 @@ func TestPythonPools(t *testing.T) {
 	pythonScanMaxPools = 3
 	r = Compute(in)
 	checkSums(t, r)
+	checkWalk(t, r)
 	if p := partsByName(r)["python.obmalloc"]; p.Count != 3 || !strings.Contains(strings.Join(r.Warnings, "\n"), "3 pool headers read") {
 		t.Errorf("reading at most 3 headers: python.obmalloc %+v, warnings %q; want 3 pools and a warning", p, r.Warnings)
 	}
@@ -798,8 +801,8 @@ func TestPythonPools(t *testing.T) {
 	in.ReadMemory = nil
 	r = Compute(in)
 	checkSums(t, r)
-	if p := partsByName(r)["python.obmalloc"]; p.Count != 0 {
-		t.Errorf("without ReadMemory: python.obmalloc %+v; want none", p)
+	if p := partsByName(r)["python.obmalloc"]; p.Count != 0 || r.UnexplainedBytes != 8*p16+3*p4+3*p16 {
+		t.Errorf("without ReadMemory: python.obmalloc %+v, unexplained %d B; want none, all of it", p, r.UnexplainedBytes)
 	}
 }
 

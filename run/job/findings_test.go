@@ -3,6 +3,7 @@ package job
 import (
 	"io"
 	"runtime"
+	"strings"
 	"testing"
 
 	"memprobe/instrument/memmodel"
@@ -50,4 +51,19 @@ func TestUnaccountedHeap(t *testing.T) {
 		t.Errorf("%s = %d B, want the planted %d B and less than %d B more", row.Component, row.MeasuredBytes, planted, memmodel.UnaccountedMinBytes)
 	}
 	runtime.KeepAlive(buf)
+}
+
+// TestUnaccountedHeapNeverNegative: where the probe's heap at job start
+// and the ledger exceed the live heap (set-up objects freed since), the
+// progress line says 0 and by how much, never a negative figure.
+func TestUnaccountedHeapNeverNegative(t *testing.T) {
+	var out strings.Builder
+	r := &schema.Result{Ledger: []schema.LedgerRow{}, FinalRSSBytes: 100 << 20}
+	unaccountedHeap(r, ledger.New(), "cpu", 1<<40, &out)
+	if line := out.String(); strings.Contains(line, "-") || !strings.Contains(line, "outside the ledger: 0 MiB of") {
+		t.Errorf("progress line %q, want 0 MiB outside the ledger and no negative figure", line)
+	}
+	if r.LedgerFindings != 0 {
+		t.Errorf("%d findings for a heap the probe's own exceeds", r.LedgerFindings)
+	}
 }

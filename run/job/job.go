@@ -184,6 +184,9 @@ func (o *Options) profiling() profiling.Options {
 // gradients and two Adam moments, one sequence's activations and backward
 // workspace per executor, and the token array. Nothing smaller can train
 // this model this way; the measured peak RSS is compared against it.
+// executors is the configuration's (PredictedExecutors), not the count a
+// trainer made: a trainer that makes one too many is a finding of the
+// model's, not a higher floor.
 func Floor(cfg model.Config, executors int, datasetTokens int) (floor, perExecutor int64) {
 	perExecutor = 4 * int64(cfg.ActsSize()+cfg.GradActsSize())
 	floor = 4*4*int64(cfg.NumParams()) + int64(executors)*perExecutor + 2*int64(datasetTokens)
@@ -284,11 +287,18 @@ func Run(ctx context.Context, o Options, progress io.Writer) (r *schema.Result, 
 func unaccountedHeap(r *schema.Result, led *ledger.Ledger, device string, probeHeap int64, progress io.Writer) {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
-	heap := int64(s[0].Value.Uint64()) - probeHeap
+	live := int64(s[0].Value.Uint64())
+	heap := live - probeHeap
 	inLedger := memmodel.GoHeapBytes(led.Snapshot(), device)
 	rss := int64(r.FinalRSSBytes)
-	fmt.Fprintf(progress, "go heap outside the ledger: %s of %s live, less the probe's own %s (finding above %s)\n",
-		mib(heap-inLedger), mib(heap+probeHeap), mib(probeHeap), mib(memmodel.UnaccountedThreshold(rss)))
+	outside := fmt.Sprintf("%s of %s live", mib(heap-inLedger), mib(live))
+	if heap < inLedger {
+		// The probe's heap at job start held set-up objects freed since:
+		// the two together can exceed the live heap, never a negative.
+		outside = fmt.Sprintf("0 MiB of %s live (the ledger and the probe's own at job start exceed it by %s)", mib(live), mib(inLedger-heap))
+	}
+	fmt.Fprintf(progress, "go heap outside the ledger: %s, less the probe's own %s (finding above %s)\n",
+		outside, mib(probeHeap), mib(memmodel.UnaccountedThreshold(rss)))
 	if row, ok := memmodel.UnaccountedHeap(heap, inLedger, rss); ok {
 		r.Ledger = append(r.Ledger, row)
 		r.LedgerFindings++

@@ -34,12 +34,6 @@ func TestRunProbeHeap(t *testing.T) {
 	if plantedProbeHeap == nil {
 		t.Skip("the plant was freed by an earlier run (-count)")
 	}
-	// Sample every allocation from here on: at the default rate one
-	// sampled 64 KiB object of the probe's, alive at one job's start and
-	// not at the other's, stands for 545 KiB. The plant, 4 MiB, is
-	// sampled at any rate.
-	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
-	runtime.MemProfileRate = 1
 	run := func() (probe, ledger reconcile.Part) {
 		r, err := Run(context.Background(), tinyJob(1), io.Discard)
 		if err != nil {

@@ -117,6 +117,11 @@ func (j *jobRun) instrument(ctx context.Context) error {
 	return nil
 }
 
+// newTrainer builds the job's trainer; a variable so that a test can
+// plant a trainer that makes more executors than its configuration asks
+// for.
+var newTrainer = trainer.New
+
 // build loads the data and builds the trainer (from the checkpoint, when
 // resuming), and says what was built. The caller closes j.tr.
 func (j *jobRun) build() error {
@@ -139,7 +144,7 @@ func (j *jobRun) build() error {
 		fmt.Fprintf(progress, "warning: %s\n", n)
 	}
 	ledger.Record(j.led.Account(ledger.DatasetTokens), ds.Tokens)
-	tr, err := trainer.New(o.Trainer, ds)
+	tr, err := newTrainer(o.Trainer, ds)
 	if err != nil {
 		return err
 	}
@@ -151,12 +156,16 @@ func (j *jobRun) build() error {
 			return err
 		}
 	}
-	j.floor, j.perExec = Floor(cfg, tr.NumExecutors(), len(ds.Tokens))
+	// The floor is the configuration's: the executors it asks for
+	// (PredictedExecutors), not those the trainer made, which the model
+	// checks against them (memmodel.CheckExecutors).
+	execs := PredictedExecutors(configOf(o, ""))
+	j.floor, j.perExec = Floor(cfg, execs, len(ds.Tokens))
 	fmt.Fprintf(progress, "model %v: %d parameters (tied LM head, unpadded vocab)\n", cfg, cfg.NumParams())
 	fmt.Fprintf(progress, "data %s: %d tokens, %d distinct, %s as uint16\n", ds.Source, len(ds.Tokens), ds.Vocab, mib(ds.Bytes()))
 	fmt.Fprintf(progress, "threads %d logical workers on %d executors (GOMAXPROCS %d); gemm %s\n", o.Trainer.Threads, tr.NumExecutors(), runtime.GOMAXPROCS(0), tr.GEMM().Name())
 	fmt.Fprintf(progress, "memory floor %s = params+grads+adam %s + %d executors x %s + tokens %s\n",
-		mib(j.floor), mib(16*int64(cfg.NumParams())), tr.NumExecutors(), mib(j.perExec), mib(ds.Bytes()))
+		mib(j.floor), mib(16*int64(cfg.NumParams())), execs, mib(j.perExec), mib(ds.Bytes()))
 	return nil
 }
 
