@@ -23,7 +23,8 @@ func weight(size, rate uint64) (objects, bytes float64) {
 
 func bySeq(a, b event) int { return cmp.Compare(a.seq, b.seq) }
 
-// orderBySeq sorts an image's events by seq. Each thread's records are
+// orderBySeq sorts an image's events held in memory (made up by tests;
+// a file's are merged by run: image.each) by seq. Each thread's records are
 // in order and the file interleaves threads' buffers; the library numbers
 // every record it writes, so the seqs are usually dense, each once, and a
 // cycle of swaps puts each event at seq - lowest in linear time (sorting
@@ -93,13 +94,29 @@ type replayed struct {
 	// usable size) or "sampled" (the estimate, where no count was
 	// written).
 	source string
-	// freedBy[i] is the index of the event that freed events[i] (an
-	// allocation), or -1 while it lives; for a mapping, the first event
-	// that cut it (pieces says what was left).
-	freedBy []int32
+	// kept are the events the pieces refer to (their mmaps, munmaps and
+	// mprotects), in seq order: a few beside the heap's.
+	kept []event
 	// pieces are the sampled mappings and what munmaps left of them.
 	pieces   []piece
 	heapMaps []mapping // [heap], for the arena split
+	// useAt are the heap blocks in use at the moments asked for (the
+	// arena split's walks), by time since the image started.
+	useAt map[uint64]*heapUse
+}
+
+// block is a heap block's life: its allocation, and the seq and time of
+// the event that ended it (end ^0 while it lives at the end).
+type block struct {
+	e          event
+	end, endNs uint64
+}
+
+// heapUse is the heap blocks in use at a moment: in the brk heap (main)
+// and elsewhere (others), and by the start of each 64 MiB heap asked for.
+type heapUse struct {
+	main, others estimate
+	heaps        map[uint64]*estimate
 }
 
 // piece is a sampled mapping of the program's, whole or what is left of
@@ -114,9 +131,9 @@ type replayed struct {
 // in the bytes and blocks in use (a middle cut leaves two blocks), never
 // in what was allocated, and its end is not a temporary block's.
 type piece struct {
-	alloc      int32 // the mapping's allocation event
+	alloc      int32 // the mapping's allocation event, in kept
 	start, end uint64
-	from, to   int32
+	from, to   int32 // in kept
 }
 
 // reservesInUse plants the reading before record version 4 (tests
@@ -149,7 +166,7 @@ var pageSize = uint64(os.Getpagesize())
 //
 // A reservation's piece stands for nothing: it holds no memory.
 func (r *replayed) pieceWeight(p *piece) (objects, bytes float64) {
-	a := &r.im.events[p.alloc]
+	a := &r.kept[p.alloc]
 	if reserveKind(a.kind) {
 		return 0, 0
 	}
@@ -162,39 +179,106 @@ func (r *replayed) pieceWeight(p *piece) (objects, bytes float64) {
 
 // replay plays im's events in seq order: what each stack allocated, what
 // was in use at the peak of the in-use bytes and at the end, and the
-// temporary blocks. One pass links each allocation to its free (a map of
+// temporary blocks; useAt (may be nil) the moments to find the heap
+// blocks in use at. One pass links each allocation to its free (a map of
 // the live heap blocks by address, a sorted list of the live mapping
-// pieces: replayer); the views at a moment are then scans (views).
-func replay(im *image) *replayed {
-	orderBySeq(im.events)
-	for i := range im.events {
-		switch k := &im.events[i].kind; {
-		case reservesInUse && *k == kindReserve, protectIsMapping && *k == kindProtect:
-			*k = kindMmap
-		}
+// pieces: replayer); the memory it holds is theirs, not the events'.
+//
+// At rate 1 the peak is a moment of the replay, known at its end: a
+// second pass adds each heap block, as it ends, to the views at the peak
+// and at exit. Sampled, the blocks are few: one pass keeps them, and the
+// views (over the window near the counted peak) follow.
+func replay(im *image, useAt map[uint64]*heapUse) *replayed {
+	if im.rate <= 1 {
+		first := newReplayer(im)
+		first.run()
+		p := newReplayer(im)
+		p.source = "replay"
+		v := &views{r: p.replayed, peakSeq: first.peakSeq}
+		p.useAt = useAt
+		p.done = func(b *block) { v.block(b) }
+		p.run()
+		v.pieces()
+		return p.replayed
 	}
 	p := newReplayer(im)
-	for i := range im.events {
-		p.play(int32(i))
-	}
-	if n := len(im.events); n > 0 {
-		p.mapAt[n-1] = p.mapIn
-	}
+	var blocks []block
+	p.done = func(b *block) { blocks = append(blocks, *b) }
+	p.moments = []moment{}
+	p.run()
 	r := p.replayed
-	r.exit, r.exitObj = p.inBytes, p.inObj
 	v := &views{r: r}
-	r.source = "replay"
+	r.source = "sampled"
 	var heapPeak float64 // the count at the peak
-	if im.rate > 1 {
-		r.source = "sampled"
-		if im.counted && im.countPeak > 0 {
-			heapPeak = r.countedPeak(p.mapAt, v)
-		}
+	if im.counted && im.countPeak > 0 {
+		heapPeak = r.countedPeak(p.counts(), v)
 	}
-	v.all()
+	v.peakSeq = r.peakSeq
+	slices.SortFunc(blocks, func(a, b block) int { return cmp.Compare(a.e.seq, b.e.seq) })
+	r.useAt = useAt
+	for i := range blocks {
+		v.block(&blocks[i])
+	}
+	v.pieces()
 	if r.source == "counted" {
 		v.scaleCounted(heapPeak)
 	}
+	return r
+}
+
+// run plays every event of the image and ends the blocks that live at
+// the end.
+func (p *replayer) run() {
+	if err := p.im.each(p.play); err != nil && p.im.torn == "" {
+		p.im.torn = err.Error()
+	}
+	for _, e := range p.live {
+		if p.done != nil {
+			p.done(&block{e: e, end: ^uint64(0)})
+		}
+	}
+	p.exit, p.exitObj = p.inBytes, p.inObj
+	if !p.afterCount && p.n > 0 {
+		p.mapBefore, p.hasBefore = p.mapIn, true
+	}
+}
+
+// replayer is replay's pass over the events: the result it fills in and
+// what is in use as it goes.
+type replayer struct {
+	*replayed
+	// live are the live heap blocks by address: their allocation.
+	live map[uint64]event
+	// maps are the live pieces, by start; they do not overlap.
+	maps []int32
+	// inBytes and inObj are in use now; mapIn is the part of inBytes in
+	// mapping pieces.
+	inBytes, inObj, mapIn float64
+	spans                 [][2]uint64 // commit's
+	// done gets each heap block as it ends, and those live at the end.
+	done func(b *block)
+	// moments (where not nil) get each allocation's count, with mapIn
+	// after it; mapBefore is mapIn before the first event after the
+	// count's peak (hasBefore: there was one before it); last is the
+	// last event played, n how many.
+	moments    []moment
+	mapBefore  float64
+	hasBefore  bool
+	afterCount bool
+	last       event
+	n          int64
+}
+
+// moment is an allocation's count of the bytes in use, with the
+// mappings' estimate then.
+type moment struct {
+	seq, tNs uint64
+	count    int64
+	mapIn    float64
+}
+
+func newReplayer(im *image) *replayer {
+	r := &replayed{im: im, byStack: map[uint64]*acc{}}
 	if len(im.maps) > 0 {
 		for _, m := range parseMaps(im.maps[len(im.maps)-1]) {
 			if m.path == "[heap]" {
@@ -202,31 +286,7 @@ func replay(im *image) *replayed {
 			}
 		}
 	}
-	return r
-}
-
-// replayer is replay's pass over the events: the result it fills in and
-// what is in use as it goes.
-type replayer struct {
-	*replayed
-	// live are the live heap blocks by address: their allocation event.
-	live map[uint64]int32
-	// maps are the live pieces, by start; they do not overlap.
-	maps []int32
-	// inBytes and inObj are in use now; mapIn is the part of inBytes in
-	// mapping pieces, mapAt[i] its value after event i (the count
-	// leaves the mappings out).
-	inBytes, inObj, mapIn float64
-	mapAt                 []float64
-	spans                 [][2]uint64 // commit's
-}
-
-func newReplayer(im *image) *replayer {
-	return &replayer{
-		replayed: &replayed{im: im, byStack: map[uint64]*acc{}, freedBy: make([]int32, len(im.events))},
-		live:     map[uint64]int32{},
-		mapAt:    make([]float64, len(im.events)),
-	}
+	return &replayer{replayed: r, live: map[uint64]event{}}
 }
 
 // accOf is stack h's figures, made on first use.
@@ -239,30 +299,53 @@ func (r *replayed) accOf(h uint64) *acc {
 	return a
 }
 
-// play plays event i.
-func (p *replayer) play(i int32) {
-	if i > 0 {
-		p.mapAt[i-1] = p.mapIn
+// play plays event e.
+func (p *replayer) play(e *event) {
+	switch k := &e.kind; {
+	case reservesInUse && *k == kindReserve, protectIsMapping && *k == kindProtect:
+		*k = kindMmap
 	}
-	e := &p.im.events[i]
-	p.freedBy[i] = -1
+	if !p.afterCount && e.seq > p.im.countSeq {
+		p.afterCount = true
+		if p.n > 0 {
+			p.mapBefore, p.hasBefore = p.mapIn, true
+		}
+	}
+	p.n++
+	p.last = *e
 	switch {
 	case !e.free && e.kind == kindProtect:
-		p.protect(i, e)
+		p.protect(e)
 	case !e.free:
-		p.alloc(i, e)
+		p.alloc(e)
 	case e.flags&flagMunmap != 0:
-		p.munmap(i, e)
+		p.munmap(e)
 	default:
-		p.free(i, e)
+		p.free(e)
+	}
+	if p.moments != nil && !e.free {
+		p.moments = append(p.moments, moment{seq: e.seq, tNs: e.tNs, count: e.count, mapIn: p.mapIn})
+	}
+}
+
+// keep keeps e, an event a piece may refer to: its index in kept.
+func (p *replayer) keep(e *event) int32 {
+	p.kept = append(p.kept, *e)
+	return int32(len(p.kept) - 1)
+}
+
+// end ends the heap block l at event e.
+func (p *replayer) end(l event, e *event) {
+	if p.done != nil {
+		p.done(&block{e: l, end: e.seq, endNs: e.tNs})
 	}
 }
 
 // protect plays an mprotect to access: a commit where it covers a
 // reservation; elsewhere a change of access (V8's code pages, writable,
 // then executable), nothing in use that was not.
-func (p *replayer) protect(i int32, e *event) {
-	c, n := p.commit(i, e.addr, pagesEnd(e.addr, e.size))
+func (p *replayer) protect(e *event) {
+	c, n := p.commit(e, e.addr, pagesEnd(e.addr, e.size))
 	if n == 0 {
 		return
 	}
@@ -280,9 +363,10 @@ func (p *replayer) protect(i int32, e *event) {
 }
 
 // alloc plays an allocation: a heap block or a mapping.
-func (p *replayer) alloc(i int32, e *event) {
+func (p *replayer) alloc(e *event) {
 	o, b := p.im.weightOf(e)
 	if mappingKind(e.kind) {
+		i := p.keep(e)
 		// The kernel gave the range to this mapping: a sampled one
 		// there was unmapped (MAP_FIXED) or moved (mremap, unseen). An
 		// mprotect to none ends what it covers and leaves a
@@ -304,12 +388,12 @@ func (p *replayer) alloc(i int32, e *event) {
 		if old, ok := p.live[e.addr]; ok {
 			// A free the library did not see (a block freed by an
 			// allocator call it does not wrap): end it here.
-			oo, ob := weight(p.im.events[old].size, p.im.rate)
+			oo, ob := weight(old.size, p.im.rate)
 			p.inBytes -= ob
 			p.inObj -= oo
-			p.freedBy[old] = i
+			p.end(old, e)
 		}
-		p.live[e.addr] = i
+		p.live[e.addr] = *e
 	}
 	a := p.accOf(e.stack)
 	a.mapped = a.mapped || e.kind == kindMmap
@@ -326,7 +410,11 @@ func (p *replayer) alloc(i int32, e *event) {
 // page-aligned address; any other munmap fails (EINVAL) and unmaps
 // nothing. glibc's own mapped chunks (kindChunk) are not the program's to
 // unmap: free ends them.
-func (p *replayer) munmap(i int32, e *event) {
+func (p *replayer) munmap(e *event) {
+	var i int32
+	if e.addr%pageSize == 0 && e.size != 0 {
+		i = p.keep(e)
+	}
 	switch {
 	case e.addr%pageSize != 0 || e.size == 0:
 	case munmapStartOnly:
@@ -341,14 +429,13 @@ func (p *replayer) munmap(i int32, e *event) {
 }
 
 // free plays a free of a heap block: the sampled block there ends.
-func (p *replayer) free(i int32, e *event) {
-	j, ok := p.live[e.addr]
+func (p *replayer) free(e *event) {
+	l, ok := p.live[e.addr]
 	if !ok {
 		return // not sampled, or made before the library started
 	}
 	delete(p.live, e.addr)
-	p.freedBy[j] = i
-	l := &p.im.events[j]
+	p.end(l, e)
 	o, b := weight(l.size, p.im.rate)
 	p.inBytes -= b
 	p.inObj -= o
@@ -367,16 +454,13 @@ func (p *replayer) cut(i int32, lo, hi uint64, temporary bool) {
 	for ; m < len(p.maps) && p.pieces[p.maps[m]].start < hi; m++ {
 		q := p.pieces[p.maps[m]]
 		p.pieces[p.maps[m]].to = i
-		if p.freedBy[q.alloc] < 0 {
-			p.freedBy[q.alloc] = i
-		}
 		o, b := p.pieceWeight(&q)
 		p.inBytes -= b
 		p.inObj -= o
 		p.mapIn -= b
 		whole := lo <= q.start && hi >= q.end
 		if whole && temporary && q.from == q.alloc && o > 0 {
-			p.accOf(p.im.events[q.alloc].stack).tempObj += o
+			p.accOf(p.kept[q.alloc].stack).tempObj += o
 			p.temp += o
 		}
 		if whole {
@@ -415,14 +499,18 @@ func (p *replayer) insert(q piece) {
 
 // commit makes what of the reservations [lo, hi) covers pieces of event
 // i's: the bytes and pieces committed.
-func (p *replayer) commit(i int32, lo, hi uint64) (bytes float64, n int) {
+func (p *replayer) commit(e *event, lo, hi uint64) (bytes float64, n int) {
 	p.spans = p.spans[:0]
 	k := sort.Search(len(p.maps), func(k int) bool { return p.pieces[p.maps[k]].end > lo })
 	for ; k < len(p.maps) && p.pieces[p.maps[k]].start < hi; k++ {
-		if q := &p.pieces[p.maps[k]]; reserveKind(p.im.events[q.alloc].kind) {
+		if q := &p.pieces[p.maps[k]]; reserveKind(p.kept[q.alloc].kind) {
 			p.spans = append(p.spans, [2]uint64{max(lo, q.start), min(hi, q.end)})
 		}
 	}
+	if len(p.spans) == 0 {
+		return 0, 0
+	}
+	i := p.keep(e)
 	for _, sp := range p.spans {
 		p.cut(i, sp[0], sp[1], false)
 		p.insert(piece{alloc: i, start: sp[0], end: sp[1], from: i, to: -1})
@@ -443,42 +531,57 @@ func (p *replayer) commit(i int32, lo, hi uint64) (bytes float64, n int) {
 // size class (+8.6 % on Python's small objects): it is scaled by the
 // sampled blocks' bytes asked for over their usable bytes, a ratio the
 // samples estimate well (views.scaleCounted). The program's own mappings
-// are not in the count: their estimate (mapAt, after each event) is
+// are not in the count: their estimate (c.moments' mapIn) is
 // added, and the peak is the moment where the two together are largest,
 // the count's own peak or a sampled allocation's (its record holds the
 // count then): a program may map most of its memory after its heap
 // peaked (cc1's GC; TestPeakWithLateMappings).
-func (r *replayed) countedPeak(mapAt []float64, v *views) (heapPeak float64) {
+func (r *replayed) countedPeak(c counts, v *views) (heapPeak float64) {
 	im := r.im
 	r.source = "counted"
 	heapPeak = float64(im.countPeak)
 	r.peakSeq, r.peakNs = im.countSeq, im.countNs
 	best := heapPeak
-	if k := sort.Search(len(im.events), func(k int) bool { return im.events[k].seq > im.countSeq }); k > 0 {
-		best += mapAt[k-1]
+	if c.hasBefore {
+		best += c.mapBefore
 	}
-	for i := range im.events {
-		if e := &im.events[i]; !e.free {
-			if x := float64(e.count) + mapAt[i]; x > best {
-				best, heapPeak, r.peakSeq, r.peakNs = x, float64(e.count), e.seq, e.tNs
-			}
+	for _, m := range c.moments {
+		if x := float64(m.count) + m.mapIn; x > best {
+			best, heapPeak, r.peakSeq, r.peakNs = x, float64(m.count), m.seq, m.tNs
 		}
 	}
 	// The end, where every thread has published its count, is a moment
 	// of the run too: the counts the samples recorded lag by up to
 	// PUBLISH a thread (TestPeakNotBelowExit).
-	if n := len(im.events); n > 0 {
-		if x := float64(im.countEnd) + mapAt[n-1]; x > best {
-			best, heapPeak, r.peakSeq, r.peakNs = x, float64(im.countEnd), im.events[n-1].seq+1, max(im.endNs, im.events[n-1].tNs)
+	if c.n > 0 {
+		if x := float64(im.countEnd) + c.mapEnd; x > best {
+			best, heapPeak, r.peakSeq, r.peakNs = x, float64(im.countEnd), c.last.seq+1, max(im.endNs, c.last.tNs)
 		}
 	}
 	r.peak, r.peakMapped, r.peakObj, r.exit = 0, 0, 0, 0
-	for i := range im.events {
-		if e := &im.events[i]; !e.free && float64(e.count)+mapAt[i] >= 0.99*best {
-			v.window = append(v.window, e.seq)
+	for _, m := range c.moments {
+		if float64(m.count)+m.mapIn >= 0.99*best {
+			v.window = append(v.window, m.seq)
 		}
 	}
 	return heapPeak
+}
+
+// counts is what countedPeak reads of a replay: each allocation's count
+// with the mappings' estimate after it (moments); the estimate before
+// the first event after the count's peak (mapBefore, where hasBefore);
+// the last event, the estimate at the end, and how many events.
+type counts struct {
+	moments   []moment
+	mapBefore float64
+	hasBefore bool
+	last      event
+	mapEnd    float64
+	n         int64
+}
+
+func (p *replayer) counts() counts {
+	return counts{moments: p.moments, mapBefore: p.mapBefore, hasBefore: p.hasBefore, last: p.last, mapEnd: p.mapIn, n: p.n}
 }
 
 // views adds each sampled block to the views at exit and at the peak.
@@ -495,24 +598,56 @@ type views struct {
 	// their usable bytes, in use at the peak (averaged over the window)
 	// and at exit.
 	peakAsked, peakUsable, exitAsked, exitUsable float64
+	// peakSeq is the peak's moment, where no window is: the replay's
+	// own at rate 1 (its first pass's), the count's sampled.
+	peakSeq uint64
 }
 
-// all adds every sampled heap block and mapping piece to the views.
-func (v *views) all() {
-	r, im := v.r, v.r.im
-	for i := range im.events {
-		if e := &im.events[i]; !e.free && heapKind(e.kind) {
-			o, b := weight(e.size, im.rate)
-			v.add(e.stack, false, o, b, o*float64(max(e.usable, e.size)), e.seq, r.freedBy[i])
+// block adds a sampled heap block to the views, and to the heap in use
+// at each moment of r.useAt.
+func (v *views) block(bl *block) {
+	r, e := v.r, &bl.e
+	o, b := weight(e.size, r.im.rate)
+	v.add(e.stack, false, o, b, o*float64(max(e.usable, e.size)), e.seq, bl.end)
+	if e.kind != kindHeap {
+		return
+	}
+	for tNs, u := range r.useAt {
+		if e.tNs > tNs || bl.end != ^uint64(0) && bl.endNs <= tNs {
+			continue
+		}
+		inBrk := false
+		for _, m := range r.heapMaps {
+			if e.addr >= m.start && e.addr < m.end {
+				inBrk = true
+				break
+			}
+		}
+		if inBrk {
+			u.main.add(o, b)
+			continue
+		}
+		u.others.add(o, b)
+		if h := u.heaps[e.addr&^(heapMaxBytes-1)]; h != nil {
+			h.add(o, b)
 		}
 	}
+}
+
+// pieces adds every mapping piece to the views.
+func (v *views) pieces() {
+	r := v.r
 	for k := range r.pieces {
 		p := &r.pieces[k]
 		o, b := r.pieceWeight(p)
 		if o == 0 {
 			continue // a reservation
 		}
-		v.add(im.events[p.alloc].stack, true, o, b, 0, im.events[p.from].seq, p.to)
+		end := ^uint64(0)
+		if p.to >= 0 {
+			end = r.kept[p.to].seq
+		}
+		v.add(r.kept[p.alloc].stack, true, o, b, 0, r.kept[p.from].seq, end)
 	}
 }
 
@@ -525,14 +660,11 @@ func (v *views) liveShare(a, f uint64) float64 {
 }
 
 // add adds a block (a heap block, or a piece of a mapping) live from seq
-// from until event f (-1: to the end) to the views at exit and at the
+// from until seq end (^0: to the end) to the views at exit and at the
 // peak.
-func (v *views) add(stack uint64, mmap bool, o, b, usable float64, from uint64, f int32) {
+func (v *views) add(stack uint64, mmap bool, o, b, usable float64, from, end uint64) {
 	r := v.r
-	end := ^uint64(0)
-	if f >= 0 {
-		end = r.im.events[f].seq
-	} else {
+	if end == ^uint64(0) {
 		a := r.accOf(stack)
 		a.exitObj += o
 		a.exitBytes += b
@@ -554,7 +686,7 @@ func (v *views) add(stack uint64, mmap bool, o, b, usable float64, from uint64, 
 			r.peakObj += o * sh
 			v.atPeak(mmap, b*sh, usable*sh)
 		}
-	} else if from <= r.peakSeq && end > r.peakSeq {
+	} else if from <= v.peakSeq && end > v.peakSeq {
 		// No sample came while the count was near its peak: the blocks
 		// in use at the count's moment. Where the count gives the peak,
 		// a mapping's estimate is added to it, as above (a cc1 at the
@@ -644,34 +776,42 @@ func (u estimate) se(rate uint64) float64 {
 // (the other arenas); heaps, by the start of each 64 MiB heap the walk
 // found, gets those of the blocks in it. The heap_info at a heap's start
 // names its arena, but the records hold no memory to read it in: blocks
-// are grouped by heap.
+// are grouped by heap. The replay found them where replay's useAt asked
+// for tNs (useAtWalks); none elsewhere.
 func (r *replayed) heapInUseAt(tNs uint64, heaps map[uint64]*estimate) (main, others estimate) {
-	for i := range r.im.events {
-		e := &r.im.events[i]
-		if e.free || e.kind != kindHeap || e.tNs > tNs {
-			continue
-		}
-		if f := r.freedBy[i]; f >= 0 && r.im.events[f].tNs <= tNs {
-			continue
-		}
-		o, b := weight(e.size, r.im.rate)
-		inBrk := false
-		for _, m := range r.heapMaps {
-			if e.addr >= m.start && e.addr < m.end {
-				inBrk = true
-				break
-			}
-		}
-		if inBrk {
-			main.add(o, b)
-			continue
-		}
-		others.add(o, b)
-		if h := heaps[e.addr&^(heapMaxBytes-1)]; h != nil {
-			h.add(o, b)
+	u := r.useAt[tNs]
+	if u == nil {
+		return main, others
+	}
+	for start, h := range heaps {
+		if x := u.heaps[start]; x != nil {
+			*h = *x
 		}
 	}
-	return main, others
+	return u.main, u.others
+}
+
+// useAt asks for the heap in use at each walk's moment that the arena
+// split may read (fragmentation's walk of each list), with its heaps.
+func useAtWalks(startNs uint64, lists ...[]Walk) map[uint64]*heapUse {
+	at := map[uint64]*heapUse{}
+	for _, walks := range lists {
+		w := fragmentationWalk(startNs, walks)
+		if w == nil {
+			continue
+		}
+		u := at[w.MonoNs-startNs]
+		if u == nil {
+			u = &heapUse{heaps: map[uint64]*estimate{}}
+			at[w.MonoNs-startNs] = u
+		}
+		for _, h := range w.Heaps {
+			if u.heaps[h.Start] == nil {
+				u.heaps[h.Start] = &estimate{}
+			}
+		}
+	}
+	return at
 }
 
 // stripped drops the leading frames of the recorder itself (its

@@ -426,7 +426,7 @@ func TestLiveReaderMatchesReplay(t *testing.T) {
 				if err != nil || im.torn != "" {
 					t.Fatalf("the bytes read: %v %q", err, im.torn)
 				}
-				r := replay(im)
+				r := replay(im, nil)
 				for h := range r.byStack {
 					if _, ok := f.byStack[h]; !ok && r.byStack[h].exitObj > 0 {
 						f.byStack[h] = &liveUse{} // compared below as none
@@ -498,7 +498,7 @@ func BenchmarkLiveReaderPoll(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, im := range ims {
-				replay(im)
+				replay(im, nil)
 			}
 		}
 	})
@@ -532,8 +532,8 @@ func TestLiveReaderAnyOrder(t *testing.T) {
 			t.Fatalf("%s: %d images, %v", c.prog, len(ims), err)
 		}
 		im := ims[0]
-		inFile := slices.Clone(im.events)
-		r := replay(im)
+		inFile := fileEvents(t, im.path)
+		r := replay(im, nil)
 		rng := rand.New(rand.NewPCG(1, uint64(c.rate)))
 		for _, order := range []string{"file", "reversed", "shuffled", "shuffled again"} {
 			ev := slices.Clone(inFile)
@@ -570,4 +570,24 @@ func TestLiveReaderAnyOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fileEvents are the events of the record file at path, in the file's
+// order.
+func fileEvents(t *testing.T, path string) []event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	if _, err := r.Discard(headerLen); err != nil {
+		t.Fatal(err)
+	}
+	d := decoder{r: r}
+	im := &image{stacks: map[uint64][]uint64{}}
+	for d.next(im) == nil {
+	}
+	return im.events
 }

@@ -112,7 +112,13 @@ type image struct {
 	// times count from it.
 	startNs uint64
 	stacks  map[uint64][]uint64
+	// events are the image's allocations and frees where they are in
+	// memory (made up by tests, read by LiveReader); an image read from
+	// its file has none there: runs says where they are in it, and each
+	// streams them.
 	events  []event
+	runs    []run
+	nEvents int64 // in the file
 	// maps are the /proc/self/maps texts written (at dlclose, exec and
 	// exit), oldest first.
 	maps []string
@@ -166,8 +172,10 @@ const endCut = 0x80
 // or while the records could not be written.
 const cutNote = "a signal ended the process in the middle of a record: its last records are cut"
 
-// readFile reads one record file. A file cut short or with a record it
-// cannot read keeps what came before (torn says what).
+// readFile reads one record file: everything but its events, which stay
+// in the file (image.each streams them in seq order), and where each run
+// of events in seq order starts and ends. A file cut short or with a
+// record it cannot read keeps what came before (torn says what).
 func readFile(path string) (*image, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -175,13 +183,6 @@ func readFile(path string) (*image, error) {
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
-	// Sized once from the file: a free's record is 26 bytes, an
-	// allocation's 58, and growing a slice of tens of millions of events
-	// by doubling cost most of the reading.
-	var size int64
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
-	}
 	var h [headerLen]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, fmt.Errorf("reading %s: no header: %v", path, err)
@@ -190,10 +191,22 @@ func readFile(path string) (*image, error) {
 	if err != nil {
 		return nil, err
 	}
-	im.events = make([]event, 0, size/30)
+	im.runs = []run{}
 	d := decoder{r: r}
+	var last uint64
 	for {
+		at := headerLen + d.n
 		err := d.next(im)
+		if err == nil && len(im.events) > 0 {
+			e := &im.events[0]
+			if len(im.runs) == 0 || e.seq < last {
+				im.runs = append(im.runs, run{off: at, first: e.seq})
+			}
+			im.runs[len(im.runs)-1].end = headerLen + d.n
+			last = e.seq
+			im.nEvents++
+			im.events = im.events[:0]
+		}
 		if err == io.EOF {
 			break
 		}
@@ -209,7 +222,152 @@ func readFile(path string) (*image, error) {
 			break
 		}
 	}
+	im.events = nil
 	return im, nil
+}
+
+// run is a stretch of a record file whose events are in seq order: a
+// thread's buffer, or several written one after another. Each thread's
+// records are in order, so a file is a few runs per buffer written.
+type run struct {
+	off, end int64 // in the file: the first event's record, the end of the last
+	first    uint64
+}
+
+// each calls f with each of im's events in seq order: those in
+// im.events (sorted there), or, for an image read from its file, a merge
+// of the file's runs, read again, each from its place, with a heap of
+// cursors (a run joins the merge when the merge reaches its first seq,
+// so only the runs that overlap in time are open at once). It holds no
+// event beyond the cursors'. The error is the file's, read again.
+func (im *image) each(f func(e *event)) error {
+	if im.runs == nil {
+		orderBySeq(im.events)
+		for i := range im.events {
+			f(&im.events[i])
+		}
+		return nil
+	}
+	file, err := os.Open(im.path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	order := make([]int, len(im.runs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return im.runs[order[i]].first < im.runs[order[j]].first })
+	var h cursorHeap
+	var free []*cursor
+	for next := 0; ; {
+		for next < len(order) && (len(h) == 0 || im.runs[order[next]].first <= h[0].e.seq) {
+			var c *cursor
+			if n := len(free); n > 0 {
+				c, free = free[n-1], free[:n-1]
+			} else {
+				c = &cursor{br: bufio.NewReaderSize(nil, 32<<10), scratch: &image{stacks: map[uint64][]uint64{}}}
+			}
+			ru := im.runs[order[next]]
+			next++
+			c.br.Reset(io.NewSectionReader(file, ru.off, ru.end-ru.off))
+			c.d = decoder{r: c.br}
+			if ok, err := c.advance(); err != nil {
+				return fmt.Errorf("reading %s again: %w", im.path, err)
+			} else if ok {
+				h.push(c)
+			}
+		}
+		if len(h) == 0 {
+			return nil
+		}
+		c := h[0]
+		f(&c.e)
+		ok, err := c.advance()
+		if err != nil {
+			return fmt.Errorf("reading %s again: %w", im.path, err)
+		}
+		if ok {
+			h.fix0()
+		} else {
+			free = append(free, h.pop0())
+		}
+	}
+}
+
+// cursor reads one run's events.
+type cursor struct {
+	br      *bufio.Reader
+	d       decoder
+	scratch *image // what the run's other records decode into, dropped
+	e       event  // the current event
+}
+
+// advance reads the run's next event into c.e: false at the run's end.
+func (c *cursor) advance() (bool, error) {
+	for {
+		err := c.d.next(c.scratch)
+		if len(c.scratch.stacks) > 0 {
+			clear(c.scratch.stacks)
+		}
+		c.scratch.maps = nil
+		if err == nil && len(c.scratch.events) > 0 {
+			c.e = c.scratch.events[0]
+			c.scratch.events = c.scratch.events[:0]
+			return true, nil
+		}
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+// cursorHeap is a min-heap of cursors by their current event's seq.
+type cursorHeap []*cursor
+
+func (h *cursorHeap) push(c *cursor) {
+	*h = append(*h, c)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if s[p].e.seq <= s[i].e.seq {
+			break
+		}
+		s[p], s[i] = s[i], s[p]
+		i = p
+	}
+}
+
+func (h *cursorHeap) pop0() *cursor {
+	s := *h
+	c := s[0]
+	s[0] = s[len(s)-1]
+	*h = s[:len(s)-1]
+	if len(*h) > 0 {
+		h.fix0()
+	}
+	return c
+}
+
+// fix0 moves the first cursor down to its place.
+func (h cursorHeap) fix0() {
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(h) && h[l].e.seq < h[m].e.seq {
+			m = l
+		}
+		if l+1 < len(h) && h[l+1].e.seq < h[m].e.seq {
+			m = l + 1
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 // parseHeader checks a file's header (headerLen bytes) and makes its

@@ -6,16 +6,19 @@ import (
 )
 
 // playAll plays evs (in seq order, numbered from 1) at rate 1 and returns
-// the replayer after the last.
-func playAll(evs ...event) *replayer {
+// the replayer after the last, and the seq of the event that ended each
+// heap block, by its allocation's seq.
+func playAll(evs ...event) (*replayer, map[uint64]uint64) {
 	for i := range evs {
 		evs[i].seq = uint64(i + 1)
 	}
 	p := newReplayer(&image{rate: 1, events: evs})
+	ends := map[uint64]uint64{}
+	p.done = func(b *block) { ends[b.e.seq] = b.end }
 	for i := range evs {
-		p.play(int32(i))
+		p.play(&evs[i])
 	}
-	return p
+	return p, ends
 }
 
 // livePieces are the live pieces' ranges, by start.
@@ -33,7 +36,7 @@ func livePieces(p *replayer) [][2]uint64 {
 // temporary block.
 func TestReplayerCut(t *testing.T) {
 	pg := pageSize
-	p := playAll(
+	p, _ := playAll(
 		event{addr: 16 * pg, size: 8 * pg, stack: 7, kind: kindMmap},
 		event{addr: 18 * pg, size: 2 * pg, free: true, flags: flagMunmap | flagTemporary},
 	)
@@ -43,8 +46,8 @@ func TestReplayerCut(t *testing.T) {
 	if p.inBytes != float64(6*pg) || p.mapIn != float64(6*pg) || p.inObj != 2 {
 		t.Errorf("in use %v B (%v in mappings), %v blocks; want 6 pages in 2 blocks", p.inBytes, p.mapIn, p.inObj)
 	}
-	if p.freedBy[0] != 1 || p.temp != 0 {
-		t.Errorf("freedBy %v, temporary %v: want the mapping cut by event 1, nothing temporary", p.freedBy, p.temp)
+	if to := p.pieces[0].to; to < 0 || p.kept[to].seq != 2 || p.temp != 0 {
+		t.Errorf("first piece ended by %d, temporary %v: want the mapping cut by the munmap (seq 2), nothing temporary", to, p.temp)
 	}
 	if a := p.byStack[7]; a == nil || a.allocBytes != float64(8*pg) || !a.mapped {
 		t.Errorf("stack 7: %+v, want 8 pages allocated, mapped", a)
@@ -60,7 +63,7 @@ func TestReplayerCut(t *testing.T) {
 // in use.
 func TestReplayerCommit(t *testing.T) {
 	pg := pageSize
-	p := playAll(
+	p, _ := playAll(
 		event{addr: 64 * pg, size: 16 * pg, stack: 1, kind: kindReserve},
 		event{addr: 68 * pg, size: 3*pg - 100, stack: 2, kind: kindProtect}, // rounded up to 3 pages
 		event{addr: 200 * pg, size: pg, stack: 3, kind: kindProtect},        // no reservation there
@@ -82,14 +85,14 @@ func TestReplayerCommit(t *testing.T) {
 // block was never seen freed ends the first there; a free of an address
 // never sampled changes nothing.
 func TestReplayerFree(t *testing.T) {
-	p := playAll(
+	p, ends := playAll(
 		event{addr: 0x1000, size: 100, stack: 1, kind: kindHeap},
 		event{addr: 0x1000, size: 50, stack: 2, kind: kindHeap}, // the first freed unseen
 		event{addr: 0x1000, free: true, flags: flagTemporary},
 		event{addr: 0x9000, free: true},
 	)
-	if p.freedBy[0] != 1 || p.freedBy[1] != 2 {
-		t.Errorf("freedBy %v, want [1 2 -1 -1]", p.freedBy)
+	if ends[1] != 2 || ends[2] != 3 || len(ends) != 2 {
+		t.Errorf("ends %v, want the first block ended by seq 2, the second by 3", ends)
 	}
 	if p.inBytes != 0 || p.inObj != 0 || p.peak != 100 {
 		t.Errorf("in use %v B, %v blocks, peak %v; want none, the peak the first block's 100 B", p.inBytes, p.inObj, p.peak)
@@ -113,8 +116,12 @@ func TestCountedPeak(t *testing.T) {
 		}}
 	r := &replayed{im: im}
 	mapAt := []float64{0, 0, 0, 100, 0} // a mapping in use at seq 4 only
+	c := counts{n: 5, last: im.events[4], hasBefore: true, mapBefore: mapAt[1]}
+	for i, e := range im.events {
+		c.moments = append(c.moments, moment{seq: e.seq, tNs: e.tNs, count: e.count, mapIn: mapAt[i]})
+	}
 	v := &views{r: r}
-	heapPeak := r.countedPeak(mapAt, v)
+	heapPeak := r.countedPeak(c, v)
 	if heapPeak != 995 || r.peakSeq != 4 || r.source != "counted" {
 		t.Errorf("heap peak %v at seq %d (%s); want 995 at 4: with the mapping the largest moment", heapPeak, r.peakSeq, r.source)
 	}
@@ -127,11 +134,11 @@ func TestCountedPeak(t *testing.T) {
 // peak by the share of the window's moments it was in use at; one never
 // freed counts at exit too.
 func TestViewsAdd(t *testing.T) {
-	im := &image{rate: 1, events: []event{{seq: 7}}}
+	im := &image{rate: 1}
 	r := &replayed{im: im, byStack: map[uint64]*acc{}, source: "counted"}
 	v := &views{r: r, window: []uint64{2, 4, 6, 8}}
-	v.add(1, false, 1, 100, 128, 3, 0) // made at seq 3, freed by event 0 (seq 7): in use at 4 and 6
-	v.add(2, true, 1, 40, 0, 5, -1)    // a mapping from seq 5 on: at 6 and 8, and at exit
+	v.add(1, false, 1, 100, 128, 3, 7)      // made at seq 3, freed at seq 7: in use at 4 and 6
+	v.add(2, true, 1, 40, 0, 5, ^uint64(0)) // a mapping from seq 5 on: at 6 and 8, and at exit
 	if a := r.byStack[1]; a.peakBytes != 50 || a.exitBytes != 0 || v.peakAsked != 50 || v.peakUsable != 64 {
 		t.Errorf("block: stack %+v, asked %v usable %v at the peak; want 50 B at the peak (half the window), none at exit", a, v.peakAsked, v.peakUsable)
 	}

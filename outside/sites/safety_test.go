@@ -42,14 +42,16 @@ func oneImage(t *testing.T, dir string, pid int) (*image, error) {
 	if im.torn != "" && im.torn != cutNote {
 		return im, fmt.Errorf("torn: %s", im.torn)
 	}
-	for _, e := range im.events {
-		if !e.free {
-			if _, ok := im.stacks[e.stack]; !ok {
-				return im, fmt.Errorf("allocation seq %d of an unwritten stack %#x: misread", e.seq, e.stack)
-			}
+	var misread error
+	err = im.each(func(e *event) {
+		if _, ok := im.stacks[e.stack]; !e.free && !ok && misread == nil {
+			misread = fmt.Errorf("allocation seq %d of an unwritten stack %#x: misread", e.seq, e.stack)
 		}
+	})
+	if err != nil {
+		return im, err
 	}
-	return im, nil
+	return im, misread
 }
 
 // TestEndSignalAnyMoment: a program whose threads allocate without
@@ -164,13 +166,16 @@ func TestEndMidRecord(t *testing.T) {
 			t.Errorf("%s: ended %v how %d torn %q, want how %d torn %q", how, im.ended, im.endHow, im.torn, want, wantTorn)
 		}
 		n := 0
-		for _, e := range im.events {
+		err = im.each(func(e *event) {
 			if !e.free && e.size == 55555 {
 				n++
 			}
 			if !e.free && e.size == 777777 {
 				t.Errorf("%s: the half record of 777777 bytes was read", how)
 			}
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", how, err)
 		}
 		if n != 3 {
 			t.Errorf("%s: %d blocks of 55555 bytes recorded, want main's 3", how, n)

@@ -12,7 +12,8 @@
 //     process image, to a directory (records.go says the format).
 //  2. Analyze reads them, replays each image's events in order (the
 //     in-use bytes, their peak, the blocks at the peak and at exit, the
-//     temporary blocks), names the stacks outside the program from the
+//     temporary blocks), streamed from the file (its memory is the live
+//     blocks' and the sites', not the allocations'), names the stacks outside the program from the
 //     maps the library wrote (ELF symbol tables, DWARF lines, separate
 //     debug files by build ID, C++ demangling), and writes the pprof
 //     profiles alloc, peak and exit.
@@ -190,7 +191,14 @@ type analysis struct {
 
 // image replays im and adds it: its process, its sites, its figures.
 func (a *analysis) image(im *image) {
-	r := replay(im)
+	// The walks the arena split may read: the headline's (a candidate:
+	// the first image, or the program's pid) and the image's own.
+	own := walksIn(a.o.Walks, im, func(pid int) bool { return pid == im.pid })
+	var head []Walk
+	if a.head == nil || im.pid == a.o.PID {
+		head = walksIn(a.o.Walks, im, func(pid int) bool { return pid == 0 || pid == im.pid })
+	}
+	r := replay(im, useAtWalks(im.startNs, own, head))
 	ended := a.ended(im)
 	if im.torn != "" {
 		a.warns = append(a.warns, fmt.Sprintf("sites: %s: %s; what came before is kept", filepath.Base(im.path), im.torn))
@@ -237,7 +245,7 @@ func (a *analysis) ended(im *image) string {
 // libraries dlclosed before it, with the executable's path.
 func (a *analysis) imageMaps(im *image) (maps []mapping, exe string) {
 	if len(im.maps) == 0 {
-		if len(im.events) > 0 {
+		if im.nEvents > 0 || len(im.events) > 0 {
 			a.warns = append(a.warns, fmt.Sprintf("sites: pid %d (image %d) wrote no memory maps: its frames are addresses", im.pid, im.n))
 		}
 		return nil, ""
@@ -456,12 +464,7 @@ func walksIn(walks []Walk, im *image, of func(pid int) bool) []Walk {
 // image's life.
 func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
 	start := r.im.startNs
-	var w *Walk
-	for i := range walks {
-		if walks[i].MonoNs >= start && (walks[i].BrkBytes > 0 || walks[i].ArenasBytes > 0) {
-			w = &walks[i]
-		}
-	}
+	w := fragmentationWalk(start, walks)
 	if w == nil {
 		return nil
 	}
@@ -510,6 +513,18 @@ func fragmentation(r *replayed, walks []Walk) *schema.SitesFragmentation {
 	return f
 }
 
+// fragmentationWalk is the walk the arena split reads: the last that
+// falls in the image's life (from start) and found the arenas.
+func fragmentationWalk(start uint64, walks []Walk) *Walk {
+	var w *Walk
+	for i := range walks {
+		if walks[i].MonoNs >= start && (walks[i].BrkBytes > 0 || walks[i].ArenasBytes > 0) {
+			w = &walks[i]
+		}
+	}
+	return w
+}
+
 // unexplained joins the program's own mappings that the records hold,
 // live at the peak walk (else the end walk) of the image's life, with
 // the anonymous ranges that walk left unexplained: what each site mapped
@@ -539,7 +554,7 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 	acc := map[string][3]float64{} // mappings, bytes mapped, resident: scaled
 	for k := range r.pieces {
 		p := &r.pieces[k]
-		if r.im.events[p.from].tNs > t1 || p.to >= 0 && r.im.events[p.to].tNs <= t0 {
+		if r.kept[p.from].tNs > t1 || p.to >= 0 && r.kept[p.to].tNs <= t0 {
 			continue
 		}
 		var over uint64
@@ -559,8 +574,8 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 			continue
 		}
 		// A mapping of L bytes stands for 1/(1 − e^(−L/rate)) of them.
-		wt, _ := r.im.weightOf(&r.im.events[p.alloc])
-		n := b.name(maps, r.im.stacks[r.im.events[p.alloc].stack])
+		wt, _ := r.im.weightOf(&r.kept[p.alloc])
+		n := b.name(maps, r.im.stacks[r.kept[p.alloc].stack])
 		f := n.siteFrame()
 		key := f.key()
 		m := bySite[key]

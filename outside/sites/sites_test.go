@@ -902,7 +902,7 @@ func TestReplayCuts(t *testing.T) {
 		unmap(7, mapA+12*pg, 8*pg-100),        // across both: 4 pages of each, the length rounded up
 		alloc(8, kindMmap, mapA+30*pg, 4*pg),  // over mapA+16's last 2 pages and beyond
 	}}
-	r := replay(im)
+	r := replay(im, nil)
 	want := float64((64 + 12 + (16 - 4 - 2) + 4) * pg)
 	if r.exit != want || r.exitObj != 4 {
 		t.Errorf("exit %.0f bytes in %.0f blocks, want %.0f in 4", r.exit, r.exitObj, want)
@@ -913,7 +913,7 @@ func TestReplayCuts(t *testing.T) {
 	// Planted, start-address matching misses the cut across both.
 	munmapStartOnly = true
 	defer func() { munmapStartOnly = false }()
-	if r := replay(im); r.exit != float64((64+16+14+4)*pg) {
+	if r := replay(im, nil); r.exit != float64((64+16+14+4)*pg) {
 		t.Errorf("planted: exit %.0f, want %d", r.exit, (64+16+14+4)*pg)
 	}
 }
@@ -1229,7 +1229,7 @@ func TestUnexplainedSiteBounded(t *testing.T) {
 	const at, size = 0x10000000, 256 << 10
 	im := &image{rate: DefaultRate, stacks: map[uint64][]uint64{7: {0x1234}},
 		events: []event{{kind: kindMmap, addr: at, size: size, stack: 7, tNs: 1}}}
-	r := &replayed{im: im, pieces: []piece{{alloc: 0, start: at, end: at + size, from: 0, to: -1}}}
+	r := &replayed{im: im, kept: im.events, pieces: []piece{{alloc: 0, start: at, end: at + size, from: 0, to: -1}}}
 	w := Walk{At: "peak", MonoNs: 10, Unexplained: []WalkRange{{Start: at, End: at + size, ResidentBytes: size}}}
 	u := unexplained(newBuilder(LibName, DefaultRate), r, nil, []Walk{w})
 	if u == nil || len(u.Sites) != 1 {
@@ -1252,7 +1252,7 @@ func TestUnexplainedDuringWalk(t *testing.T) {
 		events: []event{
 			{kind: kindMmap, addr: at, size: size, stack: 8, tNs: 1}, {addr: at, size: size, tNs: 5}, // its munmap
 			{kind: kindMmap, addr: at, size: size, stack: 7, tNs: 15}}}
-	r := &replayed{im: im, pieces: []piece{{alloc: 0, start: at, end: at + size, from: 0, to: 1}, {alloc: 2, start: at, end: at + size, from: 2, to: -1}}}
+	r := &replayed{im: im, kept: im.events, pieces: []piece{{alloc: 0, start: at, end: at + size, from: 0, to: 1}, {alloc: 2, start: at, end: at + size, from: 2, to: -1}}}
 	w := Walk{At: "peak", MonoNs: 10, Ns: 20, Unexplained: []WalkRange{{Start: at, End: at + size, ResidentBytes: size}}}
 	b := newBuilder(LibName, 1)
 	u := unexplained(b, r, nil, []Walk{w})
