@@ -311,6 +311,7 @@ __attribute__((constructor(101))) static void init(void) {
 		if (h != NULL)
 			unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
 	}
+	py_init(); // Python frames: the interpreter's version and layout, once
 	pthread_key_create(&key, thread_exit);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(at_exit);

@@ -50,6 +50,7 @@
 //	state.h      the state the units share: options, file, counts, threads
 //	sampling.c   which allocations are sampled; the sampled set, the marks
 //	unwind.c     a sample's stack, by .eh_frame's rules, libunwind, libgcc
+//	python.c     the thread's CPython frames, and their code objects
 //	records.c    the records file, the threads' buffers, the records
 //	hooks.c      the wrapped allocator, mmap, munmap and mprotect
 //	lifecycle.c  start (init), fork, exec and end
@@ -63,8 +64,10 @@
 #include "common.h"
 #include "hooks.h"
 #include "state.h"
+#include "python.h"
 #include "sampling.c"
 #include "unwind.c"
+#include "python.c"
 #include "records.c"
 #include "hooks.c"
 #include "lifecycle.c"
