@@ -15,7 +15,7 @@ import (
 const (
 	AgreeYes       = "yes"            // the direction, and the magnitude within a factor of 2
 	AgreeDirection = "direction only" // the direction, not the magnitude
-	AgreeNo        = "no"             // the other direction (or no measurable change, or an absolute value off by more than 2x)
+	AgreeNo        = "no"             // the other direction (or no change the runs establish, or an absolute value off by more than 2x)
 	AgreeUnchecked = "—"              // no checkable claim, or nothing to check it with
 )
 
@@ -37,6 +37,11 @@ type check struct {
 	// larger than the repetitions' spread and under 1 % of the
 	// reference), which refutes a claimed change.
 	noise bool
+	// unsettled, when set, says why the runs do not establish the change
+	// (stats.Comparison.Established: the U test where it can decide, else
+	// ranges apart by more than their spread): no measurable change
+	// either, which confirms a claim neither in size nor in direction.
+	unsettled string
 }
 
 // judge checks e against run v of group g: the medians of the metric in v
@@ -95,8 +100,13 @@ func judge(g *group, v *runView, e schema.Expectation) check {
 		return c
 	}
 	// A change within the noise floor is no change: -256 KiB of 4.53 GiB
-	// does not agree, even in direction, with a claimed -455 MB.
+	// does not agree, even in direction, with a claimed -455 MB. Nor is
+	// one the runs do not establish: -72 KiB of 1.2 MiB with ranges that
+	// overlap, as a plan of one program run in every phase gives.
 	c.noise = stats.WithinNoise(cur.median-old.median, old.median, max(cur.max-cur.min, old.max-old.min))
+	if !c.noise {
+		c.unsettled = unsettled(e.Metric, old.values, cur.values)
+	}
 	switch {
 	case e.Ratio != 0:
 		if old.median == 0 {
@@ -106,7 +116,7 @@ func judge(g *group, v *runView, e schema.Expectation) check {
 		r := cur.median / old.median
 		c.measured = r
 		switch {
-		case c.noise || (r > 1) != (e.Ratio > 1):
+		case c.noise || c.unsettled != "" || (r > 1) != (e.Ratio > 1):
 			c.verdict = AgreeNo
 		case within(r, e.Ratio):
 			c.verdict = AgreeYes
@@ -117,7 +127,7 @@ func judge(g *group, v *runView, e schema.Expectation) check {
 		d := cur.median - old.median
 		c.measured = d
 		switch {
-		case c.noise || (d > 0) != (e.Delta > 0):
+		case c.noise || c.unsettled != "" || (d > 0) != (e.Delta > 0):
 			c.verdict = AgreeNo
 		case within(math.Abs(d), math.Abs(e.Delta)):
 			c.verdict = AgreeYes
@@ -126,6 +136,26 @@ func judge(g *group, v *runView, e schema.Expectation) check {
 		}
 	}
 	return c
+}
+
+// unsettled says why the runs do not establish a change of metric m from
+// ref's values to cur's (stats.Compare's Established), "" where they do.
+func unsettled(m string, ref, cur []float64) string {
+	cmp := stats.Compare(ref, cur, 0)
+	switch {
+	case cmp.Established:
+		return ""
+	case !cmp.Unjudged:
+		return fmt.Sprintf("p %.3f, not below %g", cmp.P, cmp.Alpha)
+	case len(ref) < stats.MinApart || len(cur) < stats.MinApart:
+		return fmt.Sprintf("%d+%d repetitions measure no spread", len(ref), len(cur))
+	}
+	gap := stats.Apart(ref, cur, cmp.Delta)
+	if gap <= 0 {
+		return fmt.Sprintf("at %d+%d the repetitions' ranges overlap", len(ref), len(cur))
+	}
+	return fmt.Sprintf("at %d+%d the ranges are %s apart, within their spread of %s", len(ref), len(cur),
+		formatMetric(m, gap, false), formatMetric(m, max(stats.Spread(ref), stats.Spread(cur)), false))
 }
 
 // within says whether x is within a factor Tolerance of claimed (both
@@ -167,9 +197,15 @@ func (c check) footnote(run string) string {
 	case c.e.Versus == "absolute":
 		return fmt.Sprintf("%s, %s: %s %s; the note claims %s",
 			run, c.verdict, label, formatMetric(c.e.Metric, c.measured, false), formatClaim(c.e.Metric, claimed, false))
+	case c.e.Ratio != 0 && c.unsettled != "":
+		return fmt.Sprintf("%s, %s: %s %s of %s, no measurable change (the runs do not establish it: %s); the note claims %s",
+			run, c.verdict, label, formatRatio(c.measured), c.ref, c.unsettled, formatRatio(c.e.Ratio))
 	case c.e.Ratio != 0:
 		return fmt.Sprintf("%s, %s: %s %s of %s; the note claims %s",
 			run, c.verdict, label, formatRatio(c.measured), c.ref, formatRatio(c.e.Ratio))
+	case c.unsettled != "":
+		return fmt.Sprintf("%s, %s: %s changed by %s from %s, no measurable change (the runs do not establish it: %s); the note claims %s",
+			run, c.verdict, label, formatMetric(c.e.Metric, c.measured, true), c.ref, c.unsettled, formatClaim(c.e.Metric, claimed, true))
 	}
 	if c.noise {
 		return fmt.Sprintf("%s, %s: %s changed by %s from %s, no measurable change (within the repetitions' spread and under 1 %%); the note claims %s",

@@ -32,12 +32,14 @@ import (
 //
 // Statistical caveats (too few repetitions, a deterministic metric that
 // varies, samples that are passes of one process) travel beside each row
-// as warnings. One is also a verdict: at
-// sizes where the U test cannot reach alpha at all (3+3: its smallest p
-// is 0.100), a change of the medians past a --fail-on limit fails the
-// gate unjudged, unless it is within the noise floor (stats.WithinNoise):
-// a gate does not pass what it cannot judge. The statistics are package
-// stats'; the words are this package's.
+// as warnings. A regression is what the runs establish: where the U test
+// can decide at the sizes given, its verdict; where it cannot (3+3: its
+// smallest p is 0.100), every head repetition past every base repetition
+// by more than the limit (Threshold.Apart, as asv's continuous asks that
+// the results not overlap). A change of the medians past a limit that the
+// runs do not establish is undecided: printed with the metric's spread
+// and the repetitions that would decide it, failing only with --strict.
+// The statistics are package stats'; the words are this package's.
 
 // DefaultAlpha is the significance level of the U test, as benchstat's.
 const DefaultAlpha = stats.DefaultAlpha
@@ -132,11 +134,15 @@ type MetricDiff struct {
 	Significant bool     `json:"significant"`
 	// MinP is the smallest p the U test can give at these sizes
 	// (stats.MinP; 0 when Exact); Undecided says it is not below alpha,
-	// so that no change can be significant: a change of the medians past
-	// a --fail-on limit then breaches unjudged (Diff.Breaches) unless
-	// Noise.
+	// so that no change can be significant: only ranges apart establish
+	// one (Established, Threshold.Apart).
 	MinP      float64 `json:"min_p,omitempty"`
 	Undecided bool    `json:"undecided,omitempty"`
+	// Established says the runs establish the medians' change
+	// (stats.Comparison.Established): Significant where the U test can
+	// decide, else ranges apart by more than their spread; any change of
+	// an exact metric.
+	Established bool `json:"established,omitempty"`
 	// Noise says the medians' change is no measurable change
 	// (stats.WithinNoise, the spread the larger of the two sides'
 	// ranges).
@@ -467,7 +473,7 @@ func compareMetric(m string, b, h *Row, alpha float64) (r MetricDiff, bok, hok b
 	}
 	r = diffValues(m, bv, hv, exact, alpha, warn)
 	if m == "host_allocs_per_token" && r.Delta != 0 && math.Abs(r.Delta) < tinyAllocsNoise && r.Base.Median != 0 && r.Head.Median != 0 {
-		r.Significant = false
+		r.Significant, r.Established, r.Noise = false, false, true
 		r.Warnings = append(r.Warnings, tinyAllocsWarning)
 	}
 	return r, true, true
@@ -500,6 +506,7 @@ func diffValues(name string, base, head []float64, exact bool, alpha float64, wa
 		}
 		if varies == nil {
 			r.Significant = r.Delta != 0
+			r.Established = r.Significant
 			return r
 		}
 		r.Exact = false
@@ -507,10 +514,10 @@ func diffValues(name string, base, head []float64, exact bool, alpha float64, wa
 	}
 	cmp := stats.Compare(base, head, alpha)
 	r.P = &cmp.P
-	r.Significant, r.MinP, r.Undecided, r.Noise = cmp.Significant, cmp.MinP, cmp.Unjudged, cmp.Noise
+	r.Significant, r.MinP, r.Undecided, r.Noise, r.Established = cmp.Significant, cmp.MinP, cmp.Unjudged, cmp.Noise, cmp.Established
 	for _, w := range cmp.Warnings {
 		if u := (*stats.Unjudged)(nil); errors.As(w, &u) {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("n=%d+%d: the U test cannot reach p<%g (smallest p %.3f): a change is the medians', unjudged", u.N1, u.N2, u.Alpha, u.MinP))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("n=%d+%d: the U test cannot reach p<%g (smallest p %.3f): only ranges apart (%d or more a side) establish a change", u.N1, u.N2, u.Alpha, u.MinP, stats.MinApart))
 		}
 	}
 	return r
@@ -542,39 +549,52 @@ type Breach struct {
 	// Reason, when set, says why Config could not be checked: it failed
 	// in head, head did not run it, or head did not measure a metric with
 	// a limit; Row and Threshold are then empty. Or, with Undecided, why
-	// the change of Row's medians past Threshold was not judged: too few
-	// repetitions for the U test to reach alpha.
+	// the runs do not establish the change of Row's medians past
+	// Threshold: the U test's p, or ranges not apart by the limit.
 	Reason    string
 	Undecided bool
+	// Spread is, for an Undecided breach, the larger side's range in
+	// percent of base's median; Need the repetitions a side that would
+	// decide the change (stats.Repetitions).
+	Spread float64
+	Need   int
 }
 
 // String is the breach in one line, for the CI log.
 func (b Breach) String() string {
 	if b.Undecided {
-		return fmt.Sprintf("%s %s: %s -> %s (medians %s), limit %s: %s", b.Config, b.Row.Metric,
-			formatValue(b.Row.Metric, b.Row.Base.Median), formatValue(b.Row.Metric, b.Row.Head.Median),
-			formatPct(b.Row), b.Threshold, b.Reason)
+		s := fmt.Sprintf("%s %s: %s -> %s (medians %s), limit %s: %s", b.Config, b.Row.Metric,
+			formatValue(b.Row.Metric, b.Row.Base.Median), formatValue(b.Row.Metric, b.Row.Head.Median), formatPct(b.Row), b.Threshold, b.Reason)
+		if b.Row.Base.N >= stats.MinApart && b.Row.Head.N >= stats.MinApart && b.Row.Base.Median != 0 {
+			s += fmt.Sprintf("; the metric spreads %.1f %% run to run", b.Spread)
+		}
+		return s + fmt.Sprintf("; about %d repetitions a side would decide it", b.Need)
 	}
 	if b.Reason != "" {
 		return b.Config + ": " + b.Reason
 	}
+	established := b.Row
+	established.Established = true // by the limit (Threshold.Established), whatever the row says
 	return fmt.Sprintf("%s %s: %s -> %s (%s), limit %s", b.Config, b.Row.Metric,
 		formatValue(b.Row.Metric, b.Row.Base.Median), formatValue(b.Row.Metric, b.Row.Head.Median),
-		formatChange(b.Row), b.Threshold)
+		formatChange(established), b.Threshold)
 }
 
 // Breaches are the rows whose change passes a threshold, in the diff's
-// order. A measured metric breaches when its change is significant, or,
-// where the U test cannot reach alpha at the sizes given (Undecided), when
-// the medians' change passes the limit and is not within the noise floor
-// (a Breach that is Undecided, with the reason); a deterministic one on
-// any change past the limit. With thresholds, what
+// order. A measured metric breaches when the runs establish its change
+// past the limit (Threshold.Established): significant where the U test
+// can decide, else ranges apart by the limit. A change of the medians past
+// the limit that the runs do not establish is a Breach that is Undecided
+// (with the reason, the spread and the repetitions that would decide
+// it), unless it is within the noise floor (stats.WithinNoise); the
+// caller decides whether it fails (probe diff --strict). A deterministic
+// metric breaches on any change past the limit. With thresholds, what
 // they cannot be checked on breaches too, so that a gate never passes
-// unchecked: a configuration that finished in base and not in head (failed,
-// timed out, killed, skipped), one that head did not run (only in base: a
-// partial or sharded head), and a metric with a limit that base measured
-// and head did not. A configuration only head ran, or that did not finish
-// in base, is no breach. No thresholds, no breaches.
+// unchecked: a configuration that finished in base and not in head
+// (failed, timed out, killed, skipped), one that head did not run (only
+// in base: a partial or sharded head), and a metric with a limit that
+// base measured and head did not. A configuration only head ran, or that
+// did not finish in base, is no breach. No thresholds, no breaches.
 func (d *Diff) Breaches(ths []Threshold) []Breach {
 	if len(ths) == 0 {
 		return nil
@@ -596,12 +616,10 @@ func (d *Diff) Breaches(ths []Threshold) []Breach {
 					continue
 				}
 				switch {
-				case r.Significant:
+				case t.Established(r):
 					out = append(out, Breach{Config: c.Key, Row: r, Threshold: t})
-				case r.Undecided && !r.Noise:
-					out = append(out, Breach{Config: c.Key, Row: r, Threshold: t, Undecided: true,
-						Reason: fmt.Sprintf("n=%d+%d: the U test cannot reach p<%g (smallest p %.3f), so the change is not judged, and the gate does not pass it (4 or more repetitions a side can judge it)",
-							r.Base.N, r.Head.N, d.Alpha, r.MinP)})
+				case !r.Noise:
+					out = append(out, d.undecided(c.Key, r, t))
 				}
 			}
 		}
@@ -610,6 +628,31 @@ func (d *Diff) Breaches(ths []Threshold) []Breach {
 		out = append(out, Breach{Config: k, Reason: "only in base, head did not run it: --fail-on cannot check it"})
 	}
 	return out
+}
+
+// undecided is the Breach of r's medians past t that the runs do not
+// establish: why, the spread and the repetitions that would decide it.
+func (d *Diff) undecided(key string, r MetricDiff, t Threshold) Breach {
+	b := Breach{Config: key, Row: r, Threshold: t, Undecided: true,
+		Need: stats.Repetitions(r.Base.Values, r.Head.Values, r.Delta, d.Alpha)}
+	if r.Base.Median != 0 {
+		b.Spread = 100 * max(stats.Spread(r.Base.Values), stats.Spread(r.Head.Values)) / math.Abs(r.Base.Median)
+	}
+	switch {
+	case !r.Undecided:
+		p := 1.0
+		if r.P != nil {
+			p = *r.P
+		}
+		b.Reason = fmt.Sprintf("n=%d+%d, the U test does not establish it (p %.3f, not below %g)", r.Base.N, r.Head.N, p, d.Alpha)
+	case r.Base.N < stats.MinApart || r.Head.N < stats.MinApart:
+		b.Reason = fmt.Sprintf("n=%d+%d, too few repetitions to measure the noise (the U test cannot decide, and ranges need %d a side)", r.Base.N, r.Head.N, stats.MinApart)
+	default:
+		b.Reason = fmt.Sprintf("n=%d+%d, the U test cannot decide (smallest p %.3f) and the ranges (%s to %s, %s to %s) are not apart by the limit",
+			r.Base.N, r.Head.N, r.MinP, formatValue(r.Metric, slices.Min(r.Base.Values)), formatValue(r.Metric, slices.Max(r.Base.Values)),
+			formatValue(r.Metric, slices.Min(r.Head.Values)), formatValue(r.Metric, slices.Max(r.Head.Values)))
+	}
+	return b
 }
 
 // Significant counts the rows with a significant change of the named

@@ -37,7 +37,7 @@ func WriteDiff(w io.Writer, d *Diff, format string) error {
 	f := table.Format(format)
 	out := &tableWriter{f: f}
 	md := f == table.Markdown
-	head := fmt.Sprintf("base %s, head %s; ~ is no significant change (Mann-Whitney U test, alpha %g); = marks a deterministic metric, compared exactly",
+	head := fmt.Sprintf("base %s, head %s; ~ is no change the runs establish (Mann-Whitney U test, alpha %g; where it cannot decide, ranges apart by more than their spread); = marks a deterministic metric, compared exactly",
 		describeSource(d.Base, md), describeSource(d.Head, md), d.Alpha)
 	if md {
 		head = "**probe diff**: " + head
@@ -188,17 +188,19 @@ func formatSide(metric string, s DiffSide, exact bool) string {
 	return fmt.Sprintf("%s ± %.0f%%", v, math.Abs(pct))
 }
 
-// formatChange is "~" for a change that is not significant, else the
-// change in percent (and, for an exact metric, in the metric's unit). A
-// change the U test cannot judge at these sizes (Undecided), beyond the
-// noise floor, is the medians' change marked "unjudged".
+// formatChange is "~" for a change the runs do not establish (neither
+// significant nor, where the U test cannot decide, ranges apart by more
+// than their spread), else the change in percent (and, for an exact
+// metric, in the metric's unit). A change the U test cannot decide at
+// these sizes (Undecided), beyond the noise floor and not established, is
+// the medians' change marked "undecided".
 func formatChange(r MetricDiff) string {
-	if !r.Significant {
+	if !r.Significant && !r.Established {
 		switch {
 		case r.Exact:
 			return "0"
 		case r.Undecided && !r.Noise:
-			return formatPct(r) + " unjudged"
+			return formatPct(r) + " undecided"
 		}
 		return "~"
 	}

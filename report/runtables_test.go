@@ -28,7 +28,10 @@ func TestRunTables(t *testing.T) {
 // cannot be checked.
 func TestJudge(t *testing.T) {
 	run := func(phase string, status schema.Status, rss, tokens float64) *runView {
-		r := &schema.Run{Phase: phase, Status: status, Repetitions: []schema.Result{{}}}
+		// Three repetitions 0.1 % apart: a claimed change is confirmed
+		// only where the runs establish it (ranges apart by more than
+		// their spread at 3+3).
+		r := &schema.Run{Phase: phase, Status: status, Repetitions: make([]schema.Result, 3)}
 		if status != schema.StatusOK {
 			r.Repetitions = nil
 		}
@@ -36,7 +39,7 @@ func TestJudge(t *testing.T) {
 			name string
 			x    float64
 		}{{metricPeakRSS, rss}, {metricTokens, tokens}} {
-			r.Summary.Metrics = append(r.Summary.Metrics, schema.Metric{Name: m.name, Values: []float64{m.x}, N: 1, Median: m.x, Min: m.x, Max: m.x})
+			r.Summary.Metrics = append(r.Summary.Metrics, schema.Metric{Name: m.name, Values: []float64{m.x * 0.999, m.x, m.x * 1.001}, N: 3, Median: m.x, Min: m.x * 0.999, Max: m.x * 1.001})
 		}
 		return newRunView(r)
 	}

@@ -3,8 +3,11 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+
+	"memprobe/stats"
 )
 
 // Threshold is one --fail-on limit: how far a metric may move in its bad
@@ -34,8 +37,9 @@ func (t Threshold) String() string {
 	return s
 }
 
-// Breached says whether r's change passes t (its direction and size only;
-// Diff.Breaches also asks for significance). A percent limit against a
+// Breached says whether r's medians' change passes t (its direction and
+// size only; Diff.Breaches also asks that the runs establish it,
+// Established). A percent limit against a
 // base of 0 is passed by any change in the bad direction.
 func (t Threshold) Breached(r MetricDiff) bool {
 	change := r.Delta
@@ -51,6 +55,48 @@ func (t Threshold) Breached(r MetricDiff) bool {
 		change = -change
 	}
 	return change > t.Limit
+}
+
+// Established says whether the runs establish r's change past t, given
+// that its medians' change is (Breached): an exact metric's any change;
+// where the U test can decide (not r.Undecided), its verdict
+// (r.Significant); where it cannot, ranges apart by the limit (Apart).
+func (t Threshold) Established(r MetricDiff) bool {
+	if r.Exact || !r.Undecided {
+		return r.Significant
+	}
+	return t.Apart(r)
+}
+
+// Apart says whether every head repetition of r is past every base
+// repetition, in t's bad direction, by more than t's limit (asv's
+// continuous: the results do not overlap), with at least stats.MinApart
+// a side: the gap between the ranges (stats.Apart), in percent of the
+// nearer base value when t.Percent (a nearer value of 0: any gap passes).
+// The limit takes the place of the spread that establishes a change
+// without one (stats.Comparison.Established): a gate's user has said what
+// change matters.
+func (t Threshold) Apart(r MetricDiff) bool {
+	dir := -1.0
+	if t.Increase {
+		dir = 1
+	}
+	b, h := r.Base.Values, r.Head.Values
+	gap := stats.Apart(b, h, dir)
+	if gap <= 0 {
+		return false
+	}
+	if !t.Percent {
+		return gap > t.Limit
+	}
+	near := slices.Max(b)
+	if !t.Increase {
+		near = slices.Min(b)
+	}
+	if near == 0 {
+		return true
+	}
+	return 100*gap/math.Abs(near) > t.Limit
 }
 
 // ParseThresholds reads a comma-separated list of thresholds,

@@ -34,13 +34,19 @@ type Comparison struct {
 	// Significant says the change is real: P < Alpha and Delta ≠ 0.
 	Significant bool
 	// MinP is MinP(N1, N2); Unjudged says it is not below Alpha: no data
-	// could make a change significant at these sizes, so the medians'
-	// change is unjudged, and a gate must not pass it unless Noise.
+	// could make a change significant at these sizes, so only ranges
+	// apart (Apart) establish a change.
 	MinP     float64
 	Unjudged bool
 	// Noise says Delta is no measurable change: WithinNoise of base's
 	// median, the spread the larger of the two sides' ranges.
 	Noise bool
+	// Established says the runs establish a change of Delta's sign: where
+	// the U test can decide, Significant; where it cannot (Unjudged),
+	// every head value past every base value by more than the larger
+	// side's spread (Apart): with no limit given, a change must pass the
+	// noise the runs measured.
+	Established bool
 	// Warnings are caveats beside the result (an *Unjudged); nil when
 	// there are none.
 	Warnings []error
@@ -66,6 +72,10 @@ func Compare(base, head []float64, alpha float64) Comparison {
 	c.MinP = MinP(len(base), len(head))
 	c.Unjudged = c.MinP >= alpha
 	c.Noise = WithinNoise(c.Delta, ref, max(Spread(base), Spread(head)))
+	c.Established = c.Significant
+	if c.Unjudged && c.Delta != 0 {
+		c.Established = Apart(base, head, c.Delta) > max(Spread(base), Spread(head))
+	}
 	if c.Unjudged {
 		c.Warnings = append(c.Warnings, &Unjudged{N1: c.N1, N2: c.N2, Alpha: alpha, MinP: c.MinP})
 	}
@@ -108,4 +118,74 @@ type Unjudged struct {
 
 func (w *Unjudged) Error() string {
 	return fmt.Sprintf("n=%d+%d: the U test cannot reach p<%g (smallest p %.3f)", w.N1, w.N2, w.Alpha, w.MinP)
+}
+
+// MinApart is the fewest values a side with which ranges apart establish
+// a change where the U test cannot decide: one value a side has no
+// measured spread, and two single runs differ by their noise.
+const MinApart = 2
+
+// Apart is how far every value of head lies past every value of base in
+// dir's direction (dir > 0: above, else below): min(head) − max(base), or
+// min(base) − max(head). It is ≤ 0 where the ranges touch or overlap, and
+// 0 where a side has fewer than MinApart values. It is the rule of asv's
+// continuous for sizes at which the U test cannot decide (MinP not below
+// alpha): a change is established only where the two builds' results do
+// not overlap, and a limit is passed only where they are apart by more
+// than the limit.
+func Apart(base, head []float64, dir float64) float64 {
+	if len(base) < MinApart || len(head) < MinApart {
+		return 0
+	}
+	if dir > 0 {
+		return slices.Min(head) - slices.Max(base)
+	}
+	return slices.Min(base) - slices.Max(head)
+}
+
+// Repetitions estimates the repetitions a side at which the U test would
+// establish a change of delta between base and head, given their spread:
+// the normal approximation n = 2 (z(1−alpha/2) + z(0.8))² σ² / δ² for
+// power 0.8, σ the pooled standard deviation, divided by the U test's
+// efficiency against the t test (3/π); never fewer than MinRepetitions
+// (0 alpha means DefaultAlpha). A rough guide for the next run, not a
+// promise: σ from 3 values is itself uncertain.
+func Repetitions(base, head []float64, delta, alpha float64) int {
+	if alpha == 0 {
+		alpha = DefaultAlpha
+	}
+	sd := pooledSD(base, head)
+	if delta == 0 || sd == 0 {
+		return MinRepetitions
+	}
+	z := math.Sqrt2*math.Erfinv(1-alpha) + 0.8416
+	n := 2 * z * z * sd * sd / (delta * delta) / (3 / math.Pi)
+	if n > 1e6 {
+		return 1e6
+	}
+	return max(MinRepetitions, int(math.Ceil(n)))
+}
+
+// pooledSD is the standard deviation of base and head, each about its
+// own mean; 0 with fewer than three values in all.
+func pooledSD(a, b []float64) float64 {
+	ss, df := 0.0, 0
+	for _, v := range [][]float64{a, b} {
+		if len(v) < 2 {
+			continue
+		}
+		m := 0.0
+		for _, x := range v {
+			m += x
+		}
+		m /= float64(len(v))
+		for _, x := range v {
+			ss += (x - m) * (x - m)
+		}
+		df += len(v) - 1
+	}
+	if df == 0 {
+		return 0
+	}
+	return math.Sqrt(ss / float64(df))
 }

@@ -7,7 +7,10 @@
 //  2. Compare compares two configurations' repetitions: the Mann-Whitney
 //     U test, the smallest p it can give at the sizes given (MinP: where
 //     that is not below alpha, the change is unjudged), and the noise
-//     floor (WithinNoise).
+//     floor (WithinNoise);
+//  3. a change is established by the U test where it can decide, else
+//     only by ranges apart (Apart, as asv's continuous asks); Repetitions
+//     estimates how many a side would decide one that is not.
 //
 // Caveats travel beside results as Warnings, as benchmath's do, typed
 // (ClampedInterval, WideSpread, Unjudged) so that the packages printing

@@ -200,3 +200,76 @@ func TestWithinNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestApart: every head value past every base value, in the direction
+// asked; overlap, touching ranges and a single value a side establish
+// nothing.
+func TestApart(t *testing.T) {
+	for _, c := range []struct {
+		base, head []float64
+		dir, want  float64
+	}{
+		{[]float64{1, 2, 3}, []float64{5, 4, 6}, 1, 1},
+		{[]float64{1, 2, 3}, []float64{5, 4, 6}, -1, -5},
+		{[]float64{5, 4, 6}, []float64{1, 2, 3}, -1, 1},
+		{[]float64{1, 2, 3}, []float64{3, 4, 5}, 1, 0},
+		{[]float64{1, 2, 4}, []float64{3, 5, 6}, 1, -1},
+		{[]float64{1}, []float64{9}, 1, 0},
+		{nil, []float64{9, 10}, 1, 0},
+	} {
+		if got := Apart(c.base, c.head, c.dir); got != c.want {
+			t.Errorf("Apart(%v, %v, %v) = %v, want %v", c.base, c.head, c.dir, got, c.want)
+		}
+	}
+}
+
+// TestEstablished: at 3+3 only ranges apart by more than their spread
+// establish a change; at 5+5 the U test's verdict. Of 1000 pairs drawn
+// from one normal distribution at 3+3, about 10 % are apart (2 of the 20
+// orderings) but under 1 % by more than their spread.
+func TestEstablished(t *testing.T) {
+	if c := Compare([]float64{10, 11, 12}, []float64{14.5, 15, 16}, 0); !c.Unjudged || !c.Established {
+		t.Errorf("3+3 apart: %+v, want unjudged and established", c)
+	}
+	if c := Compare([]float64{10, 11, 12}, []float64{12.5, 13, 14}, 0); c.Established {
+		t.Errorf("3+3 apart by less than their spread: %+v, want not established", c)
+	}
+	if c := Compare([]float64{1, 2, 3, 4, 5}, []float64{6, 7, 8, 9, 10}, 0); c.Unjudged || !c.Established {
+		t.Errorf("5+5 apart: %+v, want judged and established", c)
+	}
+	if c := Compare([]float64{1, 2, 3, 6, 7}, []float64{4, 5, 8, 9, 10}, 0); c.Established {
+		t.Errorf("5+5 mixed (p %.3f): established", c.P)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 0
+	for range 1000 {
+		a, b := make([]float64, 3), make([]float64, 3)
+		for i := range a {
+			a[i], b[i] = 100+rng.NormFloat64(), 100+rng.NormFloat64()
+		}
+		if Compare(a, b, 0).Established {
+			n++
+		}
+	}
+	if n > 20 {
+		t.Errorf("3+3 of one distribution: %d in 1000 established, want under 2 %%", n)
+	}
+}
+
+// TestRepetitions: a change small against the spread needs more
+// repetitions; one far past it, or values with no spread, the fewest the
+// U test can decide with.
+func TestRepetitions(t *testing.T) {
+	base, head := []float64{100, 102, 104}, []float64{101, 103, 105}
+	small, large := Repetitions(base, head, 1, 0), Repetitions(base, head, 20, 0)
+	if small <= large || large != MinRepetitions {
+		t.Errorf("Repetitions: a change of 1 needs %d, of 20 %d; want more for 1, %d for 20", small, large, MinRepetitions)
+	}
+	// σ = 2, δ = 1: 2·(1.96+0.84)²·4/1/(3/π) ≈ 65.7.
+	if small < 60 || small > 70 {
+		t.Errorf("Repetitions(σ 2, δ 1) = %d, want about 66", small)
+	}
+	if got := Repetitions([]float64{5, 5, 5}, []float64{6, 6, 6}, 1, 0); got != MinRepetitions {
+		t.Errorf("Repetitions with no spread = %d, want %d", got, MinRepetitions)
+	}
+}

@@ -24,14 +24,15 @@ type diffCmdFlags struct {
 	alpha   float64
 	format  string
 	reports string
+	strict  bool
 }
 
 // breachError is a --fail-on breach: exit status 1, the breaches already
 // written on stderr. n counts the regressions, unjudged the changes of the
-// medians past a limit that the U test cannot judge at the repetitions
-// given, unchecked what the limits could not be checked on (a
-// configuration that failed in head or that head did not run, a limited
-// metric head did not measure).
+// medians past a limit that the runs do not establish (undecided; they
+// fail only with --strict), unchecked what the limits could not be checked
+// on (a configuration that failed in head or that head did not run, a
+// limited metric head did not measure).
 type breachError struct{ n, unjudged, unchecked int }
 
 func (b breachError) Error() string {
@@ -40,7 +41,7 @@ func (b breachError) Error() string {
 		parts = append(parts, fmt.Sprintf("%d %s past --fail-on", b.n, plural(b.n, "regression", "regressions")))
 	}
 	if b.unjudged > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s past --fail-on by the medians, too few repetitions to judge", b.unjudged, plural(b.unjudged, "change", "changes")))
+		parts = append(parts, fmt.Sprintf("%d %s past --fail-on by the medians that the runs do not establish (undecided, --strict)", b.unjudged, plural(b.unjudged, "change", "changes")))
 	}
 	if b.unchecked > 0 {
 		parts = append(parts, fmt.Sprintf("%d unchecked by --fail-on (failed or missing in head)", b.unchecked))
@@ -89,6 +90,7 @@ func (f *diffCmdFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.failOn, "fail-on", "", "regression limits, e.g. 'peak_rss_bytes:+5%,go_heap_allocs_per_step:+0': exit 1 past one, or where head cannot be checked (a configuration failed or missing)")
 	fs.Float64Var(&f.alpha, "alpha", report.DefaultAlpha, "significance level of the U test")
 	fs.StringVar(&f.format, "format", "text", "output format: "+strings.Join(report.DiffFormats, ", "))
+	fs.BoolVar(&f.strict, "strict", false, "with --fail-on: an undecided change (the medians past a limit, the runs unable to tell it from noise) fails too")
 	fs.StringVar(&f.reports, "reports", ".", "with a range BASE..HEAD: the directory of the probe-<commit>.json reports")
 }
 
@@ -112,14 +114,19 @@ means an increase is a regression, "-" a decrease; a limit is a percentage of
 the base's median or an amount in the metric's unit. A significant change past
 a limit is written on stderr, one line each, and the exit status is 1.
 
-Where the U test cannot reach --alpha at the repetitions given (its smallest
-p is 2/C(n+m, n): 0.100 at 3+3, probe run's default --count, and 1 at 1+1,
---quick's), no change can be significant; a gate must not pass what it cannot
-judge, so a change of the medians past a limit fails too ("unjudged: ...",
-saying so), unless it is no measurable change: no larger than the spread of
-either side's repetitions and under 1 % of the base. A deterministic metric is
-compared exactly only where each side has 2 or more repetitions and they
-agree; one run a side is a measurement.
+A regression is what the runs establish. Where the U test can decide at the
+repetitions given, its verdict; where it cannot (its smallest p is
+2/C(n+m, n): 0.100 at 3+3, probe run's default --count, and 1 at 1+1,
+--quick's), every head repetition must be past every base repetition by more
+than the limit (the ranges apart, as asv's continuous asks; 2 or more a
+side). A change of the medians past a limit that the runs cannot tell from
+noise is printed as undecided ("undecided: ...", with the metric's spread
+and about how many repetitions a side would decide it) and passes; --strict
+makes it fail. A change within the noise floor (no larger than the spread of
+either side's repetitions and under 1 % of the base) is not printed. See
+docs/run.md for the rule's false-alarm and miss rates. A deterministic
+metric is compared exactly only where each side has 2 or more repetitions
+and they agree; one run a side is a measurement.
 
 A gate must not pass what it cannot check, so with --fail-on these are
 breaches too, each a line on stderr ("unchecked: ..."): a configuration
@@ -224,7 +231,7 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 		what := "regression:"
 		switch {
 		case b.Undecided:
-			what = "unjudged:"
+			what = "undecided:"
 			be.unjudged++
 		case b.Reason != "":
 			what = "unchecked:"
@@ -235,6 +242,9 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 		if _, err := fmt.Fprintln(stderr, what, b); err != nil {
 			return err
 		}
+	}
+	if !f.strict {
+		be.unjudged = 0
 	}
 	if be.n+be.unjudged+be.unchecked > 0 {
 		return be
