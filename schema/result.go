@@ -370,11 +370,12 @@ type DeviceBuffer struct {
 //	             + LedgerBytes + AllocRoundingBytes + CuBLASWorkspaceBytes + UnexplainedBytes
 //
 // the context measured on its own before any device, cuMemGetInfo deltas
-// across the stages that allocate only the stream, handle and cuBLAS's
-// workspace, and the ledger in whole pages of the driver's granularity,
-// so that UnexplainedBytes is a remainder: what the decoder's allocations
-// took beyond their pages, or NVML charged without cuMemGetInfo's free
-// memory falling. Records without ContextProcessMeasured (before it
+// across the stages that allocate only the stream and handle and across
+// cuBLAS's own calls (its workspace), and the ledger in whole pages of
+// the driver's granularity, so that UnexplainedBytes is a remainder: what
+// the decoder's allocations took beyond their pages, memory made while
+// decoding outside cuBLAS's calls, or NVML charged without cuMemGetInfo's
+// free memory falling. Records without ContextProcessMeasured (before it
 // existed) reconciled free-memory deltas that sum to an identity; their
 // UnexplainedBytes and AllocRoundingBytes mean what is said below.
 // Every figure is bytes.
@@ -435,10 +436,25 @@ type DeviceMemory struct {
 	// AllocGranularityBytes: the driver's allocation page the ledger was
 	// rounded to (2 MiB); absent in records from before it was used.
 	AllocGranularityBytes int64 `json:"alloc_granularity_bytes,omitempty"`
-	// CuBLASWorkspaceBytes: what the first GEMMs allocated (cuBLAS's lazy
-	// workspace and, the first time in a process, the cuBLAS kernels CUDA
-	// loads on first use).
+	// CuBLASWorkspaceBytes: what cuBLAS allocated lazily (its workspace
+	// and, the first time in a context, the kernels CUDA loads on first
+	// use). With CuBLASWorkspaceSource "cublas_calls", cuMemGetInfo's
+	// fall across the device's first GEMM of each shape, so memory made
+	// anywhere else while decoding stays in UnexplainedBytes (and in
+	// DecodingFallBytes); without it (older records), the fall from after
+	// the decoder's buffers to the end, which took all such memory for
+	// workspace.
 	CuBLASWorkspaceBytes int64 `json:"cublas_workspace_bytes"`
+	// CuBLASWorkspaceSource is "cublas_calls" where CuBLASWorkspaceBytes
+	// was measured across cuBLAS's calls; absent in older records.
+	CuBLASWorkspaceSource string `json:"cublas_workspace_source,omitempty"`
+	// DecodingFallBytes: cuMemGetInfo's fall in free memory from after
+	// the decoder's buffers to the end, less CuBLASWorkspaceBytes: device
+	// memory made while decoding outside cuBLAS's calls, in no part, so
+	// within UnexplainedBytes. Beside the reconciliation, not in it: it
+	// says how much of the remainder arose while decoding. Measured only
+	// with CuBLASWorkspaceSource.
+	DecodingFallBytes int64 `json:"decoding_fall_bytes,omitempty"`
 	// UnchargedBytes: device memory the driver took for this process that
 	// NVML charges to no process: the GPU's fall in free memory by NVML's
 	// count (before the context against the end) less ProcessBytes.

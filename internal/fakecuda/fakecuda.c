@@ -68,7 +68,8 @@
 // FAKECUDA_TOTAL_BYTES (default 80 GiB per device: the physical memory),
 // FAKECUDA_RESERVED_BYTES (default 0: the driver's reservation),
 // FAKECUDA_FAIL_LAUNCH (the n-th accepted cuLaunchKernel of the process
-// fails when it runs), FAKECUDA_REUSE_ADDRESSES (1: cuMemAlloc_v2 reuses
+// fails when it runs), FAKECUDA_LEAK_PER_LAUNCH_BYTES (device memory each
+// accepted cuLaunchKernel takes and keeps until the context is destroyed), FAKECUDA_REUSE_ADDRESSES (1: cuMemAlloc_v2 reuses
 // freed addresses, cuEventCreate destroyed events), FAKECUDA_FAIL_BLAS_CREATE (1: cublasCreate_v2 returns
 // CUBLAS_STATUS_NOT_INITIALIZED).
 // Compile with -DFAKECUDA_OMIT_DTOH to leave cuMemcpyDtoHAsync_v2 out, and
@@ -330,6 +331,9 @@ static unsigned long long used_modules[MAX_DEVICES], used_workspace[MAX_DEVICES]
  * loaded cuBLAS's kernels into it (lazy loading, CUDA >= 12.2); they stay,
  * whatever handles come and go, until the context is destroyed. */
 static int blas_kernels[MAX_DEVICES];
+/* leaked[dev]: what FAKECUDA_LEAK_PER_LAUNCH_BYTES took at each accepted
+ * cuLaunchKernel, charged to the process until the context is destroyed. */
+static unsigned long long leaked[MAX_DEVICES];
 
 static int pageable_copies;
 static int launches; /* accepted cuLaunchKernel calls, for FAKECUDA_FAIL_LAUNCH */
@@ -384,10 +388,20 @@ static unsigned long long hidden_bytes(void) {
 	return s != NULL && *s != 0 ? strtoull(s, NULL, 0) : 0;
 }
 
+/* leak_per_launch is FAKECUDA_LEAK_PER_LAUNCH_BYTES (default 0): device
+ * memory each accepted cuLaunchKernel takes and never gives back while the
+ * context lives, as a driver or library allocating while a program runs
+ * would: made after every set-up allocation, in no ledger, and not in a
+ * cuBLAS call. */
+static unsigned long long leak_per_launch(void) {
+	const char *s = getenv("FAKECUDA_LEAK_PER_LAUNCH_BYTES");
+	return s != NULL && *s != 0 ? strtoull(s, NULL, 0) : 0;
+}
+
 /* process_bytes is this process's device memory: what NVML would list. */
 static unsigned long long process_bytes(int dev) {
 	return (ctxs[dev].refs > 0 ? CONTEXT_BYTES : 0) + used_alloc(dev) + used_modules[dev] + used_workspace[dev] +
-	       (blas_kernels[dev] ? BLAS_KERNEL_BYTES : 0);
+	       (blas_kernels[dev] ? BLAS_KERNEL_BYTES : 0) + leaked[dev];
 }
 
 /* reserved_bytes is FAKECUDA_RESERVED_BYTES (default 0): the driver's own
@@ -833,6 +847,7 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 			r = CUDA_ERROR_INVALID_CONTEXT;
 		} else if (--ctxs[dev].refs == 0) {
 			blas_kernels[dev] = 0; /* the context is destroyed, and what was loaded into it */
+			leaked[dev] = 0;
 		}
 	}
 	UNLOCK();
@@ -1357,6 +1372,9 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, u
 	if (r == CUDA_SUCCESS && (kernelParams == NULL || extra != NULL || shared > 48 * 1024)) {
 		r = CUDA_ERROR_INVALID_VALUE;
 	}
+	if (r == CUDA_SUCCESS && leak_per_launch() > 0 && !fits(current->dev, leak_per_launch())) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	if (r == CUDA_SUCCESS) {
 		/* The driver copies the parameters now: so does the fake. */
 		CUdeviceptr out = *(const CUdeviceptr *)kernelParams[0];
@@ -1382,6 +1400,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, u
 				r = CUDA_ERROR_OUT_OF_MEMORY;
 			} else {
 				launches++;
+				leaked[current->dev] += leak_per_launch();
 				int fail_at = env_int("FAKECUDA_FAIL_LAUNCH", 0);
 				o->fail = fail_at > 0 && launches == fail_at;
 				o->u.softmax.out = hout;
@@ -1673,6 +1692,18 @@ EXPORT int fakecuda_ctx_refs(int dev) {
 	}
 	LOCK();
 	int n = ctxs[dev].refs;
+	UNLOCK();
+	return n;
+}
+
+/* fakecuda_leaked_bytes is what FAKECUDA_LEAK_PER_LAUNCH_BYTES has taken on
+ * GPU dev since its context was made. */
+EXPORT unsigned long long fakecuda_leaked_bytes(int dev) {
+	if (dev < 0 || dev >= MAX_DEVICES) {
+		return 0;
+	}
+	LOCK();
+	unsigned long long n = leaked[dev];
 	UNLOCK();
 	return n;
 }

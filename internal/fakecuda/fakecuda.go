@@ -53,8 +53,9 @@
 //   - cuMemGetInfo counts what the driver would: the primary context (500
 //     MiB), each loaded module (2 MiB), allocations packed into 2 MiB pages
 //     (their live total rounded up to 2 MiB, as an H100 with driver 580
-//     charged them; EnvHiddenBytes adds memory beside each), each cuBLAS handle's workspace (32 MiB, made by its first Sgemm), and
-//     cuBLAS's kernels (12 MiB, loaded into the context by the first Sgemm
+//     charged them; EnvHiddenBytes adds memory beside each), each cuBLAS
+//     handle's workspace (32 MiB, made by its first Sgemm), what
+//     EnvLeakPerLaunchBytes leaks at each kernel launch, and cuBLAS's kernels (12 MiB, loaded into the context by the first Sgemm
 //     made in it, as CUDA >= 12.2 loads modules lazily, and kept until the
 //     context is destroyed, after every handle is gone).
 //   - The driver's reservation (EnvReservedBytes) is outside what CUDA
@@ -124,6 +125,13 @@ const (
 	// figure) but in no ledger of the caller's, so that a reconciliation
 	// has memory it cannot name.
 	EnvHiddenBytes = "FAKECUDA_HIDDEN_BYTES"
+	// EnvLeakPerLaunchBytes is device memory each accepted cuLaunchKernel
+	// takes and keeps until the context is destroyed (default 0): charged
+	// to the process (CUDA's free, NVML's per-process figure), in no
+	// ledger, made while a decoder runs, after every set-up allocation and
+	// outside cuBLAS's calls, as a leak in a driver or library would be.
+	// LeakedBytes says how much it has taken.
+	EnvLeakPerLaunchBytes = "FAKECUDA_LEAK_PER_LAUNCH_BYTES"
 	// EnvFailLaunch = n: the n-th cuLaunchKernel the process makes (1-based,
 	// see Counters.Launches) is accepted, and when it runs its stream
 	// fails: that stream's syncs return CUDA_ERROR_LAUNCH_FAILED from then
@@ -260,6 +268,21 @@ func ProcessBytes(path string, dev int) (uint64, error) {
 	}
 	defer lib.Close()
 	sym, err := lib.Sym("fakecuda_process_bytes")
+	if err != nil {
+		return 0, fmt.Errorf("fakecuda: %s: %w", path, err)
+	}
+	return uint64(dl.Call(sym, uintptr(dev))), nil
+}
+
+// LeakedBytes returns what EnvLeakPerLaunchBytes has taken on GPU dev
+// since its context was made, in the library instance at path.
+func LeakedBytes(path string, dev int) (uint64, error) {
+	lib, err := dl.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("fakecuda: %s: %w", path, err)
+	}
+	defer lib.Close()
+	sym, err := lib.Sym("fakecuda_leaked_bytes")
 	if err != nil {
 		return 0, fmt.Errorf("fakecuda: %s: %w", path, err)
 	}

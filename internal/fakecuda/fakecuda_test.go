@@ -557,6 +557,54 @@ func TestAllocPacking(t *testing.T) {
 	}
 }
 
+// TestLeakPerLaunch: EnvLeakPerLaunchBytes charges the planted bytes at
+// each accepted launch, in CUDA's free and the process's figure alike, a
+// refused launch takes nothing, and the leak goes only with the context.
+func TestLeakPerLaunch(t *testing.T) {
+	const leak = 3 << 20
+	g := open(t, "LEAK_PER_LAUNCH") // its own instance: the leak is per context
+	held := func() uint64 {
+		n, err := fakecuda.ProcessBytes(g.path, 0)
+		g.must(err)
+		return n
+	}
+	free := func() uint64 {
+		f, _, err := g.d.MemGetInfo()
+		g.must(err)
+		return f
+	}
+	m, f, slots, params := g.kernel()
+	out, logits := g.alloc(2), g.alloc(3)
+	setParams(slots, out, logits, 0, 1, 3, 0, 0, 0)
+	launch := func(grid uint32) error {
+		return g.d.LaunchKernel(f, [3]uint32{grid, 1, 1}, [3]uint32{kernels.SoftmaxSampleBlock, 1, 1}, 0, g.s, params+64)
+	}
+	g.must(launch(1)) // nothing planted yet
+	t.Setenv(fakecuda.EnvLeakPerLaunchBytes, strconv.Itoa(leak))
+	base, baseFree := held(), free()
+	g.must(launch(1))
+	g.must(launch(1))
+	wantCode(t, launch(2), 1) // refused: takes nothing
+	g.must(g.d.StreamSynchronize(g.s))
+	leaked, err := fakecuda.LeakedBytes(g.path, 0)
+	g.must(err)
+	if got, gotFree := held()-base, baseFree-free(); got != 2*leak || gotFree != 2*leak || leaked != 2*leak {
+		t.Errorf("two launches leaking %d B each: process charged %d B more, CUDA's free fell %d B, LeakedBytes %d B; want %d B",
+			leak, got, gotFree, leaked, 2*leak)
+	}
+	g.must(g.d.MemFree(out))
+	g.must(g.d.MemFree(logits))
+	g.must(g.d.ModuleUnload(m))
+	g.must(g.d.MemFreeHost(params))
+	if got := held(); got != fakecuda.ContextBytes+2*leak {
+		t.Errorf("all freed: the process holds %d B, want the context and the leak, %d B", got, fakecuda.ContextBytes+2*leak)
+	}
+	g.close()
+	if got, err := fakecuda.LeakedBytes(g.path, 0); err != nil || got != 0 || held() != 0 {
+		t.Errorf("context destroyed: leaked %d B (%v), the process holds %d B; want 0", got, err, held())
+	}
+}
+
 // TestBLASKernelsStayInContext: the first Sgemm in a context loads
 // cuBLAS's kernels, once whatever the handles; they outlive every handle
 // and go with the context.

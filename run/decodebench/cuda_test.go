@@ -133,6 +133,14 @@ func checkCUDADeviceMemory(t *testing.T, m schema.DecodeRecord, i int, first sch
 // the measurements and their tables as text.
 func runWithFakeNVML(t *testing.T, define string) ([]schema.DecodeRecord, string) {
 	t.Helper()
+	ms, out, _ := runModesWithFakeNVML(t, define, decode.PerTokenPrealloc, decode.Batch)
+	return ms, out
+}
+
+// runModesWithFakeNVML is runWithFakeNVML for the modes given; it returns
+// the fake driver's path too.
+func runModesWithFakeNVML(t *testing.T, define string, modes ...decode.Mode) ([]schema.DecodeRecord, string, string) {
+	t.Helper()
 	lib := fakecuda.Use(t, define)
 	fakenvml.Use(t, define) // sets MEMPROBE_LIBNVML
 	t.Setenv(fakenvml.EnvFakeCUDA, lib)
@@ -142,7 +150,7 @@ func runWithFakeNVML(t *testing.T, define string) ([]schema.DecodeRecord, string
 		t.Fatal(err)
 	}
 	o := Options{Config: cfg, Seed: 1337, Data: "synthetic:4KB", DataSeed: 1, GEMM: "naive",
-		Modes: []decode.Mode{decode.PerTokenPrealloc, decode.Batch}, Device: "cuda", Passes: 2, Probs: true, PinnedHost: true}
+		Modes: modes, Device: "cuda", Passes: 2, Probs: true, PinnedHost: true}
 	ms, err := Run(o, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +160,7 @@ func runWithFakeNVML(t *testing.T, define string) ([]schema.DecodeRecord, string
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", out.String())
-	return ms, out.String()
+	return ms, out.String(), lib
 }
 
 // TestRunCUDAWithNVML: the reconciliation with NVML present, on the two

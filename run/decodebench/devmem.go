@@ -199,7 +199,8 @@ func (w *gpuWatch) nvmlFree() (uint64, bool) {
 // stages is the reconciliation's parts that CUDA's free memory and the
 // ledger give, the end state now: the context, what was held before the
 // device opened, its stream and handles, the ledger and its rounding, the
-// cuBLAS workspace.
+// cuBLAS workspace (measured by the device across its cuBLAS calls), and
+// beside them the fall in free memory while decoding outside those calls.
 func (w *gpuWatch) stages(now device.MemoryInfo, ledgerBytes int64) *schema.DeviceMemory {
 	// The context since this run made it (or found it made): what the
 	// device itself recorded when it made it, where the watch could not.
@@ -211,9 +212,14 @@ func (w *gpuWatch) stages(now device.MemoryInfo, ledgerBytes int64) *schema.Devi
 		GPU: now.GPU.Name, TotalBytes: int64(now.GPU.TotalBytes),
 		LedgerBytes: ledgerBytes,
 		// cuMemGetInfo deltas: each stage allocates only what it names.
-		HeldBeforeOpenBytes:  int64(ctxFree) - int64(w.afterOpen.FreeBeforeOpenBytes),
-		StreamHandleBytes:    int64(w.afterOpen.FreeBeforeOpenBytes) - int64(w.afterOpen.FreeAfterOpenBytes),
-		CuBLASWorkspaceBytes: int64(w.afterNew.FreeNowBytes) - int64(now.FreeNowBytes),
+		HeldBeforeOpenBytes: int64(ctxFree) - int64(w.afterOpen.FreeBeforeOpenBytes),
+		StreamHandleBytes:   int64(w.afterOpen.FreeBeforeOpenBytes) - int64(w.afterOpen.FreeAfterOpenBytes),
+		// cuBLAS's lazy workspace and kernels from its own calls, not
+		// the fall from the decoder's buffers to the end: that would take
+		// whatever else was made while decoding for workspace. The rest
+		// of that fall is named beside the sum and left in the remainder.
+		CuBLASWorkspaceBytes: now.BLASBytes, CuBLASWorkspaceSource: "cublas_calls",
+		DecodingFallBytes: int64(w.afterNew.FreeNowBytes) - int64(now.FreeNowBytes) - now.BLASBytes,
 		// Not the fall in free memory while the decoder allocated (that
 		// would leave nothing for the remainder to find): the least the
 		// driver charges for the ledger, its total in whole pages.
@@ -286,9 +292,10 @@ func (w *gpuWatch) compareContext(dm *schema.DeviceMemory) {
 	default:
 		// A remainder: NVML's figure at the end against parts from three
 		// other sources (NVML's figure before any device, cuMemGetInfo's
-		// falls across the device's opening and the passes, the ledger in
-		// whole pages). What the decoder's allocations took beyond the
-		// ledger's pages, or NVML's figure gained without cuMemGetInfo's
+		// falls across the device's opening and cuBLAS's calls, the
+		// ledger in whole pages). What the decoder's allocations took
+		// beyond the ledger's pages, memory made while decoding outside
+		// cuBLAS's calls, or NVML's figure gained without cuMemGetInfo's
 		// free memory falling, is left here.
 		dm.UnexplainedBytes, dm.UnexplainedMeasured = remainder(dm), true
 	}

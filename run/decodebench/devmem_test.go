@@ -12,6 +12,7 @@ import (
 	"memprobe/internal/fakecuda"
 	"memprobe/internal/table"
 	"memprobe/schema"
+	"memprobe/trainer/decode"
 )
 
 // decoderBuffers is how many device buffers a decoder allocates in every
@@ -25,8 +26,9 @@ const decoderBuffers = 5
 // parts (the context on its own, the stream and handle, the ledger in
 // whole pages, the workspace) do not contain it, so it is left
 // unexplained, to the byte: the decoder's allocations times the planted
-// size, and the table shows it in the unexplained column. With nothing
-// planted (TestRunCUDAWithNVML) nothing is left.
+// size, and the table shows it in the unexplained column; none of it
+// arose while decoding (TestRunCUDALeakWhileDecoding plants that). With
+// nothing planted (TestRunCUDAWithNVML) nothing is left.
 func TestRunCUDAHidden(t *testing.T) {
 	const hidden = 1536 << 10 // 1.5 MiB beside each allocation
 	t.Setenv(fakecuda.EnvHiddenBytes, strconv.Itoa(hidden))
@@ -44,6 +46,9 @@ func TestRunCUDAHidden(t *testing.T) {
 			t.Errorf("%s: unexplained %d B, want the hidden %d B (%d allocations of %d B planted)",
 				m.Decode, dm.UnexplainedBytes, w, decoderBuffers, hidden)
 		}
+		if dm.DecodingFallBytes != 0 {
+			t.Errorf("%s: free memory fell %d B while decoding: want 0, the hidden memory came with the set-up's allocations", m.Decode, dm.DecodingFallBytes)
+		}
 		if dm.NVMLNote != "" || dm.ProcessSource != "nvml" || !dm.ContextProcessMeasured || !dm.UnexplainedMeasured {
 			t.Errorf("%s: device memory %+v, want NVML's figures, the context measured and the remainder", m.Decode, dm)
 		}
@@ -52,6 +57,70 @@ func TestRunCUDAHidden(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCUDALeakWhileDecoding plants device memory made while the decoder
+// runs, after every set-up allocation: the stand-in driver leaks 1 MiB at
+// each kernel launch (the softmax, once per Decode step). The
+// reconciliation's parts do not contain it, so NVML's figure grows by the
+// leak and the remainder with it, within 10 % (here to the byte), while
+// the cuBLAS workspace stays what it is without the leak: it is measured
+// across cuBLAS's own calls, not as the fall in free memory from the
+// decoder's buffers to the end, which took the leak for workspace. Each
+// mode runs alone in its own instance of the fakes, so the fake's count of
+// what leaked is that mode's.
+func TestRunCUDALeakWhileDecoding(t *testing.T) {
+	const leak = 1 << 20
+	type row struct {
+		mode                                   string
+		leaked, nvml, workspace, unexplained   int64
+		cleanNVML, cleanWorkspace, cleanUnexpl int64
+	}
+	var rows []row
+	for _, mode := range []decode.Mode{decode.PerTokenPrealloc, decode.Batch} {
+		t.Setenv(fakecuda.EnvLeakPerLaunchBytes, "0")
+		clean, _, _ := runModesWithFakeNVML(t, fmt.Sprintf("NVML_LEAK_%d", leakRuns.Add(1)), mode)
+		t.Setenv(fakecuda.EnvLeakPerLaunchBytes, strconv.Itoa(leak))
+		ms, out, lib := runModesWithFakeNVML(t, fmt.Sprintf("NVML_LEAK_%d", leakRuns.Add(1)), mode)
+		leaked, err := fakecuda.LeakedBytes(lib, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dm, c := ms[0].DeviceMemory, clean[0].DeviceMemory
+		if dm == nil || c == nil || !dm.UnexplainedMeasured || !c.UnexplainedMeasured {
+			t.Fatalf("%s: device memory %+v, without the leak %+v: want both reconciled", mode, dm, c)
+		}
+		rows = append(rows, row{mode.String(), int64(leaked), dm.ProcessBytes, dm.CuBLASWorkspaceBytes, dm.UnexplainedBytes,
+			c.ProcessBytes, c.CuBLASWorkspaceBytes, c.UnexplainedBytes})
+		if leaked == 0 || dm.ProcessBytes-c.ProcessBytes != int64(leaked) {
+			t.Errorf("%s: %d B leaked, NVML's figure %d B against %d B without: want it grown by the leak", mode, leaked, dm.ProcessBytes, c.ProcessBytes)
+		}
+		if d := dm.UnexplainedBytes - int64(leaked); d < -int64(leaked)/10 || d > int64(leaked)/10 {
+			t.Errorf("%s: unexplained %d B, want the %d B leaked within 10 %%", mode, dm.UnexplainedBytes, leaked)
+		}
+		if dm.DecodingFallBytes != int64(leaked) || c.DecodingFallBytes != 0 || dm.CuBLASWorkspaceSource != "cublas_calls" {
+			t.Errorf("%s: free memory fell %d B while decoding outside cuBLAS (%d B without the leak), workspace from %q: want the leak's %d B (0), from cublas_calls",
+				mode, dm.DecodingFallBytes, c.DecodingFallBytes, dm.CuBLASWorkspaceSource, leaked)
+		}
+		if dm.CuBLASWorkspaceBytes != c.CuBLASWorkspaceBytes || c.UnexplainedBytes != 0 {
+			t.Errorf("%s: cuBLAS workspace %d B, %d B without the leak (unexplained %d B): want it unchanged, and nothing unexplained without",
+				mode, dm.CuBLASWorkspaceBytes, c.CuBLASWorkspaceBytes, c.UnexplainedBytes)
+		}
+		if got, want := tableCell(out, "device memory on", mode.String(), "unexplained"), table.FormatBytes(float64(leaked)); got != want {
+			t.Errorf("%s: the device-memory table's unexplained cell %q, want %q", mode, got, want)
+		}
+	}
+	fb := func(n int64) string { return table.FormatBytes(float64(n)) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-20s %10s | %10s %10s %12s | %10s %10s %12s\n", "mode", "leaked", "NVML", "workspace", "unexplained", "NVML", "workspace", "unexplained")
+	fmt.Fprintf(&b, "%-20s %10s | %-36s | %s\n", "", "", "without the leak", "with it")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-20s %10s | %10s %10s %12s | %10s %10s %12s\n", r.mode, fb(r.leaked),
+			fb(r.cleanNVML), fb(r.cleanWorkspace), fb(r.cleanUnexpl), fb(r.nvml), fb(r.workspace), fb(r.unexplained))
+	}
+	t.Logf("1 MiB leaked at each kernel launch while decoding:\n%s", b.String())
+}
+
+var leakRuns atomic.Int64
 
 // tableCell returns the cell of row (its first cell) and column in the
 // first text table whose title starts with title, "" if there is none.

@@ -287,6 +287,14 @@ type CUDA struct {
 
 	memBeforeOpen uint64 // cuMemGetInfo free bytes before the stream and handle were made
 	memAfterOpen  uint64 // cuMemGetInfo free bytes when the device was ready
+
+	// cuBLAS's own device memory (MemoryInfo.BLASBytes): the GEMM shapes
+	// (m, n, k) this device has run, and what cuMemGetInfo's free memory
+	// fell by across the first Sgemm of each; blasErr is the first
+	// cuMemGetInfo error met there.
+	blasShapes [][3]int
+	blasBytes  int64
+	blasErr    error
 }
 
 // OpenCUDAContext makes GPU ordinal's primary context and kernel module, as
@@ -468,13 +476,26 @@ type MemoryInfo struct {
 	FreeBeforeOpenBytes uint64 `json:"free_before_open_bytes"`
 	FreeAfterOpenBytes  uint64 `json:"free_after_open_bytes"`
 	FreeNowBytes        uint64 `json:"free_now_bytes"`
+	// BLASBytes is what cuBLAS took on this device's behalf, known from
+	// its own calls: the fall in free memory across the first cublasSgemm
+	// of each shape (m, n, k) the device ran. That is where cuBLAS makes
+	// what it makes lazily: its workspace, and the kernels CUDA loads at
+	// their first launch (the first GEMM in a context; another shape may
+	// pick another kernel). A fall anywhere else while the device runs is
+	// not in it. Another device allocating during such a call would be.
+	BLASBytes int64 `json:"blas_bytes"`
 }
 
-// MemoryInfo reads cuMemGetInfo now; it does not wait for the stream.
+// MemoryInfo reads cuMemGetInfo now; it does not wait for the stream. An
+// error reading free memory around a GEMM (BLASBytes) is returned here.
 func (d *CUDA) MemoryInfo() (MemoryInfo, error) {
 	defer d.enter()()
 	free, _, err := d.gpu.drv.MemGetInfo()
-	return MemoryInfo{GPU: d.gpu.info, FreeBeforeOpenBytes: d.memBeforeOpen, FreeAfterOpenBytes: d.memAfterOpen, FreeNowBytes: free}, err
+	if err == nil && d.blasErr != nil {
+		err = fmt.Errorf("measuring cuBLAS's memory: %w", d.blasErr)
+	}
+	return MemoryInfo{GPU: d.gpu.info, FreeBeforeOpenBytes: d.memBeforeOpen, FreeAfterOpenBytes: d.memAfterOpen, FreeNowBytes: free,
+		BLASBytes: d.blasBytes}, err
 }
 
 // fail records err as the stream's sticky error and returns it.
@@ -684,13 +705,43 @@ func (d *CUDA) Logits(out, hidden, weight Buffer, rows, C, V int) error {
 	}
 	defer d.enter()()
 	d.beginSpan()
+	measure := d.newBLASShape(V, rows, C)
 	err := d.gpu.blas.Sgemm(d.handle, cudadrv.OpT, cudadrv.OpN, V, rows, C,
 		d.params+paramAlpha, cudadrv.DevicePtr(weight.ptr), C, cudadrv.DevicePtr(hidden.ptr), C,
 		d.params+paramBeta, cudadrv.DevicePtr(out.ptr), V)
+	if measure != nil {
+		measure()
+	}
 	if err != nil {
 		return d.fail(err)
 	}
 	return nil
+}
+
+// newBLASShape is called before a cublasSgemm of shape (m, n, k): for the
+// first of the shape it reads the free memory and returns what adds its
+// fall, once the call returns, to blasBytes (MemoryInfo.BLASBytes); for a
+// shape run before, nil, so the per-token path costs a scan of the few
+// shapes seen. The context must be current.
+func (d *CUDA) newBLASShape(m, n, k int) func() {
+	shape := [3]int{m, n, k}
+	if slices.Contains(d.blasShapes, shape) {
+		return nil
+	}
+	d.blasShapes = append(d.blasShapes, shape)
+	before, _, err := d.gpu.drv.MemGetInfo()
+	if err != nil {
+		d.blasErr = cmp.Or(d.blasErr, err)
+		return nil
+	}
+	return func() {
+		after, _, err := d.gpu.drv.MemGetInfo()
+		if err != nil {
+			d.blasErr = cmp.Or(d.blasErr, err)
+			return
+		}
+		d.blasBytes += int64(before) - int64(after)
+	}
 }
 
 // SoftmaxSample implements Device with the softmax_sample kernel: a block

@@ -407,6 +407,63 @@ func TestCUDAFreeBeforeOpen(t *testing.T) {
 	}
 }
 
+// TestCUDABLASBytes: MemoryInfo.BLASBytes is the fall in free memory
+// across the first GEMM of each shape: on a fresh fake, cuBLAS's kernels
+// and this handle's workspace, made by the first; a second device's first
+// GEMM adds only its workspace. Memory made anywhere else (a leak at each
+// kernel launch), or a GEMM of a shape run before, adds nothing to it.
+func TestCUDABLASBytes(t *testing.T) {
+	lib := fakecuda.Use(t, "DEVICE_BLAS_BYTES") // its own instance: no kernels loaded, no leak left behind
+	const rows, C, V = 3, 4, 5
+	for i, want := range []int64{fakecuda.BLASKernelBytes + fakecuda.WorkspaceBytes, fakecuda.WorkspaceBytes} {
+		t.Setenv(fakecuda.EnvLeakPerLaunchBytes, "0")
+		dev, err := Open("cuda", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := dev.(*CUDA)
+		out, _ := d.Alloc("out", rows*V)
+		hidden, _ := d.Alloc("hidden", rows*C)
+		weight, _ := d.Alloc("weight", V*C)
+		sampled, _ := d.Alloc("sampled", 2*rows)
+		start, err := d.MemoryInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if start.BLASBytes != 0 {
+			t.Errorf("device %d before any GEMM: BLASBytes %d, want 0", i, start.BLASBytes)
+		}
+		const leak = 1 << 20
+		t.Setenv(fakecuda.EnvLeakPerLaunchBytes, strconv.Itoa(leak))
+		for _, r := range []int{rows, rows, 1} { // a shape, again, another
+			if err := d.Logits(out, hidden, weight, r, C, V); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.SoftmaxSample(sampled, out, Buffer{}, r, V, Sampling{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		end, err := d.MemoryInfo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fell := int64(start.FreeNowBytes) - int64(end.FreeNowBytes)
+		if end.BLASBytes != want || fell != want+3*leak {
+			t.Errorf("device %d: BLASBytes %d B, free memory fell %d B; want cuBLAS's %d B, and the fall that and the 3 launches' %d B each",
+				i, end.BLASBytes, fell, want, leak)
+		}
+		if c := counters(t, lib); c.Launches != 3*(i+1) {
+			t.Errorf("device %d: %d launches, want %d", i, c.Launches, 3*(i+1))
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestCUDATiming: the busy-time span opens at the first command after a
 // wait and closes at the next wait, so a Sync with nothing queued adds no
 // busy time; the span's events are the device's own and go at Close. The
