@@ -42,6 +42,10 @@ type AllocSites struct {
 	RuntimeBytes   int64 `json:"runtime_bytes"`
 	ProbeObjects   int64 `json:"probe_objects"`
 	ProbeBytes     int64 `json:"probe_bytes"`
+	// ProbeWalkBytes is the part of ProbeBytes the probe's walks of its
+	// own process made (the reconciliation at a new peak), which the
+	// cross-check against runtime/metrics takes out of its count.
+	ProbeWalkBytes int64 `json:"probe_walk_bytes,omitempty"`
 	// Sites are the allocsite Options.Top sites by objects (then bytes), program sites
 	// first; SitesOmitted counts the rest.
 	Sites        []AllocSite `json:"sites"`

@@ -74,6 +74,11 @@ type Options struct {
 	// code that allocates for its caller: the site and the class are
 	// decided by the first frame outside them.
 	Helpers []string
+	// Walks are function-name prefixes of the probe's walks of its own
+	// process ("memprobe/instrument/reconcile."): what an allocation made
+	// under one of them costs is also counted apart (Report.ProbeWalkBytes),
+	// known to be the probe's by where it was made, not by its class.
+	Walks []string
 	// KeepRate leaves runtime.MemProfileRate as it is (a profile session
 	// that writes heap profiles owns it); counts are then scaled samples.
 	KeepRate bool
@@ -184,6 +189,9 @@ func (w *Window) End(steps int) Report {
 		case Probe:
 			rep.ProbeObjects += d.objects
 			rep.ProbeBytes += d.bytes
+			if underAny(stk[:], w.o.Walks) {
+				rep.ProbeWalkBytes += d.bytes
+			}
 		}
 	}
 	sites := make([]Site, 0, len(bySite))
@@ -255,6 +263,27 @@ func classify(stk []uintptr, own, helpers []string) Site {
 		}
 	}
 	return classifyFrames(fs, own, helpers)
+}
+
+// underAny says whether a frame of stk is in a function with one of the
+// prefixes.
+func underAny(stk []uintptr, prefixes []string) bool {
+	if len(prefixes) == 0 {
+		return false
+	}
+	if n := slices.Index(stk, 0); n >= 0 {
+		stk = stk[:n]
+	}
+	frames := runtime.CallersFrames(stk)
+	for {
+		f, more := frames.Next()
+		if hasPrefix(f.Function, prefixes) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // classifyFrames does classify's work on symbolised frames, innermost

@@ -73,3 +73,20 @@ func TestWindowProbeClass(t *testing.T) {
 		}
 	}
 }
+
+//go:noinline
+func walkSome(n, size int) { allocateSome(n, size) }
+
+// TestWindowWalkBytes: the probe's allocations made under a walk's prefix
+// are counted apart as well, and only those.
+func TestWindowWalkBytes(t *testing.T) {
+	allocateSome(1, 64)
+	w := allocsite.Begin(allocsite.Options{OwnPrefixes: []string{"memprobe/instrument/allocsite_test"},
+		Walks: []string{"memprobe/instrument/allocsite_test.walkSome"}})
+	walkSome(9, 1024)
+	allocateSome(5, 1024)
+	rep := w.End(1)
+	if rep.ProbeWalkBytes != 9*1024 || rep.ProbeBytes < 14*1024 {
+		t.Errorf("walk bytes %d of the probe's %d, want 9216 of at least 14336", rep.ProbeWalkBytes, rep.ProbeBytes)
+	}
+}

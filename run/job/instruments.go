@@ -114,6 +114,10 @@ func (in *instruments) endSites() {
 // instruments' own work (sampler, reconciliation, progress, JSON).
 var ownPrefixes = []string{"memprobe/run/", "memprobe/instrument/", "memprobe/outside/", "memprobe/cmd/", "memprobe/internal/table."}
 
+// walkPrefixes are the probe's walks of the process (the reconciliation
+// at a new peak, which may fall in the steady window).
+var walkPrefixes = []string{"memprobe/instrument/reconcile."}
+
 // allocHelpers allocate for their caller: a buffer the trainer makes
 // through the ledger is the trainer's, at the line that asked for it.
 var allocHelpers = []string{"memprobe/ledger."}
@@ -121,7 +125,7 @@ var allocHelpers = []string{"memprobe/ledger."}
 // beginSites starts attributing allocations by site: when the warm-up
 // ends, between two steps (it runs a GC).
 func (in *instruments) beginSites() {
-	in.sites = allocsite.Begin(allocsite.Options{OwnPrefixes: ownPrefixes, Helpers: allocHelpers, KeepRate: in.keepRate})
+	in.sites = allocsite.Begin(allocsite.Options{OwnPrefixes: ownPrefixes, Helpers: allocHelpers, Walks: walkPrefixes, KeepRate: in.keepRate})
 }
 
 func (in *instruments) readStatus() {

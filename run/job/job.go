@@ -343,7 +343,15 @@ func allocCrossCheck(r *schema.Result) string {
 	if s == nil || rt == nil || s.Steps <= 0 || rt.Steady.GCCycles < 1 {
 		return ""
 	}
-	prog, all := s.ProgramBytesPerStep(), rt.Steady.AllocsPerStepBytes
+	// A walk at a new peak in the window is the probe's by where it ran:
+	// its bytes come out of the allocator's count, which lags what the
+	// per-P caches handed out, so one that counted less than the walk
+	// alone cannot be compared.
+	walk := float64(s.ProbeWalkBytes) / float64(s.Steps)
+	if walk > rt.Steady.AllocsPerStepBytes {
+		return ""
+	}
+	prog, all := s.ProgramBytesPerStep(), rt.Steady.AllocsPerStepBytes-walk
 	if prog <= 2*all && all <= 2*prog {
 		return ""
 	}

@@ -114,12 +114,23 @@ func TestAllocCrossCheck(t *testing.T) {
 		{"the issue's case: 211 KiB against 68 MiB", res(5*211<<10, 5*68<<20, 68<<20, 27), true},
 		{"program above", res(5*10<<20, 0, 4<<20, 3), true},
 		{"no GC in the window", res(5*211<<10, 0, 68<<20, 0), false},
+		// CI, under -race: a walk at a new peak in the window, runtime/metrics
+		// lagging behind it (40.3 KiB/step counted, the walk 248.5).
+		{"a walk in the window", walked(res(0, 5*248<<10, 40<<10, 1), 5*240<<10), false},
+		{"a walk beside the program's bytes", walked(res(5*100<<10, 5*250<<10, 350<<10, 1), 5*250<<10), false},
+		{"a walk, the ledger classed as the probe's", walked(res(5*211<<10, 5*68<<20, 68<<20, 27), 5*240<<10), true},
 	} {
 		w := allocCrossCheck(c.r)
 		if (w != "") != c.warn {
 			t.Errorf("%s: warning %q, want one: %v", c.name, w, c.warn)
 		}
 	}
+}
+
+// walked is r with b of its probe bytes made by the probe's walks.
+func walked(r *schema.Result, b int64) *schema.Result {
+	r.AllocsBySite.ProbeWalkBytes = b
+	return r
 }
 
 func schemaSteady(bytesPerStep float64, gcs int64) rtstats.SteadyState {
