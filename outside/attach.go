@@ -122,9 +122,7 @@ func Attach(pid int, o Options) (*Session, error) {
 		return nil, fmt.Errorf("attaching to pid %d: %w", pid, err)
 	}
 	if note != "" {
-		s.mu.Lock()
 		s.warnf("%s", note)
-		s.mu.Unlock()
 	}
 	return s, nil
 }

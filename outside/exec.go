@@ -85,6 +85,7 @@ func Exec(o ExecOptions) (*Session, error) {
 	}
 	var self procfs.Status
 	self, _ = procfs.ReadStatus(procfs.Self)
+	spawned := time.Now()
 	release, err := childproc.Start(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("exec %s: %w", o.Args[0], explainStart(cmd.Path, unwrapExec(err)))
@@ -97,7 +98,7 @@ func Exec(o ExecOptions) (*Session, error) {
 		release()
 		return nil, fmt.Errorf("exec %s: watching pid %d: %w (exit status %d)", o.Args[0], cmd.Process.Pid, err, exitCode(cmd.ProcessState))
 	}
-	s.cmd, s.release, s.sites, s.ownGroup = cmd, release, sr, o.OwnGroup
+	s.cmd, s.release, s.sites, s.ownGroup, s.spawned = cmd, release, sr, o.OwnGroup, spawned
 	s.probeHWM = self.VmHWMBytes
 	return s, nil
 }

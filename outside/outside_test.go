@@ -295,14 +295,25 @@ func TestArenas16(t *testing.T) {
 // TestGrowth: a program whose RSS grows steadily by 96 MiB: the timeline
 // and the diagnosis show the growth, and the peak equals the maximum
 // resident set size of /usr/bin/time -v (or of wait4 alone) within 2 %.
+// The growth is the timeline's peak less its first sample: the program
+// grows only once let go (its gate), after the first sample, and is held
+// at its peak until two samples more are taken. Left to run at once, it
+// had grown 8 MiB before a first sample late on a loaded machine (growth
+// 88.3 MiB), and a release soon after "done" could come before a sample
+// of its last blocks.
 func TestGrowth(t *testing.T) {
 	prog := cprog(t, "grow")
-	h := execHeld(t, Options{SmapsEvery: 50 * time.Millisecond}, nil, prog, "96", "2", "2000", "stdin")
+	h := execHeld(t, Options{SmapsEvery: 50 * time.Millisecond}, nil, prog, "96", "2", "2000", "gate")
+	if _, err := io.WriteString(h.stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
 	h.waitLine(t, "done")
+	n := h.s.smp.Peek().Samples
+	waitFor(t, "two samples of the grown program", func() bool { return h.s.smp.Peek().Samples >= n+2 })
 	r := h.release(t)
 	p := r.Process
 	if p.Timeline.GrowthBytes < 90<<20 {
-		t.Errorf("timeline growth %d B, want at least 90 MiB", p.Timeline.GrowthBytes)
+		t.Errorf("timeline growth %d B (from %d B to %d B), want at least 90 MiB", p.Timeline.GrowthBytes, p.Timeline.StartRSSBytes, p.Timeline.PeakRSSBytes)
 	}
 	if topics(p)["growth"] == "" {
 		t.Errorf("no growth line in the diagnosis: %v", p.Diagnosis)
