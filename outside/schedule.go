@@ -64,6 +64,8 @@ type leadPeak struct {
 	cost  time.Duration
 }
 
+// newWalkScheduler schedules the walks of pid, watched since start; its
+// walker is set by the caller before the hooks are turned on.
 func newWalkScheduler(opts Options, pid int, start time.Time, n *notes) *walkScheduler {
 	return &walkScheduler{opts: opts, pid: pid, start: start, notes: n}
 }
@@ -330,6 +332,7 @@ type walksSeen struct {
 	lead            leadPeak
 }
 
+// seen is what the walks saw so far.
 func (w *walkScheduler) seen() walksSeen {
 	w.mu.Lock()
 	defer w.mu.Unlock()
