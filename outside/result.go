@@ -50,18 +50,11 @@ func (s *Session) Wait(ctx context.Context) (*schema.Result, error) {
 		testHookAfterWatch()
 	}
 	// An exec'd program's lifetime ends at its exit, not when the watch
-	// has wound down after it, and began before the watch did: it runs
-	// from its execve on, which Exec is told of later, by the time the
-	// probe takes to be scheduled (1 ms to 3.5 ms on a loaded machine,
-	// and sleep 0.2 read 197.5 ms).
-	born := s.start
+	// has wound down after it (and began before its fork: s.start).
 	if !s.exitAt.IsZero() {
 		end = s.exitAt
-		if !s.spawned.IsZero() {
-			born = s.spawned
-		}
 	}
-	p.DurationMs = ms64(end.Sub(born))
+	p.DurationMs = ms64(end.Sub(s.start))
 	a := s.collect(p, samp)
 	a.timelineCut = cut
 	var kidsCost time.Duration

@@ -39,17 +39,13 @@ type Session struct {
 	mode    string
 	pid     int
 	command []string
-	// start is when the watch began, just after the program started
-	// (exec) or was found (attach): the walks' and descendants' times
-	// count from it.
+	// start is the run's clock's origin: for exec just before the
+	// program's fork (its life's lower bound), for attach when the
+	// watch began. The walks', descendants' and sites' times and the
+	// program's duration count from it (the samples' from smpStart).
 	start time.Time
-	// spawned is when Exec began to start the program (before the fork):
-	// the lower bound of the program's life, where start comes after its
-	// execve by the time the probe took to be told so (milliseconds on a
-	// loaded machine). Zero for attach.
-	spawned time.Time
-	cpu0    time.Duration
-	smp     *sampler.Sampler
+	cpu0  time.Duration
+	smp   *sampler.Sampler
 	// smpStart is when the sampler started: its samples' times count
 	// from it.
 	smpStart time.Time
@@ -77,11 +73,12 @@ type Session struct {
 	loopDone chan struct{}
 }
 
-// newSession starts watching pid: the sampler takes its first sample now.
-func newSession(opts Options, mode string, pid int, command []string) (*Session, error) {
+// newSession starts watching pid, on a clock from start: the sampler
+// takes its first sample now.
+func newSession(opts Options, mode string, pid int, command []string, start time.Time) (*Session, error) {
 	s := &Session{
 		opts: opts, mode: mode, pid: pid, command: command,
-		start: time.Now(), cpu0: selfCPU(),
+		start: start, cpu0: selfCPU(),
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
 		notes: newNotes(),
 	}
