@@ -114,7 +114,7 @@ func Attach(pid int, o Options) (*Session, error) {
 	if err := checkReadable(o, pid); err != nil {
 		return nil, err
 	}
-	s, err := newSession(o, schema.ModeAttach, pid, cmdline(o.FS, pid))
+	s, err := newSession(o, schema.ModeAttach, pid, cmdline(o.FS, pid), time.Now())
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 			return nil, fmt.Errorf("attaching to pid %d: %w (it exited)", pid, ErrNoProcess)
@@ -122,9 +122,7 @@ func Attach(pid int, o Options) (*Session, error) {
 		return nil, fmt.Errorf("attaching to pid %d: %w", pid, err)
 	}
 	if note != "" {
-		s.mu.Lock()
 		s.warnf("%s", note)
-		s.mu.Unlock()
 	}
 	return s, nil
 }

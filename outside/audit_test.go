@@ -132,9 +132,7 @@ func TestGoAfterExec(t *testing.T) {
 	// The shell execs only when told (a line on its standard input), so
 	// that the watch starts on the shell, whatever the machine's load.
 	h := execHeld(t, slowWalks, append(os.Environ(), holdEnv+"=1"), "/bin/sh", "-c", `read x; exec "$0"`, self)
-	h.s.mu.Lock()
-	g := h.s.goBuild
-	h.s.mu.Unlock()
+	g := h.s.loop.program()
 	if g != nil {
 		t.Fatal("the shell read as a Go program")
 	}
@@ -142,9 +140,7 @@ func TestGoAfterExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the watch to see the execve", func() bool {
-		h.s.mu.Lock()
-		defer h.s.mu.Unlock()
-		return len(h.s.execs) > 0
+		return len(h.s.loop.seen().execs) > 0
 	})
 	h.stdin.Close()
 	r, err := waitDiagnosed(h.s, context.Background())

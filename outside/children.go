@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,9 +78,10 @@ func newChildWatch(fsys procfs.FS, root int, start time.Time, interval, tick tim
 	return w
 }
 
-// childBudget caps the share of wall time the reads take: after a read
-// that took d, the next waits at least d/childBudget (up to ten periods). A read costs tens
-// of microseconds per thread of the tree (each thread's children file).
+// childBudget caps the share of one CPU the reads take: after a read
+// that took d of CPU, the next waits at least d/childBudget (up to ten
+// periods). A read costs tens of microseconds per thread of the tree
+// (each thread's children file).
 const childBudget = 0.02
 
 // earlyChildren is the start of a run in which the descendants are read
@@ -99,16 +101,27 @@ func (w *childWatch) run(stop <-chan struct{}, done chan<- struct{}) {
 		case <-t.C:
 		}
 		t0 := time.Now()
-		w.poll()
-		d := time.Since(t0)
+		d := w.pollCPU()
 		next := w.period
 		if t0.Sub(w.start) < earlyChildren {
 			next = max(next/5, time.Millisecond)
 		}
-		// d is wall time, a read descheduled on a busy machine too: the
-		// budget may stretch the period tenfold, no more.
+		// The budget may stretch the period tenfold, no more.
 		t.Reset(max(next, min(time.Duration(float64(d)/childBudget), 10*w.period)))
 	}
+}
+
+// pollCPU polls and returns the CPU time the read took, which is what it
+// costs the machine: its wall time on a busy one is mostly waiting for a
+// CPU, and a budget of it put a read descheduled for 18.7 ms 937 ms
+// before the next, in which two of TestChildren's children 500 ms apart
+// were reaped and counted as one missed.
+func (w *childWatch) pollCPU() time.Duration {
+	runtime.LockOSThread() // the thread's CPU clock is the read's
+	defer runtime.UnlockOSThread()
+	c0 := threadCPU()
+	w.poll()
+	return threadCPU() - c0
 }
 
 // list is the descendants of the root now, parents before children.
@@ -180,94 +193,154 @@ func (w *childWatch) uptimeMs() float64 {
 	return s * 1000
 }
 
-// poll reads the tree once.
+// poll reads the tree once (read), then keeps what it saw (record) and
+// calls lead with the largest live descendant.
 func (w *childWatch) poll() {
 	t0 := time.Now()
+	tr := w.read()
+	lead := w.record(tr, t0)
+	if w.lead != nil && lead.pid != 0 {
+		w.lead(lead.pid, lead.rss, lead.prev)
+	}
+}
+
+// treeRead is one read of the tree: the root's RSS and cminflt, and each
+// descendant's stat and status.
+type treeRead struct {
+	now     float64 // when, in ms since start
+	rootRSS uint64
+	cminflt map[int]uint64 // by pid: the root's and each listed one's
+	listed  map[int]bool   // the descendants whose stat was read
+	reads   []descRead
+}
+
+// descRead is a descendant as a read of the tree saw it; alive: not a
+// zombie, with memory.
+type descRead struct {
+	d     procfs.Proc
+	ps    procStat
+	st    procfs.Status
+	alive bool
+}
+
+// read reads the tree, without the lock: the root's status and stat,
+// then each descendant's stat and status (one reaped meanwhile is left
+// out).
+func (w *childWatch) read() treeRead {
 	desc := w.list()
-	now := ms64(time.Since(w.start))
-	var total uint64
+	tr := treeRead{now: ms64(time.Since(w.start)), listed: map[int]bool{}, cminflt: map[int]uint64{}}
 	if st, err := w.fs.ReadStatus(w.root); err == nil {
-		total = st.VmRSSBytes
+		tr.rootRSS = st.VmRSSBytes
 	}
-	listed := map[int]bool{}
-	parents := map[int]bool{w.root: true}
-	cminflt := map[int]uint64{}
 	if ps, ok := readProcStat(w.fs.Path(w.root, "stat")); ok {
-		cminflt[w.root] = ps.cminflt
+		tr.cminflt[w.root] = ps.cminflt
 	}
-	type seen struct {
-		d  procfs.Proc
-		ps procStat
-		st procfs.Status
-		ok bool
-	}
-	var reads []seen
 	for _, d := range desc {
 		ps, ok := readProcStat(w.fs.Path(d.PID, "stat"))
 		if !ok {
 			continue // reaped meanwhile
 		}
-		listed[d.PID] = true
-		cminflt[d.PID] = ps.cminflt
+		tr.listed[d.PID] = true
+		tr.cminflt[d.PID] = ps.cminflt
 		st, err := w.fs.ReadStatus(d.PID)
-		reads = append(reads, seen{d, ps, st, err == nil && !ps.zombie && st.VmSizeBytes > 0})
+		tr.reads = append(tr.reads, descRead{d, ps, st, err == nil && !ps.zombie && st.VmSizeBytes > 0})
 	}
-	var newKids []seen
-	var leadPID int
-	var leadRSS, leadPrev uint64
+	return tr
+}
+
+// leadSeen is the live descendant of the most RSS at a read, with its
+// RSS then and at the read before (0 when not seen then).
+type leadSeen struct {
+	pid       int
+	rss, prev uint64
+}
+
+// record keeps a read of the tree begun at t0: each descendant's state,
+// the new ones' start, the tree's RSS, the reaped children never seen.
+func (w *childWatch) record(tr treeRead, t0 time.Time) (lead leadSeen) {
 	w.mu.Lock()
-	for _, r := range reads {
+	defer w.mu.Unlock()
+	total := tr.rootRSS
+	parents := map[int]bool{w.root: true}
+	var newKids []descRead
+	for _, r := range tr.reads {
 		k := w.kids[r.d.PID]
 		if k == nil {
 			newKids = append(newKids, r)
-			k = &childState{c: schema.Child{PID: r.d.PID, PPID: r.d.PPID, StartMs: now, LastSeenMs: now}}
+			k = &childState{c: schema.Child{PID: r.d.PID, PPID: r.d.PPID, StartMs: tr.now, LastSeenMs: tr.now}}
 			w.kids[r.d.PID] = k
 		}
-		k.alive = r.ok
-		if !r.ok {
+		k.alive = r.alive
+		if !r.alive {
 			continue
 		}
 		parents[r.d.PID] = true
-		if r.ps.comm != k.comm {
-			// First sight, or an execve: the command is the new one's.
-			k.comm = r.ps.comm
-			if c := cmdline(w.fs, r.d.PID); c != nil {
-				k.c.Command = c
-			} else if k.c.Command == nil {
-				k.c.Command = []string{r.ps.comm}
-			}
-		}
-		k.c.LastSeenMs = now
-		k.c.VmHWMBytes = max(k.c.VmHWMBytes, r.st.VmHWMBytes)
-		k.c.PeakRSSBytes = max(k.c.PeakRSSBytes, r.st.VmRSSBytes)
+		w.see(k, r, tr.now)
 		total += r.st.VmRSSBytes
-		if r.st.VmRSSBytes > leadRSS {
-			leadPID, leadRSS, leadPrev = r.d.PID, r.st.VmRSSBytes, k.rss
+		if r.st.VmRSSBytes > lead.rss {
+			lead = leadSeen{r.d.PID, r.st.VmRSSBytes, k.rss}
 		}
 		k.rss = r.st.VmRSSBytes
 	}
-	if len(newKids) > 0 {
-		// Their start, from stat's start time (clock ticks since boot)
-		// against the uptime now.
-		if up := w.uptimeMs(); up > 0 {
-			for _, r := range newKids {
-				age := up - float64(r.ps.startTick)*1000/userHZ
-				if age >= 0 {
-					w.kids[r.d.PID].c.StartMs = now - age
-				}
-			}
+	w.dateNew(newKids, tr.now)
+	w.countMissed(tr, parents)
+	w.prev, w.cminflt = tr.listed, tr.cminflt
+	w.treePeak = max(w.treePeak, total)
+	w.lastTree = total
+	w.polls++
+	w.cost += time.Since(t0)
+	return lead
+}
+
+// see updates a live descendant's command, last sight and peaks from a
+// read at now. Called with mu held.
+func (w *childWatch) see(k *childState, r descRead, now float64) {
+	if r.ps.comm != k.comm {
+		// First sight, or an execve: the command is the new one's.
+		k.comm = r.ps.comm
+		if c := cmdline(w.fs, r.d.PID); c != nil {
+			k.c.Command = c
+		} else if k.c.Command == nil {
+			k.c.Command = []string{r.ps.comm}
 		}
 	}
-	// A parent whose cminflt rose reaped a child; if none of the children
-	// seen gone is its, the child it reaped was never seen.
+	k.c.LastSeenMs = now
+	k.c.VmHWMBytes = max(k.c.VmHWMBytes, r.st.VmHWMBytes)
+	k.c.PeakRSSBytes = max(k.c.PeakRSSBytes, r.st.VmRSSBytes)
+}
+
+// dateNew sets the start of descendants first seen at now, from stat's
+// start time (clock ticks since boot) against the uptime now. Called
+// with mu held.
+func (w *childWatch) dateNew(newKids []descRead, now float64) {
+	if len(newKids) == 0 {
+		return
+	}
+	up := w.uptimeMs()
+	if up <= 0 {
+		return
+	}
+	for _, r := range newKids {
+		age := up - float64(r.ps.startTick)*1000/userHZ
+		if age >= 0 {
+			w.kids[r.d.PID].c.StartMs = now - age
+		}
+	}
+}
+
+// countMissed counts the children reaped unseen: a parent whose cminflt
+// rose since the read before reaped a child, and if none of the children
+// seen gone is its, the child it reaped was never seen. Called with mu
+// held.
+func (w *childWatch) countMissed(tr treeRead, parents map[int]bool) {
 	for pid := range w.prev {
-		if k := w.kids[pid]; k != nil && !listed[pid] {
+		if k := w.kids[pid]; k != nil && !tr.listed[pid] {
 			w.gone[k.c.PPID]++
 		}
 	}
 	for p := range parents {
 		before, had := w.cminflt[p]
-		if !had || cminflt[p] <= before {
+		if !had || tr.cminflt[p] <= before {
 			continue
 		}
 		if w.gone[p] > 0 {
@@ -275,15 +348,6 @@ func (w *childWatch) poll() {
 		} else {
 			w.missed++
 		}
-	}
-	w.prev, w.cminflt = listed, cminflt
-	w.treePeak = max(w.treePeak, total)
-	w.lastTree = total
-	w.polls++
-	w.cost += time.Since(t0)
-	w.mu.Unlock()
-	if w.lead != nil && leadPID != 0 {
-		w.lead(leadPID, leadRSS, leadPrev)
 	}
 }
 

@@ -36,8 +36,7 @@ func (s *Session) LiveSample() schema.LiveSample {
 		}
 		ls.PeakRSS = r.Peaks.RSSBytes
 	}
-	s.mu.Lock()
-	if w := s.end; w != nil {
+	if w := s.sched.endWalk(); w != nil {
 		ls.WalkMs = w.TMs
 		for _, p := range w.Reconciliation.Parts {
 			if p.Bytes > 0 {
@@ -49,7 +48,6 @@ func (s *Session) LiveSample() schema.LiveSample {
 		}
 		slices.SortStableFunc(ls.Walk, func(a, b schema.LivePart) int { return cmp.Compare(b.Bytes, a.Bytes) })
 	}
-	s.mu.Unlock()
 	if s.kids != nil {
 		ls.Children, ls.TreeRSS = s.kids.live()
 	}

@@ -50,7 +50,7 @@ func peakWalkRun(t *testing.T, planted bool) *schema.Result {
 	o := Options{SmapsEvery: time.Hour, noHighWalks: planted}
 	h := execHeld(t, o, nil, cprog(t, "peak"), "256", "16")
 	h.waitLine(t, "ready")
-	walks := func() int { h.s.mu.Lock(); defer h.s.mu.Unlock(); return h.s.walks }
+	walks := func() int { h.s.sched.mu.Lock(); defer h.s.sched.mu.Unlock(); return h.s.sched.walks }
 	waitFor(t, "the first walk", func() bool { return walks() >= 1 })
 	io.WriteString(h.stdin, "grow\n")
 	h.waitLine(t, "peak")
@@ -63,10 +63,10 @@ func peakWalkRun(t *testing.T, planted bool) *schema.Result {
 		// walk at 231.1 MiB passed against 256 MiB, and the timeline's
 		// peak became 257.3).
 		waitFor(t, "a walk at the peak", func() bool {
-			h.s.mu.Lock()
-			defer h.s.mu.Unlock()
 			pk := h.s.smp.Peek().Peaks
-			return h.s.peak != nil && float64(h.s.peak.Reconciliation.RSSBytes) >= 0.9*float64(max(pk.VmHWMBytes, pk.RSSBytes))
+			h.s.sched.mu.Lock()
+			defer h.s.sched.mu.Unlock()
+			return h.s.sched.peak != nil && float64(h.s.sched.peak.Reconciliation.RSSBytes) >= 0.9*float64(max(pk.VmHWMBytes, pk.RSSBytes))
 		})
 	}
 	io.WriteString(h.stdin, "free\n")
@@ -127,7 +127,7 @@ func TestWalkBudgetIsCPU(t *testing.T) {
 		walkBudgetByWall = planted
 		h := execHeld(t, Options{SmapsEvery: time.Hour}, nil, cprog(t, "peak"), "16", "16")
 		h.waitLine(t, "ready")
-		waitFor(t, "the first walk", func() bool { h.s.mu.Lock(); defer h.s.mu.Unlock(); return h.s.walks >= 1 })
+		waitFor(t, "the first walk", func() bool { h.s.sched.mu.Lock(); defer h.s.sched.mu.Unlock(); return h.s.sched.walks >= 1 })
 		testHookInWalk = func() { time.Sleep(300 * time.Millisecond) }
 		err := h.s.Walk()
 		testHookInWalk = nil
@@ -135,9 +135,9 @@ func TestWalkBudgetIsCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.s.mu.Lock()
-		wait := h.s.nextHigh.Sub(after)
-		h.s.mu.Unlock()
+		h.s.sched.mu.Lock()
+		wait := h.s.sched.nextHigh.Sub(after)
+		h.s.sched.mu.Unlock()
 		io.WriteString(h.stdin, "grow\n")
 		h.waitLine(t, "peak")
 		io.WriteString(h.stdin, "free\n")
@@ -165,12 +165,12 @@ func TestWalkBudgetIsCPU(t *testing.T) {
 func TestSampleWalksNewHigh(t *testing.T) {
 	h := execHeld(t, Options{SmapsEvery: time.Hour}, nil, cprog(t, "peak"), "16", "16")
 	h.waitLine(t, "ready")
-	walks := func() int { h.s.mu.Lock(); defer h.s.mu.Unlock(); return h.s.walks }
+	walks := func() int { h.s.sched.mu.Lock(); defer h.s.sched.mu.Unlock(); return h.s.sched.walks }
 	waitFor(t, "the first walk", func() bool { return walks() >= 1 })
-	h.s.hookWalk.wait()
-	h.s.mu.Lock()
-	top := uint64(h.s.peak.Reconciliation.RSSBytes)
-	h.s.mu.Unlock()
+	h.s.sched.hookWalk.wait()
+	h.s.sched.mu.Lock()
+	top := uint64(h.s.sched.peak.Reconciliation.RSSBytes)
+	h.s.sched.mu.Unlock()
 	for _, tc := range []struct {
 		what  string
 		rss   uint64
@@ -181,18 +181,19 @@ func TestSampleWalksNewHigh(t *testing.T) {
 		{"no new high", top, false, false},
 		{"a new high, the hook off", 8 * top, true, false},
 	} {
-		h.s.mu.Lock()
-		h.s.nextHigh = time.Time{} // the budget allows one now
-		h.s.sampleRSS = tc.rss
-		h.s.hooksOn = !tc.off
-		before := h.s.walks
-		h.s.mu.Unlock()
-		h.s.onSample(sampler.Point{RSSBytes: tc.rss})
-		h.s.hookWalk.wait()
-		h.s.mu.Lock()
-		got := h.s.walks - before
-		h.s.hooksOn = true
-		h.s.mu.Unlock()
+		w := h.s.sched
+		w.mu.Lock()
+		w.nextHigh = time.Time{} // the budget allows one now
+		w.sampleRSS = tc.rss
+		w.hooksOn = !tc.off
+		before := w.walks
+		w.mu.Unlock()
+		w.onSample(sampler.Point{RSSBytes: tc.rss})
+		w.hookWalk.wait()
+		w.mu.Lock()
+		got := w.walks - before
+		w.hooksOn = true
+		w.mu.Unlock()
 		if (got > 0) != tc.walks {
 			t.Errorf("%s (RSS %d against the highest walk's %d): %d walks, want a walk: %v", tc.what, tc.rss, top, got, tc.walks)
 		}
@@ -208,7 +209,7 @@ func TestSampleWalksNewHigh(t *testing.T) {
 // first second (a JVM's walks cost 7 ms of CPU each), 5 % after.
 func TestHighBudgetEarly(t *testing.T) {
 	now := time.Now()
-	s := &Session{start: now.Add(-100 * time.Millisecond)}
+	s := &walkScheduler{start: now.Add(-100 * time.Millisecond)}
 	if b := s.highBudget(now); b != earlyHighWalkBudget || b <= highWalkBudget {
 		t.Errorf("at 0.1 s: budget %v, want %v, above the later %v", b, earlyHighWalkBudget, highWalkBudget)
 	}
@@ -226,7 +227,7 @@ func TestHighBudgetEarly(t *testing.T) {
 func TestEndIsLastBegun(t *testing.T) {
 	h := execHeld(t, slowWalks, nil, cprog(t, "peak"), "16", "16")
 	h.waitLine(t, "ready")
-	waitFor(t, "the first walk", func() bool { h.s.mu.Lock(); defer h.s.mu.Unlock(); return h.s.walks >= 1 })
+	waitFor(t, "the first walk", func() bool { h.s.sched.mu.Lock(); defer h.s.sched.mu.Unlock(); return h.s.sched.walks >= 1 })
 	var calls atomic.Int32
 	gate := make(chan struct{})
 	testHookInWalk = func() {
@@ -241,17 +242,13 @@ func TestEndIsLastBegun(t *testing.T) {
 	if err := h.s.Walk(); err != nil {
 		t.Fatal(err)
 	}
-	h.s.mu.Lock()
-	second := h.s.end.TMs
-	h.s.mu.Unlock()
+	second := h.s.sched.endWalk().TMs
 	close(gate)
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
 	testHookInWalk = nil
-	h.s.mu.Lock()
-	end := h.s.end.TMs
-	h.s.mu.Unlock()
+	end := h.s.sched.endWalk().TMs
 	h.release(t)
 	if end != second {
 		t.Errorf("the end walk began at %.1f ms; want the second's, %.1f ms: the first began before it and finished after", end, second)

@@ -1,6 +1,7 @@
 package outside
 
 import (
+	"context"
 	"flag"
 	"io"
 	"os"
@@ -182,22 +183,44 @@ func TestProbeCPUWhileWatching(t *testing.T) {
 	}
 }
 
-// TestDurationEndsAtExit plants a walk that takes 2 s while a 0.2 s
-// program runs: the watch winds down after it, and duration_ms, the
-// program's lifetime, must not take the wait in (it read 2.0 s when it
-// ended with the watch).
+// TestDurationEndsAtExit plants a walk that takes 2 s while a program
+// runs that sleeps 0.2 s once the walk has begun: the watch winds down
+// after it, and duration_ms, the program's lifetime, must not take the
+// wait in (it read 2.0 s when it ended with the watch), nor leave out
+// its start (it ran from the session's start, taken after the execve, by
+// 0.2 ms to 8.6 ms on a loaded machine: sleep 0.2 read 197.5 ms). The
+// program waits for the walk (the end of its standard input): left to
+// run at once, a machine at load 15 took no walk in its 0.2 s.
 func TestDurationEndsAtExit(t *testing.T) {
 	const stall = 2 * time.Second
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	var once sync.Once
-	testHookInWalk = func() { once.Do(func() { time.Sleep(stall) }) }
+	testHookInWalk = func() {
+		once.Do(func() {
+			w.Close()
+			time.Sleep(stall)
+		})
+	}
 	defer func() { testHookInWalk = nil }()
 	t0 := time.Now()
-	r := execWait(t, ExecOptions{Args: []string{"sleep", "0.2"}, Stdout: io.Discard})
-	p := r.Process
+	s, err := Exec(ExecOptions{Args: []string{"sh", "-c", "read x; sleep 0.2"}, Stdin: r, Stdout: io.Discard})
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Process
 	if since := time.Since(t0); since < stall {
 		t.Fatalf("the watch took %v: the planted %v walk did not hold it", since, stall)
 	}
 	if p.DurationMs < 200 || p.DurationMs >= ms64(stall) {
-		t.Errorf("duration_ms %.1f: sleep 0.2's lifetime is 200 ms and more, and less than the %v the watch waited for the walk", p.DurationMs, stall)
+		t.Errorf("duration_ms %.1f: the program's lifetime is 200 ms and more (its sleep 0.2), and less than the %v the watch waited for the walk", p.DurationMs, stall)
 	}
 }

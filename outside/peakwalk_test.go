@@ -61,7 +61,7 @@ func TestBetterPeak(t *testing.T) {
 func TestWalkedRSS(t *testing.T) {
 	straddled := &schema.Reconciliation{RSSBytes: 33 << 20, SmapsRSSBytes: 19 << 20, VSZBytes: 1 << 30, SmapsSizeBytes: 1 << 30}
 	batched := &schema.Reconciliation{RSSBytes: 100 << 20, SmapsRSSBytes: 97 << 20, VSZBytes: 1 << 30, SmapsSizeBytes: 1 << 30}
-	s := &Session{walks: 1}
+	s := &walkScheduler{walks: 1}
 	for _, c := range []struct {
 		name      string
 		peak      *schema.Reconciliation

@@ -140,7 +140,7 @@ func isGoBinary(path string) bool {
 
 // finishSites reads the records into p.Sites once the program has
 // exited, with the arenas of the peak and end walks; what it cannot do
-// becomes a warning. Called with s.mu held.
+// becomes a warning. Called once the watch has ended.
 func (s *Session) finishSites(p *schema.Process) {
 	r := s.sites
 	if r == nil {
@@ -150,7 +150,7 @@ func (s *Session) finishSites(p *schema.Process) {
 	// The walks' times count from s.start, taken just after the program
 	// started; the library's from CLOCK_MONOTONIC.
 	r.startMono = monoAt(s.start)
-	if r.goProgram || s.goBuild != nil {
+	if r.goProgram || p.Go != nil {
 		s.warnf("sites: this is a Go program: --sites sees only its C allocations (cgo and C libraries); --pprof shows its Go heap")
 	}
 	var walks []sites.Walk
@@ -164,8 +164,8 @@ func (s *Session) finishSites(p *schema.Process) {
 	}
 	// The largest descendant's highest walk: a driver's (gcc's cc1) is
 	// the one that holds the memory.
-	if s.lead != nil && s.leadPID != 0 {
-		walks = append(walks, sitesWalk("peak", s.leadPID, s.lead, r.startMono))
+	if lead, pid := s.sched.highestLead(); lead != nil && pid != 0 {
+		walks = append(walks, sitesWalk("peak", pid, lead, r.startMono))
 	}
 	res, warns, err := sites.Analyze(sites.Options{Dir: r.dir, OutDir: s.opts.OutDir, PID: s.pid, StartMono: r.startMono, Walks: walks})
 	for _, w := range warns {
@@ -181,7 +181,7 @@ func (s *Session) finishSites(p *schema.Process) {
 	}
 	p.Sites = res
 	for _, f := range res.Profiles {
-		s.files[f.Path] = true
+		s.notes.addFile(f.Path)
 	}
 }
 

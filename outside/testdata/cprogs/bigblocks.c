@@ -3,9 +3,11 @@
 // page, prints "ready", waits for standard input to end, and exits 0.
 // With "memalign" the blocks are aligned to 1 MiB: glibc places each
 // inside a larger mapping. With "mmap" they are the program's own
-// anonymous mappings, not malloc's.
+// anonymous mappings, not malloc's. With "gate" after it, it first
+// waits for a line on standard input: a watch's first walk then sees the
+// program before its blocks, not in the middle of writing them.
 //
-// usage: bigblocks N MIB [memalign|mmap]
+// usage: bigblocks N MIB [malloc|memalign|mmap [gate]]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,11 @@ int main(int argc, char **argv) {
 	int n = atoi(argv[1]);
 	size_t size = (size_t)atol(argv[2]) << 20;
 	const char *how = argc > 3 ? argv[3] : "malloc";
+	if (argc > 4 && strcmp(argv[4], "gate") == 0) {
+		char line[64];
+		if (fgets(line, sizeof line, stdin) == NULL)
+			return 1;
+	}
 	for (int i = 0; i < n; i++) {
 		char *p = NULL;
 		if (strcmp(how, "memalign") == 0) {

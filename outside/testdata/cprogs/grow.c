@@ -1,7 +1,9 @@
 // grow: allocates TOTAL_MIB in STEP_MIB blocks, writing every byte, one
 // block every STEP_US microseconds, so that its resident set grows
 // steadily; prints "done", holds (HOLD milliseconds, or "stdin": until
-// standard input ends) and exits 0 without freeing.
+// standard input ends) and exits 0 without freeing. HOLD "gate" is
+// "stdin" after a line read from standard input before the first block:
+// a watch's first sample then sees the program before its growth.
 //
 // usage: grow TOTAL_MIB STEP_MIB STEP_US HOLD
 #include <stdio.h>
@@ -15,6 +17,12 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	long total = atol(argv[1]), step = atol(argv[2]), us = atol(argv[3]);
+	int gate = strcmp(argv[4], "gate") == 0;
+	if (gate) {
+		char line[64];
+		if (fgets(line, sizeof line, stdin) == NULL)
+			return 1;
+	}
 	for (long done = 0; done < total; done += step) {
 		char *p = malloc((size_t)step << 20);
 		if (p == NULL) {
@@ -26,7 +34,7 @@ int main(int argc, char **argv) {
 	}
 	printf("done\n");
 	fflush(stdout);
-	if (strcmp(argv[4], "stdin") == 0) {
+	if (gate || strcmp(argv[4], "stdin") == 0) {
 		char buf[256];
 		while (read(0, buf, sizeof buf) > 0) {
 		}
