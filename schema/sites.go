@@ -101,6 +101,10 @@ type SitesUnexplained struct {
 	UnexplainedBytes int64 `json:"unexplained_bytes"`
 	MappedBytes      int64 `json:"mapped_bytes"`
 	Estimated        bool  `json:"estimated"`
+	// HeapBytes are those of them in the C allocator's blocks in use at
+	// the walk (malloc's, as the sites' tables count them), beside
+	// MappedBytes: MappedBytes + HeapBytes is at most UnexplainedBytes.
+	HeapBytes int64 `json:"heap_bytes,omitempty"`
 	// Sites are the sites that made those mappings, most resident first.
 	Sites []SitesMapping `json:"sites"`
 }
@@ -118,6 +122,11 @@ type SitesMapping struct {
 	Mappings      int   `json:"mappings"`
 	ReservedBytes int64 `json:"reserved_bytes"`
 	ResidentBytes int64 `json:"resident_bytes"`
+	// Blocks counts the site's heap blocks in use at the walk that lie in
+	// unexplained memory, HeapBytes the resident bytes they cover there
+	// (part of ResidentBytes; ReservedBytes holds their bytes too).
+	Blocks    int   `json:"blocks,omitempty"`
+	HeapBytes int64 `json:"heap_bytes,omitempty"`
 }
 
 // SitesProfile is one pprof file of Sites.

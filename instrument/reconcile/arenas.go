@@ -220,7 +220,7 @@ func (l *layout) mmappedChunks(in *Input) {
 			continue
 		}
 		head := claimedHead(v, page)
-		a, n := l.chunkChain(in, v, head, page)
+		a, n := l.chunkChain(in, i, head, page)
 		if head == v.Start && n == 0 {
 			continue // nothing known at its start: not read further
 		}
@@ -229,18 +229,28 @@ func (l *layout) mmappedChunks(in *Input) {
 			if b >= v.End {
 				break
 			}
-			if a, n = l.chunkChain(in, v, b, page); n == 0 {
+			if a, n = l.chunkChain(in, i, b, page); n == 0 {
 				a = b
 			}
 		}
 	}
 }
 
-// chunkChain claims the chain of headers in v from a: glibc's mmapped
-// chunks and the library's buffers, each right after the last. It returns
-// where the chain ends (v.End where it ran to the end) and how many it
-// claimed.
-func (l *layout) chunkChain(in *Input, v *vma, a, page uint64) (end uint64, n int) {
+// chunkChain claims the chain of headers in mapping i from a: glibc's
+// mmapped chunks and the library's buffers, each right after the last. It
+// returns where the chain ends (v.End or past it where it ran to the end)
+// and how many it claimed.
+//
+// A chunk may run on into the mappings above: the kernel splits a
+// mapping where part of it gets other flags, and numpy (1.x, 2.x) calls
+// madvise(MADV_HUGEPAGE) on every block of 4 MiB and more from the first
+// page boundary after the block's start, which leaves the chunk's header
+// alone in a 4 KiB mapping below the rest of it (VmFlags "hg"). A chunk
+// is claimed across the unclaimed read-write anonymous mappings that
+// continue it without a gap (contiguous).
+func (l *layout) chunkChain(in *Input, i int, a, page uint64) (end uint64, n int) {
+	v := &l.vmas[i]
+	span := l.contiguous(i)
 	var b [16]byte
 	for a < v.End {
 		if in.ReadMemory(a, b[:]) != nil {
@@ -253,18 +263,35 @@ func (l *layout) chunkChain(in *Input, v *vma, a, page uint64) (end uint64, n in
 		} else if prev != 0 || head&7 != 2 {
 			break
 		}
-		if size == 0 || size%page != 0 || size > v.End-a {
+		if size == 0 || size%page != 0 || size > span-a {
 			break
 		}
 		if _, got := l.claimRange(in, a, a+size, class); got == 0 {
 			break // claimed already (a stack the kernel merged in)
 		}
 		l.tally(class).count++
-		v.counted = true
+		for k := i; k < len(l.vmas) && l.vmas[k].Start < a+size; k++ {
+			l.vmas[k].counted = true
+		}
 		a += size
 		n++
 	}
 	return a, n
+}
+
+// contiguous is where the run of mappings from i that one chunk may span
+// ends: i, then each unclaimed read-write anonymous mapping that starts
+// where the last ends.
+func (l *layout) contiguous(i int) uint64 {
+	end := l.vmas[i].End
+	for k := i + 1; k < len(l.vmas); k++ {
+		w := &l.vmas[k]
+		if w.Start != end || !w.anon() || w.Perms != "rw-p" || !w.free() {
+			break
+		}
+		end = w.End
+	}
+	return end
 }
 
 // sitesScanMaxPages is the most pages a walk reads for the library's

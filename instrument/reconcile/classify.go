@@ -224,6 +224,7 @@ var (
 	ruleFullHeaps   = claimRule{"8b full malloc heaps", (*layout).fullHeaps}
 	ruleMmapped     = claimRule{"9 mmapped chunks", (*layout).mmappedChunks}
 	rulePythonPools = claimRule{"10 python pools", (*layout).pythonPools}
+	ruleAfterPools  = claimRule{"11 chunks after python arenas", (*layout).chunksAfterPools}
 )
 
 // claimRules are classify's rules in the order they apply: names first,
@@ -231,7 +232,7 @@ var (
 // allocators' headers last.
 var claimRules = []claimRule{
 	ruleByName, ruleGoArenas, ruleRaceShadow, ruleBSS, ruleKnownStacks, ruleStacksBySP, ruleStacksBySh,
-	ruleHeaps, ruleFullHeaps, ruleMmapped, rulePythonPools,
+	ruleHeaps, ruleFullHeaps, ruleMmapped, rulePythonPools, ruleAfterPools,
 }
 
 // classify walks in.Mappings and claims each for a part: by name, by the

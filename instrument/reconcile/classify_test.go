@@ -127,6 +127,11 @@ func claimRuleCases() []claimRuleCase {
 			}
 			return in
 		}},
+		{ruleAfterPools, clMmap, anon + MiB, func() Input {
+			in := space(mk(anon, 2*MiB, "rw-p", "", 2*MiB))
+			in.ReadMemory = pyArenaChunks(map[uint64]int{anon: 64}, map[uint64][2]uint64{anon + MiB: {0, MiB | 2}})
+			return in
+		}},
 	}
 }
 

@@ -1,6 +1,9 @@
 package reconcile
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"os"
+)
 
 // CPython's small-object allocator (Objects/obmalloc.c, 3.8 to 3.13 on
 // 64-bit, the default build): objects of up to 512 bytes live in pools
@@ -101,4 +104,105 @@ func (l *layout) pythonPools(in *Input) {
 		claim()
 		v.counted = true
 	}
+}
+
+// pythonArenaBytes are CPython's arena sizes by pool size: 1 MiB with 16
+// KiB pools (3.10+), 256 KiB with 4 KiB pools before. Python maps each
+// arena on its own (mmap of the arena's size), so the kernel merges it
+// with its anonymous neighbours.
+func pythonArenaBytes(pool uint64) uint64 {
+	if pool == pythonPoolSizes[1] {
+		return 256 << 10
+	}
+	return 1 << 20
+}
+
+// chunksAfterPools is rule 11 of classify: glibc's large blocks that the
+// kernel merged above CPython's arenas. mmappedChunks reads a chain from
+// a mapping's start, or after what an earlier rule claimed there, and an
+// arena has no header at its start, so twelve 20 MiB bytearrays beside
+// lists of strings (each mapping: one or two 1 MiB arenas, then a chunk)
+// were unexplained. An arena ends within its size of the end of its last
+// run of pools (its pools never used carry no header): each page from
+// there up to an arena's size on is tried as a chunk's header, and the
+// chain from it is claimed where it runs, without a gap, to the end of
+// the contiguous mappings or to within a pool of the next run of pools.
+// That end is what makes the weak header (zeros, then a small number) a
+// sign; at most pythonScanMaxPools pages are read a walk.
+func (l *layout) chunksAfterPools(in *Input) {
+	if in.ReadMemory == nil {
+		return
+	}
+	page := uint64(os.Getpagesize())
+	reads := 0
+	for i := range l.vmas {
+		v := &l.vmas[i]
+		if !v.anon() || v.Perms != "rw-p" || v.owner != "" || len(v.subs) == 0 {
+			continue
+		}
+		for k := 0; k < len(v.subs); k++ {
+			s := v.subs[k]
+			if s.class != clPyMalloc || (k+1 < len(v.subs) && v.subs[k+1].lo == s.hi) {
+				continue // not the end of a run of pools
+			}
+			pool := pythonPoolSizes[0]
+			if (s.hi-s.lo)%pool != 0 {
+				pool = pythonPoolSizes[1]
+			}
+			stop := min(s.hi+pythonArenaBytes(pool), v.End, l.nextSub(v, s.hi))
+			for c := (s.hi + page - 1) &^ (page - 1); c < stop && reads < pythonScanMaxPools; c += page {
+				reads++
+				if l.chainReaches(in, i, c, page, pool) {
+					l.chunkChain(in, i, c, page)
+					break
+				}
+			}
+		}
+	}
+}
+
+// nextSub is where the first claimed range of v at or above a begins;
+// v.End where none does.
+func (l *layout) nextSub(v *vma, a uint64) uint64 {
+	end := v.End
+	for _, s := range v.subs {
+		if s.lo >= a {
+			end = min(end, s.lo)
+		}
+	}
+	return end
+}
+
+// chainReaches says whether the chunk headers from a in mapping i chain,
+// each right after the last, to the end of the contiguous mappings from
+// i, or to within pool bytes below the next claimed range of the mapping
+// the chain ends in (the next arena's first pool).
+func (l *layout) chainReaches(in *Input, i int, a, page, pool uint64) bool {
+	span := l.contiguous(i)
+	var b [16]byte
+	n := 0
+	for a < span {
+		if in.ReadMemory(a, b[:]) != nil {
+			return false
+		}
+		prev, head := binary.NativeEndian.Uint64(b[:8]), binary.NativeEndian.Uint64(b[8:])
+		size := head &^ 7
+		if prev != 0 || head&7 != 2 || size == 0 || size%page != 0 || size > span-a {
+			break
+		}
+		a += size
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	if a == span {
+		return true
+	}
+	k := l.find(a)
+	if k < 0 {
+		return false
+	}
+	next := l.nextSub(&l.vmas[k], a)
+	return next < l.vmas[k].End && next-a < pool
 }

@@ -62,6 +62,10 @@
 //  10. CPython's small-object allocator (python.obmalloc): runs of 16 KiB
 //     pools in anonymous read-write mappings whose headers hold
 //     obmalloc's invariants (pythonPools), through Input.ReadMemory.
+//  11. glibc's large blocks the kernel merged above CPython's arenas
+//     (c.malloc.mmap): a chain of chunk headers that begins within an
+//     arena's size past a run of pools and runs to the mapping's end or
+//     to the next pools (chunksAfterPools).
 //
 // A range inside a mapping (a stack the kernel merged with its neighbour)
 // is measured with pagemap. What is left of each mapping is either

@@ -117,6 +117,12 @@ type block struct {
 type heapUse struct {
 	main, others estimate
 	heaps        map[uint64]*estimate
+	// ranges are the walk's unexplained ranges where the unexplained
+	// join reads this moment (by start); inRanges, by stack, the heap
+	// blocks in use that lie in them: blocks, bytes there, and the
+	// ranges' resident bytes they cover, shared out by address, scaled.
+	ranges   []WalkRange
+	inRanges map[uint64]*[3]float64
 }
 
 // piece is a sampled mapping of the program's, whole or what is left of
@@ -609,12 +615,16 @@ func (v *views) block(bl *block) {
 	r, e := v.r, &bl.e
 	o, b := weight(e.size, r.im.rate)
 	v.add(e.stack, false, o, b, o*float64(max(e.usable, e.size)), e.seq, bl.end)
-	if e.kind != kindHeap {
+	if !heapKind(e.kind) {
 		return
 	}
 	for tNs, u := range r.useAt {
 		if e.tNs > tNs || bl.end != ^uint64(0) && bl.endNs <= tNs {
 			continue
+		}
+		u.inRange(e, o)
+		if e.kind != kindHeap {
+			continue // glibc's own mapping: in no arena
 		}
 		inBrk := false
 		for _, m := range r.heapMaps {
@@ -632,6 +642,42 @@ func (v *views) block(bl *block) {
 			h.add(o, b)
 		}
 	}
+}
+
+// inRange adds heap block e, of weight o, to the blocks in u's
+// unexplained ranges where it lies in one: glibc's large blocks whose
+// headers the walk could not read, or blocks in an allocator's heap no
+// rule knows, are memory the join must name as the sites' tables do.
+func (u *heapUse) inRange(e *event, o float64) {
+	lo, hi := e.addr, e.addr+max(e.size, 1)
+	k, _ := slices.BinarySearchFunc(u.ranges, lo, func(g WalkRange, a uint64) int {
+		if g.End <= a {
+			return -1
+		}
+		return 1
+	})
+	var over uint64
+	var res float64
+	for ; k < len(u.ranges) && u.ranges[k].Start < hi; k++ {
+		g := u.ranges[k]
+		a, z := max(lo, g.Start), min(hi, g.End)
+		over += z - a
+		res += float64(g.ResidentBytes) * float64(z-a) / float64(g.End-g.Start)
+	}
+	if over == 0 {
+		return
+	}
+	if u.inRanges == nil {
+		u.inRanges = map[uint64]*[3]float64{}
+	}
+	x := u.inRanges[e.stack]
+	if x == nil {
+		x = &[3]float64{}
+		u.inRanges[e.stack] = x
+	}
+	x[0] += o
+	x[1] += o * float64(over)
+	x[2] += o * res
 }
 
 // pieces adds every mapping piece to the views.
@@ -810,6 +856,19 @@ func useAtWalks(startNs uint64, lists ...[]Walk) map[uint64]*heapUse {
 				u.heaps[h.Start] = &estimate{}
 			}
 		}
+	}
+	// The unexplained join's walk: the heap blocks in its ranges.
+	for _, walks := range lists {
+		w := unexplainedWalk(startNs, walks)
+		if w == nil {
+			continue
+		}
+		u := at[w.MonoNs-startNs]
+		if u == nil {
+			u = &heapUse{heaps: map[uint64]*estimate{}}
+			at[w.MonoNs-startNs] = u
+		}
+		u.ranges = slices.SortedFunc(slices.Values(w.Unexplained), func(a, b WalkRange) int { return cmp.Compare(a.Start, b.Start) })
 	}
 	return at
 }

@@ -530,14 +530,14 @@ func fragmentationWalk(start uint64, walks []Walk) *Walk {
 // the anonymous ranges that walk left unexplained: what each site mapped
 // there, and the resident bytes of the ranges it covers, shared out by
 // address where it covers part of one.
+//
+// The heap blocks in use at that walk that lie in those ranges are
+// joined too (HeapBytes, Blocks), as the sites' tables count them: a
+// table that names a site for 200 MiB of blocks and a join that finds
+// none of them in the 200 MiB unexplained would disagree.
 func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.SitesUnexplained {
 	start := r.im.startNs
-	var w *Walk
-	for i := range walks {
-		if walks[i].MonoNs >= start && len(walks[i].Unexplained) > 0 && (w == nil || walks[i].At == "peak") {
-			w = &walks[i]
-		}
-	}
+	w := unexplainedWalk(start, walks)
 	if w == nil {
 		return nil
 	}
@@ -585,22 +585,52 @@ func unexplained(b *builder, r *replayed, maps []mapping, walks []Walk) *schema.
 		}
 		acc[key] = [3]float64{acc[key][0] + wt, acc[key][1] + wt*float64(over), acc[key][2] + wt*res}
 	}
+	heap := map[string][3]float64{} // blocks, bytes there, resident: scaled
+	if hu := r.useAt[w.MonoNs-start]; hu != nil {
+		for stack, x := range hu.inRanges {
+			n := b.name(maps, r.im.stacks[stack])
+			f := n.siteFrame()
+			key := f.key()
+			if bySite[key] == nil {
+				bySite[key] = &schema.SitesMapping{Function: f.fn, File: f.file, Line: f.line, Stack: n.siteStack()}
+			}
+			h := heap[key]
+			heap[key] = [3]float64{h[0] + x[0], h[1] + x[1], h[2] + x[2]}
+		}
+	}
 	for key, m := range bySite {
-		a := acc[key]
-		m.Mappings, m.ReservedBytes, m.ResidentBytes = int(round(a[0])), round(a[1]), round(a[2])
+		a, h := acc[key], heap[key]
+		m.Mappings, m.ReservedBytes, m.ResidentBytes = int(round(a[0])), round(a[1])+round(h[1]), round(a[2])
+		m.Blocks, m.HeapBytes = int(round(h[0])), min(round(h[2]), u.UnexplainedBytes)
+		m.ResidentBytes = min(m.ResidentBytes+m.HeapBytes, u.UnexplainedBytes)
 		// Scaled, a site's estimate may pass what was there (node's
 		// V8 pages, 256 KiB, each sampled with chance 0.39: 215.4 MiB
 		// of 204.3): no more than all of it.
-		m.ResidentBytes, m.ReservedBytes = min(m.ResidentBytes, u.UnexplainedBytes), min(m.ReservedBytes, span)
-		u.MappedBytes += m.ResidentBytes
+		m.ResidentBytes, m.ReservedBytes = min(m.ResidentBytes, u.UnexplainedBytes), min(m.ReservedBytes, span+round(h[1]))
+		u.MappedBytes += m.ResidentBytes - m.HeapBytes
+		u.HeapBytes += m.HeapBytes
 		u.Sites = append(u.Sites, *m)
 	}
 	// Scaled, the sampled estimate may pass what was there.
 	u.MappedBytes = min(u.MappedBytes, u.UnexplainedBytes)
+	u.HeapBytes = min(u.HeapBytes, u.UnexplainedBytes-u.MappedBytes)
 	slices.SortFunc(u.Sites, func(a, b schema.SitesMapping) int {
 		return cmp.Or(cmp.Compare(b.ResidentBytes, a.ResidentBytes), strings.Compare(a.Function, b.Function))
 	})
 	return u
+}
+
+// unexplainedWalk is the walk the unexplained join reads: the peak walk
+// in the image's life (from start) that left anything unexplained, else
+// the last such walk.
+func unexplainedWalk(start uint64, walks []Walk) *Walk {
+	var w *Walk
+	for i := range walks {
+		if walks[i].MonoNs >= start && len(walks[i].Unexplained) > 0 && (w == nil || walks[i].At == "peak") {
+			w = &walks[i]
+		}
+	}
+	return w
 }
 
 // pct is part / whole × 100; 0 for nothing.

@@ -124,3 +124,74 @@ func TestDiagnoseSitesMapped(t *testing.T) {
 		}
 	}
 }
+
+// walked is a process whose peak walk (at 570 ms) has the given parts and
+// unexplained bytes, RSS their sum, on 2 CPUs.
+func walked(unexplained int64, parts ...schema.ReconciliationPart) *schema.Process {
+	r := schema.Reconciliation{Parts: parts, UnexplainedBytes: unexplained, RSSBytes: unexplained}
+	for _, x := range parts {
+		r.RSSBytes += x.Bytes
+	}
+	if unexplained > 0 {
+		r.UnexplainedMappings = []schema.MappingPiece{{Start: 0x7f0000000000, End: 0x7f0001400000, ResidentBytes: 20 << 20}}
+	}
+	return &schema.Process{AtPeak: &schema.Snapshot{TMs: 570, Reconciliation: r, CPUs: 2, GlibcArenaLimit: 16}}
+}
+
+// TestDiagnoseUnexplainedJoin: numpy's arrays in mappings the walk left
+// unexplained, which --sites' table names (200 MiB at
+// _multiarray_umath+0xde0f0): the join counts the heap blocks in use
+// there, and the diagnosis says what the join found, not only the
+// program's own mappings (it read "--sites finds 15.5 KiB of it (0 %)").
+func TestDiagnoseUnexplainedJoin(t *testing.T) {
+	p := walked(200<<20, schema.ReconciliationPart{Name: "file.mapped", Bytes: 30 << 20})
+	p.Sites = &schema.Sites{Unexplained: &schema.SitesUnexplained{At: "peak", AtMs: 570, UnexplainedBytes: 200 << 20,
+		MappedBytes: 16 << 10, HeapBytes: 200<<20 - 16<<10, Sites: []schema.SitesMapping{
+			{Function: "_multiarray_umath.so+0xde0f0", Blocks: 10, HeapBytes: 200<<20 - 16<<10, ResidentBytes: 200<<20 - 16<<10},
+			{Function: "PyTuple_New", Mappings: 1, ResidentBytes: 16 << 10}}}}
+	got := topics(&schema.Process{Diagnosis: diagnose(p, facts{aliveSamples: -1, releasedByMs: -1})})["unexplained"]
+	if want := "--sites finds 200 MiB of it (100 %): 200.0 MiB in heap blocks in use (malloc) and 16 KiB in mappings the process made itself, the most by _multiarray_umath.so+0xde0f0 (200.0 MiB)"; !strings.Contains(got, want) {
+		t.Errorf("unexplained: %q\nwant it to contain %q", got, want)
+	}
+}
+
+// TestDiagnoseArenaAdvice: MALLOC_ARENA_MAX is advised only where a cap
+// would save a stated, material amount: --sites' free but resident bytes
+// in the other arenas, at least 16 MiB and 10 % of RSS. node's 5 arenas
+// (320 MiB reserved, 18.3 MiB resident of 120 MiB) and a Go program's
+// (16 KiB resident) got the advice before; without --sites, arenas that
+// hold a material amount get the way to measure it instead.
+func TestDiagnoseArenaAdvice(t *testing.T) {
+	arenas := func(count int, reserved, resident int64) schema.ReconciliationPart {
+		return schema.ReconciliationPart{Name: "c.malloc.arenas", Count: count, ReservedBytes: reserved, Bytes: resident}
+	}
+	frag := func(free, se int64) *schema.Sites {
+		return &schema.Sites{Fragmentation: &schema.SitesFragmentation{At: "end", AtMs: 1010, Arenas: []schema.SitesArena{
+			{Arena: "main"}, {Arena: "others", FreeResidentBytes: free, InUseSEBytes: se}}}}
+	}
+	for _, c := range []struct {
+		name  string
+		p     *schema.Process
+		sites *schema.Sites
+		want  string // in the arenas' line; "" for no advice at all
+	}{
+		{"node", walked(0, arenas(5, 320<<20, 18300<<10), schema.ReconciliationPart{Name: "file.mapped", Bytes: 100 << 20}), nil, ""},
+		{"go", walked(0, arenas(5, 320<<20, 16<<10), schema.ReconciliationPart{Name: "go.runtime.anon", Bytes: 8 << 20}), nil, ""},
+		{"big, no sites", walked(0, arenas(15, 960<<20, 200<<20), schema.ReconciliationPart{Name: "file.mapped", Bytes: 100 << 20}), nil,
+			"probe exec --sites measures how much of it is free"},
+		{"big, little free", walked(0, arenas(15, 960<<20, 200<<20), schema.ReconciliationPart{Name: "file.mapped", Bytes: 100 << 20}), frag(20<<20, 4<<20), ""},
+		{"big, free", walked(0, arenas(15, 960<<20, 200<<20), schema.ReconciliationPart{Name: "file.mapped", Bytes: 100 << 20}), frag(90<<20, 5<<20),
+			"they hold 80 MiB free but resident (27 % of RSS, --sites at the end walk, 1.01 s); MALLOC_ARENA_MAX=2 would let threads share the main arena and save up to that much"},
+	} {
+		c.p.Sites = c.sites
+		got := topics(&schema.Process{Diagnosis: diagnose(c.p, facts{aliveSamples: -1, releasedByMs: -1})})["arenas"]
+		switch {
+		case got == "":
+			t.Errorf("%s: no arenas line", c.name)
+		case c.want == "" && strings.Contains(got, "MALLOC_ARENA_MAX"):
+			t.Errorf("%s: %q; want no advice", c.name, got)
+		case c.want != "" && !strings.Contains(got, c.want):
+			t.Errorf("%s: %q; want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -281,8 +281,14 @@ func renderUnexplained(e *errWriter, render func(*table.Table), u *schema.SitesU
 	if u.Estimated {
 		how += "; where one covers part of a mapping the walk saw, its resident bytes are shared out by address"
 	}
-	e.line("%s; %s of it (%.0f %%) in mappings %s made itself (mmap), by the site that made them%s",
-		lead, iec(u.MappedBytes), pct(u.MappedBytes, u.UnexplainedBytes), maker, how)
+	if u.HeapBytes > 0 {
+		// Heap blocks in use there, as the sites' tables count them.
+		e.line("%s; %s of it (%.0f %%) in mappings %s made itself (mmap) and %s (%.0f %%) in heap blocks in use (malloc), by the site that made them%s",
+			lead, iec(u.MappedBytes), pct(u.MappedBytes, u.UnexplainedBytes), maker, iec(u.HeapBytes), pct(u.HeapBytes, u.UnexplainedBytes), how)
+	} else {
+		e.line("%s; %s of it (%.0f %%) in mappings %s made itself (mmap), by the site that made them%s",
+			lead, iec(u.MappedBytes), pct(u.MappedBytes, u.UnexplainedBytes), maker, how)
+	}
 	title := "the program's own mappings in it, by site"
 	if who != "" {
 		title = fmt.Sprintf("the mappings %s made itself, by site", who)
