@@ -182,6 +182,9 @@ func mergePython(fs []frame, pcs []uint64, py []PyFrame, ranges []EvalRange) ([]
 	return append(outF, tailF...), append(outP, tailP...)
 }
 
+// maxFrames is the library's MAX_FRAMES: a stack of as many was cut.
+const maxFrames = 64
+
 // pyMerge is off only in TestPythonSitesPlanted: the frames are
 // carried, and not merged.
 var pyMerge = true
@@ -217,7 +220,8 @@ func (im *image) pyFrames(h uint64) []PyFrame {
 // stripped interpreter's .cold code) is unplaced: its Python frames
 // went where mergePython puts groups left over.
 func (b *builder) nameStack(im *image, maps []mapping, h uint64) (n *named, unplaced bool) {
-	n = b.name(maps, im.stacks[h])
+	pcs := im.stacks[h]
+	n = b.name(maps, pcs)
 	py := im.pyFrames(h)
 	if len(py) == 0 {
 		return n, false
@@ -244,7 +248,9 @@ func (b *builder) nameStack(im *image, maps []mapping, h uint64) (n *named, unpl
 			break
 		}
 	}
-	return n, loops < groups
+	// A native stack the library cut (maxFrames) lacks its outer eval
+	// loops: its groups left over belong at its end, where they go.
+	return n, loops < groups && len(pcs) < maxFrames
 }
 
 // pySite is the index of n's innermost Python frame: a table's row
