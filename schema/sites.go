@@ -163,6 +163,14 @@ type Site struct {
 	// Mapped says the site made mappings of the program's own (mmap),
 	// not (only) blocks of the C allocator.
 	Mapped bool `json:"mapped,omitempty"`
+	// Native are, where Stack starts at a Python frame (Function its
+	// qualified name, File and Line its script's), the native frames
+	// that line called down to the allocator (c10::alloc_cpu ...), at
+	// most 8. NativeOnly says the process ran Python and this site's
+	// stacks have no Python frame: a thread with no Python state
+	// (OpenMP's, OpenBLAS's workers), or the interpreter's start or end.
+	Native     []string `json:"native,omitempty"`
+	NativeOnly bool     `json:"native_only,omitempty"`
 }
 
 // SitesProcess is one recorded process image.

@@ -178,7 +178,15 @@ func (b *builder) location(pc uint64, fs []frame) *profile.Location {
 		fkey := f.fn + "\x00" + f.file
 		fn := b.funcs[fkey]
 		if fn == nil {
-			fn = &profile.Function{ID: uint64(len(b.funcs) + 1), Name: f.fn, SystemName: f.fn, Filename: f.file}
+			// A Python frame's system name differs from its name, so
+			// that pprof takes the name as demangled already: it
+			// strips "<...>" from a name that looks like C++'s
+			// ("<module>", "<listcomp>").
+			sys := f.fn
+			if f.obj == pyObj {
+				sys = "py:" + f.fn
+			}
+			fn = &profile.Function{ID: uint64(len(b.funcs) + 1), Name: f.fn, SystemName: sys, Filename: f.file}
 			b.funcs[fkey] = fn
 		}
 		l.Line = append(l.Line, profile.Line{Function: fn, Line: int64(f.line)})

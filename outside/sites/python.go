@@ -1,6 +1,9 @@
 package sites
 
 import (
+	"fmt"
+	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -177,4 +180,146 @@ func mergePython(fs []frame, pcs []uint64, py []PyFrame, ranges []EvalRange) ([]
 		put(g)
 	}
 	return append(outF, tailF...), append(outP, tailP...)
+}
+
+// maxFrames is the library's MAX_FRAMES: a stack of as many was cut.
+const maxFrames = 64
+
+// pyMerge is off only in TestPythonSitesPlanted: the frames are
+// carried, and not merged.
+var pyMerge = true
+
+// pyFrames are the Python frames of stack h of im, innermost first; nil
+// where it has none. A frame whose code object has no record (the
+// records were cut) is left out.
+func (im *image) pyFrames(h uint64) []PyFrame {
+	refs := im.pyStacks[h]
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]PyFrame, 0, len(refs))
+	for _, r := range refs {
+		c := im.codes[r.key]
+		if c == nil {
+			if len(out) > 0 && r.instr&pyEntry != 0 {
+				out[len(out)-1].Entry = true
+			}
+			continue
+		}
+		out = append(out, PyFrame{Code: c, Instr: r.instr &^ pyEntry, Entry: r.instr&pyEntry != 0})
+	}
+	return out
+}
+
+// nameStack symbolizes stack h of im, its Python frames merged in where
+// the eval loop's frames are (mergePython). The site stays the first
+// frame that is not the allocator's, so the profiles keep the native
+// frames above the Python ones; pySite is where a table's row starts.
+// A stack whose Python frames outnumber the eval-loop frames that could
+// be told (a frame in an eval loop's part that no symbol names: a
+// stripped interpreter's .cold code) is unplaced: its Python frames
+// went where mergePython puts groups left over.
+func (b *builder) nameStack(im *image, maps []mapping, h uint64) (n *named, unplaced bool) {
+	pcs := im.stacks[h]
+	n = b.name(maps, pcs)
+	py := im.pyFrames(h)
+	if len(py) == 0 {
+		return n, false
+	}
+	groups, loops := 0, 0
+	for i, p := range py {
+		if p.Entry || i == len(py)-1 {
+			groups++
+		}
+	}
+	for _, f := range n.frames {
+		if evalFrame(f, nil) {
+			loops++
+		}
+	}
+	if !pyMerge {
+		return n, false
+	}
+	n.frames, n.pcs = mergePython(n.frames, n.pcs, py, nil)
+	n.site = len(n.frames)
+	for i, f := range n.frames {
+		if !allocatorFrame(f) {
+			n.site = i
+			break
+		}
+	}
+	// A native stack the library cut (maxFrames) lacks its outer eval
+	// loops: its groups left over belong at its end, where they go.
+	return n, loops < groups && len(pcs) < maxFrames
+}
+
+// pySite is the index of n's innermost Python frame: a table's row
+// (the Python line leads); -1 where it has none.
+func (n *named) pySite() int {
+	for i, f := range n.frames {
+		if f.obj == pyObj {
+			return i
+		}
+	}
+	return -1
+}
+
+// rowFrame is the frame a table's row names: the innermost Python frame
+// where the stack has one, else the site.
+func (n *named) rowFrame() frame {
+	if i := n.pySite(); i >= 0 {
+		return n.frames[i]
+	}
+	return n.siteFrame()
+}
+
+// rowStack is the stack a table shows (at most 8 frames): from the
+// innermost Python frame where the stack has one, else from the site.
+func (n *named) rowStack() []string {
+	i := n.pySite()
+	if i < 0 {
+		return n.siteStack()
+	}
+	st := []string{}
+	for _, f := range n.frames[i:] {
+		if len(st) == 8 {
+			break
+		}
+		if f.obj == pyObj {
+			st = append(st, fmt.Sprintf("%s (%s:%d)", f.fn, filepath.Base(f.file), f.line))
+		} else {
+			st = append(st, f.fn)
+		}
+	}
+	return st
+}
+
+// rowNative is, for a stack with Python frames, its native frames from
+// the site to the innermost Python frame (what the Python line called
+// that allocated: c10::alloc_cpu ← at::empty ...), at most 8; nil
+// otherwise.
+func (n *named) rowNative() []string {
+	i := n.pySite()
+	if i < 0 {
+		return nil
+	}
+	var st []string
+	for _, f := range n.frames[min(n.site, i):i] {
+		if len(st) == 8 {
+			break
+		}
+		st = append(st, f.fn)
+	}
+	return st
+}
+
+// pyUnplacedWarnings say, per executable, how many stacks had Python
+// frames the merge could not put at an eval-loop frame.
+func pyUnplacedWarnings(m map[string]int) []string {
+	var out []string
+	for exe, k := range m {
+		out = append(out, fmt.Sprintf("sites: %s: %d stacks had more Python frame groups than eval-loop frames named (_PyEval_EvalFrameDefault; a stripped interpreter's .cold parts are not named): their Python frames were put after the last eval-loop frame found, or at the stack's outer end", exe, k))
+	}
+	sort.Strings(out)
+	return out
 }

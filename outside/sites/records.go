@@ -18,6 +18,17 @@ import (
 //
 //	header  "MPSITES\n" u32 version, u32 pid, u32 ppid, u32 0, u64 rate, u64 start (CLOCK_MONOTONIC ns)
 //	'S'     u8 n, u64 hash, n × u64 pc          a stack, before its first use
+//	'Y'     as 'S', then u8 k, k × (u64 code key, u32 instruction offset
+//	        | PY_ENTRY bit 31): a stack with the thread's Python frames,
+//	        innermost first (docs/python-sites.md)
+//	'C'     u64 code key, u64 address, i32 first line, u32 file length,
+//	        u32 qualified name length, u32 location table length, then
+//	        the file name, the qualified name (UTF-8) and co_linetable: a
+//	        code object, before the first stack that names its key (again
+//	        after the thread's cache of keys forgot it). The key mixes the
+//	        object's address, first line and its strings' and table's
+//	        addresses: a code object made where a freed one was gets a
+//	        key of its own.
 //	'A'     u8 kind, u64 seq, u64 t_ns, u64 addr, u64 size, u64 stack hash,
 //	        i64 count (the count of every block in use, as published then),
 //	        u64 usable (the block's usable size)
@@ -37,7 +48,7 @@ import (
 //
 // Each thread writes whole records in chunks, so the file is ordered per
 // thread, not globally: seq orders the events of one image.
-const recordVersion = 4
+const recordVersion = 5
 
 const headerLen = 40
 
@@ -112,6 +123,10 @@ type image struct {
 	// times count from it.
 	startNs uint64
 	stacks  map[uint64][]uint64
+	// pyStacks are the Python frames of the stacks that have them (by
+	// the stack's hash), and codes the code objects they name (by key).
+	pyStacks map[uint64][]pyRef
+	codes    map[uint64]*PyCode
 	// events are the image's allocations and frees where they are in
 	// memory (made up by tests, read by LiveReader); an image read from
 	// its file has none there: runs says where they are in it, and each
@@ -310,6 +325,7 @@ func (c *cursor) advance() (bool, error) {
 		if len(c.scratch.stacks) > 0 {
 			clear(c.scratch.stacks)
 		}
+		c.scratch.pyStacks, c.scratch.codes = nil, nil
 		c.scratch.maps = nil
 		if err == nil && len(c.scratch.events) > 0 {
 			c.e = c.scratch.events[0]
@@ -433,7 +449,7 @@ func (d *decoder) next(im *image) error {
 	}
 	var b []byte
 	switch t {
-	case 'S':
+	case 'S', 'Y':
 		if b, err = read(9); err != nil {
 			break
 		}
@@ -446,6 +462,13 @@ func (d *decoder) next(im *image) error {
 			pcs[i] = le.Uint64(b[8*i:])
 		}
 		im.stacks[hash] = pcs
+		if t == 'Y' {
+			err = d.pyStack(im, hash, read)
+		}
+	case 'C':
+		var k int64
+		k, err = d.code(im, read)
+		n += k
 	case 'A':
 		if b, err = read(57); err != nil {
 			break
@@ -507,4 +530,60 @@ func (d *decoder) next(im *image) error {
 	}
 	d.n += n
 	return nil
+}
+
+// pyRef is one Python frame of a 'Y' stack: its code object's key and
+// its instruction offset, PY_ENTRY in bit 31.
+type pyRef struct {
+	key   uint64
+	instr uint32
+}
+
+// pyEntry is the library's PY_ENTRY bit of an instruction offset.
+const pyEntry = 1 << 31
+
+// pyStack reads the Python frames of a 'Y' record, after its native
+// frames.
+func (d *decoder) pyStack(im *image, hash uint64, read func(int) ([]byte, error)) error {
+	b, err := read(1)
+	if err != nil {
+		return err
+	}
+	k := int(b[0])
+	refs := make([]pyRef, k)
+	for i := range refs {
+		if b, err = read(12); err != nil {
+			return err
+		}
+		refs[i] = pyRef{key: binary.LittleEndian.Uint64(b), instr: binary.LittleEndian.Uint32(b[8:])}
+	}
+	if im.pyStacks == nil {
+		im.pyStacks = map[uint64][]pyRef{}
+	}
+	im.pyStacks[hash] = refs
+	return nil
+}
+
+// code reads a 'C' record into im.codes, after its type: the bytes of
+// its strings and table it read besides read's.
+func (d *decoder) code(im *image, read func(int) ([]byte, error)) (int64, error) {
+	le := binary.LittleEndian
+	b, err := read(32)
+	if err != nil {
+		return 0, err
+	}
+	key, addr, first := le.Uint64(b), le.Uint64(b[8:]), int32(le.Uint32(b[16:]))
+	fl, ql, ll := int(le.Uint32(b[20:])), int(le.Uint32(b[24:])), int(le.Uint32(b[28:]))
+	if fl > 1<<20 || ql > 1<<20 || ll > 1<<24 {
+		return 0, fmt.Errorf("a code record of lengths %d, %d, %d", fl, ql, ll)
+	}
+	text := make([]byte, fl+ql+ll)
+	if _, err = io.ReadFull(d.r, text); err != nil {
+		return 0, err
+	}
+	if im.codes == nil {
+		im.codes = map[uint64]*PyCode{}
+	}
+	im.codes[key] = &PyCode{Addr: addr, File: string(text[:fl]), QualName: string(text[fl : fl+ql]), FirstLine: int(first), LineTable: text[fl+ql:]}
+	return int64(len(text)), nil
 }

@@ -151,7 +151,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	if len(ims) == 0 {
 		return nil, nil, ErrNoRecords
 	}
-	a := &analysis{o: o, big: -1, b: newBuilder(LibName, ims[0].rate), s: &schema.Sites{Profiles: []schema.SitesProfile{},
+	a := &analysis{o: o, big: -1, pyUnplaced: map[string]int{}, b: newBuilder(LibName, ims[0].rate), s: &schema.Sites{Profiles: []schema.SitesProfile{},
 		TopPeak: []schema.Site{}, TopExit: []schema.Site{}, TopTemporary: []schema.Site{}, Processes: []schema.SitesProcess{}}}
 	a.s.RateBytes = int64(ims[0].rate)
 	a.s.Exact = ims[0].rate <= 1
@@ -159,6 +159,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 		a.image(im)
 	}
 	a.warns = append(a.warns, ownAllocators(a.s.Processes)...)
+	a.warns = append(a.warns, pyUnplacedWarnings(a.pyUnplaced)...)
 	a.headline()
 	a.tops()
 	hw := walksIn(o.Walks, a.head.im, func(pid int) bool { return pid == 0 || pid == a.head.im.pid })
@@ -187,6 +188,9 @@ type analysis struct {
 	big       int // in s.Processes; -1 before the first
 	bigPeak   float64
 	bigSites  []*siteAcc
+	// pyUnplaced counts, by executable, the stacks whose Python frames
+	// could not all be put at an eval-loop frame.
+	pyUnplaced map[string]int
 }
 
 // image replays im and adds it: its process, its sites, its figures.
@@ -262,10 +266,20 @@ func (a *analysis) imageMaps(im *image) (maps []mapping, exe string) {
 // site.
 func (a *analysis) sites(im *image, r *replayed, maps []mapping) []*siteAcc {
 	sites := map[string]*siteAcc{}
+	// In an image with Python frames, a stack without any is a thread
+	// with no Python state (OpenMP's, OpenBLAS's workers), or the
+	// interpreter before its start or in its end: its row says so.
+	python := len(im.pyStacks) > 0
 	for h, x := range r.byStack {
-		n := a.b.name(maps, im.stacks[h])
+		n, unplaced := a.b.nameStack(im, maps, h)
+		if unplaced {
+			a.pyUnplaced[filepath.Base(executablePath(maps))]++
+		}
 		a.b.add(im.pid, n, x)
-		key := n.siteFrame().key()
+		key := n.rowFrame().key()
+		if python && n.pySite() < 0 {
+			key = "native\x00" + key
+		}
 		sa := sites[key]
 		if sa == nil {
 			sa = &siteAcc{}
@@ -273,6 +287,7 @@ func (a *analysis) sites(im *image, r *replayed, maps []mapping) []*siteAcc {
 		}
 		sa.stacks = append(sa.stacks, stackAcc{n, x})
 		sa.acc.add(x)
+		sa.nativeOnly = python && n.pySite() < 0
 	}
 	all := make([]*siteAcc, 0, len(sites))
 	for _, sa := range sites {
@@ -340,6 +355,8 @@ func (a *analysis) tops() {
 type siteAcc struct {
 	stacks []stackAcc
 	acc    acc
+	// nativeOnly: the image has Python frames, this site's stacks none.
+	nativeOnly bool
 }
 
 type stackAcc struct {
@@ -374,8 +391,9 @@ func (sa *siteAcc) shown(figure func(*acc) float64) (n *named, sharePct float64,
 	return sa.stacks[best].n, sharePct, stacks
 }
 
-// siteFrame is the site's frame (every stack of a site has it).
-func (sa *siteAcc) siteFrame() frame { return sa.stacks[0].n.siteFrame() }
+// siteFrame is the site's frame (every stack of a site has it): the
+// innermost Python frame where its stacks have them.
+func (sa *siteAcc) siteFrame() frame { return sa.stacks[0].n.rowFrame() }
 
 // stackKey is a stack's frames' names, to order stacks of equal weight.
 func stackKey(n *named) string {
@@ -427,7 +445,8 @@ func top(sites []*siteAcc, n int, value func(*acc) (bytes, obj, variance float64
 		b, o, v := value(&sa.acc)
 		st, share, stacks := sa.shown(figure)
 		x := schema.Site{Function: f.fn, File: f.file, Line: f.line, Object: f.obj, Bytes: round(b), BytesSE: round(math.Sqrt(v)),
-			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: st.siteStack(), Mapped: sa.acc.mapped}
+			Objects: round(o), Temporary: round(sa.acc.tempObj), Stack: st.rowStack(), Mapped: sa.acc.mapped,
+			Native: st.rowNative(), NativeOnly: sa.nativeOnly}
 		for _, fr := range st.unnamedFrames(len(x.Stack)) {
 			u := unnamed[fr.obj]
 			if u == nil {

@@ -163,9 +163,13 @@ func sitesHeadline(e *errWriter, heading func(string), st *schema.Sites) {
 }
 
 // siteCell is a site in a table of sites: siteLine, marked where it
-// is a mapping, with its share of its heaviest stack.
+// is a mapping or, in a Python program, a stack with no Python frame (a
+// thread without Python state), with its share of its heaviest stack.
 func siteCell(x schema.Site) string {
 	s := siteLine(x.Function, x.File, x.Line, x.Stack)
+	if x.NativeOnly {
+		s = "[native only] " + s
+	}
 	if x.Mapped {
 		s = "[mmap] " + s
 	}

@@ -11,7 +11,7 @@
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
 enum {
-	RECORD_VERSION = 4,
+	RECORD_VERSION = 5,
 	MAX_FRAMES = 64,
 	BUF_BYTES = 64 << 10,
 	// Per thread, direct mapped: the hashes of the stacks already
@@ -25,6 +25,15 @@ enum {
 	SET_PROBES = 128,
 	FILTER_BITS = 17,
 	BOOT_BYTES = 64 << 10,
+	// Python frames (python.c): at most PY_FRAMES a sample (the
+	// innermost), code keys already described kept per thread in
+	// CODE_CACHE slots, and a code record's strings and location table
+	// cut at these lengths (its lengths say so).
+	PY_FRAMES = 128,
+	CODE_CACHE = 512,
+	CODE_FILE_CAP = 1024,
+	CODE_NAME_CAP = 512,
+	CODE_LINES_CAP = 16 << 10,
 };
 
 // Record types (records.go).
@@ -37,6 +46,8 @@ enum {
 	R_MAPS = 'M',
 	R_END = 'E',
 	R_COUNT = 'P',
+	R_PYSTACK = 'Y', // a stack with Python frames
+	R_CODE = 'C',    // a code object's description
 };
 // KIND_CHUNK is a block glibc's malloc served with a mapping of its own
 // (IS_MMAPPED in its chunk header): outside the arenas. KIND_RESERVE is

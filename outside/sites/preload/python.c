@@ -369,6 +369,27 @@ static int py_code_info(uint64_t code, struct py_code *out) {
 	return 0;
 }
 
+// py_code_key is what tells code object code from another made later at
+// its address (the first freed): its address, first line and the
+// addresses of its file name, qualified name and location table, mixed.
+// A key seen before is a code object already described in the records;
+// a new object at a reused address differs in at least one of these
+// unless all three of its strings were also made at the old ones' places.
+// Four loads, no string read: every sampled frame takes it. 0 where code
+// is not a code object (the frame is then left out).
+static uint64_t py_code_key(uint64_t code) {
+	const struct py_layout *l = py;
+	uintptr_t co = (uintptr_t)code;
+	if (l == NULL || !py_ptr(co) || py_rd(co, PY_OB_TYPE) != py_code_type)
+		return 0;
+	uint64_t k = mix(code ^ 0x9e3779b97f4a7c15ULL);
+	k = mix(k ^ py_rd32(co, l->co_firstlineno));
+	k = mix(k ^ py_rd(co, l->co_filename));
+	k = mix(k ^ py_rd(co, l->co_qualname));
+	k = mix(k ^ py_rd(co, l->co_linetable));
+	return k < 2 ? k + 2 : k;
+}
+
 #ifdef MEMPROBE_PY_TEST
 // memprobe_py_dump writes, for tests only (a build with
 // -DMEMPROBE_PY_TEST: TestPythonFrames), whether Python frames are on

@@ -199,6 +199,7 @@ static struct tbuf *thread_buf(void) {
 		bufs = b;
 	} else {
 		memset(b->cache, 0, sizeof b->cache);
+		memset(b->codes, 0, sizeof b->codes);
 	}
 	b->owner = &ts;
 	b->len = 0;
@@ -210,6 +211,54 @@ static struct tbuf *thread_buf(void) {
 
 // ---- recording ----------------------------------------------------------
 
+// py_describe writes a code record for each of the n frames' code
+// objects not yet described in this file (b->codes), and puts each
+// frame's key in key[]; a frame whose code object cannot be read is
+// left out. It returns the frames kept.
+static int py_describe(struct tbuf *b, const uint64_t *code, uint64_t *key, uint32_t *off, int n) {
+	if (b->codes_pid != file_pid) {
+		memset(b->codes, 0, sizeof b->codes);
+		b->codes_pid = file_pid;
+	}
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t id = py_code_key(code[i]);
+		if (id == 0)
+			continue;
+		uint64_t *c = &b->codes[id & (CODE_CACHE - 1)];
+		if (*c != id) {
+			// 'C' u64 key, u64 address, i32 first line, u32 file length,
+			// u32 name length, u32 table length, then each, cut at its cap
+			// (each length that of the bytes written).
+			room(b, 33 + CODE_FILE_CAP + CODE_NAME_CAP + CODE_LINES_CAP);
+			unsigned char *h = b->data + b->len;
+			struct py_code pc = {.file = (char *)h + 33, .file_cap = CODE_FILE_CAP, .qualname = (char *)h, .lines = h};
+			if (py_code_info(code[i], &pc) != 0)
+				continue;
+			size_t fl = pc.file_len < CODE_FILE_CAP ? pc.file_len : CODE_FILE_CAP;
+			pc.qualname = (char *)h + 33 + fl, pc.qualname_cap = CODE_NAME_CAP;
+			if (py_code_info(code[i], &pc) != 0)
+				continue;
+			size_t ql = pc.qualname_len < CODE_NAME_CAP ? pc.qualname_len : CODE_NAME_CAP;
+			pc.lines = h + 33 + fl + ql, pc.lines_cap = CODE_LINES_CAP;
+			if (py_code_info(code[i], &pc) != 0)
+				continue;
+			size_t ll = pc.lines_len < CODE_LINES_CAP ? pc.lines_len : CODE_LINES_CAP;
+			uint32_t lens[3] = {(uint32_t)fl, (uint32_t)ql, (uint32_t)ll};
+			put8(b, R_CODE);
+			put64(b, id);
+			put64(b, code[i]);
+			put(b, &pc.firstline, 4);
+			put(b, lens, 12);
+			b->len += fl + ql + ll;
+			*c = id;
+		}
+		key[k] = id, off[k] = off[i];
+		k++;
+	}
+	return k;
+}
+
 __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) {
 	struct tbuf *b = thread_buf();
 	if (b == NULL)
@@ -219,16 +268,36 @@ __attribute__((noinline)) static void record_alloc(void *p, size_t n, int kind) 
 	uint64_t h = 0xcbf29ce484222325ULL;
 	for (int i = 0; i < f.n; i++)
 		h = mix(h ^ f.pc[i]) + (uint64_t)i;
+	// The thread's Python frames (none where it has no Python state, or
+	// the program is no Python the library reads): a stack of their own,
+	// its hash over both.
+	uint64_t pyc[PY_FRAMES], pyk[PY_FRAMES];
+	uint32_t pyo[PY_FRAMES];
+	int k = 0;
+	if (py != NULL && (k = py_stack(pyc, pyo, PY_FRAMES)) > 0) {
+		k = py_describe(b, pyc, pyk, pyo, k);
+		for (int i = 0; i < k; i++)
+			h = mix(h ^ pyk[i] ^ ((uint64_t)pyo[i] << 1)) + (uint64_t)(f.n + i);
+	}
 	if (h < 2)
 		h += 2;
-	room(b, 2 + 8 + 8 * (size_t)f.n + 58);
+	room(b, 2 + 8 + 8 * (size_t)f.n + 1 + 12 * (size_t)k + 58);
 	uint64_t *c = &b->cache[h & cache_mask];
 	if (*c != h) {
 		*c = h;
-		put8(b, R_STACK);
+		put8(b, k > 0 ? R_PYSTACK : R_STACK);
 		put8(b, (uint8_t)f.n);
 		put64(b, h);
 		put(b, f.pc, 8 * (size_t)f.n);
+		if (k > 0) {
+			// 'Y' is 'S' followed by u8 k, k x (u64 code key, u32
+			// instruction offset | PY_ENTRY), innermost first.
+			put8(b, (uint8_t)k);
+			for (int i = 0; i < k; i++) {
+				put64(b, pyk[i]);
+				put(b, &pyo[i], 4);
+			}
+		}
 	}
 	if (set != NULL && kind < KIND_PROTECT)
 		set_add((uint64_t)(uintptr_t)p);

@@ -155,6 +155,11 @@ struct tbuf {
 	size_t sent;
 	uint64_t flushed_ns; // when the buffer was last written
 	uint64_t cache[STACK_CACHE];
+	// codes: the keys of the code objects described (py_code_key),
+	// direct mapped, in the records of codes_pid (a fork's child
+	// describes them again in its own file).
+	uint64_t codes[CODE_CACHE];
+	pid_t codes_pid;
 	unsigned rules_gen; // rules_gen when the rules were last cleared
 	struct rule rules[RULES];
 	unsigned char data[BUF_BYTES];
