@@ -104,12 +104,12 @@ type fileTOML struct {
 }
 
 type phaseTOML struct {
-	Name        string            `toml:"name"`
-	Description string            `toml:"description"`
-	Command     []string          `toml:"command"`
-	Env         map[string]any    `toml:"env"`
-	Claim       string            `toml:"claim"`
-	Expect      []expectTOML      `toml:"expect"`
+	Name        string         `toml:"name"`
+	Description string         `toml:"description"`
+	Command     []string       `toml:"command"`
+	Env         map[string]any `toml:"env"`
+	Claim       string         `toml:"claim"`
+	Expect      []expectTOML   `toml:"expect"`
 }
 
 type expectTOML struct {
