@@ -407,6 +407,11 @@ func (in diffInput) rows() (*report.Rows, error) {
 func poolDecodeFiles(files []string, commandLine []string) ([]schema.DecodeRecord, error) {
 	sets := make([][]schema.DecodeRecord, len(files))
 	for i, f := range files {
+		if b, err := schema.ReadFile(f); err == nil {
+			if err := notOurs(f, b); err != nil {
+				return nil, err
+			}
+		}
 		recs, err := schema.ReadDecode(f)
 		if err != nil {
 			return nil, err
