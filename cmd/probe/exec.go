@@ -239,6 +239,7 @@ func runExec(f *outsideFlags, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	f.live = liveWanted(f.live, stderr)
 	// The program's stderr and the probe's progress lines share
 	// one writer, from two goroutines. A file is passed to the
 	// program as it is (its stderr stays a terminal, or whatever
