@@ -383,35 +383,29 @@ func stateNames(states []*runView) string {
 	return strings.Join(names, " and ")
 }
 
+// fromOutside reports whether v's program is watched from outside: a
+// plan file's phase (the report keeps its command and place whether or
+// not it ran), or a process result read as a report. The plan's kind,
+// not whether a phase succeeded, picks the tables' columns.
+func fromOutside(v *runView) bool {
+	if len(v.Command) > 0 || v.PhaseIndex != nil {
+		return true
+	}
+	return v.ok() && v.Repetitions[0].Kind == schema.KindProcess
+}
+
+// outsideOnly reports whether there are runs and every one measures a
+// program from outside (fromOutside), finished or not.
+func outsideOnly(runs []*runView) bool {
+	return len(runs) > 0 && !slices.ContainsFunc(runs, func(v *runView) bool { return !fromOutside(v) })
+}
+
+// allProcesses reports whether every state is a program watched from
+// outside (outsideOnly), which has no ledger.
+func allProcesses(states []*runView) bool { return outsideOnly(states) }
+
 // ledgerTable puts the model against the ledger for each state, side by
 // side: one row per component, in the order the states list them.
-// outsideOnly reports whether some run has figures and every run that
-// has them measured a program from outside (process results: a plan
-// file's phases).
-func outsideOnly(runs []*runView) bool {
-	n := 0
-	for _, v := range runs {
-		if !v.ok() {
-			continue
-		}
-		n++
-		if v.Repetitions[0].Kind != schema.KindProcess {
-			return false
-		}
-	}
-	return n > 0
-}
-
-// allProcesses reports whether every state's detail is a process result.
-func allProcesses(states []*runView) bool {
-	for _, r := range detail(states) {
-		if r == nil || r.Kind != schema.KindProcess {
-			return false
-		}
-	}
-	return true
-}
-
 func ledgerTable(g *group, states []*runView) *table.Table {
 	res := detail(states)
 	var names []string

@@ -41,6 +41,7 @@ note. See docs/exec.md.`,
 			if err != nil {
 				return usageError{err}
 			}
+			f.live = liveWanted(f.live, stderr)
 			o.Progress = stderr
 			if f.live {
 				o.Progress = nil // the view shows the walks

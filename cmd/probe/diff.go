@@ -156,7 +156,8 @@ argument BASE..HEAD is a git range: the reports probe run wrote for those two
 commits (probe-<commit>.json) are read from --reports DIR.
 
 Reports of different schema versions, or whose matched configurations ran at
-different presets, are refused. Configurations only one report ran are listed.
+different presets, are refused. Configurations only one report ran are listed;
+two inputs with no configuration in common are an error (exit 1).
 Matched configurations whose settings differ beyond the commit (the
 configuration's fields, --data above all, and the tokens of data read) get a
 warning naming the setting and both values, and so does a diff of a file with
@@ -218,6 +219,9 @@ func runDiff(stdout, stderr io.Writer, basePath, headPath string, f diffCmdFlags
 		return unmeasuredError(ue, f.metrics)
 	}
 	if err != nil {
+		return err
+	}
+	if err := nothingInCommon(d, basePath, headPath); err != nil {
 		return err
 	}
 	if err := report.WriteDiff(stdout, d, f.format); err != nil {
@@ -417,6 +421,11 @@ func (in diffInput) rows() (*report.Rows, error) {
 func poolDecodeFiles(files []string, commandLine []string) ([]schema.DecodeRecord, error) {
 	sets := make([][]schema.DecodeRecord, len(files))
 	for i, f := range files {
+		if b, err := schema.ReadFile(f); err == nil {
+			if err := notOurs(f, b); err != nil {
+				return nil, err
+			}
+		}
 		recs, err := schema.ReadDecode(f)
 		if err != nil {
 			return nil, err

@@ -84,6 +84,16 @@ func (f *outsideFlags) options() (outside.Options, table.Format, error) {
 	if f.duration < 0 {
 		return o, "", fmt.Errorf("--duration %v: must not be negative", f.duration)
 	}
+	if f.outDir == "" {
+		// Refused rather than a default directory: files the user did
+		// not ask for, which a second run would then refuse to replace.
+		switch {
+		case f.sites.Enabled:
+			return o, "", fmt.Errorf("--sites needs --out-dir DIR: where the profiles go (%s)", strings.Join(sites.ProfileNames(), ", "))
+		case f.pprof != "":
+			return o, "", fmt.Errorf("--pprof needs --out-dir DIR: where the heap profile goes (heap-peak.pprof)")
+		}
+	}
 	if err := o.Validate(); err != nil {
 		return o, "", fmt.Errorf("--%w", err)
 	}
@@ -229,6 +239,7 @@ func runExec(f *outsideFlags, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	f.live = liveWanted(f.live, stderr)
 	// The program's stderr and the probe's progress lines share
 	// one writer, from two goroutines. A file is passed to the
 	// program as it is (its stderr stays a terminal, or whatever

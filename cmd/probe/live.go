@@ -25,6 +25,27 @@ const liveSitesTop = 5
 // (a variable so that a test can put a pseudo-terminal there).
 var liveStdin = os.Stdin
 
+// liveTerminal says whether out is a terminal, where the live view's
+// redrawn screen belongs (a variable so that a test can draw into a
+// buffer).
+var liveTerminal = func(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// liveWanted is whether a watch with --live (live) draws its view on out:
+// only on a terminal. Elsewhere (a file, a pipe, a CI log) the view's
+// cursor moves and line erasures would be escape codes in the text, so
+// it says so once on out and the watch goes on as without --live, with
+// its progress lines; a frame a second as plain lines would bury them.
+func liveWanted(live bool, out io.Writer) bool {
+	if !live || liveTerminal(out) {
+		return live
+	}
+	_, _ = io.WriteString(out, "probe: --live needs a terminal on stderr, and stderr is not one: going on without the live view\n")
+	return false
+}
+
 // liveKeys says whether --live reads keys from in: only from a terminal,
 // which the program then does not get (exec gives it /dev/null).
 func liveKeys(in *os.File) bool { return in != nil && term.IsTerminal(int(in.Fd())) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,9 +78,10 @@ func quitWhenRaw(t *testing.T, master, slave *os.File) {
 func TestLivePTY(t *testing.T) {
 	master, slave := openPTY(t)
 	before := termios(t, slave)
-	saved := liveStdin
+	saved, savedTerm := liveStdin, liveTerminal
 	liveStdin = slave
-	t.Cleanup(func() { liveStdin = saved })
+	liveTerminal = func(io.Writer) bool { return true } // stderr is the test's buffer
+	t.Cleanup(func() { liveStdin, liveTerminal = saved, savedTerm })
 	check := func(what, stderr string) {
 		t.Helper()
 		if !strings.Contains(stderr, "q: quit") || !strings.Contains(stderr, "RSS ") {
@@ -147,6 +149,9 @@ func TestLiveSitesExec(t *testing.T) {
 	if out, err := exec.Command("gcc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
+	savedTerm := liveTerminal
+	liveTerminal = func(io.Writer) bool { return true } // stderr is the test's buffer
+	t.Cleanup(func() { liveTerminal = savedTerm })
 	var stdout, stderr lockedBuf
 	done := make(chan error, 1)
 	go func() {
@@ -183,5 +188,46 @@ func TestLiveSitesExec(t *testing.T) {
 	}
 	if !strings.Contains(frame, "sites in use: 2.9 MiB in 1 site (every block, as of the last flush)") {
 		t.Errorf("the section's totals are missing:\n%s", frame)
+	}
+}
+
+// TestLiveNotTerminal: with stderr not a terminal (a file, as in a CI
+// log) --live draws no view: one line says so and the watch goes on as
+// without it, so the file holds no escape codes, and exec's program keeps
+// its stdin. The real check, on a real file.
+func TestLiveNotTerminal(t *testing.T) {
+	if _, err := os.Stat("/proc/self/smaps"); err != nil {
+		t.Skip("no /proc")
+	}
+	master, slave := openPTY(t)
+	_ = master
+	saved := liveStdin
+	liveStdin = slave // a terminal for keys: not enough without one for the view
+	t.Cleanup(func() { liveStdin = saved })
+	for _, args := range [][]string{
+		{"exec", "--live", "--", "/bin/sh", "-c", "sleep 0.3"},
+		{"attach", "--live", "--duration", "300ms", strconv.Itoa(os.Getpid())},
+	} {
+		errf, err := os.Create(filepath.Join(t.TempDir(), "stderr.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout bytes.Buffer
+		if err := run(&stdout, errf, args); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		errf.Close()
+		b, _ := os.ReadFile(errf.Name())
+		got := string(b)
+		if strings.Contains(got, "\x1b") {
+			t.Errorf("%v: escape codes in a file:\n%q", args, got)
+		}
+		const note = "probe: --live needs a terminal on stderr, and stderr is not one: going on without the live view\n"
+		if strings.Count(got, note) != 1 {
+			t.Errorf("%v: stderr does not say once that --live needs a terminal:\n%s", args, got)
+		}
+		if !strings.Contains(stdout.String(), "Timeline") {
+			t.Errorf("%v: no report:\n%s", args, stdout.String())
+		}
 	}
 }

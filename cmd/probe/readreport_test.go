@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 )
@@ -91,7 +95,7 @@ func TestJSONErrorsPlain(t *testing.T) {
 		{[]string{"report", runs}, "reading report " + runs + ": line 2: field runs: a JSON number where an array is wanted"},
 		{[]string{"diff", steps, steps}, "reading result " + steps + ": line 1: field steps: a JSON string where an integer is wanted"},
 		{[]string{"report", schemaNum}, "reading report " + schemaNum + ": line 1: field schema: a JSON number where a string is wanted"},
-		{[]string{"diff", decNum, decNum}, "reading decode result " + decNum + ": a JSON number, not a memprobe decode result"},
+		{[]string{"diff", decNum, decNum}, "reading report " + decNum + `: a JSON array of 1 elements, the first a JSON number: not a memprobe file (a run report or job result is an object; a decode result of probe decode an array of "memprobe.decode/v1" records)`},
 		{[]string{"export", decField}, "reading decode result " + decField + ": line 1: field tokens_per_sec: a JSON string where a number is wanted"},
 		{[]string{"diff", decObj, decObj}, "reading decode result " + decObj + ": line 1: field config.model.batch: the number 1.5 where an integer is wanted"},
 	} {
@@ -104,5 +108,56 @@ func TestJSONErrorsPlain(t *testing.T) {
 	copyFile(t, decField, filepath.Join(hdir, "d.json"))
 	if _, _, err := runProbe("history", "--metric", "tokens_per_sec", hdir); err == nil || strings.Contains(err.Error(), "Go ") || !strings.Contains(err.Error(), "field tokens_per_sec: a JSON string where a number is wanted") {
 		t.Errorf("history of a bad decode result: %v", err)
+	}
+}
+
+// TestNotOurs: a pprof profile (probe exec --sites writes them beside
+// the report) and a JSON array of something else are named for what they
+// are, by their content whatever their names, not worded as a bad report
+// ("invalid character '\x04'", "record 0: unsupported schema").
+func TestNotOurs(t *testing.T) {
+	dir := t.TempDir()
+	var gz bytes.Buffer
+	if err := pprof.Lookup("heap").WriteTo(&gz, 0); err != nil {
+		t.Fatal(err)
+	}
+	z, err := gzip.NewReader(bytes.NewReader(gz.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(name string, b []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	prof := file("sites-peak.json", gz.Bytes()) // named as a report: the content decides
+	rawProf := file("heap.pb", raw)
+	arr := file("big.json", []byte(`[{"a": 1}, {"b": 2}]`))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", prof}, "reading report " + prof + ": a pprof profile, not a run report or job result: read it with probe flame " + prof + ", probe pprof " + prof + " or go tool pprof " + prof},
+		{[]string{"diff", rawProf, rawProf}, "reading report " + rawProf + ": a pprof profile"},
+		{[]string{"export", prof}, "reading report " + prof + ": a pprof profile"},
+		{[]string{"report", arr}, "reading report " + arr + `: a JSON array of 2 elements, the first an object with no "schema" field: not a memprobe file`},
+		{[]string{"diff", arr, arr}, "reading report " + arr + ": a JSON array of 2 elements"},
+		{[]string{"merge", arr, "--out", filepath.Join(dir, "m.json")}, "reading report " + arr + ": a JSON array of 2 elements"},
+	} {
+		_, _, err := runProbe(c.args...)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%v:\n got %v\nwant %s...", c.args, err, c.want)
+		}
+	}
+	for _, b := range [][]byte{[]byte(`{"schema": "memprobe.report/v1"}`), []byte("\x00\x01\x02"), {}, []byte("hello, world")} {
+		if isPprof(b) {
+			t.Errorf("isPprof(%q) = true", b)
+		}
 	}
 }

@@ -119,10 +119,8 @@ func timelineChart(p *planRuns) (*Chart, string) {
 	// sampler, reading /proc/PID/status); the built-in plans' children
 	// sample themselves.
 	by := "the child itself"
-	for _, r := range p.ends() {
-		if res := representative(r); res != nil && res.Kind == schema.KindProcess {
-			by = "the probe from outside (/proc/PID/status)"
-		}
+	if p.outside() {
+		by = "the probe from outside (/proc/PID/status)"
 	}
 	caption := "VmRSS sampled by " + by + " (instrument/sampler) for " + names(p.ends()) +
 		", the repetition nearest the median peak; rings mark each peak."
@@ -356,13 +354,17 @@ func reconcileChart(p *planRuns) (*Chart, string) {
 	if err != nil {
 		return nil, "no RSS reconciliation chart: " + err.Error()
 	}
-	return &Chart{Kind: "reconcile", Title: title, Caption: reconcileCaption(small, negative), SVG: svg}, ""
+	return &Chart{Kind: "reconcile", Title: title, Caption: reconcileCaption(p.outside(), small, negative), SVG: svg}, ""
 }
 
-// reconcileCaption says where the parts come from, which are "other" and
-// which bars claim more than VmRSS.
-func reconcileCaption(small, negative []string) string {
+// reconcileCaption says where the parts come from (outside: a program
+// watched from outside, walked at its peak; else the trainer, at a step
+// boundary), which are "other" and which bars claim more than VmRSS.
+func reconcileCaption(outside bool, small, negative []string) string {
 	caption := "VmRSS at the step boundary where it was highest, split into parts each from its own source (instrument/reconcile: Go's classes, thread stacks, glibc arenas, files); unexplained is what no source claims."
+	if outside {
+		caption = "VmRSS at the peak walk (the probe's walk of /proc/PID/smaps, from outside, at the program's highest RSS), split into parts each from its own source (thread stacks, glibc arenas, files, the mappings' kinds); unexplained is what no source claims."
+	}
 	if len(small) > 0 {
 		caption += " " + otherName + ": " + strings.Join(small, ", ") + ", each under 1 % of VmRSS."
 	}

@@ -50,6 +50,20 @@ func groupPlans(rep *schema.Report) []*planRuns {
 	return out
 }
 
+// outside reports whether the plan's programs are watched from outside:
+// a plan file's phases (the report keeps their command and place, run or
+// not) or process results. The plan's kind, not which phase finished,
+// decides how its charts are captioned.
+func (p *planRuns) outside() bool {
+	return slices.ContainsFunc(p.runs, func(r *schema.Run) bool {
+		if len(r.Command) > 0 || r.PhaseIndex != nil {
+			return true
+		}
+		res := representative(r)
+		return res != nil && res.Kind == schema.KindProcess
+	})
+}
+
 // ends are the first and last phase of the plan's main group (one run when
 // the group has one).
 func (p *planRuns) ends() []*schema.Run {

@@ -104,12 +104,12 @@ type fileTOML struct {
 }
 
 type phaseTOML struct {
-	Name        string            `toml:"name"`
-	Description string            `toml:"description"`
-	Command     []string          `toml:"command"`
-	Env         map[string]string `toml:"env"`
-	Claim       string            `toml:"claim"`
-	Expect      []expectTOML      `toml:"expect"`
+	Name        string         `toml:"name"`
+	Description string         `toml:"description"`
+	Command     []string       `toml:"command"`
+	Env         map[string]any `toml:"env"`
+	Claim       string         `toml:"claim"`
+	Expect      []expectTOML   `toml:"expect"`
 }
 
 type expectTOML struct {
@@ -162,11 +162,7 @@ func Parse(path string, b []byte, sweeps []Sweep) (*Plan, error) {
 	var f fileTOML
 	md, err := toml.Decode(string(b), &f)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, &Error{path, pe.Position.Line, pe.Message}
-		}
-		return nil, &Error{File: path, Msg: err.Error()}
+		return nil, decodeError(path, b, err)
 	}
 	ps := &parser{path: path, md: md, loc: newLocator(b), used: map[string]bool{}}
 	if un := md.Undecoded(); len(un) > 0 {
@@ -273,18 +269,11 @@ func (ps *parser) vars(vars map[string]any) error {
 		if slices.Contains(builtins, k) {
 			return ps.fail(line, "variable %q is built in (its value comes from the run): name yours otherwise", k)
 		}
-		switch x := v.(type) {
-		case string:
-			ps.p.Vars[k] = x
-		case int64:
-			ps.p.Vars[k] = strconv.FormatInt(x, 10)
-		case float64:
-			ps.p.Vars[k] = strconv.FormatFloat(x, 'g', -1, 64)
-		case bool:
-			ps.p.Vars[k] = strconv.FormatBool(x)
-		default:
+		s, ok := scalar(v)
+		if !ok {
 			return ps.fail(line, "variable %q: want a string or a number, not %s", k, ps.md.Type("vars", k))
 		}
+		ps.p.Vars[k] = s
 	}
 	return nil
 }
@@ -333,17 +322,25 @@ func (ps *parser) phase(i int, ph phaseTOML, seen map[string]int) (Phase, error)
 	if err := checkRefs(ph.Command, ps.defined, ps.used); err != "" {
 		return Phase{}, ps.fail(at("command"), "phase %q: command: %s", ph.Name, err)
 	}
+	env := map[string]string{}
 	for _, k := range sortedKeys(ph.Env) {
-		v := ph.Env[k]
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return Phase{}, ps.fail(at("env"), "phase %q: env: %q is not a variable name", ph.Name, k)
+		}
+		v, ok := scalar(ph.Env[k])
+		if !ok {
+			return Phase{}, ps.fail(at("env"), "phase %q: env %s: want a string, a number or a boolean, not %s", ph.Name, k, tomlType(ph.Env[k]))
 		}
 		if err := checkRefs([]string{v}, ps.defined, ps.used); err != "" {
 			return Phase{}, ps.fail(at("env"), "phase %q: env %s: %s", ph.Name, k, err)
 		}
+		env[k] = v
+	}
+	if ph.Env == nil {
+		env = nil
 	}
 	out := Phase{Name: ph.Name, Description: ph.Description, Claim: ph.Claim,
-		Command: ph.Command, Env: ph.Env, Expect: []schema.Expectation{}, Line: line}
+		Command: ph.Command, Env: env, Expect: []schema.Expectation{}, Line: line}
 	for _, e := range ph.Expect {
 		x, err := expectation(e, i)
 		if err != nil {
@@ -450,6 +447,10 @@ func expectation(e expectTOML, i int) (schema.Expectation, error) {
 		if err != nil {
 			return x, fmt.Errorf("change %q: %v", e.Change, err)
 		}
+		if isBytes(d.Unit) && !hasSizeUnit(c) {
+			// A bare number would be bytes: "-30" meant -30% or -30MB.
+			return x, fmt.Errorf("change %q has no unit: write %s%% or %sMB", e.Change, c, c)
+		}
 		if v == 0 {
 			return x, fmt.Errorf("change %q: a claimed change is not 0", e.Change)
 		}
@@ -467,6 +468,18 @@ var sizeUnits = []struct {
 	{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
 }
 
+func isBytes(unit string) bool { return unit == metric.Bytes || unit == metric.BytesPerStep }
+
+// hasSizeUnit reports whether the figure s ends in a size unit.
+func hasSizeUnit(s string) bool {
+	return slices.ContainsFunc(sizeUnits, func(u struct {
+		name string
+		mul  float64
+	}) bool {
+		return strings.HasSuffix(s, u.name)
+	})
+}
+
 // number reads a figure in unit: a number, for bytes with a size unit
 // ("455MB", "1 GiB"); signed asks for a leading + or -.
 func number(s, unit string, signed bool) (float64, error) {
@@ -475,7 +488,7 @@ func number(s, unit string, signed bool) (float64, error) {
 		return 0, errors.New("want a signed change (\"-455MB\", \"+10%\") or a factor (\"0.5x\")")
 	}
 	mul := 1.0
-	if unit == metric.Bytes || unit == metric.BytesPerStep {
+	if isBytes(unit) {
 		for _, u := range sizeUnits {
 			if strings.HasSuffix(s, u.name) {
 				s, mul = strings.TrimSpace(strings.TrimSuffix(s, u.name)), u.mul
@@ -485,7 +498,7 @@ func number(s, unit string, signed bool) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		if unit == metric.Bytes || unit == metric.BytesPerStep {
+		if isBytes(unit) {
 			return 0, errors.New("want a number of bytes, with B, kB, MB, GB, KiB, MiB or GiB")
 		}
 		return 0, fmt.Errorf("want a number in %s", unit)

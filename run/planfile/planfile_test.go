@@ -36,6 +36,10 @@ func TestBadPlans(t *testing.T) {
 		{"14-var-table.toml", 4, `variable "sizes": want a string or a number`},
 		{"15-env-var-no-value.toml", 6, `env MALLOC_ARENA_MAX: {arenas} has no value`},
 		{"16-no-name.toml", 0, `no name`},
+		{"17-change-no-unit.toml", 10, `change "-30" has no unit: write -30% or -30MB`},
+		{"18-phase-table.toml", 3, `[phase] is a table; phases are [[phase]]`},
+		{"19-env-array.toml", 6, `env MALLOC_ARENA_MAX: want a string, a number or a boolean, not an array`},
+		{"20-command-string.toml", 5, `phase.command: want an array, not a string`},
 	}
 	files, _ := filepath.Glob("testdata/bad/*.toml")
 	if len(files) != len(cases) {
@@ -112,6 +116,26 @@ func TestGoodPlan(t *testing.T) {
 	env := cs[0].Environ([]string{"PATH=/bin", "MALLOC_ARENA_MAX=2", "GREETING=old"})
 	if !slices.Equal(env, []string{"PATH=/bin", "GREETING=hi 63"}) {
 		t.Errorf("environment %q", env)
+	}
+}
+
+// TestEnvScalars: an env value may be a number or a boolean, taken as
+// the string TOML writes (MALLOC_ARENA_MAX = 2 is "2"), as [vars] are.
+func TestEnvScalars(t *testing.T) {
+	src := "name = \"x\"\n[[phase]]\nname = \"a\"\ncommand = [\"/bin/true\"]\nenv = { MALLOC_ARENA_MAX = 2, F = 0.5, B = true, S = \"s\" }\n"
+	p, err := Parse("env.toml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"MALLOC_ARENA_MAX": "2", "F": "0.5", "B": "true", "S": "s"}
+	if !reflect.DeepEqual(p.Phases[0].Env, want) {
+		t.Errorf("env %q, want %q", p.Phases[0].Env, want)
+	}
+	// One [phase] alone is a type mismatch to the decoder, not a key
+	// defined twice; both are named as the table they are.
+	one := "name = \"x\"\n\n[phase]\nname = \"a\"\ncommand = [\"/bin/true\"]\n"
+	if _, err := Parse("one.toml", []byte(one), nil); err == nil || err.Error() != "one.toml:3: [phase] is a table; phases are [[phase]] (an array of tables, one [[phase]] header each)" {
+		t.Errorf("one [phase]: %v", err)
 	}
 }
 
