@@ -35,7 +35,7 @@ func userCode(file string) bool {
 // pymallocFns are CPython's small-object allocator's functions on the
 // way to a new arena's mmap.
 var pymallocFns = map[string]bool{
-	"_PyObject_ArenaMmap": true, "new_arena": true, "allocate_from_new_pool": true,
+	"_PyObject_ArenaMmap": true, "_PyMem_ArenaAlloc": true, "new_arena": true, "allocate_from_new_pool": true,
 	"pymalloc_alloc": true, "_PyObject_Malloc": true, "_PyObject_Calloc": true, "_PyObject_Realloc": true,
 }
 
