@@ -130,3 +130,43 @@ func TestPyLines(t *testing.T) {
 		})
 	}
 }
+
+// TestPymallocArenas: a pure-Python program of small objects
+// (testdata/python/smallobj.py) holds its peak in pymalloc's arenas,
+// charged to the line that made each (smallobj.py:11, the table's first
+// row), on each interpreter at the default rate; with PYTHONMALLOC=malloc
+// the arenas hold next to nothing and the line keeps its bytes.
+func TestPymallocArenas(t *testing.T) {
+	script, _ := filepath.Abs("testdata/python/smallobj.py")
+	for _, py := range pythons(t, 11, 12, 13) {
+		for _, malloc := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/malloc=%v", py.name, malloc), func(t *testing.T) {
+				recs := t.TempDir()
+				cmd := exec.Command(py.path, script, "30")
+				cmd.Env = Env(os.Environ(), lib(t), recs, DefaultRate)
+				if malloc {
+					cmd.Env = append(cmd.Env, "PYTHONMALLOC=malloc")
+				}
+				if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+					t.Fatalf("%s %s: %v\n%s", py.path, script, err, out)
+				}
+				s, _, err := Analyze(Options{Dir: recs, PID: cmd.Process.Pid})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pl := s.PyLines
+				if pl == nil || len(pl.Lines) == 0 || filepath.Base(pl.Lines[0].File) != "smallobj.py" || pl.Lines[0].Line != 11 {
+					t.Fatalf("table by line %+v, want smallobj.py:11 first", pl)
+				}
+				share := float64(pl.PymallocPeakBytes) / float64(pl.PeakBytes)
+				t.Logf("smallobj.py:11 %d bytes at the peak (%.0f %%); pymalloc's arenas %.0f %% of %d", pl.Lines[0].PeakBytes, pl.Lines[0].PeakPct, 100*share, pl.PeakBytes)
+				if !malloc && share < 0.5 || malloc && share > 0.1 {
+					t.Errorf("pymalloc's arenas hold %.0f %% of the peak", 100*share)
+				}
+				if pl.Lines[0].PeakPct < 50 {
+					t.Errorf("smallobj.py:11 holds %.0f %% of the peak, want most", pl.Lines[0].PeakPct)
+				}
+			})
+		}
+	}
+}
