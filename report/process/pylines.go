@@ -83,4 +83,4 @@ func pymallocHint(pl *schema.SitesPyLines) string {
 
 // pymallocCost is what PYTHONMALLOC=malloc cost, measured
 // (docs/python-sites.md).
-const pymallocCost = "measured in docs/python-sites.md"
+const pymallocCost = "more time and memory than pymalloc: docs/python-sites.md measures it"
