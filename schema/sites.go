@@ -79,6 +79,62 @@ type Sites struct {
 	// them, with the anonymous memory a walk left unexplained; null
 	// without a walk that left some.
 	Unexplained *SitesUnexplained `json:"unexplained"`
+	// PyLines is, for a program that ran Python (its stacks have Python
+	// frames), the headline image's bytes by line of the program's own
+	// code; absent otherwise.
+	PyLines *SitesPyLines `json:"py_lines,omitempty"`
+}
+
+// SitesPyLines sums the headline image's stacks by the innermost Python
+// frame that is the program's own code: not the standard library's
+// (a file under lib/python3.N/), not an installed package's
+// (site-packages, dist-packages), not a frozen module's (<frozen ...>).
+// A PyTorch script's tensors made in torch's Python code are the
+// script's line that called it. Estimates as the sites' figures.
+type SitesPyLines struct {
+	// Lines are the largest lines by bytes in use at the peak, then at
+	// exit (at most the sites tables' length).
+	Lines []SitesPyLine `json:"lines"`
+	// PeakBytes and ExitBytes are every stack's bytes in use at the peak
+	// and at exit, the lines' shares' whole; LibraryPeakBytes and
+	// LibraryExitBytes those of stacks whose Python frames are all
+	// library or frozen code (imports, a library's own threads);
+	// NativePeakBytes and NativeExitBytes those of stacks with no Python
+	// frame (threads with no Python state, the interpreter's start and
+	// end).
+	PeakBytes        int64 `json:"peak_bytes"`
+	ExitBytes        int64 `json:"exit_bytes"`
+	LibraryPeakBytes int64 `json:"library_peak_bytes"`
+	LibraryExitBytes int64 `json:"library_exit_bytes"`
+	NativePeakBytes  int64 `json:"native_peak_bytes"`
+	NativeExitBytes  int64 `json:"native_exit_bytes"`
+	// PymallocPeakBytes are the bytes in use at the peak in CPython's
+	// small-object allocator's arenas (pymalloc: 1 MiB mappings made by
+	// _PyObject_ArenaMmap), each charged whole to the line whose object
+	// made it: objects of 512 bytes and less are not seen one by one.
+	// PYTHONMALLOC=malloc sends them to malloc, each its own site.
+	PymallocPeakBytes int64 `json:"pymalloc_peak_bytes"`
+}
+
+// SitesPyLine is one line of the program's own Python code.
+type SitesPyLine struct {
+	Function string `json:"function"` // the code object's qualified name
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	// PeakBytes and ExitBytes are in use at the peak and at exit by the
+	// stacks whose innermost frame of the program's code is this line;
+	// PeakPct and ExitPct their shares of SitesPyLines' PeakBytes and
+	// ExitBytes. PeakBytesSE is one standard error of PeakBytes (0 at
+	// rate 1).
+	PeakBytes   int64   `json:"peak_bytes"`
+	PeakBytesSE int64   `json:"peak_bytes_se,omitempty"`
+	PeakPct     float64 `json:"peak_pct"`
+	ExitBytes   int64   `json:"exit_bytes"`
+	ExitPct     float64 `json:"exit_pct"`
+	// Via is, where the line's heaviest stack at the peak (else at exit)
+	// has Python frames inside it (a library's: torch's Linear.forward),
+	// the innermost of them, "function (file:line)".
+	Via string `json:"via,omitempty"`
 }
 
 // SitesUnexplained is the unexplained resident memory of a walk (the

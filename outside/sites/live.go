@@ -491,7 +491,7 @@ func (l *LiveReader) Top(n int) LiveTop {
 			t.UnnamedBytes += round(s.use.bytes)
 			continue
 		}
-		fr := nm.siteFrame()
+		fr := nm.rowFrame() // a Python program's: its innermost Python frame
 		key := fr.fn + "\x00" + fr.file + "\x00" + fmt.Sprint(fr.line)
 		su := bySite[key]
 		if su == nil {
@@ -523,20 +523,26 @@ func (l *LiveReader) Top(n int) LiveTop {
 }
 
 // name names a stack of f from its process's maps, read again once a
-// round where a stack needs them. A stack with a frame outside every
-// mapping (code mapped after the read) is named again later, up to
-// three times.
+// round where a stack needs them, its Python frames merged in as the
+// report's (nameStack). A stack with a frame outside every mapping (code
+// mapped after the read) or a Python frame whose code object was not
+// read yet is named again later, up to three times.
 func (l *LiveReader) name(f *liveFile, k liveKey) *named {
 	if f.maps == nil || f.mapsRound != l.round {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", f.im.pid)); err == nil {
 			f.maps, f.mapsRound = parseMaps(string(b)), l.round
 		}
 	}
-	nm := l.b.name(f.maps, f.im.stacks[k.hash])
+	nm, _ := l.b.nameStack(f.im, f.maps, k.hash)
 	complete := true
 	for _, fr := range nm.frames {
-		if fr.m == nil {
+		if fr.m == nil && fr.obj != pyObj {
 			complete = false
+		}
+	}
+	for _, r := range f.im.pyStacks[k.hash] {
+		if f.im.codes[r.key] == nil {
+			complete = false // its code object's record not read yet
 		}
 	}
 	if complete || l.tries[k] >= 2 {

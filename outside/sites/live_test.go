@@ -122,6 +122,37 @@ func TestLiveBigBlockWritten(t *testing.T) {
 	}
 }
 
+// TestLiveReaderPython: the live view names a Python program's stacks
+// by their innermost Python frame, as the report does: hold's line of
+// testdata/python/livewait.py, with its 80 MiB, at rate 1, on each
+// interpreter. Planted (stacks named without their Python frames), the
+// site was the allocator's caller in the interpreter (Debian's 3.11:
+// python3.11+0x4fb450, 80 MiB in 21 blocks).
+func TestLiveReaderPython(t *testing.T) {
+	script, _ := filepath.Abs("testdata/python/livewait.py")
+	for _, py := range pythons(t, 11, 12, 13) {
+		t.Run(py.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := startCmd(t, exec.Command(py.path, script), "livewait.py", dir, 1)
+			l := NewLiveReader(dir)
+			l.NameBudget = time.Minute
+			p.wait("a")
+			if err := l.Poll(); err != nil {
+				t.Fatal(err)
+			}
+			top := l.Top(5)
+			s := liveSite(top, "hold")
+			if s == nil || s.File != script || s.Line != 11 || s.Bytes < 20*4<<20 || s.Bytes > 20*4<<20+20 {
+				t.Fatalf("hold %+v, want livewait.py:11 with %d bytes (and a byte a bytearray); top %+v", s, 20*4<<20, top)
+			}
+			if top.Top[0].Function != "hold" {
+				t.Errorf("top site %+v, want hold's line first", top.Top[0])
+			}
+			t.Logf("top: %+v", top.Top)
+		})
+	}
+}
+
 // waiting is a testdata program that writes a line on stdout where it
 // stops and waits for one on stdin (live.c, bigwait.c).
 type waiting struct {
@@ -135,7 +166,12 @@ type waiting struct {
 // records in dir; the test's end closes its stdin and waits for it.
 func startWaiting(t *testing.T, name, dir string, rate int64) *waiting {
 	t.Helper()
-	cmd := exec.Command(prog(t, name))
+	return startCmd(t, exec.Command(prog(t, name)), name, dir, rate)
+}
+
+// startCmd starts cmd under the library at rate, as startWaiting.
+func startCmd(t *testing.T, cmd *exec.Cmd, name, dir string, rate int64) *waiting {
+	t.Helper()
 	cmd.Env = Env(os.Environ(), lib(t), dir, rate)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()

@@ -162,6 +162,7 @@ func Analyze(o Options) (*schema.Sites, []string, error) {
 	a.warns = append(a.warns, pyUnplacedWarnings(a.pyUnplaced)...)
 	a.headline()
 	a.tops()
+	a.s.PyLines = pyLines(a.headSites, a.o.Top)
 	hw := walksIn(o.Walks, a.head.im, func(pid int) bool { return pid == 0 || pid == a.head.im.pid })
 	a.s.Fragmentation = fragmentation(a.head, hw)
 	a.s.Unexplained = unexplained(a.b, a.head, a.headMaps, hw)

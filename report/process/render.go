@@ -77,6 +77,7 @@ func Render(w io.Writer, r *schema.Result, f table.Format) error {
 		e.line("%d walks of the descendants, each of the largest at a read of them, at its new highs; this is the highest (the JSON has its files and mappings: children[].at_peak)", p.DescendantWalks)
 	}
 
+	renderPyLines(e, heading, render, p.Sites)
 	renderSites(e, heading, render, p.Sites)
 
 	renderEnd(e, r, heading)
