@@ -17,6 +17,10 @@ PROBE_ARGS ?= run --threads 63
 SITES_CC     ?= gcc
 SITES_CFLAGS := -O2 -g -shared -fPIC -pthread -fvisibility=hidden -Wall
 
+# A package's tests may take longer than go test's default 10 minutes
+# under the race detector on 2 loaded cores (outside/sites: 471 s once).
+TEST_TIMEOUT ?= 30m
+
 .PHONY: all deps build probe test test-short vet race bench bench-trainer clean
 
 all: build
@@ -49,9 +53,9 @@ vet: deps
 # report/htmlreport's browser test in headless Chromium (skipped, saying so,
 # where none is installed; .ci/run installs Debian's).
 test: vet
-	$(GO) test -tags "$(TAGS)" ./...
-	$(GO) test -short ./...
-	$(GO) test -race -short -tags "$(TAGS)" ./trainer/... ./ledger/... ./instrument/... ./outside/... ./run/...
+	$(GO) test -timeout $(TEST_TIMEOUT) -tags "$(TAGS)" ./...
+	$(GO) test -timeout $(TEST_TIMEOUT) -short ./...
+	$(GO) test -timeout $(TEST_TIMEOUT) -race -short -tags "$(TAGS)" ./trainer/... ./ledger/... ./instrument/... ./outside/... ./run/...
 	$(GO) test -tags "$(TAGS) viz" -run 'Plot|Pprof|CheckHTTP|HTML|HistoryChart' ./cmd/probe
 
 test-short: deps
