@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"memprobe/schema"
@@ -60,5 +61,47 @@ func TestSitesSumToHeadline(t *testing.T) {
 		}
 		check("peak", s.TopPeak, s.PeakInUseBytes)
 		check("exit", s.TopExit, s.ExitInUseBytes)
+	}
+}
+
+// TestGoProgram: testdata/goprog, a Go program with cgo that exits
+// normally, holding 8 MiB malloc'd in C and 64 MiB of Go slices. --sites
+// sees the C block, names its frames (the maps are written at the
+// start), says in one line what it sees of a Go program, and counts none
+// of the Go runtime's mappings as in use: before, it read "ended without
+// writing its records (SIGKILL, a crash...)", "wrote no memory maps: its
+// frames are addresses", and 105 MiB in use, 104 of it the runtime's
+// mappings.
+func TestGoProgram(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not found")
+	}
+	out := filepath.Join(t.TempDir(), "goprog")
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/goprog")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("cannot build testdata/goprog with cgo: %v\n%s", err, b)
+	}
+	for _, rate := range []int64{1, DefaultRate} {
+		s, warns, _ := record(t, rate, out)
+		t.Logf("rate %d: peak %d, exit %d, %d allocations of %d B; %q", rate, s.PeakInUseBytes, s.ExitInUseBytes, s.AllocObjects, s.AllocBytes, warns)
+		goLines := 0
+		for _, w := range warns {
+			switch {
+			case strings.Contains(w, "is a Go program"):
+				goLines++
+			case strings.Contains(w, "ended without writing"), strings.Contains(w, "wrote no memory maps"):
+				t.Errorf("rate %d: %s", rate, w)
+			}
+		}
+		if goLines != 1 {
+			t.Errorf("rate %d: %d lines say it is a Go program, want 1", rate, goLines)
+		}
+		if want := int64(8 << 20); s.PeakInUseBytes < want || float64(s.PeakInUseBytes) > 1.5*float64(want) {
+			t.Errorf("rate %d: peak %d B, want the C block's 8 MiB (the Go heap is not seen)", rate, s.PeakInUseBytes)
+		}
+		if x := site(s.TopPeak, "cmalloc"); x == nil || x.Mapped {
+			t.Errorf("rate %d: no cmalloc row in %+v", rate, s.TopPeak)
+		}
 	}
 }
