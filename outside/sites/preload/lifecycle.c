@@ -85,12 +85,6 @@ static void open_file(void) {
 	memcpy(h + 24, &rate, 8);
 	memcpy(h + 32, &start_ns, 8); // CLOCK_MONOTONIC: the probe's clock too
 	write_all(h, sizeof h);
-	// The maps at the start too: a program that ends without the C
-	// library's exit (the Go runtime's exit_group, a crash) writes no
-	// end, and its frames were addresses and its executable unknown.
-	pthread_mutex_lock(&wlock);
-	write_maps_locked();
-	pthread_mutex_unlock(&wlock);
 }
 
 // unpub is t's count not yet in inuse_total, read without changing it:
@@ -323,6 +317,14 @@ __attribute__((constructor(101))) static void init(void) {
 	atexit(at_exit);
 	catch_end_signals();
 	open_file();
+	// The maps at the start too: a program that ends without the C
+	// library's exit (the Go runtime's exit_group, a crash) writes no
+	// end, and its frames were addresses and its executable unknown.
+	if (fd >= 0) {
+		pthread_mutex_lock(&wlock);
+		write_maps_locked();
+		pthread_mutex_unlock(&wlock);
+	}
 	hook_exit(h);
 	if (fd >= 0)
 		enabled = 1;
