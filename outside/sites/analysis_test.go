@@ -18,7 +18,7 @@ func TestAnalysisEnded(t *testing.T) {
 		{image{pid: 42, n: 1}, "unflushed"},
 	} {
 		a := &analysis{}
-		if got := a.ended(&tc.im); got != tc.want || (len(a.warns) > 0) != (tc.want == "unflushed") {
+		if got := a.ended(&tc.im, false); got != tc.want || (len(a.warns) > 0) != (tc.want == "unflushed") {
 			t.Errorf("%+v: %q, warnings %q; want %q", tc.im, got, a.warns, tc.want)
 		}
 		if tc.want == "unflushed" && !strings.Contains(a.warns[0], "pid 42 (image 1)") {

@@ -149,6 +149,11 @@ type image struct {
 	ended             bool
 	endHow            uint8
 	endNs             uint64
+	// goRuntime are the stacks of a Go program's image that pass through
+	// its runtime (set by the analysis before the replay): the mappings
+	// they make are the Go heap's and stacks' address space, which the
+	// replay leaves out.
+	goRuntime map[uint64]bool
 	// torn is set when the file ends inside a record, or holds one that
 	// cannot be read (a thread that wrote while the process exited).
 	torn string

@@ -203,12 +203,19 @@ func (a *analysis) image(im *image) {
 	if a.head == nil || im.pid == a.o.PID {
 		head = walksIn(a.o.Walks, im, func(pid int) bool { return pid == 0 || pid == im.pid })
 	}
+	maps, exe := a.imageMaps(im)
+	goProg := isGoProgram(exe)
+	if goProg {
+		a.goRuntime(im, maps, exe)
+	}
 	r := replay(im, useAtWalks(im.startNs, own, head))
-	ended := a.ended(im)
+	if r.source == "counted" {
+		r.scaleToCount()
+	}
+	ended := a.ended(im, goProg)
 	if im.torn != "" {
 		a.warns = append(a.warns, fmt.Sprintf("sites: %s: %s; what came before is kept", filepath.Base(im.path), im.torn))
 	}
-	maps, exe := a.imageMaps(im)
 	all := a.sites(im, r, maps)
 	a.s.Processes = append(a.s.Processes, schema.SitesProcess{
 		PID: im.pid, PPID: im.ppid, Image: im.n, Executable: exe,
@@ -232,8 +239,13 @@ func (a *analysis) image(im *image) {
 }
 
 // ended is how im ended, as SitesProcess.Ended says it; an image that
-// wrote no end gets a warning.
-func (a *analysis) ended(im *image) string {
+// wrote no end gets a warning. A Go program (goProg) gets one line of
+// what --sites sees of it, whatever its end: its runtime exits by the
+// system call, without the C library's exit, and writes no end.
+func (a *analysis) ended(im *image, goProg bool) string {
+	if goProg {
+		a.warns = append(a.warns, fmt.Sprintf("sites: pid %d (image %d) is a Go program: --sites sees its C allocations (cgo, C libraries) and its own mmaps, not its Go heap (the runtime's mappings are left out; --pprof shows the Go heap), and its runtime exits without the C library's exit, so the allocations of its last record buffer may be missing", im.pid, im.n))
+	}
 	switch {
 	case im.ended && im.endHow == 1:
 		return "execve"
@@ -241,6 +253,9 @@ func (a *analysis) ended(im *image) string {
 		return "signal"
 	case im.ended:
 		return "exit"
+	}
+	if goProg {
+		return "unflushed"
 	}
 	a.warns = append(a.warns, fmt.Sprintf("sites: pid %d (image %d) ended without writing its records (SIGKILL, a crash, or a handler of its own that ended it without exit): its figures lack the allocations of its last buffer", im.pid, im.n))
 	return "unflushed"
@@ -256,8 +271,23 @@ func (a *analysis) imageMaps(im *image) (maps []mapping, exe string) {
 		return nil, ""
 	}
 	maps = parseMaps(im.maps[len(im.maps)-1])
+	// The earlier maps (the start's, and each dlclose's) add what the
+	// last lacks: the libraries dlclosed since.
+	type span struct {
+		start, end uint64
+		path       string
+	}
+	have := map[span]bool{}
+	for _, m := range maps {
+		have[span{m.start, m.end, m.path}] = true
+	}
 	for _, old := range im.maps[:len(im.maps)-1] {
-		maps = append(maps, parseMaps(old)...) // dlclosed libraries
+		for _, m := range parseMaps(old) {
+			if k := (span{m.start, m.end, m.path}); !have[k] {
+				have[k] = true
+				maps = append(maps, m)
+			}
+		}
 	}
 	sort.SliceStable(maps, func(i, j int) bool { return maps[i].start < maps[j].start })
 	return maps, executablePath(maps)
@@ -670,6 +700,40 @@ func executablePath(maps []mapping) string {
 		}
 	}
 	return best.path
+}
+
+// isGoProgram says path is a Go executable: it has the Go build
+// information's section.
+func isGoProgram(path string) bool {
+	if path == "" {
+		return false
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Section(".go.buildinfo") != nil
+}
+
+// goRuntime marks the stacks of a Go program's image (exe) whose first
+// frame in the executable is its runtime's (runtime.*, or cgo's mmap
+// shims): the mappings they make are its Go heap's and goroutine stacks'
+// address space. A C function of the program's (cgo) called through
+// runtime.asmcgocall comes first, and its mappings are kept.
+func (a *analysis) goRuntime(im *image, maps []mapping, exe string) {
+	im.goRuntime = map[uint64]bool{}
+	for h, pcs := range im.stacks {
+		for _, f := range a.b.name(maps, pcs).frames {
+			if f.obj != exe {
+				continue
+			}
+			if strings.HasPrefix(f.fn, "runtime.") || strings.HasPrefix(f.fn, "x_cgo_m") || strings.HasPrefix(f.fn, "_cgo_m") {
+				im.goRuntime[h] = true
+			}
+			break
+		}
+	}
 }
 
 // ownAllocators says, of each program that defines malloc itself (an

@@ -317,6 +317,14 @@ __attribute__((constructor(101))) static void init(void) {
 	atexit(at_exit);
 	catch_end_signals();
 	open_file();
+	// The maps at the start too: a program that ends without the C
+	// library's exit (the Go runtime's exit_group, a crash) writes no
+	// end, and its frames were addresses and its executable unknown.
+	if (fd >= 0) {
+		pthread_mutex_lock(&wlock);
+		write_maps_locked();
+		pthread_mutex_unlock(&wlock);
+	}
 	hook_exit(h);
 	if (fd >= 0)
 		enabled = 1;
