@@ -14,6 +14,9 @@ import (
 const (
 	DefaultInterval   = sampler.DefaultInterval
 	DefaultSmapsEvery = time.Second
+	// DefaultMaxInterval is how far the sampler's period backs off while
+	// the program's memory stands still (Options.MaxInterval).
+	DefaultMaxInterval = 100 * time.Millisecond
 	// walkBudget caps the CPU of full smaps walks as a share of wall
 	// time: after a walk that took d of CPU, the next waits at least
 	// d/walkBudget.
@@ -35,6 +38,14 @@ type Options struct {
 	// Interval is the sampler's period; 0 means DefaultInterval, below
 	// sampler.MinInterval is an error.
 	Interval time.Duration
+	// MaxInterval is how far the period backs off while RSS stands still
+	// (sampler.Options.MaxInterval): it doubles at each sample that reads
+	// RSS and VmHWM within 1 MiB or 1 % of the sample before, and comes
+	// back to Interval at the first that moves more. A wake
+	// of the probe costs a program that keeps every core busy far more
+	// than the probe's own CPU. 0 means DefaultMaxInterval or Interval,
+	// whichever is longer; below Interval is an error.
+	MaxInterval time.Duration
 	// SmapsEvery is the least time between two full smaps walks taken
 	// because RSS moved; 0 means DefaultSmapsEvery, or Interval where that
 	// is longer (a walk cannot come more often than a sample). Such a walk
@@ -87,6 +98,12 @@ func (o *Options) defaults() error {
 		o.Interval = DefaultInterval
 	case o.Interval < sampler.MinInterval:
 		return fmt.Errorf("interval %v is below the minimum %v", o.Interval, sampler.MinInterval)
+	}
+	switch {
+	case o.MaxInterval == 0:
+		o.MaxInterval = max(DefaultMaxInterval, o.Interval)
+	case o.MaxInterval < o.Interval:
+		return fmt.Errorf("max interval %v is below the interval %v", o.MaxInterval, o.Interval)
 	}
 	switch {
 	case o.SmapsEvery == 0:

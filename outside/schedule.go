@@ -77,6 +77,14 @@ func (w *walkScheduler) hooks(on bool) {
 	w.hooksOn = on
 }
 
+// hooked says whether the hooks are on: the walker is set, and the
+// watch has not ended.
+func (w *walkScheduler) hooked() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.hooksOn
+}
+
 // onSample is the sampler's hook: a new high that a sample reads (every
 // interval) is walked at once, in a goroutine of its own, where the loop
 // would see it at its next tick only, 50 ms on. A program that grows
