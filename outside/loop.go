@@ -64,8 +64,8 @@ type watchLoop struct {
 const countersEvery = 10
 
 // run waits until stop is closed, then closes done. Where smpDone (the
-// sampler's end; nil without a sampler) closes first, it ticks on its
-// own from then on, reading status itself.
+// sampler's end; closed from the start where there is no sampler)
+// closes first, it ticks on its own from then on, reading status itself.
 func (l *watchLoop) run(smpDone <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	select {

@@ -25,6 +25,12 @@ const (
 	// highs (Options.SmapsEvery).
 	highWalkRise   = 0.10
 	highWalkBudget = 0.05
+	// highWalkSettled is the rise above the highest walk that is walked
+	// once RSS stops rising. At 1 % a program whose RSS creeps (the
+	// stress program: 40 to 52 MiB in a second, read unchanged at one
+	// sample in three, as the kernel batches VmRSS) was walked at every
+	// percent it crept; each walk holds the program's mmap lock.
+	highWalkSettled = 0.03
 	// earlyHighWalkBudget is highWalkBudget in a run's first earlyWalks:
 	// a JVM's walk costs 7 ms of CPU, and at 5 % java's 0.17 s run had
 	// one walk, at 45.7 MiB of a 140.7 MiB peak.
@@ -53,8 +59,8 @@ type Options struct {
 	// moved that much since the last walk.
 	//
 	// A new high more than 10 % (and 1 MiB) above the highest RSS walked
-	// is walked sooner, without waiting for SmapsEvery, and so is one 1 %
-	// above it once RSS stops rising (no higher than at the loop's tick
+	// is walked sooner, without waiting for SmapsEvery, and so is one 3 %
+	// above it once RSS stops rising (no higher than at the sample
 	// before: a peak or a plateau): as soon as the last walk's CPU d has
 	// been followed by 20 d (these walks take at most 5 % of one CPU).
 	// Those at 10 % are few (24 from 100 MiB to 1 GiB, costing about 10
