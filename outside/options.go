@@ -46,8 +46,9 @@ type Options struct {
 	Interval time.Duration
 	// MaxInterval is how far the period backs off while RSS stands still
 	// (sampler.Options.MaxInterval): it doubles at each sample that reads
-	// RSS and VmHWM within 1 MiB or 1 % of the sample before, and comes
-	// back to Interval at the first that moves more. A wake
+	// RSS and VmHWM within 1 MiB or 1 % of the sample before, halves at
+	// one that moves more, and comes back to Interval at one that moves
+	// by a tenth. A wake
 	// of the probe costs a program that keeps every core busy far more
 	// than the probe's own CPU. 0 means DefaultMaxInterval or Interval,
 	// whichever is longer; below Interval is an error.

@@ -111,8 +111,8 @@ type Options struct {
 	// MaxInterval, where above Interval, lets the period back off while
 	// the process's memory stands still: after a sample whose RSS and
 	// VmHWM are within 1 MiB or 1 % of the sample before's, the next waits
-	// twice as long, up to MaxInterval; a move brings it back to Interval
-	// at once. Each sample wakes the sampler,
+	// twice as long, up to MaxInterval; a move of more halves the period,
+	// and one of a tenth brings it back to Interval at once. Each sample wakes the sampler,
 	// and on a machine the program keeps busy the wake costs it more than
 	// the read (docs/exec.md, Cost). The peaks stay exact through VmHWM,
 	// which every status read and Stop's final sample carry. 0: every
@@ -375,16 +375,22 @@ func (s *Sampler) loop(ctx context.Context) {
 }
 
 // next is the period after the latest sample, d the one before it
-// (Options.MaxInterval): Interval where the memory moved since the sample
-// before (RSS or VmHWM by more than rssMoved allows), twice d up to
-// MaxInterval where it did not. A program that creeps backs off until
-// the creep of one period is a move.
+// (Options.MaxInterval): from the sample before, where RSS or VmHWM
+// moved by a tenth, Interval; where they moved by more than rssMoved
+// allows, half of d (a program that creeps is sampled at the period
+// whose creep is a move, not at Interval); where they stood still, twice
+// d, up to MaxInterval.
 func (s *Sampler) next(d time.Duration) time.Duration {
 	p := &s.latest
-	m := rssMoved(p.RSSBytes, s.prevRSS) || p.VmHWMBytes > s.prevHWM && rssMoved(p.VmHWMBytes, s.prevHWM)
-	s.prevRSS, s.prevHWM = p.RSSBytes, max(s.prevHWM, p.VmHWMBytes)
-	if m || s.opts.MaxInterval <= s.opts.Interval {
+	hwm := max(s.prevHWM, p.VmHWMBytes)
+	moved := rssMoved(p.RSSBytes, s.prevRSS) || rssMoved(hwm, s.prevHWM)
+	jumped := jump(p.RSSBytes, s.prevRSS) || jump(hwm, s.prevHWM)
+	s.prevRSS, s.prevHWM = p.RSSBytes, hwm
+	switch {
+	case jumped || s.opts.MaxInterval <= s.opts.Interval:
 		return s.opts.Interval
+	case moved:
+		return max(s.opts.Interval, d/2)
 	}
 	return min(2*d, s.opts.MaxInterval)
 }
@@ -394,6 +400,13 @@ func (s *Sampler) next(d time.Duration) time.Duration {
 func rssMoved(a, b uint64) bool {
 	d := max(a, b) - min(a, b)
 	return d > 1<<20 && d > b/100
+}
+
+// jump says whether RSS a has moved from b by a tenth of b (and 1 MiB):
+// as much as makes a walk at a new high (outside's highWalkRise).
+func jump(a, b uint64) bool {
+	d := max(a, b) - min(a, b)
+	return d > 1<<20 && d > b/10
 }
 
 // Done is closed once the periodic samples have ended: Stop was called,
