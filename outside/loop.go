@@ -7,16 +7,21 @@ import (
 	"time"
 
 	"memprobe/instrument/procfs"
+	"memprobe/instrument/sampler"
 	"memprobe/schema"
 )
 
-// watchLoop is the loop beside the sampler. Every tick it reads the
-// process's status (whether it still lives, its VmHWM), notices an
-// execve (what the process runs: its exe and Go build), reads attach's
-// counters every countersEvery ticks, and asks the walk scheduler
-// whether a walk is due, which it then takes in its own goroutine. It
-// owns those readings; its lock guards them against finish and Wait,
-// which read them, and tests.
+// watchLoop is the loop beside the sampler. At every sample (onSample,
+// on the sampler's goroutine: no wake of its own) it takes from the
+// sample whether the process still lives and its VmHWM, and asks the
+// walk scheduler whether a walk is due, which it then takes in a
+// goroutine of its own; at most every tick it notices an execve (what
+// the process runs: its exe and Go build) and reads attach's counters
+// every countersEvery ticks. Once the sampler has stopped while the watch
+// goes on (the program exited before the first sample, or the sampler's
+// reads failed while the process lived on), run ticks on its own and
+// reads status itself. It owns those readings; its lock guards them
+// against finish and Wait, which read them, and tests.
 type watchLoop struct {
 	fs     procfs.FS
 	pid    int
@@ -25,8 +30,14 @@ type watchLoop struct {
 	tick   time.Duration
 	status *procfs.StatusReader // nil: unreadable at the start
 	sched  *walkScheduler
-	// tickRSS is RSS at the last tick (run's goroutine only).
-	tickRSS uint64
+	// stop is closed when the watch ends: onSample then does nothing.
+	stop <-chan struct{}
+	// tickRSS is RSS at the last sample or tick; ticks counts the ticks
+	// taken, lastTick is when the latest began (onSample's, then run's
+	// goroutine: run takes over only once the sampler has stopped).
+	tickRSS  uint64
+	ticks    int
+	lastTick time.Time
 
 	mu sync.Mutex
 	// lastAlive is the last tick that saw the process with memory.
@@ -52,19 +63,23 @@ type watchLoop struct {
 // counters (readCounters: a file per thread).
 const countersEvery = 10
 
-// run ticks until stop is closed; done is closed after.
-func (l *watchLoop) run(stop <-chan struct{}, done chan<- struct{}) {
+// run waits until stop is closed, then closes done. Where smpDone (the
+// sampler's end; closed from the start where there is no sampler)
+// closes first, it ticks on its own from then on, reading status itself.
+func (l *watchLoop) run(smpDone <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	select {
+	case <-l.stop:
+		return
+	case <-smpDone:
+	}
 	t := time.NewTicker(l.tick)
 	defer t.Stop()
-	for n := 0; ; n++ {
+	for {
 		select {
-		case <-stop:
+		case <-l.stop:
 			return
 		case <-t.C:
-		}
-		if l.attach && n%countersEvery == 0 {
-			l.readCounters()
 		}
 		// status, not statm: VmHWM too, so that the last peak read
 		// before the process exits is at most a tick old.
@@ -72,17 +87,47 @@ func (l *watchLoop) run(stop <-chan struct{}, done chan<- struct{}) {
 		if l.status == nil || l.status.Read(&st) != nil || st.VmSizeBytes == 0 {
 			continue // exited, or exiting: Wait will see it
 		}
-		seen := time.Now()
-		l.checkExec()
-		l.mu.Lock()
-		l.lastAlive = seen
-		l.hwm = max(l.hwm, st.VmHWMBytes)
-		l.mu.Unlock()
-		regular, high := l.sched.due(st.VmRSSBytes, l.tickRSS, time.Now())
-		l.tickRSS = st.VmRSSBytes
-		if (regular || high) && !l.sched.hookWalk.running() {
-			l.sched.walk(regular)
+		l.step(st.VmRSSBytes, st.VmHWMBytes, true)
+	}
+}
+
+// onSample is the sampler's hook: the loop's step on a sample that read
+// the process alive (its VSZ), at no wake of its own.
+func (l *watchLoop) onSample(p sampler.Point) {
+	select {
+	case <-l.stop:
+		return
+	default:
+	}
+	if p.VSZBytes > 0 && l.sched.hooked() {
+		l.step(p.RSSBytes, p.VmHWMBytes, false)
+	}
+}
+
+// step takes a reading of the process alive with RSS rss and VmHWM hwm
+// (0: not read): at most every tick (or at every call, where tick says
+// so) the execve check and attach's counters, then the liveness, the
+// peak, and a walk where one is due.
+func (l *watchLoop) step(rss, hwm uint64, tick bool) {
+	now := time.Now()
+	if tick || now.Sub(l.lastTick) >= l.tick {
+		l.lastTick = now
+		if l.attach && l.ticks%countersEvery == 0 {
+			l.readCounters()
 		}
+		l.ticks++
+		l.checkExec()
+	}
+	l.mu.Lock()
+	l.lastAlive = now
+	l.hwm = max(l.hwm, hwm)
+	l.mu.Unlock()
+	regular, high := l.sched.due(rss, l.tickRSS, time.Now())
+	l.tickRSS = rss
+	if regular || high {
+		// In a goroutine of its own, unless a walk is under way: the
+		// samples go on meanwhile.
+		l.sched.hookWalk.start(func() { _ = l.sched.walk(regular) })
 	}
 }
 

@@ -77,6 +77,14 @@ func (w *walkScheduler) hooks(on bool) {
 	w.hooksOn = on
 }
 
+// hooked says whether the hooks are on: the walker is set, and the
+// watch has not ended.
+func (w *walkScheduler) hooked() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.hooksOn
+}
+
 // onSample is the sampler's hook: a new high that a sample reads (every
 // interval) is walked at once, in a goroutine of its own, where the loop
 // would see it at its next tick only, 50 ms on. A program that grows
@@ -398,10 +406,10 @@ func walkedRSS(r *schema.Reconciliation) int64 {
 // aboveHigh is the rule of the walks at new highs against top, the RSS
 // of the highest walk so far: rss more than 1 MiB above it, and either
 // highWalkRise above it or, where RSS has stopped rising (no higher
-// than prev, the read before), 1 % above it.
+// than prev, the read before), highWalkSettled above it.
 func aboveHigh(rss, prev, top uint64) bool {
 	if rss <= top+1<<20 {
 		return false
 	}
-	return rss > top+uint64(highWalkRise*float64(top)) || rss <= prev && rss > top+top/100
+	return rss > top+uint64(highWalkRise*float64(top)) || rss <= prev && rss > top+uint64(highWalkSettled*float64(top))
 }

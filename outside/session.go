@@ -86,10 +86,14 @@ func newSession(opts Options, mode string, pid int, command []string, start time
 		notes: newNotes(),
 	}
 	s.sched = newWalkScheduler(opts, pid, s.start, s.notes)
-	s.loop = &watchLoop{fs: opts.FS, pid: pid, start: s.start, attach: mode == schema.ModeAttach, tick: s.tick(), sched: s.sched}
+	s.loop = &watchLoop{fs: opts.FS, pid: pid, start: s.start, attach: mode == schema.ModeAttach, tick: s.tick(), sched: s.sched, stop: s.stop}
 	s.loop.goBuild = readGoBuild(opts.FS, pid)
 	s.loop.exe, _ = os.Readlink(opts.FS.Path(pid, "exe"))
-	smp, err := sampler.New(sampler.Options{PID: pid, Interval: opts.Interval, FS: opts.FS, OnSample: s.sched.onSample})
+	onSample := func(p sampler.Point) {
+		s.sched.onSample(p)
+		s.loop.onSample(p)
+	}
+	smp, err := sampler.New(sampler.Options{PID: pid, Interval: opts.Interval, MaxInterval: opts.MaxInterval, FS: opts.FS, OnSample: onSample})
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +126,15 @@ func newSession(opts Options, mode string, pid int, command []string, start time
 		go s.kids.run(s.stop, s.kidsDone)
 	}
 	s.sched.hooks(true)
-	go s.loop.run(s.stop, s.loopDone)
+	var smpDone <-chan struct{}
+	if smp != nil {
+		smpDone = smp.Done()
+	} else {
+		closed := make(chan struct{})
+		close(closed)
+		smpDone = closed
+	}
+	go s.loop.run(smpDone, s.loopDone)
 	return s, nil
 }
 

@@ -18,7 +18,12 @@
 # rate) and watch (bin/probe exec, no library), whose CPU is the
 # program's own (wait4, from the result) and not the probe's: on a
 # machine the program keeps busy, what the probe takes of it shows in
-# the wall column.
+# the wall column. watch=PATH is watch with another probe binary (one
+# built from main, say), so that a change to the watch is measured before
+# and after in the same rounds:
+#   git worktree add /tmp/main main && (cd /tmp/main && go build -o /tmp/probe-main ./cmd/probe)
+#   ROUNDS=15 N=2500000 CONFIGS="watch watch=/tmp/probe-main" scripts/sites-overhead.sh
+# Only the library's configurations need bin/libmemprobe-sites.so.
 set -euo pipefail
 ROUNDS=${ROUNDS:-80}
 N=${N:-500000}   # allocations a thread
@@ -26,13 +31,16 @@ T=${T:-4}        # threads
 CONFIGS=${CONFIGS:-default libunwind nosamples}
 here=$(cd "$(dirname "$0")/.." && pwd)
 lib=${LIB:-$here/bin/libmemprobe-sites.so}
-[ -f "$lib" ] || { echo "sites-overhead: $lib not found: run make build" >&2; exit 2; }
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 2 ]] || { echo "sites-overhead: ROUNDS=$ROUNDS: want 2 or more" >&2; exit 2; }
 for c in $CONFIGS; do
 	case $c in
-	default | libunwind | libgcc | nosamples | probe | watch) ;;
-	rate=*) [[ ${c#rate=} =~ ^[1-9][0-9]*$ ]] || { echo "sites-overhead: $c: want rate=BYTES, 1 or more" >&2; exit 2; } ;;
-	*) echo "sites-overhead: unknown configuration $c (default libunwind libgcc nosamples rate=BYTES probe watch)" >&2; exit 2 ;;
+	probe | watch) ;;
+	watch=*) [ -x "${c#watch=}" ] || { echo "sites-overhead: $c: not an executable probe" >&2; exit 2; } ;;
+	default | libunwind | libgcc | nosamples | rate=*)
+		[ -f "$lib" ] || { echo "sites-overhead: $c: $lib not found: run make build" >&2; exit 2; }
+		[[ $c != rate=* || ${c#rate=} =~ ^[1-9][0-9]*$ ]] || { echo "sites-overhead: $c: want rate=BYTES, 1 or more" >&2; exit 2; }
+		;;
+	*) echo "sites-overhead: unknown configuration $c (default libunwind libgcc nosamples rate=BYTES probe watch watch=PATH)" >&2; exit 2 ;;
 	esac
 done
 probe=$(dirname "$lib")/probe
@@ -87,11 +95,12 @@ one() {
 	alone)
 		"$work/timed" "$work/time" "$work/stress" "$N" "$T" >/dev/null
 		;;
-	probe | watch)
-		local sites=()
+	probe | watch | watch=*)
+		local sites=() bin=$probe
 		[ "$c" = probe ] && sites=(--sites --out-dir "$work/out")
+		[[ $c == watch=* ]] && bin=${c#watch=}
 		rm -rf "$work/r.json" "$work/out"
-		"$probe" exec "${sites[@]}" --json "$work/r.json" -- "$work/stress" "$N" "$T" >/dev/null 2>"$work/err" ||
+		"$bin" exec "${sites[@]}" --json "$work/r.json" -- "$work/stress" "$N" "$T" >/dev/null 2>"$work/err" ||
 			{ echo "sites-overhead: $c: $(tail -1 "$work/err")" >&2; exit 1; }
 		jq -r '.process | "\(.rusage_user_ms / 1000) \(.rusage_system_ms / 1000) \(.duration_ms / 1000)"' "$work/r.json" >"$work/time"
 		;;
@@ -100,8 +109,12 @@ one() {
 			"$work/timed" "$work/time" "$work/stress" "$N" "$T" >/dev/null
 		;;
 	esac
-	awk '{printf "%.3f %.3f\n", $1 + $2, $3}' "$work/time" >>"$work/$c"
+	awk '{printf "%.3f %.3f\n", $1 + $2, $3}' "$work/time" >>"$work/$(key "$c")"
 }
+
+# key CONFIG: the file name of a configuration's times (watch=PATH's
+# path has slashes).
+key() { echo "${1//\//_}"; }
 
 all=(alone $CONFIGS)
 k=${#all[@]}
@@ -128,7 +141,8 @@ stats() {
 		}'
 }
 for c in $CONFIGS; do
-	cpu=$(paste "$work/alone" "$work/$c" | awk '{print $3 / $1}' | stats)
-	wall=$(paste "$work/alone" "$work/$c" | awk '{print $4 / $2}' | stats)
-	echo "| $c | $cpu | $wall | $(awk '{s += $1} END {printf "%.3f", s / NR}' "$work/$c") |"
+	f=$work/$(key "$c")
+	cpu=$(paste "$work/alone" "$f" | awk '{print $3 / $1}' | stats)
+	wall=$(paste "$work/alone" "$f" | awk '{print $4 / $2}' | stats)
+	echo "| $c | $cpu | $wall | $(awk '{s += $1} END {printf "%.3f", s / NR}' "$f") |"
 done

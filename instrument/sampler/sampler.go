@@ -108,6 +108,16 @@ type Options struct {
 	MaxPoints int
 	// FS is where the Linux-only fields are read; the zero FS is /proc.
 	FS procfs.FS
+	// MaxInterval, where above Interval, lets the period back off while
+	// the process's memory stands still: after a sample whose RSS and
+	// VmHWM are within 1 MiB or 1 % of the sample before's, the next waits
+	// twice as long, up to MaxInterval; a move of more halves the period,
+	// and one of a tenth brings it back to Interval at once. Each sample wakes the sampler,
+	// and on a machine the program keeps busy the wake costs it more than
+	// the read (docs/exec.md, Cost). The peaks stay exact through VmHWM,
+	// which every status read and Stop's final sample carry. 0: every
+	// Interval.
+	MaxInterval time.Duration
 	// OnSample, where set, is called with each periodic sample once it is
 	// in the timeline (not the final one Stop takes), on the sampling
 	// goroutine: it must return at once. It lets a caller act on a new
@@ -204,6 +214,9 @@ type Sampler struct {
 	// latest is the last sample, for OnSample: written and read by the
 	// sampling goroutine only.
 	latest Point
+	// prevRSS and prevHWM are RSS at the sample before and the largest
+	// VmHWM read (next; the sampling goroutine only).
+	prevRSS, prevHWM uint64
 
 	// Owned by the sampling goroutine until done is closed, then by Stop.
 	mu        sync.Mutex // guards the fields below against Peek
@@ -333,28 +346,72 @@ func (s *Sampler) openFiles(smaps bool) (f files, smErr, err error) {
 	return f, smErr, nil
 }
 
+// loop samples until ctx is done or a sample fails. One timer, reset
+// after each sample to the period next says: the goroutine wakes once a
+// period and for nothing else.
 func (s *Sampler) loop(ctx context.Context) {
 	defer close(s.done)
-	tick := time.NewTicker(s.opts.Interval)
-	defer tick.Stop()
+	d := s.opts.Interval
+	t := time.NewTimer(d)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
-			if s.paused.Load() {
-				continue
-			}
+		case <-t.C:
+		}
+		if !s.paused.Load() {
 			if err := s.sample(ctx); err != nil {
 				s.warn(fmt.Sprintf("sampling stopped after %d samples: %v", s.n, err))
 				return
 			}
+			d = s.next(d)
 			if s.opts.OnSample != nil {
 				s.opts.OnSample(s.latest)
 			}
 		}
+		t.Reset(d)
 	}
 }
+
+// next is the period after the latest sample, d the one before it
+// (Options.MaxInterval): from the sample before, where RSS or VmHWM
+// moved by a tenth, Interval; where they moved by more than rssMoved
+// allows, half of d (a program that creeps is sampled at the period
+// whose creep is a move, not at Interval); where they stood still, twice
+// d, up to MaxInterval.
+func (s *Sampler) next(d time.Duration) time.Duration {
+	p := &s.latest
+	hwm := max(s.prevHWM, p.VmHWMBytes)
+	moved := rssMoved(p.RSSBytes, s.prevRSS) || rssMoved(hwm, s.prevHWM)
+	jumped := jump(p.RSSBytes, s.prevRSS) || jump(hwm, s.prevHWM)
+	s.prevRSS, s.prevHWM = p.RSSBytes, hwm
+	switch {
+	case jumped || s.opts.MaxInterval <= s.opts.Interval:
+		return s.opts.Interval
+	case moved:
+		return max(s.opts.Interval, d/2)
+	}
+	return min(2*d, s.opts.MaxInterval)
+}
+
+// rssMoved says whether RSS a has moved from b by more than standing
+// still allows: 1 MiB and 1 % of b.
+func rssMoved(a, b uint64) bool {
+	d := max(a, b) - min(a, b)
+	return d > 1<<20 && d > b/100
+}
+
+// jump says whether RSS a has moved from b by a tenth of b (and 1 MiB):
+// as much as makes a walk at a new high (outside's highWalkRise).
+func jump(a, b uint64) bool {
+	d := max(a, b) - min(a, b)
+	return d > 1<<20 && d > b/10
+}
+
+// Done is closed once the periodic samples have ended: Stop was called,
+// or a sample failed (the process exited, or could no longer be read).
+func (s *Sampler) Done() <-chan struct{} { return s.done }
 
 // Stop ends sampling, takes a final sample and returns what was seen. If
 // the final sample fails (the process has exited) that is a warning, not an

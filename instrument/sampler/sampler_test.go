@@ -280,3 +280,45 @@ func TestOnSample(t *testing.T) {
 		}
 	}
 }
+
+// TestBackOff: the period doubles while RSS and VmHWM stand still (within
+// 1 MiB or 1 % of the sample before), up to MaxInterval; a move halves
+// it, and one of a tenth brings it back to Interval at once; without
+// MaxInterval it stays.
+func TestBackOff(t *testing.T) {
+	const ms = time.Millisecond
+	s, err := New(Options{PID: 1, Interval: 10 * ms, MaxInterval: 100 * ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mib = 1 << 20
+	d := 10 * ms
+	for i, c := range []struct {
+		rss, hwm uint64
+		want     time.Duration
+	}{
+		{100 * mib, 100 * mib, 10 * ms}, // the first: a jump from nothing
+		{100 * mib, 100 * mib, 20 * ms},
+		{100*mib + 512<<10, 100*mib + 512<<10, 40 * ms}, // within 1 MiB: still
+		{100*mib + 900<<10, 100*mib + 900<<10, 80 * ms},
+		{100 * mib, 101 * mib, 100 * ms},
+		{100 * mib, 101 * mib, 100 * ms},
+		{103 * mib, 103 * mib, 50 * ms}, // RSS moved 3 %: half
+		{106 * mib, 106 * mib, 25 * ms},
+		{106 * mib, 106 * mib, 50 * ms},
+		{106 * mib, 120 * mib, 10 * ms}, // a spike between samples: VmHWM jumped
+		{50 * mib, 120 * mib, 10 * ms},  // a fall is a move too
+		{50 * mib, 120 * mib, 20 * ms},
+	} {
+		s.latest = Point{RSSBytes: c.rss, VmHWMBytes: c.hwm}
+		if d = s.next(d); d != c.want {
+			t.Errorf("sample %d (RSS %d KiB, VmHWM %d KiB): next period %v, want %v", i, c.rss>>10, c.hwm>>10, d, c.want)
+		}
+	}
+	s, _ = New(Options{PID: 1, Interval: 10 * ms})
+	s.latest = Point{RSSBytes: mib, VmHWMBytes: mib}
+	s.next(d)
+	if d = s.next(10 * ms); d != 10*ms {
+		t.Errorf("without MaxInterval: next period %v, want the interval", d)
+	}
+}
