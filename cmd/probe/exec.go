@@ -44,7 +44,7 @@ type outsideFlags struct {
 
 func (f *outsideFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
-	fs.DurationVar(&f.interval, "interval", outside.DefaultInterval, "sampling period of RSS, VSZ and the status fields (smaps_rollup at most every 10th sample and 0.25 % of wall time); the probe's CPU while the program runs, most of it waking up, was about 3 % of one core at 10 ms and 0.5 % at 100 ms on a 2-core AMD EPYC VM: the report's Cost line gives each run's")
+	fs.DurationVar(&f.interval, "interval", outside.DefaultInterval, "sampling period of RSS, VSZ and the status fields while they move (it doubles, up to 100 ms, while RSS and VmHWM stay flat; smaps_rollup at most every 10th sample and 0.25 % of wall time); watching sleep 1 cost the probe 4.4 ms of CPU on a 2-core AMD EPYC VM: the report's Cost line gives each run's")
 	fs.DurationVar(&f.smapsEvery, "smaps-every", outside.DefaultSmapsEvery, "least time between full smaps walks taken when RSS moves (a new high 10 % above the highest walk is walked as soon as a sample reads it, the walks' CPU within 5 % of wall time, 25 % in the first second; and, where the watch ends before the process does (attach), one at the end); not given, it is the interval where that is longer")
 	fs.StringVar(&f.jsonPath, "json", "", "write the result (schema memprobe.train/v3, kind process) to this file; - is stdout, which then carries the JSON only: the report goes to stderr, and so does exec's program's own stdout")
 	fs.StringVar(&f.outDir, "out-dir", "", "write the raw smaps walks at the peak and the end, --pprof's heap profile and exec --sites' profiles to this directory; an earlier run's files there are not replaced without --force")
