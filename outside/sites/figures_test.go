@@ -14,21 +14,7 @@ import (
 // recordAll is record with every site listed (Top 1000).
 func recordAll(t *testing.T, rate int64, argv ...string) *schema.Sites {
 	t.Helper()
-	dir := t.TempDir()
-	recs := filepath.Join(dir, "records")
-	if err := os.Mkdir(recs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = Env(os.Environ(), lib(t), recs, rate)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%v: %v", argv, err)
-	}
-	s, _, err := Analyze(Options{Dir: recs, OutDir: dir, PID: cmd.Process.Pid, Top: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _, _ := recordTop(t, rate, 1000, argv...)
 	return s
 }
 

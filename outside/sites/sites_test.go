@@ -75,6 +75,12 @@ func prog(t testing.TB, name string, flags ...string) string {
 // record runs argv with the library at rate and analyzes what it wrote.
 func record(t testing.TB, rate int64, argv ...string) (*schema.Sites, []string, int) {
 	t.Helper()
+	return recordTop(t, rate, 0, argv...)
+}
+
+// recordTop is record with at most top sites listed (0: Analyze's default).
+func recordTop(t testing.TB, rate int64, top int, argv ...string) (*schema.Sites, []string, int) {
+	t.Helper()
 	dir := t.TempDir()
 	recs := filepath.Join(dir, "records")
 	if err := os.Mkdir(recs, 0o755); err != nil {
@@ -86,7 +92,7 @@ func record(t testing.TB, rate int64, argv ...string) (*schema.Sites, []string, 
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v: %v", argv, err)
 	}
-	s, warns, err := Analyze(Options{Dir: recs, OutDir: dir, PID: cmd.Process.Pid})
+	s, warns, err := Analyze(Options{Dir: recs, OutDir: dir, PID: cmd.Process.Pid, Top: top})
 	if err != nil {
 		t.Fatal(err)
 	}
